@@ -1,0 +1,143 @@
+#pragma once
+/// @file connection.h
+/// One connection to one Redis server: fixed buffers, one deadline per
+/// operation, sticky error text, reconnect with bounded backoff.
+///
+/// Lifecycle (Mbed TLS style): construct, setup() (no I/O), then use; the
+/// first command connects. Connect/reconnect allocate (hiredis context,
+/// reader buffer, TLS session); commands after that allocate nothing.
+
+#include <cstdint>
+
+#include "edgelock/bytes.h"
+#include "edgelock/clock.h"
+#include "edgelock/detail/transport_state.h"
+#include "edgelock/endpoint.h"
+#include "edgelock/reply.h"
+#include "edgelock/script.h"
+#include "edgelock/status.h"
+#include "edgelock/tls_options.h"
+
+namespace edgelock {
+
+struct ConnectionOptions {
+  /// Budget for TCP connect + TLS handshake + AUTH/SELECT.
+  Nanos connect_timeout = millis(2000);
+  /// Default per-command budget when the caller gives none.
+  Nanos command_timeout = millis(2000);
+  /// Reconnect backoff after failed connects: doubles from min up to max.
+  Nanos reconnect_min = millis(20);
+  Nanos reconnect_max = millis(2000);
+  TlsOptions tls;
+  /// Time source; nullptr = default_clock() (CLOCK_MONOTONIC).
+  Clock* clock = nullptr;
+};
+
+/// Counters kept by a connection (fixed size, no heap).
+struct ConnectionStats {
+  uint32_t connects = 0;         ///< Successful connects, first one included.
+  uint32_t connect_failures = 0;
+  uint32_t commands = 0;         ///< Commands sent (EVAL retries included).
+  uint32_t io_errors = 0;        ///< Connections dropped by an error/timeout.
+};
+
+class Connection {
+ public:
+  Connection() = default;
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  /// Parses `url` and keeps the options. No I/O, no allocation.
+  /// Errors: kInvalidArgument, kBufferTooSmall (bad URL; see last_error()),
+  /// kTlsUnavailable (rediss:// in a build without TLS).
+  Status setup(const char* url, const ConnectionOptions& options = {});
+  /// As above with an already parsed endpoint.
+  Status setup(const Endpoint& endpoint, const ConnectionOptions& options = {});
+
+  /// Connects now: socket, TLS, AUTH, SELECT, all within `deadline`.
+  /// Errors: kConnectFailed, kTimeout, kTls, kTlsUnavailable, kAuthFailed,
+  /// kNoAuth, kServerError, kIo, kConnectionClosed, kProtocol,
+  /// kBufferTooSmall, kInvalidArgument (not set up).
+  Status connect(Deadline deadline);
+  Status connect() { return connect(Deadline::after(clock(), options_.connect_timeout)); }
+  /// Closes the socket. The next command reconnects.
+  void close();
+  bool is_connected() const { return transport_.fd >= 0; }
+
+  /// Sends a command and waits for its reply until `deadline`, connecting
+  /// first if needed. Error replies become errors (text in last_error()).
+  /// The reply lives until the next command on this connection.
+  /// Errors: everything connect() returns, kNotConnected (reconnect backing
+  /// off), kTimeout, kIo, kConnectionClosed, kProtocol, kBufferTooSmall,
+  /// kServerError, kAuthFailed, kNoAuth, kReadOnly, kOutOfMemory,
+  /// kServerBusy, kLoading.
+  Result<const Reply*> command(const Bytes* args, size_t count, Deadline deadline);
+  /// EVALSHA `script`, falling back to EVAL on NOSCRIPT (restart, SCRIPT
+  /// FLUSH). Errors: as command().
+  Result<const Reply*> eval(const Script& script, const Bytes* keys, size_t nkeys,
+                            const Bytes* args, size_t nargs, Deadline deadline);
+
+  // --- Non-blocking use, for fanning out over many connections with one
+  // poll(). Arguments must stay valid until the reply is complete.
+
+  /// Encodes and starts sending. Connects first (bounded by `deadline`).
+  /// Errors: as connect(), kNotConnected, kBufferTooSmall, kInvalidArgument.
+  Status start_eval(const Script& script, const Bytes* keys, size_t nkeys, const Bytes* args,
+                    size_t nargs, Deadline deadline);
+  Status start_command(const Bytes* args, size_t count, Deadline deadline);
+  /// Does what I/O it can without blocking. Returns the reply when complete,
+  /// nullptr while pending. Errors: as command() except kTimeout.
+  Result<const Reply*> advance();
+  /// Gives up on the command in flight (deadline passed): the connection is
+  /// closed since its reply may still arrive. Returns kTimeout.
+  Status abandon();
+  bool busy() const { return phase_ != Phase::kIdle; }
+  int fd() const { return transport_.fd; }
+  /// poll() events the command in flight waits for.
+  short poll_events() const;
+
+  /// The last error's text (fixed buffer, NUL-terminated, never null).
+  const char* last_error() const { return error_; }
+  Clock& clock() const { return *clock_; }
+  const Endpoint& endpoint() const { return endpoint_; }
+  const ConnectionOptions& options() const { return options_; }
+  const ConnectionStats& stats() const { return stats_; }
+
+ private:
+  enum class Phase : uint8_t { kIdle, kSending, kReceiving };
+
+  Status ensure_connected(Deadline deadline);
+  Status handshake(Deadline deadline);
+  Result<const Reply*> wait(Deadline deadline);
+  Status encode(const Bytes* args, size_t count);
+  Status encode_eval(bool by_sha);
+  Status begin(Deadline deadline);
+  Result<const Reply*> on_reply(const Reply* reply);
+  Status fail(Status s);
+
+  Endpoint endpoint_;
+  ConnectionOptions options_;
+  Clock* clock_ = &default_clock();
+  bool is_setup_ = false;
+  detail::TransportState transport_;
+  Phase phase_ = Phase::kIdle;
+  uint8_t tx_[kTxBufferSize];
+  size_t tx_len_ = 0;
+  size_t tx_sent_ = 0;
+  // The eval in flight, kept to re-send it as EVAL after NOSCRIPT.
+  const Script* eval_script_ = nullptr;
+  const Bytes* eval_keys_ = nullptr;
+  size_t eval_nkeys_ = 0;
+  const Bytes* eval_args_ = nullptr;
+  size_t eval_nargs_ = 0;
+  uint32_t failed_connects_ = 0;
+  Nanos next_connect_at_ = 0;
+  ConnectionStats stats_;
+  char error_[kErrorTextSize] = {};
+};
+
+/// The error code for a Redis error reply ("WRONGPASS ...", "READONLY ...").
+ErrorCode classify_error_reply(const char* text, size_t len);
+
+}  // namespace edgelock

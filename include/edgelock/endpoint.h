@@ -1,0 +1,38 @@
+#pragma once
+/// @file endpoint.h
+/// Where a Redis server is, parsed from a URL into fixed storage.
+
+#include <cstdint>
+
+#include "edgelock/limits.h"
+#include "edgelock/status.h"
+
+namespace edgelock {
+
+enum class Scheme : uint8_t { kTcp, kTls, kUnix };
+
+/// A parsed endpoint. Strings are NUL-terminated and fixed-size.
+struct Endpoint {
+  Scheme scheme = Scheme::kTcp;
+  char host[kMaxHostLen + 1] = {};   ///< Host name or IP literal, no brackets.
+  uint16_t port = 6379;
+  char path[kMaxPathLen + 1] = {};   ///< Unix socket path (kUnix only).
+  char user[kMaxUserLen + 1] = {};   ///< ACL user; empty = "default".
+  char password[kMaxPasswordLen + 1] = {};
+  bool has_password = false;
+  int db = 0;
+};
+
+/// Parses `redis://[[user]:password@]host[:port][/db]`,
+/// `rediss://…` (same form, TLS) and `unix:///path[?db=N]`. Hosts may be
+/// names, IPv4 or bracketed IPv6 literals. Percent-escapes (%XX) are decoded
+/// in user and password. On error `why` (if given) names the problem.
+/// Errors: kInvalidArgument (malformed URL, bad port or db, unknown scheme),
+/// kBufferTooSmall (a part exceeds its fixed capacity).
+Status parse_url(const char* url, Endpoint* out, const char** why = nullptr);
+
+/// Formats "host:port", "[v6]:port" or the socket path into `buf`.
+/// Returns the number of characters written (truncates only the display).
+int format_endpoint(const Endpoint& ep, char* buf, int size);
+
+}  // namespace edgelock

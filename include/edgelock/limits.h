@@ -1,0 +1,45 @@
+#pragma once
+/// @file limits.h
+/// Compile-time capacities. Every buffer in the library is sized here (or by
+/// Meson options that override these), so the RAM a connection or a lock
+/// needs is known before the program runs. Going over one is an error
+/// (kBufferTooSmall / kInvalidArgument), never a silent truncation.
+
+#include <cstddef>
+
+namespace edgelock {
+
+#ifndef EDGELOCK_MAX_KEY_LEN
+#define EDGELOCK_MAX_KEY_LEN 256
+#endif
+#ifndef EDGELOCK_TX_BUFFER_SIZE
+#define EDGELOCK_TX_BUFFER_SIZE 1024
+#endif
+#ifndef EDGELOCK_RX_BUFFER_SIZE
+#define EDGELOCK_RX_BUFFER_SIZE 1024
+#endif
+
+/// Longest lock key, in bytes.
+constexpr size_t kMaxKeyLen = EDGELOCK_MAX_KEY_LEN;
+/// Longest owner token, in bytes (ours are 32 hex chars = 128 random bits).
+constexpr size_t kMaxTokenLen = 64;
+/// Bytes of the per-connection command buffer.
+constexpr size_t kTxBufferSize = EDGELOCK_TX_BUFFER_SIZE;
+/// Bytes of the per-connection receive buffer (inside the hiredis reader,
+/// sized once when the connection is set up).
+constexpr size_t kRxBufferSize = EDGELOCK_RX_BUFFER_SIZE;
+/// Reply nodes per reply (an array and its elements each take one).
+constexpr size_t kReplyNodes = 16;
+/// Bytes of string data per reply.
+constexpr size_t kReplyArenaBytes = 512;
+/// Bytes of the fixed error text kept by a connection.
+constexpr size_t kErrorTextSize = 128;
+/// Host name / path / credential capacities of an endpoint.
+constexpr size_t kMaxHostLen = 255;
+constexpr size_t kMaxPathLen = 107;  // sun_path is 108 bytes with the NUL
+constexpr size_t kMaxUserLen = 64;
+constexpr size_t kMaxPasswordLen = 128;
+/// Longest lock TTL accepted (Redis accepts more; a day is plenty for a lease).
+constexpr long long kMaxTtlMs = 24LL * 3600 * 1000 * 365;
+
+}  // namespace edgelock

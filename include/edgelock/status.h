@@ -1,0 +1,93 @@
+#pragma once
+/// @file status.h
+/// One error vocabulary for the whole library: an error code, a
+/// [[nodiscard]] Status and a Result<T>. No exceptions anywhere.
+
+#include <cstdint>
+#include <utility>
+
+namespace edgelock {
+
+/// Every way a call can fail. Codes are stable; to_string() names them.
+enum class ErrorCode : uint8_t {
+  kOk = 0,
+  kTimeout,           ///< The operation's deadline passed.
+  kBusy,              ///< The lock is held by someone else.
+  kNotOwner,          ///< The lock is not (or no longer) ours.
+  kNotHeld,           ///< This handle holds no lock (nothing to release).
+  kIo,                ///< A socket read or write failed.
+  kConnectionClosed,  ///< The peer closed the connection.
+  kConnectFailed,     ///< TCP/unix connect or name resolution failed.
+  kProtocol,          ///< The reply broke RESP or was of an unexpected type.
+  kServerError,       ///< The server replied with an error (text kept).
+  kAuthFailed,        ///< Wrong user name or password.
+  kNoAuth,            ///< The server wants AUTH and we sent none.
+  kReadOnly,          ///< The server is a read-only replica.
+  kOutOfMemory,       ///< The server hit maxmemory (OOM reply).
+  kServerBusy,        ///< A script is running on the server (BUSY).
+  kLoading,           ///< The server is loading its dataset.
+  kBufferTooSmall,    ///< A fixed capacity would be exceeded.
+  kInvalidArgument,   ///< A caller-supplied value is out of range.
+  kNotConnected,      ///< No connection, and reconnecting is backing off.
+  kTls,               ///< TLS handshake or record failure.
+  kTlsUnavailable,    ///< Built without TLS, or rediss:// not configured.
+  kNoQuorum,          ///< Too few servers answered to form a majority.
+  kExpired,           ///< The lock's validity ran out before it was granted.
+  kIndeterminate,     ///< Sent, outcome unknown; a release was attempted.
+  kRandomFailed,      ///< The OS random source failed.
+};
+
+/// A short, stable, human-readable name for `code` ("timeout", "busy", ...).
+const char* to_string(ErrorCode code);
+
+/// The outcome of a fallible call. Cheap to copy; must be checked.
+class [[nodiscard]] Status {
+ public:
+  constexpr Status() = default;
+  constexpr Status(ErrorCode code) : code_(code) {}  // NOLINT: implicit by design
+
+  static constexpr Status ok_status() { return Status(); }
+
+  constexpr bool ok() const { return code_ == ErrorCode::kOk; }
+  constexpr ErrorCode code() const { return code_; }
+  const char* to_string() const { return edgelock::to_string(code_); }
+
+  /// Explicitly discards a status where ignoring it is the intent.
+  constexpr void ignore() const {}
+
+  friend constexpr bool operator==(Status a, Status b) { return a.code_ == b.code_; }
+  friend constexpr bool operator!=(Status a, Status b) { return a.code_ != b.code_; }
+
+ private:
+  ErrorCode code_ = ErrorCode::kOk;
+};
+
+/// A value or an error. T must be default-constructible and cheap to move.
+template <typename T>
+class [[nodiscard]] Result {
+ public:
+  constexpr Result(T value) : value_(std::move(value)) {}  // NOLINT
+  constexpr Result(Status status) : status_(status) {}     // NOLINT
+  constexpr Result(ErrorCode code) : status_(code) {}      // NOLINT
+
+  constexpr bool ok() const { return status_.ok(); }
+  constexpr Status status() const { return status_; }
+  /// The value; meaningful only when ok().
+  constexpr const T& value() const { return value_; }
+  constexpr T& value() { return value_; }
+  constexpr const T& operator*() const { return value_; }
+  constexpr const T* operator->() const { return &value_; }
+
+ private:
+  T value_{};
+  Status status_;
+};
+
+}  // namespace edgelock
+
+/// Returns early from the enclosing function if `expr` is not ok.
+#define EDGELOCK_TRY(expr)                                   \
+  do {                                                       \
+    ::edgelock::Status edgelock_try_status_ = (expr);        \
+    if (!edgelock_try_status_.ok()) return edgelock_try_status_; \
+  } while (0)

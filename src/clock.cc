@@ -1,0 +1,54 @@
+#include "edgelock/clock.h"
+
+#include <cerrno>
+#include <climits>
+#include <ctime>
+
+namespace edgelock {
+
+Nanos SystemClock::now() {
+  timespec ts{};
+  // clock_gettime on these clocks cannot fail on Linux for valid ids.
+  clock_gettime(count_suspend_ ? CLOCK_BOOTTIME : CLOCK_MONOTONIC, &ts);
+  return static_cast<Nanos>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+void SystemClock::sleep_for(Nanos ns) {
+  if (ns <= 0) return;
+  // Sleep to an absolute time so EINTR restarts do not stretch the wait.
+  const Nanos until = now() + ns;
+  timespec ts{};
+  ts.tv_sec = static_cast<time_t>(until / 1000000000);
+  ts.tv_nsec = static_cast<long>(until % 1000000000);
+  const clockid_t id = count_suspend_ ? CLOCK_BOOTTIME : CLOCK_MONOTONIC;
+  for (int i = 0; i < 1000; ++i) {
+    if (clock_nanosleep(id, TIMER_ABSTIME, &ts, nullptr) != EINTR) return;
+  }
+}
+
+Clock& default_clock() {
+  static SystemClock clock;
+  return clock;
+}
+
+Deadline Deadline::after(Clock& clock, Nanos timeout) {
+  if (timeout < 0) return never();
+  const Nanos now = clock.now();
+  if (timeout > kNever - now) return never();
+  return Deadline(now + timeout);
+}
+
+Nanos Deadline::remaining(Clock& clock) const {
+  if (is_never()) return kNever;
+  const Nanos left = at_ - clock.now();
+  return left > 0 ? left : 0;
+}
+
+int Deadline::poll_timeout_ms(Clock& clock) const {
+  if (is_never()) return -1;
+  const Nanos left = remaining(clock);
+  const Nanos ms = (left + kNanosPerMilli - 1) / kNanosPerMilli;
+  return ms > INT_MAX ? INT_MAX : static_cast<int>(ms);
+}
+
+}  // namespace edgelock

@@ -1,0 +1,153 @@
+// Connection setup, connect/handshake and the blocking command calls.
+#include "error_text.h"
+#include "edgelock/connection.h"
+
+#include <cstdio>
+#include <cstring>
+
+#include "transport/transport.h"
+
+namespace edgelock {
+
+namespace {
+
+bool has_prefix(const char* text, size_t len, const char* prefix) {
+  const size_t n = std::strlen(prefix);
+  return len >= n && std::memcmp(text, prefix, n) == 0;
+}
+
+}  // namespace
+
+ErrorCode classify_error_reply(const char* text, size_t len) {
+  if (has_prefix(text, len, "WRONGPASS") || has_prefix(text, len, "ERR invalid password") ||
+      has_prefix(text, len, "ERR AUTH") || has_prefix(text, len, "ERR Client sent AUTH") ||
+      has_prefix(text, len, "NOPERM")) {
+    return ErrorCode::kAuthFailed;
+  }
+  if (has_prefix(text, len, "NOAUTH")) return ErrorCode::kNoAuth;
+  if (has_prefix(text, len, "READONLY")) return ErrorCode::kReadOnly;
+  if (has_prefix(text, len, "OOM")) return ErrorCode::kOutOfMemory;
+  if (has_prefix(text, len, "BUSY")) return ErrorCode::kServerBusy;
+  if (has_prefix(text, len, "LOADING")) return ErrorCode::kLoading;
+  return ErrorCode::kServerError;
+}
+
+Connection::~Connection() { detail::transport_close(transport_); }
+
+Status Connection::setup(const char* url, const ConnectionOptions& options) {
+  Endpoint ep;
+  const char* why = nullptr;
+  const Status s = parse_url(url, &ep, &why);
+  if (!s.ok()) {
+    set_error(error_, "bad URL: %s", why ? why : "invalid");
+    return s;
+  }
+  return setup(ep, options);
+}
+
+Status Connection::setup(const Endpoint& endpoint, const ConnectionOptions& options) {
+  close();
+  if (endpoint.scheme == Scheme::kTls && !detail::tls_available()) {
+    set_error(error_, "rediss:// needs TLS, and this build has none");
+    return ErrorCode::kTlsUnavailable;
+  }
+  if (options.connect_timeout <= 0 || options.command_timeout <= 0 ||
+      options.reconnect_min <= 0 || options.reconnect_max < options.reconnect_min) {
+    set_error(error_, "timeouts must be positive");
+    return ErrorCode::kInvalidArgument;
+  }
+  endpoint_ = endpoint;
+  options_ = options;
+  clock_ = options.clock ? options.clock : &default_clock();
+  failed_connects_ = 0;
+  next_connect_at_ = 0;
+  is_setup_ = true;
+  error_[0] = '\0';
+  return Status();
+}
+
+void Connection::close() {
+  detail::transport_close(transport_);
+  phase_ = Phase::kIdle;
+}
+
+Status Connection::fail(Status s) {
+  ++stats_.io_errors;
+  close();
+  return s;
+}
+
+Status Connection::connect(Deadline deadline) {
+  if (!is_setup_) {
+    set_error(error_, "connection used before setup()");
+    return ErrorCode::kInvalidArgument;
+  }
+  close();
+  // The connect budget caps the caller's deadline: a dead server must not
+  // hold an operation longer than connect_timeout.
+  const Deadline d = deadline.min(Deadline::after(*clock_, options_.connect_timeout));
+  Status s = detail::transport_open(transport_, endpoint_, options_.tls, d, *clock_, error_);
+  if (s.ok()) s = handshake(d);
+  if (!s.ok()) {
+    close();
+    ++stats_.connect_failures;
+    Nanos backoff = options_.reconnect_min;
+    for (uint32_t i = 0; i < failed_connects_ && backoff < options_.reconnect_max; ++i) backoff *= 2;
+    next_connect_at_ = clock_->now() + (backoff < options_.reconnect_max ? backoff : options_.reconnect_max);
+    ++failed_connects_;
+    return s;
+  }
+  failed_connects_ = 0;
+  ++stats_.connects;
+  return Status();
+}
+
+Status Connection::handshake(Deadline deadline) {
+  if (endpoint_.has_password) {
+    Bytes auth[3];
+    size_t n = 0;
+    auth[n++] = Bytes::from_cstr("AUTH");
+    if (endpoint_.user[0] != '\0') auth[n++] = Bytes::from_cstr(endpoint_.user);
+    auth[n++] = Bytes::from_cstr(endpoint_.password);
+    EDGELOCK_TRY(encode(auth, n));
+    EDGELOCK_TRY(begin(deadline));
+    const Result<const Reply*> r = wait(deadline);
+    if (!r.ok()) return r.status();
+  }
+  if (endpoint_.db != 0) {
+    char db[12];
+    const int n = std::snprintf(db, sizeof db, "%d", endpoint_.db);
+    const Bytes select[2] = {Bytes::from_cstr("SELECT"), Bytes(db, static_cast<size_t>(n))};
+    EDGELOCK_TRY(encode(select, 2));
+    EDGELOCK_TRY(begin(deadline));
+    const Result<const Reply*> r = wait(deadline);
+    if (!r.ok()) return r.status();
+  }
+  return Status();
+}
+
+Status Connection::ensure_connected(Deadline deadline) {
+  if (is_connected()) return Status();
+  if (!is_setup_) {
+    set_error(error_, "connection used before setup()");
+    return ErrorCode::kInvalidArgument;
+  }
+  if (failed_connects_ > 0 && clock_->now() < next_connect_at_) {
+    // Keep the last connect error's text; say why we did not try.
+    return ErrorCode::kNotConnected;
+  }
+  return connect(deadline);
+}
+
+Result<const Reply*> Connection::command(const Bytes* args, size_t count, Deadline deadline) {
+  EDGELOCK_TRY(start_command(args, count, deadline));
+  return wait(deadline);
+}
+
+Result<const Reply*> Connection::eval(const Script& script, const Bytes* keys, size_t nkeys,
+                                      const Bytes* args, size_t nargs, Deadline deadline) {
+  EDGELOCK_TRY(start_eval(script, keys, nkeys, args, nargs, deadline));
+  return wait(deadline);
+}
+
+}  // namespace edgelock

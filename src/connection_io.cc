@@ -1,0 +1,146 @@
+// Connection I/O: encoding into the fixed tx buffer, non-blocking progress,
+// and the poll() wait that honours one deadline per operation.
+#include <poll.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "error_text.h"
+#include "edgelock/connection.h"
+#include "resp_encoder.h"
+#include "transport/transport.h"
+
+namespace edgelock {
+
+namespace {
+// Upper bound on poll rounds of one command: each round either moves bytes
+// or waits on the deadline, so this only guards against a misbehaving peer.
+constexpr int kMaxRounds = 1 << 20;
+}  // namespace
+
+Status Connection::encode(const Bytes* args, size_t count) {
+  ByteBuilder out(tx_, sizeof tx_);
+  const Status s = encode_command(out, Command{args, count});
+  if (!s.ok()) {
+    set_error(error_, "command of %zu bytes does not fit the %zu-byte buffer",
+                  encoded_length(Command{args, count}), sizeof tx_);
+    return s;
+  }
+  tx_len_ = out.size();
+  return Status();
+}
+
+Status Connection::encode_eval(bool by_sha) {
+  // EVALSHA sha numkeys key... arg...; at most 2 + keys + args arguments.
+  constexpr size_t kMaxArgs = 16;
+  if (eval_nkeys_ + eval_nargs_ + 3 > kMaxArgs) return ErrorCode::kInvalidArgument;
+  Bytes argv[kMaxArgs];
+  char numkeys[8];
+  const int n = std::snprintf(numkeys, sizeof numkeys, "%zu", eval_nkeys_);
+  size_t c = 0;
+  argv[c++] = Bytes::from_cstr(by_sha ? "EVALSHA" : "EVAL");
+  argv[c++] = by_sha ? Bytes(eval_script_->sha1, 40) : Bytes(eval_script_->body, eval_script_->len);
+  argv[c++] = Bytes(numkeys, static_cast<size_t>(n));
+  for (size_t i = 0; i < eval_nkeys_; ++i) argv[c++] = eval_keys_[i];
+  for (size_t i = 0; i < eval_nargs_; ++i) argv[c++] = eval_args_[i];
+  return encode(argv, c);
+}
+
+Status Connection::begin(Deadline deadline) {
+  (void)deadline;
+  transport_.arena.reset();
+  tx_sent_ = 0;
+  phase_ = Phase::kSending;
+  ++stats_.commands;
+  return Status();
+}
+
+Status Connection::start_command(const Bytes* args, size_t count, Deadline deadline) {
+  if (busy()) return ErrorCode::kInvalidArgument;
+  EDGELOCK_TRY(ensure_connected(deadline));
+  eval_script_ = nullptr;
+  EDGELOCK_TRY(encode(args, count));
+  return begin(deadline);
+}
+
+Status Connection::start_eval(const Script& script, const Bytes* keys, size_t nkeys,
+                              const Bytes* args, size_t nargs, Deadline deadline) {
+  if (busy()) return ErrorCode::kInvalidArgument;
+  EDGELOCK_TRY(ensure_connected(deadline));
+  eval_script_ = &script;
+  eval_keys_ = keys;
+  eval_nkeys_ = nkeys;
+  eval_args_ = args;
+  eval_nargs_ = nargs;
+  EDGELOCK_TRY(encode_eval(true));
+  return begin(deadline);
+}
+
+short Connection::poll_events() const {
+  const short base = phase_ == Phase::kSending ? POLLOUT : POLLIN;
+  return static_cast<short>(base | transport_.want_events);
+}
+
+Result<const Reply*> Connection::on_reply(const Reply* reply) {
+  if (reply->type != ReplyType::kError) {
+    phase_ = Phase::kIdle;
+    return reply;
+  }
+  const bool noscript = reply->len >= 8 && std::memcmp(reply->str, "NOSCRIPT", 8) == 0;
+  if (noscript && eval_script_) {
+    // The server lost its script cache: send the body once, which reloads it.
+    EDGELOCK_TRY(encode_eval(false));
+    EDGELOCK_TRY(begin(Deadline::never()));
+    return static_cast<const Reply*>(nullptr);
+  }
+  phase_ = Phase::kIdle;
+  set_error(error_, "%.*s", static_cast<int>(reply->len), reply->str);
+  return classify_error_reply(reply->str, reply->len);
+}
+
+Result<const Reply*> Connection::advance() {
+  if (phase_ == Phase::kIdle) return ErrorCode::kInvalidArgument;
+  if (phase_ == Phase::kSending) {
+    const Result<size_t> w = detail::transport_write(transport_, tx_ + tx_sent_, tx_len_ - tx_sent_, error_);
+    if (!w.ok()) return fail(w.status());
+    tx_sent_ += w.value();
+    if (tx_sent_ < tx_len_) return static_cast<const Reply*>(nullptr);
+    phase_ = Phase::kReceiving;
+  }
+  for (int i = 0; i < 4; ++i) {
+    const Result<const Reply*> r = detail::transport_next_reply(transport_, error_);
+    if (!r.ok()) return fail(r.status());
+    if (r.value()) return on_reply(r.value());
+    const Result<size_t> n = detail::transport_read(transport_, error_);
+    if (!n.ok()) return fail(n.status());
+    if (n.value() == 0) break;
+  }
+  return static_cast<const Reply*>(nullptr);
+}
+
+Status Connection::abandon() {
+  set_error(error_, "no reply within the deadline");
+  fail(ErrorCode::kTimeout).ignore();
+  return ErrorCode::kTimeout;
+}
+
+Result<const Reply*> Connection::wait(Deadline deadline) {
+  for (int round = 0; round < kMaxRounds; ++round) {
+    const Result<const Reply*> r = advance();
+    if (!r.ok() || r.value()) return r;
+    if (deadline.expired(*clock_)) return abandon();
+    // Decrypted TLS bytes wait in mbedTLS, where poll() cannot see them.
+    if (detail::transport_has_pending_input(transport_)) continue;
+    pollfd p{transport_.fd, poll_events(), 0};
+    const int rc = poll(&p, 1, deadline.poll_timeout_ms(*clock_));
+    if (rc == 0) return abandon();
+    if (rc < 0 && errno != EINTR) {
+      set_error(error_, "poll: %s", std::strerror(errno));
+      return fail(ErrorCode::kIo);
+    }
+  }
+  return abandon();
+}
+
+}  // namespace edgelock

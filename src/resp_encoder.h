@@ -1,0 +1,26 @@
+#pragma once
+// RESP command encoding (private). Two passes, as hiredis does: the exact
+// length is computed first and an oversize command is refused before a
+// single byte is written.
+
+#include <cstddef>
+
+#include "edgelock/bytes.h"
+
+namespace edgelock {
+
+/// A command: an array of binary-safe arguments.
+struct Command {
+  const Bytes* args = nullptr;
+  size_t count = 0;
+};
+
+/// Exact number of bytes encode_command() will write for `cmd`.
+size_t encoded_length(Command cmd);
+
+/// Appends `cmd` as a RESP array of bulk strings.
+/// Errors: kInvalidArgument (no arguments), kBufferTooSmall (does not fit;
+/// nothing is written).
+Status encode_command(ByteBuilder& out, Command cmd);
+
+}  // namespace edgelock

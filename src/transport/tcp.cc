@@ -1,0 +1,129 @@
+// TCP and unix-socket transport: hiredis connects, we do non-blocking I/O.
+#include <fcntl.h>
+#include <hiredis/hiredis.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "error_text.h"
+#include "transport/reader.h"
+#include "transport/transport.h"
+
+namespace edgelock {
+namespace detail {
+
+namespace {
+
+redisContext* connect_socket(const Endpoint& ep, Nanos timeout) {
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(timeout / 1000000000);
+  tv.tv_usec = static_cast<suseconds_t>((timeout % 1000000000) / 1000);
+  if (tv.tv_sec == 0 && tv.tv_usec == 0) tv.tv_usec = 1000;  // 0 means "no timeout" to hiredis
+  if (ep.scheme == Scheme::kUnix) return redisConnectUnixWithTimeout(ep.path, tv);
+  return redisConnectWithTimeout(ep.host, ep.port, tv);
+}
+
+Status fail_connect(TransportState& t, const Endpoint& ep, const char* why, ErrorText& err,
+                    ErrorCode code) {
+  char where[kMaxHostLen + 16];
+  format_endpoint(ep, where, sizeof where);
+  set_error(err, "cannot connect to %s: %s", where, why);
+  transport_close(t);
+  return code;
+}
+
+}  // namespace
+
+Status transport_open(TransportState& t, const Endpoint& ep, const TlsOptions& tls,
+                      Deadline deadline, Clock& clock, ErrorText& err) {
+  transport_close(t);
+  if (deadline.expired(clock)) return fail_connect(t, ep, "timed out", err, ErrorCode::kTimeout);
+  redisContext* c = connect_socket(ep, deadline.is_never() ? millis(60000) : deadline.remaining(clock));
+  if (!c) return fail_connect(t, ep, "out of memory", err, ErrorCode::kConnectFailed);
+  t.ctx = c;
+  if (c->err) {
+    const bool timed_out = std::strstr(c->errstr, "timed out") != nullptr;
+    return fail_connect(t, ep, c->errstr, err,
+                        timed_out ? ErrorCode::kTimeout : ErrorCode::kConnectFailed);
+  }
+  if (ep.scheme != Scheme::kUnix) redisEnableKeepAlive(c);  // TCP_NODELAY is set by hiredis
+  t.fd = c->fd;
+  const int flags = fcntl(t.fd, F_GETFL, 0);
+  if (flags < 0 || fcntl(t.fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+    return fail_connect(t, ep, std::strerror(errno), err, ErrorCode::kConnectFailed);
+  }
+  t.reader = reader_create(&t.arena, kRxBufferSize);
+  if (!t.reader) return fail_connect(t, ep, "out of memory", err, ErrorCode::kConnectFailed);
+  if (ep.scheme == Scheme::kTls) {
+    const Status s = tls_open(t, ep, tls, deadline, clock, err);
+    if (!s.ok()) {
+      transport_close(t);
+      return s;
+    }
+  }
+  return Status();
+}
+
+void transport_close(TransportState& t) {
+  if (t.tls) tls_close(t);
+  reader_free(t.reader);
+  t.reader = nullptr;
+  if (t.ctx) redisFree(static_cast<redisContext*>(t.ctx));
+  t.ctx = nullptr;
+  t.fd = -1;
+  t.want_events = 0;
+}
+
+Result<size_t> transport_write(TransportState& t, const uint8_t* data, size_t n, ErrorText& err) {
+  if (t.tls) return tls_write(t, data, n, err);
+  for (;;) {
+    const ssize_t w = send(t.fd, data, n, MSG_NOSIGNAL);
+    if (w >= 0) return static_cast<size_t>(w);
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return static_cast<size_t>(0);
+    set_error(err, "write: %s", std::strerror(errno));
+    return errno == EPIPE || errno == ECONNRESET ? ErrorCode::kConnectionClosed : ErrorCode::kIo;
+  }
+}
+
+Result<size_t> transport_read(TransportState& t, ErrorText& err) {
+  size_t avail = 0;
+  uint8_t* dst = reader_space(t.reader, &avail);
+  if (!dst || avail == 0) {
+    set_error(err, "reply exceeds the %zu-byte receive buffer", kRxBufferSize);
+    return ErrorCode::kBufferTooSmall;
+  }
+  if (t.tls) {
+    Result<size_t> r = tls_read(t, dst, avail, err);
+    if (r.ok() && r.value() > 0) reader_commit(t.reader, r.value());
+    return r;
+  }
+  for (;;) {
+    const ssize_t n = recv(t.fd, dst, avail, 0);
+    if (n > 0) {
+      reader_commit(t.reader, static_cast<size_t>(n));
+      return static_cast<size_t>(n);
+    }
+    if (n == 0) {
+      set_error(err, "server closed the connection");
+      return ErrorCode::kConnectionClosed;
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return static_cast<size_t>(0);
+    set_error(err, "read: %s", std::strerror(errno));
+    return errno == ECONNRESET ? ErrorCode::kConnectionClosed : ErrorCode::kIo;
+  }
+}
+
+Result<const Reply*> transport_next_reply(TransportState& t, ErrorText& err) {
+  return reader_next(t.reader, t.arena, err);
+}
+
+bool transport_has_pending_input(const TransportState& t) {
+  return t.tls && tls_has_pending(t);
+}
+
+}  // namespace detail
+}  // namespace edgelock

@@ -1,0 +1,57 @@
+#pragma once
+// Transport (private): hiredis connects the socket and parses replies into
+// the arena; mbedTLS (tls.cc) optionally wraps the same socket. All I/O is
+// non-blocking; callers wait with poll() against their own deadline.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "edgelock/clock.h"
+#include "edgelock/detail/transport_state.h"
+#include "edgelock/endpoint.h"
+#include "edgelock/status.h"
+#include "edgelock/tls_options.h"
+
+namespace edgelock {
+namespace detail {
+
+/// A fixed error text buffer of kErrorTextSize bytes.
+using ErrorText = char[kErrorTextSize];
+
+/// Connects (TCP or unix via hiredis, then TLS if the scheme says so),
+/// switches the socket to non-blocking and sets up the reply reader.
+/// Allocates (hiredis context, reader buffer, TLS session): this is setup.
+/// Errors: kConnectFailed, kTimeout, kTls, kTlsUnavailable, kBufferTooSmall.
+Status transport_open(TransportState& t, const Endpoint& ep, const TlsOptions& tls,
+                      Deadline deadline, Clock& clock, ErrorText& err);
+
+/// Closes the socket and frees what transport_open allocated. Idempotent.
+void transport_close(TransportState& t);
+
+/// Writes what it can of [data, data+n). Returns bytes written (0 = would
+/// block). Errors: kIo, kConnectionClosed, kTls.
+Result<size_t> transport_write(TransportState& t, const uint8_t* data, size_t n, ErrorText& err);
+
+/// Reads what is available into the reader. Returns bytes read (0 = would
+/// block). Errors: kIo, kConnectionClosed, kTls, kBufferTooSmall.
+Result<size_t> transport_read(TransportState& t, ErrorText& err);
+
+/// The next complete reply, or nullptr if more bytes are needed.
+/// Errors: kProtocol, kBufferTooSmall.
+Result<const Reply*> transport_next_reply(TransportState& t, ErrorText& err);
+
+/// True if decrypted TLS bytes are buffered, which poll() would not report.
+bool transport_has_pending_input(const TransportState& t);
+
+// TLS layer (tls.cc, or tls_stub.cc when built without mbedTLS).
+Status tls_open(TransportState& t, const Endpoint& ep, const TlsOptions& opts,
+                Deadline deadline, Clock& clock, ErrorText& err);
+void tls_close(TransportState& t);
+Result<size_t> tls_write(TransportState& t, const uint8_t* data, size_t n, ErrorText& err);
+Result<size_t> tls_read(TransportState& t, uint8_t* dst, size_t cap, ErrorText& err);
+bool tls_has_pending(const TransportState& t);
+/// True when the library was built with TLS support.
+bool tls_available();
+
+}  // namespace detail
+}  // namespace edgelock
