@@ -1,5 +1,9 @@
 // hiredis reply-object functions that build replies in the fixed arena
 // instead of the heap. The arena is the reader's privdata.
+// hiredis 0.14's sds.h lacks C++ guards; include it first inside them.
+extern "C" {
+#include <hiredis/sds.h>
+}
 #include <hiredis/hiredis.h>
 
 #include "error_text.h"
@@ -101,7 +105,7 @@ uint8_t* reader_space(void* reader, size_t* avail) {
   // Drop consumed bytes first (a memmove, no allocation) so the space never
   // needs to grow: sdscatlen is never called on this buffer.
   if (r->pos > 0) {
-    sdsrange(r->buf, static_cast<ssize_t>(r->pos), -1);
+    sdsrange(r->buf, static_cast<int>(r->pos), -1);
     r->pos = 0;
     r->len = sdslen(r->buf);
   }

@@ -1,0 +1,28 @@
+#pragma once
+/// @file backoff.h
+/// Capped exponential backoff with jitter, for retrying a busy lock. The
+/// delay is never zero, so a waiter never busy-spins.
+
+#include <cstdint>
+
+#include "edgelock/clock.h"
+#include "edgelock/random.h"
+
+namespace edgelock {
+
+class Backoff {
+ public:
+  /// Delays grow from `min` and are capped at `max` (min > 0, max >= min).
+  Backoff(Nanos min, Nanos max) : min_(min), max_(max) {}
+  void reset() { attempt_ = 0; }
+  /// The next delay: uniform in [min, min(max, min * 2^attempt)].
+  Nanos next(Prng& rng);
+  uint32_t attempt() const { return attempt_; }
+
+ private:
+  Nanos min_;
+  Nanos max_;
+  uint32_t attempt_ = 0;
+};
+
+}  // namespace edgelock

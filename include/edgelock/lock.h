@@ -1,0 +1,132 @@
+#pragma once
+/// @file lock.h
+/// A lock on one Redis server: SET-if-absent with a TTL, owner-checked
+/// release and extend, a fencing token per grant, and a conservative local
+/// validity measured on the monotonic clock.
+///
+/// Fencing: every grant returns fence() — a 64-bit number strictly greater
+/// than any handed out before for this key on this server (INCR of a
+/// companion counter in the same script). A guarded resource remembers the
+/// highest fence it has accepted and rejects any write that carries a lower
+/// one, so a holder that paused past its TTL cannot clobber the next one.
+
+#include <cstdint>
+
+#include "edgelock/backoff.h"
+#include "edgelock/bytes.h"
+#include "edgelock/connection.h"
+#include "edgelock/limits.h"
+#include "edgelock/random.h"
+#include "edgelock/status.h"
+
+namespace edgelock {
+
+struct LockOptions {
+  /// Lease length; the server deletes the key after it. 1 ms .. kMaxTtlMs.
+  int64_t ttl_ms = 10000;
+  /// Local validity = ttl - elapsed - (ttl * drift_factor + 2 ms): allows
+  /// for the server's clock running faster than ours. 0 .. 0.5.
+  double drift_factor = 0.01;
+  /// Retry delays while waiting for a busy lock.
+  Nanos retry_min = millis(2);
+  Nanos retry_max = millis(250);
+};
+
+enum class ExtendMode : uint8_t {
+  kAdd,      ///< New TTL = what is left + ms (redis-py's default).
+  kReplace,  ///< New TTL = ms.
+};
+
+/// Result of status(): what the server says about a key, whoever holds it.
+struct KeyStatus {
+  bool held = false;
+  int64_t ttl_ms = 0;  ///< -1 if held without expiry.
+};
+
+class Lock {
+ public:
+  /// Uses `conn` (and its clock) for every operation; `conn` must outlive it.
+  explicit Lock(Connection& conn) : conn_(&conn) {}
+  Lock(const Lock&) = delete;
+  Lock& operator=(const Lock&) = delete;
+
+  /// Sets the key and options. No I/O. Errors: kInvalidArgument (empty or
+  /// longer than kMaxKeyLen, TTL or drift out of range), kRandomFailed.
+  Status init(Bytes key, const LockOptions& options = {});
+
+  /// One attempt, no waiting. Errors: kBusy, kExpired (granted, but the
+  /// round trip used up the validity; released again), kInvalidArgument
+  /// (not init()ed, or already holding: release first), kRandomFailed,
+  /// kProtocol (unexpected reply), and Connection::command()'s.
+  Status try_acquire();
+  /// Tries until `wait` has passed (negative = forever), sleeping with
+  /// capped, jittered exponential backoff (never longer than the holder's
+  /// TTL). Connection failures are retried within the wait too. Returns by
+  /// wait + command_timeout at the latest (the last round trip's budget).
+  /// Errors: kBusy (still held by another at the end), or the last
+  /// connection error, or try_acquire()'s non-retryable ones.
+  Status acquire(Nanos wait);
+  /// Owner-checked delete. Errors: kNotHeld (nothing to release),
+  /// kNotOwner (expired and maybe taken: the other holder's key is left
+  /// alone), and Connection::command()'s (then the lock may still be held
+  /// until its TTL; release() may be called again).
+  Status release();
+  /// Owner-checked TTL change; `ms` > 0 (0 is refused, never a delete).
+  /// Errors: kInvalidArgument, kNotHeld, kNotOwner, Connection::command()'s.
+  Status extend(int64_t ms, ExtendMode mode = ExtendMode::kAdd);
+  /// Resets the TTL to the original ttl_ms. Errors: as extend().
+  Status reacquire();
+  /// Asks the server whether the key still holds our token.
+  /// Errors: kNotHeld (no token), Connection::command()'s.
+  Result<bool> owned();
+  /// What the server says about the key, whoever holds it.
+  /// Errors: Connection::command()'s, kProtocol.
+  Result<KeyStatus> status();
+
+  /// Takes over a lease by token (e.g. from another process) so release(),
+  /// extend() and owned() act on it. Local validity is unknown (0) until a
+  /// successful extend. Errors: kInvalidArgument (empty or too long).
+  Status adopt(Bytes token);
+
+  /// True while we hold it and the local validity has not run out.
+  bool held() const { return remaining() > 0; }
+  /// Conservative validity left (0 if not held).
+  Nanos remaining() const;
+  /// Fencing token of the current grant (0 if none).
+  uint64_t fence() const { return fence_; }
+  Bytes token() const { return Bytes(token_, token_len_); }
+  Bytes key() const { return Bytes(key_, key_len_); }
+  /// The holder's TTL seen by the last busy attempt (ms).
+  int64_t busy_ttl_ms() const { return busy_ttl_ms_; }
+  const LockOptions& options() const { return options_; }
+  Connection& connection() const { return *conn_; }
+  /// The connection's last error text (for logs).
+  const char* connection_error() const { return conn_->last_error(); }
+
+ private:
+  Status attempt(Deadline deadline);
+  Status send_extend(int64_t ms, ExtendMode mode);
+  Deadline io_deadline() const;
+  Nanos validity_end(Nanos start, int64_t ttl_ms) const;
+  void forget();
+
+  Connection* conn_;
+  LockOptions options_;
+  uint8_t key_[kMaxKeyLen] = {};
+  size_t key_len_ = 0;
+  uint8_t fence_key_[kMaxKeyLen + 8] = {};
+  size_t fence_key_len_ = 0;
+  char token_[kMaxTokenLen] = {};
+  size_t token_len_ = 0;
+  char ttl_text_[24] = {};
+  size_t ttl_text_len_ = 0;
+  bool has_token_ = false;   // release/extend may act (held or maybe held)
+  bool granted_ = false;     // the server confirmed the grant
+  Nanos valid_until_ = 0;
+  uint64_t fence_ = 0;
+  int64_t busy_ttl_ms_ = 0;
+  Prng rng_;
+  Backoff backoff_{millis(2), millis(250)};
+};
+
+}  // namespace edgelock

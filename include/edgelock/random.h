@@ -1,0 +1,36 @@
+#pragma once
+/// @file random.h
+/// Randomness: owner tokens from the OS (getrandom), and a small PRNG for
+/// retry jitter only (never for tokens).
+
+#include <cstddef>
+#include <cstdint>
+
+#include "edgelock/status.h"
+
+namespace edgelock {
+
+/// Fills `out` with `n` bytes from getrandom(). Blocks until the kernel's
+/// pool is initialised (early boot): a weak token would be worse than a wait.
+/// Errors: kRandomFailed.
+Status random_bytes(uint8_t* out, size_t n);
+
+/// Writes 2*n lower-case hex characters of `n` random bytes into `hex`
+/// (no NUL). Errors: kRandomFailed.
+Status random_hex(char* hex, size_t n);
+
+/// xorshift64*: fast, tiny, good enough to spread retries. Not secret.
+class Prng {
+ public:
+  explicit Prng(uint64_t seed = 0x9E3779B97F4A7C15ull) : state_(seed ? seed : 1) {}
+  /// Seeds from the OS. Errors: kRandomFailed.
+  Status seed_from_os();
+  uint64_t next();
+  /// Uniform in [lo, hi] (hi >= lo).
+  int64_t uniform(int64_t lo, int64_t hi);
+
+ private:
+  uint64_t state_;
+};
+
+}  // namespace edgelock

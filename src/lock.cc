@@ -1,0 +1,206 @@
+// Single-instance lock: one script call per operation.
+#include "edgelock/lock.h"
+
+#include <cstdio>
+#include <cstring>
+
+#include "lock_keys.h"
+#include "lock_scripts.h"
+
+namespace edgelock {
+
+namespace {
+
+constexpr size_t kTokenRandomBytes = 16;  // 128 bits -> 32 hex chars
+
+bool retryable(ErrorCode c) {
+  switch (c) {
+    case ErrorCode::kBusy:
+    case ErrorCode::kExpired:
+    case ErrorCode::kIo:
+    case ErrorCode::kConnectionClosed:
+    case ErrorCode::kConnectFailed:
+    case ErrorCode::kNotConnected:
+    case ErrorCode::kTimeout:
+    case ErrorCode::kLoading:
+    case ErrorCode::kServerBusy:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+Status Lock::init(Bytes key, const LockOptions& options) {
+  if (key.size == 0 || key.size > kMaxKeyLen || !key.data) return ErrorCode::kInvalidArgument;
+  if (options.ttl_ms < 1 || options.ttl_ms > kMaxTtlMs) return ErrorCode::kInvalidArgument;
+  if (!(options.drift_factor >= 0.0 && options.drift_factor <= 0.5)) return ErrorCode::kInvalidArgument;
+  if (options.retry_min <= 0 || options.retry_max < options.retry_min) return ErrorCode::kInvalidArgument;
+  const Result<size_t> fk = detail::companion_key(key, ":fence", fence_key_, sizeof fence_key_);
+  if (!fk.ok()) return fk.status();
+  EDGELOCK_TRY(rng_.seed_from_os());
+  std::memcpy(key_, key.data, key.size);
+  key_len_ = key.size;
+  fence_key_len_ = fk.value();
+  options_ = options;
+  ttl_text_len_ = static_cast<size_t>(
+      std::snprintf(ttl_text_, sizeof ttl_text_, "%lld", static_cast<long long>(options.ttl_ms)));
+  backoff_ = Backoff(options.retry_min, options.retry_max);
+  forget();
+  return Status();
+}
+
+void Lock::forget() {
+  has_token_ = false;
+  granted_ = false;
+  valid_until_ = 0;
+  fence_ = 0;
+}
+
+Deadline Lock::io_deadline() const {
+  return Deadline::after(conn_->clock(), conn_->options().command_timeout);
+}
+
+Nanos Lock::validity_end(Nanos start, int64_t ttl_ms) const {
+  const Nanos ttl = millis(ttl_ms);
+  const Nanos drift = static_cast<Nanos>(static_cast<double>(ttl) * options_.drift_factor) + millis(2);
+  return start + ttl - drift;
+}
+
+Nanos Lock::remaining() const {
+  if (!granted_) return 0;
+  const Nanos left = valid_until_ - conn_->clock().now();
+  return left > 0 ? left : 0;
+}
+
+Status Lock::attempt(Deadline deadline) {
+  const Bytes keys[2] = {key(), Bytes(fence_key_, fence_key_len_)};
+  const Bytes args[2] = {token(), Bytes(ttl_text_, ttl_text_len_)};
+  // Validity counts from before the request leaves: the server's TTL may
+  // have started any time after this.
+  const Nanos start = conn_->clock().now();
+  const Result<const Reply*> r = conn_->eval(detail::kAcquireScript, keys, 2, args, 2, deadline);
+  if (!r.ok()) return r.status();
+  const Reply* rep = r.value();
+  if (rep->type != ReplyType::kInteger) return ErrorCode::kProtocol;
+  if (rep->integer <= 0) {
+    busy_ttl_ms_ = -rep->integer;
+    return ErrorCode::kBusy;
+  }
+  granted_ = true;
+  fence_ = static_cast<uint64_t>(rep->integer);
+  valid_until_ = validity_end(start, options_.ttl_ms);
+  if (remaining() <= 0) {
+    release().ignore();  // too late to use: hand it back at once
+    return ErrorCode::kExpired;
+  }
+  return Status();
+}
+
+Status Lock::try_acquire() {
+  if (key_len_ == 0 || held()) return ErrorCode::kInvalidArgument;
+  forget();
+  EDGELOCK_TRY(random_hex(token_, kTokenRandomBytes));
+  token_len_ = 2 * kTokenRandomBytes;
+  // From here a lost reply may mean the key is ours: keep the token so
+  // release() can clean up.
+  has_token_ = true;
+  return attempt(io_deadline());
+}
+
+Status Lock::acquire(Nanos wait) {
+  Clock& clock = conn_->clock();
+  const Deadline deadline = Deadline::after(clock, wait);
+  // The whole call ends by wait + one command budget: the last attempt may
+  // start just before the wait runs out and still needs its round trip.
+  const Deadline op_deadline =
+      deadline.is_never() ? deadline : Deadline::at(deadline.when() + conn_->options().command_timeout);
+  Status s = try_acquire();
+  backoff_.reset();
+  // Bounded by the deadline; the count is a second guard.
+  for (uint32_t i = 0; !s.ok() && retryable(s.code()) && i < 1000000; ++i) {
+    Nanos delay = backoff_.next(rng_);
+    // A busy lock frees by expiry at the latest: no point sleeping past it.
+    if (s.code() == ErrorCode::kBusy && millis(busy_ttl_ms_ + 1) < delay) delay = millis(busy_ttl_ms_ + 1);
+    const Nanos left = deadline.remaining(clock);
+    if (left <= 0) break;
+    clock.sleep_for(delay < left ? delay : left);
+    // Same token on retries: the script recognises a grant whose reply we lost.
+    s = attempt(io_deadline().min(op_deadline));
+  }
+  return s;
+}
+
+Status Lock::release() {
+  if (!has_token_) return ErrorCode::kNotHeld;
+  const Bytes keys[1] = {key()};
+  const Bytes args[1] = {token()};
+  const Result<const Reply*> r = conn_->eval(detail::kReleaseScript, keys, 1, args, 1, io_deadline());
+  if (!r.ok()) return r.status();
+  if (r.value()->type != ReplyType::kInteger) return ErrorCode::kProtocol;
+  forget();
+  return r.value()->integer == 1 ? Status() : Status(ErrorCode::kNotOwner);
+}
+
+Status Lock::send_extend(int64_t ms, ExtendMode mode) {
+  if (ms < 1 || ms > kMaxTtlMs) return ErrorCode::kInvalidArgument;
+  if (!has_token_) return ErrorCode::kNotHeld;
+  char ms_text[24];
+  const int n = std::snprintf(ms_text, sizeof ms_text, "%lld", static_cast<long long>(ms));
+  const Bytes keys[1] = {key()};
+  const Bytes args[3] = {token(), Bytes(ms_text, static_cast<size_t>(n)),
+                         Bytes::from_cstr(mode == ExtendMode::kAdd ? "add" : "set")};
+  const Nanos start = conn_->clock().now();
+  const Result<const Reply*> r = conn_->eval(detail::kExtendScript, keys, 1, args, 3, io_deadline());
+  if (!r.ok()) return r.status();
+  const Reply* rep = r.value();
+  if (rep->type != ReplyType::kInteger) return ErrorCode::kProtocol;
+  if (rep->integer <= 0) {
+    forget();
+    return ErrorCode::kNotOwner;
+  }
+  granted_ = true;
+  valid_until_ = validity_end(start, rep->integer);
+  return Status();
+}
+
+Status Lock::extend(int64_t ms, ExtendMode mode) { return send_extend(ms, mode); }
+
+Status Lock::reacquire() { return send_extend(options_.ttl_ms, ExtendMode::kReplace); }
+
+Result<bool> Lock::owned() {
+  if (!has_token_) return ErrorCode::kNotHeld;
+  const Bytes keys[1] = {key()};
+  const Bytes args[1] = {token()};
+  const Result<const Reply*> r = conn_->eval(detail::kOwnedScript, keys, 1, args, 1, io_deadline());
+  if (!r.ok()) return r.status();
+  if (r.value()->type != ReplyType::kInteger) return ErrorCode::kProtocol;
+  if (r.value()->integer == -3) {
+    forget();
+    return false;
+  }
+  return true;
+}
+
+Result<KeyStatus> Lock::status() {
+  const Bytes args[2] = {Bytes::from_cstr("PTTL"), key()};
+  const Result<const Reply*> r = conn_->command(args, 2, io_deadline());
+  if (!r.ok()) return r.status();
+  if (r.value()->type != ReplyType::kInteger) return ErrorCode::kProtocol;
+  KeyStatus ks;
+  ks.held = r.value()->integer != -2;
+  ks.ttl_ms = ks.held ? r.value()->integer : 0;
+  return ks;
+}
+
+Status Lock::adopt(Bytes token) {
+  if (token.size == 0 || token.size > kMaxTokenLen) return ErrorCode::kInvalidArgument;
+  forget();
+  std::memcpy(token_, token.data, token.size);
+  token_len_ = token.size;
+  has_token_ = true;
+  return Status();
+}
+
+}  // namespace edgelock

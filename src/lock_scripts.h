@@ -1,0 +1,51 @@
+#pragma once
+// The Lua scripts behind a lock (private), shared by single and quorum
+// locks. Each is one atomic step on the server; the owner check and the
+// change happen together, so a stale holder can never touch a new holder's
+// key. KEYS[1] = lock key, KEYS[2] = fencing counter (same hash slot).
+
+#include "edgelock/script.h"
+
+namespace edgelock {
+namespace detail {
+
+// ARGV[1] = token, ARGV[2] = ttl ms. Returns the new fencing token (>= 1),
+// or -(holder's PTTL) (<= 0) when busy. Retrying with our own token after a
+// lost reply is safe: it re-arms our key instead of failing as busy.
+constexpr Script kAcquireScript = make_script(
+    "local cur = redis.call('GET', KEYS[1])\n"
+    "if cur == false or cur == ARGV[1] then\n"
+    "  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
+    "  return redis.call('INCR', KEYS[2])\n"
+    "end\n"
+    "local t = redis.call('PTTL', KEYS[1])\n"
+    "if t < 0 then t = 0 end\n"
+    "return -t\n");
+
+// ARGV[1] = token. Returns 1 if deleted, 0 if not ours (left alone).
+constexpr Script kReleaseScript = make_script(
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
+    "  redis.call('DEL', KEYS[1])\n"
+    "  return 1\n"
+    "end\n"
+    "return 0\n");
+
+// ARGV[1] = token, ARGV[2] = ms, ARGV[3] = 'add' or 'set'. Returns the new
+// TTL in ms (> 0), or 0 if not ours.
+constexpr Script kExtendScript = make_script(
+    "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
+    "local ttl = tonumber(ARGV[2])\n"
+    "if ARGV[3] == 'add' then\n"
+    "  local p = redis.call('PTTL', KEYS[1])\n"
+    "  if p > 0 then ttl = ttl + p end\n"
+    "end\n"
+    "redis.call('PEXPIRE', KEYS[1], ttl)\n"
+    "return ttl\n");
+
+// ARGV[1] = token. Returns the key's PTTL if ours (-1: no expiry), else -3.
+constexpr Script kOwnedScript = make_script(
+    "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -3 end\n"
+    "return redis.call('PTTL', KEYS[1])\n");
+
+}  // namespace detail
+}  // namespace edgelock

@@ -1,0 +1,207 @@
+// Connection behaviour against real redis-server: auth, select, scripts,
+// reconnects, deadlines.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "edgelock/edgelock.h"
+#include "../../src/lock_scripts.h"
+#include "../support/redis_server.h"
+#include "../support/test_util.h"
+
+namespace edgelock {
+namespace {
+
+using test::RedisServer;
+using test::run;
+
+Nanos since(SystemClock& c, Nanos t0) { return c.now() - t0; }
+
+TEST(Connection, ScriptShaMatchesServer) {
+  RedisServer s;
+  ASSERT_TRUE(s.start());
+  Connection c;
+  ASSERT_TRUE(test::open(c, s.url()));
+  const Script* scripts[] = {&detail::kAcquireScript, &detail::kReleaseScript,
+                             &detail::kExtendScript, &detail::kOwnedScript};
+  for (const Script* sc : scripts) {
+    EXPECT_EQ(run(c, {"SCRIPT", "LOAD", std::string(sc->body, sc->len)}), sc->sha1);
+  }
+}
+
+TEST(Connection, NoScriptRecoveryAfterFlushAndRestart) {
+  RedisServer s;
+  ASSERT_TRUE(s.start());
+  Connection c, admin;
+  ASSERT_TRUE(test::open(c, s.url()));
+  ASSERT_TRUE(test::open(admin, s.url()));
+  Lock l(c);
+  ASSERT_TRUE(l.init(Bytes::from_cstr("k")).ok());
+  ASSERT_TRUE(l.try_acquire().ok());
+  ASSERT_TRUE(l.release().ok());
+  ASSERT_EQ(run(admin, {"SCRIPT", "FLUSH"}), "OK");
+  const uint32_t before = c.stats().commands;
+  ASSERT_TRUE(l.try_acquire().ok()) << c.last_error();
+  EXPECT_EQ(c.stats().commands - before, 2u) << "EVALSHA, NOSCRIPT, then EVAL";
+  ASSERT_TRUE(l.release().ok());
+  ASSERT_TRUE(s.restart());
+  // First command after the restart finds a dead socket; the next reconnects.
+  Status st = l.try_acquire();
+  for (int i = 0; i < 5 && !st.ok(); ++i) st = l.acquire(millis(500));
+  ASSERT_TRUE(st.ok()) << st.to_string() << " " << c.last_error();
+  EXPECT_GE(c.stats().connects, 2u);
+  ASSERT_TRUE(l.release().ok());
+}
+
+TEST(Connection, PasswordAuth) {
+  RedisServer s({"--requirepass", "s3cret"});
+  ASSERT_TRUE(s.start());
+  const std::string base = "127.0.0.1:" + std::to_string(s.port());
+  Connection good, bad, none;
+  ASSERT_TRUE(test::open(good, "redis://:s3cret@" + base));
+  ASSERT_TRUE(test::open(bad, "redis://:wrong@" + base));
+  ASSERT_TRUE(test::open(none, "redis://" + base));
+  EXPECT_EQ(run(good, {"PING"}), "PONG");
+  Lock lb(bad), ln(none);
+  ASSERT_TRUE(lb.init(Bytes::from_cstr("k")).ok());
+  ASSERT_TRUE(ln.init(Bytes::from_cstr("k")).ok());
+  EXPECT_EQ(lb.try_acquire().code(), ErrorCode::kAuthFailed);
+  EXPECT_NE(std::string(bad.last_error()).find("WRONGPASS"), std::string::npos) << bad.last_error();
+  EXPECT_EQ(ln.try_acquire().code(), ErrorCode::kNoAuth);
+}
+
+TEST(Connection, AclUserAuthAndPermissions) {
+  RedisServer s;
+  ASSERT_TRUE(s.start());
+  Connection admin;
+  ASSERT_TRUE(test::open(admin, s.url()));
+  ASSERT_EQ(run(admin, {"ACL", "SETUSER", "gw", "on", ">pw1", "~*", "+@all"}), "OK");
+  ASSERT_EQ(run(admin, {"ACL", "SETUSER", "ro", "on", ">pw2", "~*", "+get"}), "OK");
+  const std::string base = "127.0.0.1:" + std::to_string(s.port());
+  Connection gw, wrong, ro;
+  ASSERT_TRUE(test::open(gw, "redis://gw:pw1@" + base + "/2"));
+  ASSERT_TRUE(test::open(wrong, "redis://gw:nope@" + base));
+  ASSERT_TRUE(test::open(ro, "redis://ro:pw2@" + base));
+  Lock l(gw), lw(wrong), lr(ro);
+  ASSERT_TRUE(l.init(Bytes::from_cstr("acl")).ok());
+  ASSERT_TRUE(lw.init(Bytes::from_cstr("acl")).ok());
+  ASSERT_TRUE(lr.init(Bytes::from_cstr("acl")).ok());
+  ASSERT_TRUE(l.try_acquire().ok()) << gw.last_error();
+  EXPECT_EQ(run(admin, {"EXISTS", "acl"}), "0") << "db 2 was selected, not 0";
+  ASSERT_EQ(run(admin, {"SELECT", "2"}), "OK");
+  EXPECT_EQ(run(admin, {"EXISTS", "acl"}), "1");
+  EXPECT_EQ(lw.try_acquire().code(), ErrorCode::kAuthFailed);
+  EXPECT_EQ(lr.try_acquire().code(), ErrorCode::kAuthFailed) << "NOPERM";
+  ASSERT_TRUE(l.release().ok());
+}
+
+TEST(Connection, RefusedConnectFailsFastAndBacksOff) {
+  Connection c;
+  ASSERT_TRUE(test::open(c, "redis://127.0.0.1:" + std::to_string(test::free_port())));
+  SystemClock clock;
+  const Nanos t0 = clock.now();
+  Lock l(c);
+  ASSERT_TRUE(l.init(Bytes::from_cstr("x")).ok());
+  EXPECT_EQ(l.try_acquire().code(), ErrorCode::kConnectFailed);
+  EXPECT_NE(std::string(c.last_error()).find("refused"), std::string::npos) << c.last_error();
+  EXPECT_LT(since(clock, t0), millis(500) * test::slowdown());
+}
+
+TEST(Connection, ServerKilledMidOperationGivesIoErrorWithinDeadline) {
+  RedisServer s({"--enable-debug-command", "yes"});
+  ASSERT_TRUE(s.start());
+  Connection c;
+  ASSERT_TRUE(test::open(c, s.url()));
+  ASSERT_EQ(run(c, {"PING"}), "PONG");
+  // DEBUG SLEEP keeps the server busy; kill it while our command waits.
+  Connection sleeper;
+  ASSERT_TRUE(test::open(sleeper, s.url()));
+  const Bytes args[3] = {Bytes::from_cstr("DEBUG"), Bytes::from_cstr("SLEEP"), Bytes::from_cstr("5")};
+  SystemClock clock;
+  ASSERT_TRUE(sleeper.start_command(args, 3, Deadline::after(clock, millis(1000))).ok());
+  (void)sleeper.advance();
+  Lock l(c);
+  ASSERT_TRUE(l.init(Bytes::from_cstr("k")).ok());
+  pid_t killer = fork();
+  if (killer == 0) {
+    SystemClock().sleep_for(millis(150));
+    kill(s.pid(), SIGKILL);
+    _exit(0);
+  }
+  const Nanos t0 = clock.now();
+  const Status st = l.try_acquire();
+  const Nanos took = since(clock, t0);
+  waitpid(killer, nullptr, 0);
+  EXPECT_TRUE(st.code() == ErrorCode::kConnectionClosed || st.code() == ErrorCode::kIo)
+      << st.to_string() << " " << c.last_error();
+  EXPECT_LT(took, millis(2000) * test::slowdown());
+  EXPECT_FALSE(c.is_connected()) << "marked broken";
+  s.kill9();
+}
+
+TEST(Connection, StalledServerTimesOutAtDeadline) {
+  RedisServer s;
+  ASSERT_TRUE(s.start());
+  Connection c;
+  ConnectionOptions o;
+  o.command_timeout = millis(200);
+  ASSERT_TRUE(c.setup(s.url().c_str(), o).ok());
+  ASSERT_TRUE(c.connect().ok());
+  s.pause();
+  SystemClock clock;
+  const Nanos t0 = clock.now();
+  Lock l(c);
+  ASSERT_TRUE(l.init(Bytes::from_cstr("k")).ok());
+  EXPECT_EQ(l.try_acquire().code(), ErrorCode::kTimeout);
+  const Nanos took = since(clock, t0);
+  s.resume();
+  EXPECT_GE(took, millis(200));
+  EXPECT_LT(took, millis(250) + millis(100) * test::slowdown());
+  EXPECT_FALSE(c.is_connected());
+  // And the next operation reconnects cleanly.
+  EXPECT_TRUE(l.try_acquire().ok()) << c.last_error();
+}
+
+TEST(Connection, UnixSocket) {
+  char path[] = "/tmp/edgelock-sock-XXXXXX";
+  ASSERT_NE(mkdtemp(path), nullptr);
+  const std::string sock = std::string(path) + "/r.sock";
+  RedisServer s({"--unixsocket", sock});
+  ASSERT_TRUE(s.start());
+  Connection c;
+  ASSERT_TRUE(test::open(c, "unix://" + sock + "?db=1"));
+  Lock l(c);
+  ASSERT_TRUE(l.init(Bytes::from_cstr("u")).ok());
+  EXPECT_TRUE(l.try_acquire().ok()) << c.last_error();
+  EXPECT_TRUE(l.release().ok());
+  s.stop();
+  rmdir(path);
+}
+
+TEST(Connection, ServerErrorRepliesAreClassified) {
+  EXPECT_EQ(classify_error_reply("READONLY You can't write", 24), ErrorCode::kReadOnly);
+  EXPECT_EQ(classify_error_reply("OOM command not allowed", 23), ErrorCode::kOutOfMemory);
+  EXPECT_EQ(classify_error_reply("BUSY Redis is busy", 18), ErrorCode::kServerBusy);
+  EXPECT_EQ(classify_error_reply("LOADING Redis is loading", 24), ErrorCode::kLoading);
+  EXPECT_EQ(classify_error_reply("NOAUTH Authentication required.", 31), ErrorCode::kNoAuth);
+  EXPECT_EQ(classify_error_reply("ERR unknown command", 19), ErrorCode::kServerError);
+}
+
+TEST(Connection, OomAndReadOnlyFromRealServer) {
+  RedisServer s;
+  ASSERT_TRUE(s.start());
+  Connection admin, c;
+  ASSERT_TRUE(test::open(admin, s.url()));
+  ASSERT_TRUE(test::open(c, s.url()));
+  Lock l(c);
+  ASSERT_TRUE(l.init(Bytes::from_cstr("m")).ok());
+  ASSERT_EQ(run(admin, {"CONFIG", "SET", "maxmemory", "1"}), "OK");
+  EXPECT_EQ(l.try_acquire().code(), ErrorCode::kOutOfMemory) << c.last_error();
+  ASSERT_EQ(run(admin, {"CONFIG", "SET", "maxmemory", "0"}), "OK");
+  ASSERT_EQ(run(admin, {"REPLICAOF", "127.0.0.1", std::to_string(test::free_port())}), "OK");
+  EXPECT_EQ(l.try_acquire().code(), ErrorCode::kReadOnly) << c.last_error();
+  EXPECT_TRUE(c.is_connected()) << "an error reply does not break the connection";
+}
+
+}  // namespace
+}  // namespace edgelock

@@ -1,0 +1,253 @@
+// Single-instance lock against a real redis-server.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "edgelock/edgelock.h"
+#include "edgelock/fake_clock.h"
+#include "../support/redis_server.h"
+#include "../support/test_util.h"
+
+namespace edgelock {
+namespace {
+
+using test::RedisServer;
+using test::run;
+
+class LockTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new RedisServer();
+    ASSERT_TRUE(server_->start());
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_TRUE(test::open(a_, server_->url()));
+    ASSERT_TRUE(test::open(b_, server_->url()));
+    ASSERT_TRUE(test::open(admin_, server_->url()));
+    ASSERT_EQ(run(admin_, {"FLUSHALL"}), "OK");
+  }
+  LockOptions ttl(int64_t ms) {
+    LockOptions o;
+    o.ttl_ms = ms;
+    return o;
+  }
+
+  static RedisServer* server_;
+  Connection a_, b_, admin_;
+};
+RedisServer* LockTest::server_ = nullptr;
+
+TEST_F(LockTest, AcquireReleaseCycle) {
+  Lock lock(a_);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr("modem"), ttl(5000)).ok());
+  ASSERT_TRUE(lock.try_acquire().ok()) << a_.last_error();
+  EXPECT_TRUE(lock.held());
+  EXPECT_GT(lock.remaining(), millis(4800));
+  EXPECT_LE(lock.remaining(), millis(5000) - millis(50) - millis(2)) << "drift allowance";
+  EXPECT_EQ(lock.token().size, 32u);
+  EXPECT_EQ(run(admin_, {"GET", "modem"}), std::string(reinterpret_cast<const char*>(lock.token().data), 32));
+  const int pttl = std::stoi(run(admin_, {"PTTL", "modem"}));
+  EXPECT_GT(pttl, 4500);
+  ASSERT_TRUE(lock.release().ok());
+  EXPECT_FALSE(lock.held());
+  EXPECT_EQ(run(admin_, {"EXISTS", "modem"}), "0");
+  EXPECT_EQ(lock.release().code(), ErrorCode::kNotHeld);
+}
+
+TEST_F(LockTest, SecondClientIsBusy) {
+  Lock la(a_), lb(b_);
+  ASSERT_TRUE(la.init(Bytes::from_cstr("bus"), ttl(3000)).ok());
+  ASSERT_TRUE(lb.init(Bytes::from_cstr("bus"), ttl(3000)).ok());
+  ASSERT_TRUE(la.try_acquire().ok());
+  EXPECT_EQ(lb.try_acquire().code(), ErrorCode::kBusy);
+  EXPECT_GT(lb.busy_ttl_ms(), 2000);
+  EXPECT_FALSE(lb.held());
+  FakeClock unused;
+  (void)unused;
+  ASSERT_TRUE(la.release().ok());
+  EXPECT_TRUE(lb.try_acquire().ok());
+  ASSERT_TRUE(lb.release().ok());
+}
+
+TEST_F(LockTest, FencingTokensStrictlyIncrease) {
+  Lock la(a_), lb(b_);
+  ASSERT_TRUE(la.init(Bytes::from_cstr("flash"), ttl(3000)).ok());
+  ASSERT_TRUE(lb.init(Bytes::from_cstr("flash"), ttl(3000)).ok());
+  uint64_t last = 0;
+  for (int i = 0; i < 20; ++i) {
+    Lock& l = i % 2 ? la : lb;
+    ASSERT_TRUE(l.try_acquire().ok());
+    EXPECT_GT(l.fence(), last);
+    last = l.fence();
+    ASSERT_TRUE(l.release().ok());
+  }
+  EXPECT_EQ(run(admin_, {"GET", "{flash}:fence"}), std::to_string(last));
+}
+
+TEST_F(LockTest, FencingTokenAbove32Bits) {
+  ASSERT_EQ(run(admin_, {"SET", "{big}:fence", "4294967300"}), "OK");
+  Lock l(a_);
+  ASSERT_TRUE(l.init(Bytes::from_cstr("big"), ttl(1000)).ok());
+  ASSERT_TRUE(l.try_acquire().ok());
+  EXPECT_EQ(l.fence(), 4294967301ull);
+  ASSERT_TRUE(l.release().ok());
+}
+
+TEST_F(LockTest, ExpiredHolderCannotReleaseNewHolder) {
+  // The seed scenario: A's lock expires, B acquires, A's release must fail
+  // and B must keep the lock.
+  Lock la(a_), lb(b_);
+  ASSERT_TRUE(la.init(Bytes::from_cstr("slot"), ttl(100)).ok());
+  ASSERT_TRUE(lb.init(Bytes::from_cstr("slot"), ttl(5000)).ok());
+  ASSERT_TRUE(la.try_acquire().ok());
+  ASSERT_TRUE(lb.acquire(millis(3000)).ok()) << "B waits for A's expiry";
+  EXPECT_FALSE(la.held()) << "local validity ran out";
+  EXPECT_EQ(la.release().code(), ErrorCode::kNotOwner);
+  EXPECT_EQ(run(admin_, {"GET", "slot"}), std::string(reinterpret_cast<const char*>(lb.token().data), 32));
+  Result<bool> owned = lb.owned();
+  ASSERT_TRUE(owned.ok());
+  EXPECT_TRUE(owned.value());
+  ASSERT_TRUE(lb.release().ok());
+}
+
+TEST_F(LockTest, ExtendAddAndReplace) {
+  Lock l(a_);
+  ASSERT_TRUE(l.init(Bytes::from_cstr("ext"), ttl(2000)).ok());
+  ASSERT_TRUE(l.try_acquire().ok());
+  ASSERT_TRUE(l.extend(10000, ExtendMode::kAdd).ok());
+  EXPECT_GT(std::stoi(run(admin_, {"PTTL", "ext"})), 11000);
+  EXPECT_GT(l.remaining(), millis(11000));
+  ASSERT_TRUE(l.extend(3000, ExtendMode::kReplace).ok());
+  const int p = std::stoi(run(admin_, {"PTTL", "ext"}));
+  EXPECT_GT(p, 2500);
+  EXPECT_LE(p, 3000);
+  ASSERT_TRUE(l.reacquire().ok());
+  EXPECT_LE(std::stoi(run(admin_, {"PTTL", "ext"})), 2000);
+  EXPECT_EQ(l.extend(0).code(), ErrorCode::kInvalidArgument) << "0 is never a delete";
+  EXPECT_EQ(l.extend(-5).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(run(admin_, {"EXISTS", "ext"}), "1");
+  ASSERT_TRUE(l.release().ok());
+}
+
+TEST_F(LockTest, ExtendAfterExpiryFails) {
+  Lock l(a_);
+  ASSERT_TRUE(l.init(Bytes::from_cstr("short"), ttl(50)).ok());
+  ASSERT_TRUE(l.try_acquire().ok());
+  SystemClock().sleep_for(millis(120));
+  EXPECT_EQ(l.extend(1000).code(), ErrorCode::kNotOwner);
+  EXPECT_EQ(l.reacquire().code(), ErrorCode::kNotHeld) << "token forgotten after not-owner";
+  EXPECT_EQ(run(admin_, {"EXISTS", "short"}), "0");
+}
+
+TEST_F(LockTest, OwnedAndStatus) {
+  Lock l(a_), other(b_);
+  ASSERT_TRUE(l.init(Bytes::from_cstr("own"), ttl(4000)).ok());
+  ASSERT_TRUE(other.init(Bytes::from_cstr("own"), ttl(4000)).ok());
+  Result<KeyStatus> st = other.status();
+  ASSERT_TRUE(st.ok());
+  EXPECT_FALSE(st.value().held);
+  ASSERT_TRUE(l.try_acquire().ok());
+  st = other.status();
+  ASSERT_TRUE(st.ok());
+  EXPECT_TRUE(st.value().held);
+  EXPECT_GT(st.value().ttl_ms, 3000);
+  EXPECT_EQ(other.owned().status().code(), ErrorCode::kNotHeld);
+  ASSERT_EQ(run(admin_, {"SET", "own", "someone-else"}), "OK");
+  Result<bool> o = l.owned();
+  ASSERT_TRUE(o.ok());
+  EXPECT_FALSE(o.value());
+  EXPECT_FALSE(l.held());
+}
+
+TEST_F(LockTest, BinarySafeKeys) {
+  const std::string key("dev 1\r\n\0\xe2\x9c\x93", 10);
+  Lock l(a_);
+  ASSERT_TRUE(l.init(Bytes(key.data(), key.size()), ttl(2000)).ok());
+  ASSERT_TRUE(l.try_acquire().ok()) << a_.last_error();
+  EXPECT_EQ(run(admin_, {"EXISTS", key}), "1");
+  ASSERT_TRUE(l.release().ok());
+  EXPECT_EQ(run(admin_, {"EXISTS", key}), "0");
+}
+
+TEST_F(LockTest, InvalidArguments) {
+  Lock l(a_);
+  EXPECT_EQ(l.init(Bytes()).code(), ErrorCode::kInvalidArgument);
+  const std::string big(kMaxKeyLen + 1, 'k');
+  EXPECT_EQ(l.init(Bytes(big.data(), big.size())).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(l.init(Bytes::from_cstr("k"), ttl(0)).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(l.init(Bytes::from_cstr("k"), ttl(kMaxTtlMs + 1)).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(l.try_acquire().code(), ErrorCode::kInvalidArgument) << "not initialised";
+  const std::string max(kMaxKeyLen - 8, 'k');  // room for "{…}:fence"
+  EXPECT_TRUE(l.init(Bytes(max.data(), max.size())).ok());
+}
+
+TEST_F(LockTest, WaitTimesOutAsBusy) {
+  Lock la(a_), lb(b_);
+  ASSERT_TRUE(la.init(Bytes::from_cstr("wait"), ttl(10000)).ok());
+  ASSERT_TRUE(lb.init(Bytes::from_cstr("wait"), ttl(10000)).ok());
+  ASSERT_TRUE(la.try_acquire().ok());
+  SystemClock clock;
+  const Nanos t0 = clock.now();
+  EXPECT_EQ(lb.acquire(millis(200)).code(), ErrorCode::kBusy);
+  const Nanos took = clock.now() - t0;
+  EXPECT_GE(took, millis(200));
+  EXPECT_LT(took, millis(200) + millis(400) * test::slowdown());
+  const int commands = static_cast<int>(b_.stats().commands);
+  EXPECT_LT(commands, 60) << "backoff, not a busy loop";
+  ASSERT_TRUE(la.release().ok());
+}
+
+TEST_F(LockTest, GuardReleasesOnScopeExit) {
+  Lock l(a_);
+  ASSERT_TRUE(l.init(Bytes::from_cstr("guarded"), ttl(5000)).ok());
+  {
+    ASSERT_TRUE(l.acquire(millis(100)).ok());
+    LockGuard<Lock> guard(l);
+    EXPECT_EQ(run(admin_, {"EXISTS", "guarded"}), "1");
+  }
+  EXPECT_EQ(run(admin_, {"EXISTS", "guarded"}), "0");
+}
+
+struct Captured {
+  int calls = 0;
+  ErrorCode code = ErrorCode::kOk;
+};
+
+TEST_F(LockTest, GuardReportsFailedRelease) {
+  Lock l(a_);
+  Captured cap;
+  ASSERT_TRUE(l.init(Bytes::from_cstr("guarded2"), ttl(5000)).ok());
+  {
+    ASSERT_TRUE(l.try_acquire().ok());
+    LockGuard<Lock> guard(
+        l,
+        [](Status s, const char*, void* ctx) {
+          auto* c = static_cast<Captured*>(ctx);
+          ++c->calls;
+          c->code = s.code();
+        },
+        &cap);
+    ASSERT_EQ(run(admin_, {"SET", "guarded2", "thief"}), "OK");
+  }
+  EXPECT_EQ(cap.calls, 1);
+  EXPECT_EQ(cap.code, ErrorCode::kNotOwner);
+  EXPECT_EQ(run(admin_, {"GET", "guarded2"}), "thief") << "other holder left alone";
+}
+
+TEST_F(LockTest, AdoptByToken) {
+  Lock l(a_), adopter(b_);
+  ASSERT_TRUE(l.init(Bytes::from_cstr("handover"), ttl(5000)).ok());
+  ASSERT_TRUE(adopter.init(Bytes::from_cstr("handover"), ttl(5000)).ok());
+  ASSERT_TRUE(l.try_acquire().ok());
+  ASSERT_TRUE(adopter.adopt(l.token()).ok());
+  EXPECT_TRUE(adopter.extend(1000).ok());
+  EXPECT_TRUE(adopter.release().ok());
+  EXPECT_EQ(l.release().code(), ErrorCode::kNotOwner);
+}
+
+}  // namespace
+}  // namespace edgelock

@@ -1,0 +1,91 @@
+// No heap after init: thousands of lock cycles against a real server with
+// every allocation in the process counted (hiredis included).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "edgelock/edgelock.h"
+#include "../support/alloc_counter.h"
+#include "../support/redis_server.h"
+#include "../support/test_util.h"
+
+namespace edgelock {
+namespace {
+
+int cycles() {
+  const char* s = std::getenv("EDGELOCK_ZERO_HEAP_CYCLES");
+  return s ? std::atoi(s) : 10000;
+}
+
+TEST(ZeroHeap, CountsAreReal) {
+  // The counter must see an allocation, or the real test proves nothing.
+  test::start_counting();
+  void* volatile p = std::malloc(16);
+  std::free(p);
+  const test::AllocCounts c = test::stop_counting();
+  EXPECT_EQ(c.mallocs, 1u);
+  EXPECT_EQ(c.frees, 1u);
+}
+
+TEST(ZeroHeap, SingleInstanceCycles) {
+  test::RedisServer server;
+  ASSERT_TRUE(server.start());
+  Connection conn;
+  ASSERT_TRUE(test::open(conn, server.url()));
+  Lock lock(conn);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr("zero-heap")).ok());
+  // Set-up: connect, and one cycle so every script is cached on the server.
+  ASSERT_TRUE(conn.connect().ok());
+  ASSERT_TRUE(lock.try_acquire().ok());
+  ASSERT_TRUE(lock.release().ok());
+
+  const int n = cycles();
+  int failures = 0;
+  test::start_counting();
+  for (int i = 0; i < n; ++i) {
+    failures += !lock.acquire(millis(1000)).ok();
+    failures += !lock.extend(5000).ok();
+    failures += !lock.reacquire().ok();
+    const Result<bool> owned = lock.owned();
+    failures += !(owned.ok() && owned.value());
+    failures += !lock.status().ok();
+    failures += !lock.release().ok();
+    failures += lock.try_acquire().ok() ? !lock.release().ok() : 1;
+  }
+  const test::AllocCounts c = test::stop_counting();
+  EXPECT_EQ(failures, 0);
+  EXPECT_EQ(conn.stats().connects, 1u) << "no reconnect happened in the loop";
+  EXPECT_EQ(c.total(), 0u) << "mallocs=" << c.mallocs << " frees=" << c.frees << " news=" << c.news
+                           << " over " << n << " cycles";
+  std::printf("zero-heap: %d cycles, %u commands, %llu allocations\n", n, conn.stats().commands,
+              static_cast<unsigned long long>(c.total()));
+}
+
+TEST(ZeroHeap, BusyAndNotOwnerPathsToo) {
+  test::RedisServer server;
+  ASSERT_TRUE(server.start());
+  Connection a, b;
+  ASSERT_TRUE(test::open(a, server.url()));
+  ASSERT_TRUE(test::open(b, server.url()));
+  Lock la(a), lb(b);
+  ASSERT_TRUE(la.init(Bytes::from_cstr("contended")).ok());
+  ASSERT_TRUE(lb.init(Bytes::from_cstr("contended")).ok());
+  ASSERT_TRUE(la.try_acquire().ok());
+  ASSERT_EQ(lb.try_acquire().code(), ErrorCode::kBusy);
+  ASSERT_TRUE(la.release().ok());
+  int wrong = 0;
+  test::start_counting();
+  for (int i = 0; i < 1000; ++i) {
+    wrong += !la.try_acquire().ok();
+    wrong += lb.try_acquire().code() != ErrorCode::kBusy;
+    wrong += lb.adopt(Bytes::from_cstr("not-the-token")).ok() ? 0 : 1;
+    wrong += lb.release().code() != ErrorCode::kNotOwner;
+    wrong += !la.release().ok();
+  }
+  const test::AllocCounts c = test::stop_counting();
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(c.total(), 0u);
+}
+
+}  // namespace
+}  // namespace edgelock

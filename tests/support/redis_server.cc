@@ -1,0 +1,163 @@
+#include "redis_server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+
+namespace edgelock {
+namespace test {
+
+namespace {
+
+void sleep_ms(int ms) {
+  timespec ts{ms / 1000, (ms % 1000) * 1000000L};
+  nanosleep(&ts, nullptr);
+}
+
+std::string encode(const std::vector<std::string>& args) {
+  std::string out = "*" + std::to_string(args.size()) + "\r\n";
+  for (const auto& a : args) out += "$" + std::to_string(a.size()) + "\r\n" + a + "\r\n";
+  return out;
+}
+
+// One blocking request/response on a fresh socket, 2 s bound.
+std::string raw_exchange(int port, const std::string& request) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return "";
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string reply;
+  timeval tv{2, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size())) {
+    char buf[4096];
+    // Read until the last reply's line ends; good enough for simple replies.
+    for (int i = 0; i < 50; ++i) {
+      const ssize_t n = recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      reply.append(buf, static_cast<size_t>(n));
+      if (reply.size() >= 2 && reply.compare(reply.size() - 2, 2, "\r\n") == 0) break;
+    }
+  }
+  close(fd);
+  return reply;
+}
+
+}  // namespace
+
+int free_port() {
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = 0;
+    socklen_t len = sizeof a;
+    int port = 0;
+    if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+        getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+      port = ntohs(a.sin_port);
+    }
+    close(fd);
+    // Stay below the ephemeral range's top so a server can also get a
+    // cluster bus port (+10000) if a test wants one.
+    if (port > 1024 && port != 6379 && port < 55000) return port;
+  }
+  return 0;
+}
+
+int slowdown() {
+  const char* s = std::getenv("EDGELOCK_TEST_SLOWDOWN");
+  const int v = s ? std::atoi(s) : 1;
+  return v > 0 ? v : 1;
+}
+
+RedisServer::RedisServer(std::vector<std::string> extra) : extra_(std::move(extra)) {
+  char tmpl[] = "/tmp/edgelock-redis-XXXXXX";
+  if (mkdtemp(tmpl)) dir_ = tmpl;
+}
+
+RedisServer::~RedisServer() {
+  stop();
+  if (!dir_.empty()) {
+    const std::string cmd = "rm -rf '" + dir_ + "'";
+    if (std::system(cmd.c_str()) != 0) {
+      // Best effort clean-up of a temp dir.
+    }
+  }
+}
+
+bool RedisServer::start() {
+  if (port_ == 0) port_ = free_port();
+  const char* bin = std::getenv("EDGELOCK_REDIS_SERVER");
+  std::vector<std::string> args = {bin ? bin : "redis-server", "--port", std::to_string(port_),
+                                   "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                                   "--dir", dir_, "--daemonize", "no", "--loglevel", "warning",
+                                   "--logfile", dir_ + "/redis.log"};
+  args.insert(args.end(), extra_.begin(), extra_.end());
+  pid_ = fork();
+  if (pid_ == 0) {
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    _exit(127);
+  }
+  if (pid_ < 0) return false;
+  for (int i = 0; i < 400; ++i) {  // 10 s at most
+    const std::string r = raw_exchange(port_, encode({"PING"}));
+    if (r.rfind("+PONG", 0) == 0 || r.rfind("-NOAUTH", 0) == 0) return true;
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return false;
+    }
+    sleep_ms(25);
+  }
+  return false;
+}
+
+void RedisServer::kill9() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGCONT);
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+}
+
+void RedisServer::stop() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGCONT);
+  kill(pid_, SIGTERM);
+  for (int i = 0; i < 200; ++i) {  // 5 s
+    if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
+      pid_ = -1;
+      return;
+    }
+    sleep_ms(25);
+  }
+  kill9();
+}
+
+void RedisServer::pause() {
+  if (pid_ > 0) kill(pid_, SIGSTOP);
+}
+
+void RedisServer::resume() {
+  if (pid_ > 0) kill(pid_, SIGCONT);
+}
+
+}  // namespace test
+}  // namespace edgelock

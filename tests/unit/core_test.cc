@@ -1,0 +1,128 @@
+// Status strings, deadlines on a fake clock, backoff bounds, script hashes,
+// companion keys.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "edgelock/backoff.h"
+#include "edgelock/fake_clock.h"
+#include "edgelock/random.h"
+#include "edgelock/script.h"
+#include "edgelock/status.h"
+#include "lock_keys.h"
+
+namespace edgelock {
+namespace {
+
+TEST(Status, EveryCodeHasItsOwnName) {
+  std::set<std::string> names;
+  for (int c = 0; c <= static_cast<int>(ErrorCode::kRandomFailed); ++c) {
+    const std::string n = to_string(static_cast<ErrorCode>(c));
+    EXPECT_NE(n, "unknown error") << c;
+    EXPECT_TRUE(names.insert(n).second) << "duplicate name " << n;
+  }
+  EXPECT_STREQ(Status(ErrorCode::kNotOwner).to_string(), "not owner");
+  EXPECT_TRUE(Status().ok());
+  Result<int> r(ErrorCode::kTimeout);
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::kTimeout);
+  Result<int> v(7);
+  EXPECT_TRUE(v.ok());
+  EXPECT_EQ(*v, 7);
+}
+
+TEST(Deadline, ArithmeticOnFakeClock) {
+  FakeClock clock(millis(5));
+  const Deadline d = Deadline::after(clock, millis(100));
+  EXPECT_EQ(d.remaining(clock), millis(100));
+  EXPECT_EQ(d.poll_timeout_ms(clock), 100);
+  clock.advance(millis(99) + 1);
+  EXPECT_FALSE(d.expired(clock));
+  EXPECT_EQ(d.poll_timeout_ms(clock), 1) << "rounds up, never 0 before expiry";
+  clock.advance(millis(1));
+  EXPECT_TRUE(d.expired(clock));
+  EXPECT_EQ(d.remaining(clock), 0);
+  EXPECT_EQ(d.poll_timeout_ms(clock), 0);
+}
+
+TEST(Deadline, NeverAndOverflow) {
+  FakeClock clock(INT64_MAX - millis(1));
+  EXPECT_TRUE(Deadline::after(clock, -1).is_never());
+  EXPECT_TRUE(Deadline::after(clock, millis(10)).is_never()) << "saturates instead of wrapping";
+  EXPECT_EQ(Deadline::never().poll_timeout_ms(clock), -1);
+  FakeClock c2(0);
+  const Deadline a = Deadline::after(c2, millis(5)), b = Deadline::after(c2, millis(3));
+  EXPECT_EQ(a.min(b).when(), b.when());
+}
+
+TEST(Deadline, LargeValuesStay64Bit) {
+  // 30 days in ns exceeds 2^32 many times over; must be exact on 32-bit too.
+  FakeClock clock(0);
+  const Nanos month = millis(30LL * 24 * 3600 * 1000);
+  const Deadline d = Deadline::after(clock, month);
+  EXPECT_EQ(d.remaining(clock), 2592000000000000LL);
+  EXPECT_EQ(to_millis(d.remaining(clock)), 2592000000LL);
+}
+
+TEST(Backoff, BoundsGrowAndCap) {
+  Prng rng(42);
+  Backoff b(millis(2), millis(50));
+  Nanos caps[] = {millis(2), millis(4), millis(8), millis(16), millis(32), millis(50), millis(50)};
+  for (Nanos cap : caps) {
+    for (int i = 0; i < 200; ++i) {
+      Backoff probe = b;
+      const Nanos d = probe.next(rng);
+      EXPECT_GE(d, millis(2));
+      EXPECT_LE(d, cap);
+    }
+    (void)b.next(rng);
+  }
+}
+
+TEST(Backoff, JitterSpreads) {
+  Prng rng(7);
+  std::set<Nanos> seen;
+  for (int i = 0; i < 100; ++i) {
+    Backoff b(millis(1), millis(100));
+    for (int k = 0; k < 6; ++k) (void)b.next(rng);
+    seen.insert(b.next(rng));
+  }
+  EXPECT_GT(seen.size(), 50u);
+}
+
+TEST(Random, TokensDifferAndAreHex) {
+  char a[32], b[32];
+  ASSERT_TRUE(random_hex(a, 16).ok());
+  ASSERT_TRUE(random_hex(b, 16).ok());
+  EXPECT_NE(std::string(a, 32), std::string(b, 32));
+  for (char c : std::string(a, 32)) EXPECT_TRUE(isxdigit(static_cast<unsigned char>(c)));
+}
+
+TEST(Script, Sha1KnownVectors) {
+  constexpr Script empty = make_script("");
+  constexpr Script abc = make_script("abc");
+  constexpr Script two_blocks =
+      make_script("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq");
+  EXPECT_STREQ(empty.sha1, "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+  EXPECT_STREQ(abc.sha1, "a9993e364706816aba3e25717850c26c9cd0d89d");
+  EXPECT_STREQ(two_blocks.sha1, "84983e441c3bd26ebaae4aa1f95129e5e54670f1");
+  static_assert(abc.len == 3, "length computed at compile time");
+}
+
+TEST(CompanionKey, SameSlotByHashTag) {
+  uint8_t out[64];
+  auto name = [&](const char* key) {
+    const Result<size_t> r = detail::companion_key(Bytes::from_cstr(key), ":fence", out, sizeof out);
+    return r.ok() ? std::string(reinterpret_cast<char*>(out), r.value()) : std::string("<error>");
+  };
+  EXPECT_EQ(name("modem"), "{modem}:fence");
+  EXPECT_EQ(name("{dev1}.modem"), "{dev1}.modem:fence");
+  EXPECT_TRUE(detail::has_hash_tag(Bytes::from_cstr("a{b}c")));
+  EXPECT_FALSE(detail::has_hash_tag(Bytes::from_cstr("a{}c")));
+  const std::string long_key(60, 'k');
+  EXPECT_EQ(name(long_key.c_str()), "<error>");
+}
+
+}  // namespace
+}  // namespace edgelock
