@@ -113,6 +113,7 @@ Status Connection::handshake(Deadline deadline) {
     EDGELOCK_TRY(begin(deadline));
     const Result<const Reply*> r = wait(deadline);
     if (!r.ok()) return r.status();
+    if (r.value()->type != ReplyType::kStatus) return reject_reply("AUTH wants +OK");
   }
   if (endpoint_.db != 0) {
     char db[12];
@@ -122,6 +123,7 @@ Status Connection::handshake(Deadline deadline) {
     EDGELOCK_TRY(begin(deadline));
     const Result<const Reply*> r = wait(deadline);
     if (!r.ok()) return r.status();
+    if (r.value()->type != ReplyType::kStatus) return reject_reply("SELECT wants +OK");
   }
   return Status();
 }

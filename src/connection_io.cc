@@ -39,6 +39,7 @@ Status Connection::encode_eval(bool by_sha) {
   char numkeys[8];
   const int n = std::snprintf(numkeys, sizeof numkeys, "%zu", eval_nkeys_);
   size_t c = 0;
+  eval_by_sha_ = by_sha;
   argv[c++] = Bytes::from_cstr(by_sha ? "EVALSHA" : "EVAL");
   argv[c++] = by_sha ? Bytes(eval_script_->sha1, 40) : Bytes(eval_script_->body, eval_script_->len);
   argv[c++] = Bytes(numkeys, static_cast<size_t>(n));
@@ -56,8 +57,20 @@ Status Connection::begin(Deadline deadline) {
   return Status();
 }
 
+void Connection::drop_if_stale() {
+  if (!is_connected() || !detail::transport_stale_input(transport_)) return;
+  set_error(error_, "idle connection had unexpected input or was closed; reconnecting");
+  fail(ErrorCode::kProtocol).ignore();
+}
+
+Status Connection::reject_reply(const char* what) {
+  set_error(error_, "unexpected reply type: %s", what);
+  return fail(ErrorCode::kProtocol);
+}
+
 Status Connection::start_command(const Bytes* args, size_t count, Deadline deadline) {
   if (busy()) return ErrorCode::kInvalidArgument;
+  drop_if_stale();
   EDGELOCK_TRY(ensure_connected(deadline));
   eval_script_ = nullptr;
   EDGELOCK_TRY(encode(args, count));
@@ -67,6 +80,7 @@ Status Connection::start_command(const Bytes* args, size_t count, Deadline deadl
 Status Connection::start_eval(const Script& script, const Bytes* keys, size_t nkeys,
                               const Bytes* args, size_t nargs, Deadline deadline) {
   if (busy()) return ErrorCode::kInvalidArgument;
+  drop_if_stale();
   EDGELOCK_TRY(ensure_connected(deadline));
   eval_script_ = &script;
   eval_keys_ = keys;
@@ -88,7 +102,9 @@ Result<const Reply*> Connection::on_reply(const Reply* reply) {
     return reply;
   }
   const bool noscript = reply->len >= 8 && std::memcmp(reply->str, "NOSCRIPT", 8) == 0;
-  if (noscript && eval_script_) {
+  // Only after EVALSHA: a server answering NOSCRIPT to EVAL too must not
+  // make us loop until the deadline.
+  if (noscript && eval_script_ && eval_by_sha_) {
     // The server lost its script cache: send the body once, which reloads it.
     EDGELOCK_TRY(encode_eval(false));
     EDGELOCK_TRY(begin(Deadline::never()));
@@ -111,7 +127,15 @@ Result<const Reply*> Connection::advance() {
   for (int i = 0; i < 4; ++i) {
     const Result<const Reply*> r = detail::transport_next_reply(transport_, error_);
     if (!r.ok()) return fail(r.status());
-    if (r.value()) return on_reply(r.value());
+    if (r.value()) {
+      // One command in flight, so one reply: anything more is unsolicited
+      // and a sign we may be reading someone else's answer.
+      if (detail::transport_unread(transport_) > 0) {
+        set_error(error_, "server sent more than one reply");
+        return fail(ErrorCode::kProtocol);
+      }
+      return on_reply(r.value());
+    }
     const Result<size_t> n = detail::transport_read(transport_, error_);
     if (!n.ok()) return fail(n.status());
     if (n.value() == 0) break;

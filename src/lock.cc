@@ -83,7 +83,8 @@ Status Lock::attempt(Deadline deadline) {
   const Result<const Reply*> r = conn_->eval(detail::kAcquireScript, keys, 2, args, 2, deadline);
   if (!r.ok()) return r.status();
   const Reply* rep = r.value();
-  if (rep->type != ReplyType::kInteger) return ErrorCode::kProtocol;
+  // Fail closed: only an integer fence (> 0) is a grant.
+  if (rep->type != ReplyType::kInteger) return conn_->reject_reply("acquire wants an integer");
   if (rep->integer <= 0) {
     busy_ttl_ms_ = -rep->integer;
     return ErrorCode::kBusy;
@@ -138,9 +139,14 @@ Status Lock::release() {
   const Bytes args[1] = {token()};
   const Result<const Reply*> r = conn_->eval(detail::kReleaseScript, keys, 1, args, 1, io_deadline());
   if (!r.ok()) return r.status();
-  if (r.value()->type != ReplyType::kInteger) return ErrorCode::kProtocol;
+  // Only the script's 1 or 0 is an answer; anything else keeps the token
+  // so the caller can try again.
+  const Reply* rep = r.value();
+  if (rep->type != ReplyType::kInteger || rep->integer < 0 || rep->integer > 1) {
+    return conn_->reject_reply("release wants 0 or 1");
+  }
   forget();
-  return r.value()->integer == 1 ? Status() : Status(ErrorCode::kNotOwner);
+  return rep->integer == 1 ? Status() : Status(ErrorCode::kNotOwner);
 }
 
 Status Lock::send_extend(int64_t ms, ExtendMode mode) {
@@ -155,8 +161,10 @@ Status Lock::send_extend(int64_t ms, ExtendMode mode) {
   const Result<const Reply*> r = conn_->eval(detail::kExtendScript, keys, 1, args, 3, io_deadline());
   if (!r.ok()) return r.status();
   const Reply* rep = r.value();
-  if (rep->type != ReplyType::kInteger) return ErrorCode::kProtocol;
-  if (rep->integer <= 0) {
+  if (rep->type != ReplyType::kInteger || rep->integer < 0 || rep->integer > kMaxTtlMs * 2) {
+    return conn_->reject_reply("extend wants a TTL or 0");
+  }
+  if (rep->integer == 0) {
     forget();
     return ErrorCode::kNotOwner;
   }
@@ -175,8 +183,11 @@ Result<bool> Lock::owned() {
   const Bytes args[1] = {token()};
   const Result<const Reply*> r = conn_->eval(detail::kOwnedScript, keys, 1, args, 1, io_deadline());
   if (!r.ok()) return r.status();
-  if (r.value()->type != ReplyType::kInteger) return ErrorCode::kProtocol;
-  if (r.value()->integer == -3) {
+  const Reply* rep = r.value();
+  if (rep->type != ReplyType::kInteger || (rep->integer < -1 && rep->integer != -3)) {
+    return conn_->reject_reply("owned wants a PTTL or -3");
+  }
+  if (rep->integer == -3) {
     forget();
     return false;
   }
@@ -187,7 +198,9 @@ Result<KeyStatus> Lock::status() {
   const Bytes args[2] = {Bytes::from_cstr("PTTL"), key()};
   const Result<const Reply*> r = conn_->command(args, 2, io_deadline());
   if (!r.ok()) return r.status();
-  if (r.value()->type != ReplyType::kInteger) return ErrorCode::kProtocol;
+  if (r.value()->type != ReplyType::kInteger || r.value()->integer < -2) {
+    return conn_->reject_reply("PTTL wants an integer >= -2");
+  }
   KeyStatus ks;
   ks.held = r.value()->integer != -2;
   ks.ttl_ms = ks.held ? r.value()->integer : 0;

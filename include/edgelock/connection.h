@@ -66,7 +66,8 @@ class Connection {
   bool is_connected() const { return transport_.fd >= 0; }
 
   /// Sends a command and waits for its reply until `deadline`, connecting
-  /// first if needed. Error replies become errors (text in last_error()).
+  /// first if needed (also when the idle connection turned out to be closed
+  /// or to hold unsolicited input). Error replies become errors (text in last_error()).
   /// The reply lives until the next command on this connection.
   /// Errors: everything connect() returns, kNotConnected (reconnect backing
   /// off), kTimeout, kIo, kConnectionClosed, kProtocol, kBufferTooSmall,
@@ -89,6 +90,12 @@ class Connection {
   /// Does what I/O it can without blocking. Returns the reply when complete,
   /// nullptr while pending. Errors: as command() except kTimeout.
   Result<const Reply*> advance();
+  /// For callers that got a well-formed reply of the wrong type or value:
+  /// the server is not speaking our protocol (or the reply is not ours), so
+  /// the connection is closed and the next command reconnects. Keeps
+  /// `what` in last_error(). Always returns kProtocol.
+  Status reject_reply(const char* what);
+
   /// Gives up on the command in flight (deadline passed): the connection is
   /// closed since its reply may still arrive. Returns kTimeout.
   Status abandon();
@@ -115,6 +122,7 @@ class Connection {
   Status begin(Deadline deadline);
   Result<const Reply*> on_reply(const Reply* reply);
   Status fail(Status s);
+  void drop_if_stale();
 
   Endpoint endpoint_;
   ConnectionOptions options_;
@@ -131,6 +139,7 @@ class Connection {
   size_t eval_nkeys_ = 0;
   const Bytes* eval_args_ = nullptr;
   size_t eval_nargs_ = 0;
+  bool eval_by_sha_ = false;  // the eval in flight was sent as EVALSHA
   uint32_t failed_connects_ = 0;
   Nanos next_connect_at_ = 0;
   ConnectionStats stats_;

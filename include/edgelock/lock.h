@@ -57,7 +57,8 @@ class Lock {
   /// One attempt, no waiting. Errors: kBusy, kExpired (granted, but the
   /// round trip used up the validity; released again), kInvalidArgument
   /// (not init()ed, or already holding: release first), kRandomFailed,
-  /// kProtocol (unexpected reply), and Connection::command()'s.
+  /// kProtocol (reply not an integer: the connection is closed, nothing is
+  /// held), and Connection::command()'s.
   Status try_acquire();
   /// Tries until `wait` has passed (negative = forever), sleeping with
   /// capped, jittered exponential backoff (never longer than the holder's
@@ -68,16 +69,18 @@ class Lock {
   Status acquire(Nanos wait);
   /// Owner-checked delete. Errors: kNotHeld (nothing to release),
   /// kNotOwner (expired and maybe taken: the other holder's key is left
-  /// alone), and Connection::command()'s (then the lock may still be held
+  /// alone), kProtocol (reply other than 0/1: connection closed, token
+  /// kept), and Connection::command()'s (then the lock may still be held
   /// until its TTL; release() may be called again).
   Status release();
   /// Owner-checked TTL change; `ms` > 0 (0 is refused, never a delete).
-  /// Errors: kInvalidArgument, kNotHeld, kNotOwner, Connection::command()'s.
+  /// Errors: kInvalidArgument, kNotHeld, kNotOwner, kProtocol (reply not a
+  /// TTL or 0; connection closed), Connection::command()'s.
   Status extend(int64_t ms, ExtendMode mode = ExtendMode::kAdd);
   /// Resets the TTL to the original ttl_ms. Errors: as extend().
   Status reacquire();
   /// Asks the server whether the key still holds our token.
-  /// Errors: kNotHeld (no token), Connection::command()'s.
+  /// Errors: kNotHeld (no token), kProtocol, Connection::command()'s.
   Result<bool> owned();
   /// What the server says about the key, whoever holds it.
   /// Errors: Connection::command()'s, kProtocol.

@@ -8,6 +8,7 @@ extern "C" {
 
 #include "error_text.h"
 #include "transport/reader.h"
+#include "transport/resp_check.h"
 
 namespace edgelock {
 namespace detail {
@@ -33,6 +34,10 @@ Reply* node_for(const redisReadTask* task) {
 void* create_string(const redisReadTask* task, char* str, size_t len) {
   Reply* r = node_for(task);
   if (!r) return nullptr;
+  // Error text is for people and its first word for classification: keep
+  // a bounded prefix so a huge error still reports its class, not an
+  // overflow.
+  if (task->type == REDIS_REPLY_ERROR && len >= kErrorTextSize) len = kErrorTextSize - 1;
   const char* copy = arena_of(task).store(str, len);
   if (!copy) return nullptr;
   r->type = task->type == REDIS_REPLY_ERROR    ? ReplyType::kError
@@ -119,8 +124,33 @@ void reader_commit(void* reader, size_t n) {
   r->len += n;
 }
 
+size_t reader_pending(const void* reader) {
+  const redisReader* r = static_cast<const redisReader*>(reader);
+  return r && r->buf ? r->len - r->pos : 0;
+}
+
 Result<const Reply*> reader_next(void* reader, ReplyArena& arena, ErrorText& err) {
   redisReader* r = static_cast<redisReader*>(reader);
+  if (!r->buf || r->len == r->pos) return static_cast<const Reply*>(nullptr);
+  // Strict check first: hiredis only ever parses a complete, valid frame.
+  RespLimits limits;
+  limits.max_bulk = kRxBufferSize;
+  limits.max_elements = kReplyNodes - 1;  // the root takes one node
+  size_t frame_len = 0;
+  const char* why = "invalid";
+  switch (resp_check(reinterpret_cast<const uint8_t*>(r->buf + r->pos), r->len - r->pos, limits,
+                     &frame_len, &why)) {
+    case RespCheck::kIncomplete:
+      return static_cast<const Reply*>(nullptr);
+    case RespCheck::kInvalid:
+      set_error(err, "protocol error: %s", why);
+      return ErrorCode::kProtocol;
+    case RespCheck::kTooLarge:
+      set_error(err, "reply larger than the fixed reply capacities");
+      return ErrorCode::kBufferTooSmall;
+    case RespCheck::kComplete:
+      break;
+  }
   void* out = nullptr;
   if (redisReaderGetReply(r, &out) != REDIS_OK) {
     if (arena.overflowed()) {

@@ -16,7 +16,11 @@ void reader_free(void* reader);
 uint8_t* reader_space(void* reader, size_t* avail);
 /// Marks `n` bytes written into reader_space() as input.
 void reader_commit(void* reader, size_t n);
-/// The next reply, nullptr if incomplete. Errors: kProtocol, kBufferTooSmall.
+/// Bytes received but not yet parsed into a reply.
+size_t reader_pending(const void* reader);
+/// The next reply, nullptr if incomplete. Input is checked strictly
+/// (resp_check.h) before hiredis parses it. Errors: kProtocol,
+/// kBufferTooSmall.
 Result<const Reply*> reader_next(void* reader, ReplyArena& arena, ErrorText& err);
 
 }  // namespace detail

@@ -121,6 +121,19 @@ Result<const Reply*> transport_next_reply(TransportState& t, ErrorText& err) {
   return reader_next(t.reader, t.arena, err);
 }
 
+size_t transport_unread(const TransportState& t) { return reader_pending(t.reader); }
+
+bool transport_stale_input(const TransportState& t) {
+  if (t.fd < 0) return false;
+  if (transport_unread(t) > 0) return true;
+  if (t.tls) return false;
+  uint8_t byte = 0;
+  const ssize_t n = recv(t.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  // > 0: unsolicited bytes; 0: the peer closed; error other than "nothing
+  // there": the socket is broken (RST) - all mean reconnect first.
+  return n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
 bool transport_has_pending_input(const TransportState& t) {
   return t.tls && tls_has_pending(t);
 }

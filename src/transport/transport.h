@@ -40,6 +40,17 @@ Result<size_t> transport_read(TransportState& t, ErrorText& err);
 /// Errors: kProtocol, kBufferTooSmall.
 Result<const Reply*> transport_next_reply(TransportState& t, ErrorText& err);
 
+/// Bytes received but not consumed by a reply. Non-zero right after a
+/// reply means the server sent more than we asked for.
+size_t transport_unread(const TransportState& t);
+
+/// True if the idle connection has input waiting (unread bytes, an
+/// unsolicited reply, or the peer's FIN/RST): its next reply would not be
+/// ours, so it must not be used. Plain sockets only peek (no read, no
+/// allocation); TLS checks only what is already buffered, since a TLS peer
+/// may legitimately send records (session tickets) between replies.
+bool transport_stale_input(const TransportState& t);
+
 /// True if decrypted TLS bytes are buffered, which poll() would not report.
 bool transport_has_pending_input(const TransportState& t);
 
