@@ -46,7 +46,7 @@ bool resp_parse_int(const uint8_t* p, size_t n, int64_t* out) {
     if (p[i] < '0' || p[i] > '9') return false;
     v = v * 10 + static_cast<uint64_t>(p[i] - '0');  // 19 digits fit in uint64
   }
-  if (v > static_cast<uint64_t>(INT64_MAX)) return false;
+  if (v > static_cast<uint64_t>(INT64_MAX) || (neg && v == 0)) return false;  // no "-0"
   *out = neg ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
   return true;
 }
