@@ -4,6 +4,8 @@
 // reply checker) with the same arguments; one that does not fit writes
 // nothing and says kBufferTooSmall.
 #include <cstdint>
+
+#include "fuzz_check.h"
 #include <cstring>
 
 #include "resp_encoder.h"
@@ -28,18 +30,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t want = encoded_length(cmd);
   const Status s = encode_command(out, cmd);
   if (!s.ok()) {
-    if (s.code() != ErrorCode::kBufferTooSmall || out.size() != 0 || want <= capacity) __builtin_trap();
+    FUZZ_REQUIRE(!(s.code() != ErrorCode::kBufferTooSmall || out.size() != 0 || want <= capacity));
     return 0;
   }
-  if (out.size() != want) __builtin_trap();
+  FUZZ_REQUIRE(!(out.size() != want));
   detail::RespLimits lim;
   lim.max_bulk = SIZE_MAX / 4;
   lim.max_elements = SIZE_MAX / 4;
   size_t frame = 0;
   const char* why = nullptr;
-  if (detail::resp_check(buf, out.size(), lim, &frame, &why) != detail::RespCheck::kComplete ||
-      frame != out.size()) {
-    __builtin_trap();
-  }
+  FUZZ_REQUIRE(!(detail::resp_check(buf, out.size(), lim, &frame, &why) != detail::RespCheck::kComplete ||
+      frame != out.size()));
   return 0;
 }

@@ -5,8 +5,11 @@
 // well-formed (string data NUL-terminated inside its length, arrays within
 // the node capacity); a value resp_check() calls complete is parsed by
 // hiredis without a protocol error.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+
+#include "fuzz_check.h"
 #include <cstring>
 
 #include "transport/reader.h"
@@ -18,12 +21,12 @@ using edgelock::Reply;
 using edgelock::ReplyType;
 
 void check(const Reply& r, int depth) {
-  if (depth > edgelock::detail::kMaxReplyDepth) __builtin_trap();
+  FUZZ_REQUIRE(!(depth > edgelock::detail::kMaxReplyDepth));
   if (r.type == ReplyType::kString || r.type == ReplyType::kStatus || r.type == ReplyType::kError) {
-    if (!r.str || r.str[r.len] != '\0') __builtin_trap();
+    FUZZ_REQUIRE(!(!r.str || r.str[r.len] != '\0'));
   }
   if (r.type == ReplyType::kArray) {
-    if (r.count > edgelock::kReplyNodes) __builtin_trap();
+    FUZZ_REQUIRE(!(r.count > edgelock::kReplyNodes));
     for (size_t i = 0; i < r.count; ++i) check(r.elements[i], depth + 1);
   }
 }
@@ -74,7 +77,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const char* why = nullptr;
   if (size <= kRxBufferSize &&
       detail::resp_check(data, size, lim, &frame, &why) == detail::RespCheck::kComplete) {
-    if (frame == 0 || frame > size) __builtin_trap();
+    FUZZ_REQUIRE(!(frame == 0 || frame > size));
     void* r2 = detail::reader_create(&arena, kRxBufferSize);
     size_t avail = 0;
     uint8_t* dst = detail::reader_space(r2, &avail);
@@ -83,8 +86,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     arena.reset();
     const Result<const Reply*> r = detail::reader_next(r2, arena, err);
     const bool arena_full = !r.ok() && r.status().code() == ErrorCode::kBufferTooSmall;
-    if (!arena_full && (!r.ok() || !r.value())) __builtin_trap();
-    if (detail::reader_pending(r2) != 0 && r.ok()) __builtin_trap();
+    FUZZ_REQUIRE(!(!arena_full && (!r.ok() || !r.value())));
+    FUZZ_REQUIRE(!(detail::reader_pending(r2) != 0 && r.ok()));
     detail::reader_free(r2);
   }
   return 0;

@@ -41,6 +41,9 @@ bool resp_parse_int(const uint8_t* p, size_t n, int64_t* out) {
     i = 1;
   }
   if (i == n || n - i > 19) return false;
+  // No leading zeros: Redis never sends them and hiredis refuses them (found
+  // by fuzz/reply_fuzz.cc: "*00" passed here, failed in hiredis).
+  if (p[i] == '0' && n - i > 1) return false;
   uint64_t v = 0;
   for (; i < n; ++i) {
     if (p[i] < '0' || p[i] > '9') return false;

@@ -34,7 +34,7 @@ RespCheck resp_check(const uint8_t* p, size_t n, const RespLimits& limits, size_
                      const char** why);
 
 /// Parses a RESP integer line strictly: optional '-', 1..19 digits, within
-/// [-INT64_MAX, INT64_MAX], no "-0". False on anything else.
+/// [-INT64_MAX, INT64_MAX], no "-0", no leading zeros. False otherwise.
 bool resp_parse_int(const uint8_t* p, size_t n, int64_t* out);
 
 }  // namespace detail

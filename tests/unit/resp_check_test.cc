@@ -60,6 +60,15 @@ TEST(RespCheck, RejectsWhatHiredisWouldAccept) {
   }
 }
 
+// Reproducers from fuzz/reply_fuzz.cc: values the checker passed but
+// hiredis refused (each must now be refused up front, and the verdicts of
+// both parsers must agree).
+TEST(RespCheck, FuzzReproducers) {
+  const char* bad[] = {"*00\r\n]", ":01\r\n", "$01\r\nx\r\n", "*-01\r\n"};
+  for (const char* s : bad) EXPECT_EQ(check(s), RespCheck::kInvalid) << s;
+  EXPECT_EQ(check(":0\r\n"), RespCheck::kComplete);
+}
+
 TEST(RespCheck, LimitsAndDepth) {
   EXPECT_EQ(check("$65\r\n"), RespCheck::kTooLarge);
   EXPECT_EQ(check("$999999999\r\n"), RespCheck::kTooLarge);
