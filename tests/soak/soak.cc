@@ -72,7 +72,7 @@ int worker(int id, const std::string& url, const Args& a, Shared& sh) {
     int64_t t0 = mono();
     const Status s = lock.acquire(millis(kWaitMs));
     int64_t took = mono() - t0;  // read the clock before checking for a stop
-    if (stops == sh.stops[id].load()) record_call(sh, took, acquire_budget);
+    if (stops == sh.stops[id].load()) record_call(sh, 0, took, acquire_budget);
     if (!s.ok()) {
       sh.errors.fetch_add(1);
       // Still holding after a lost release reply: free it before retrying.
@@ -97,7 +97,7 @@ int worker(int id, const std::string& url, const Args& a, Shared& sh) {
     t0 = mono();
     lock.release().ignore();  // may fail under faults; the TTL frees the key
     took = mono() - t0;
-    if (stops == sh.stops[id].load()) record_call(sh, took, release_budget);
+    if (stops == sh.stops[id].load()) record_call(sh, 1, took, release_budget);
   }
   return 0;
 }
@@ -225,6 +225,11 @@ int run(int argc, char** argv) {
               static_cast<unsigned long long>(v.stale_accepted),
               static_cast<unsigned long long>(v.lost_updates), static_cast<unsigned long long>(v.overruns),
               static_cast<unsigned long long>(a.seed));
+  if (v.overruns) {
+    std::printf("soak: worst overrun %.1f ms past its budget (last overrun: %s)\n",
+                static_cast<double>(sh->worst_over_ns) / 1e6,
+                sh->worst_over_kind == 0 ? "acquire" : "release");
+  }
   if (bad_exit) std::printf("soak: %d workers exited abnormally\n", bad_exit);
   if (a.expect_violations) {
     std::printf("soak: control run %s\n", v.violations() > 0 ? "caught (as it must be)" : "NOT caught");

@@ -75,8 +75,14 @@ Grant* record_grant(Shared& s) {
   return i < s.max_grants ? &s.grant_log[i] : nullptr;
 }
 
-void record_call(Shared& s, int64_t took_ns, int64_t budget_ns) {
-  if (took_ns > budget_ns) s.overruns.fetch_add(1);
+void record_call(Shared& s, int kind, int64_t took_ns, int64_t budget_ns) {
+  if (took_ns > budget_ns) {
+    s.overruns.fetch_add(1);
+    int64_t w = s.worst_over_ns.load();
+    while (took_ns - budget_ns > w && !s.worst_over_ns.compare_exchange_weak(w, took_ns - budget_ns)) {
+    }
+    s.worst_over_kind = kind;
+  }
   int64_t cur = s.slowest_ns.load();
   while (took_ns > cur && !s.slowest_ns.compare_exchange_weak(cur, took_ns)) {
   }

@@ -40,6 +40,8 @@ struct Shared {
   std::atomic<uint64_t> writes{0};
   std::atomic<uint64_t> overruns{0};   ///< calls that overran their deadline
   std::atomic<int64_t> slowest_ns{0};  ///< slowest lock call
+  std::atomic<int64_t> worst_over_ns{0};  ///< largest overrun past a budget
+  std::atomic<int> worst_over_kind{-1};   ///< its call: 0 acquire, 1 release
   std::atomic<uint64_t> errors{0};     ///< failed acquires (faults) - not violations
   /// Times the driver SIGSTOPped each worker: a call that spans a stop is
   /// not held to its deadline (the process was not running).
@@ -65,8 +67,8 @@ bool resource_begin(Shared& s, int proc, uint64_t fence, int64_t* value);
 bool resource_commit(Shared& s, int proc, uint64_t fence, int64_t value, int64_t now);
 /// Reserves a grant slot; nullptr when the run has enough grants.
 Grant* record_grant(Shared& s);
-/// Notes a lock call's duration against its budget.
-void record_call(Shared& s, int64_t took_ns, int64_t budget_ns);
+/// Notes a lock call's duration against its budget (kind: 0 acquire, 1 release).
+void record_call(Shared& s, int kind, int64_t took_ns, int64_t budget_ns);
 
 struct Verdict {
   uint64_t grants = 0;
