@@ -7,4 +7,5 @@
 #include "edgelock/endpoint.h"
 #include "edgelock/lock.h"
 #include "edgelock/lock_guard.h"
+#include "edgelock/quorum_lock.h"
 #include "edgelock/status.h"
