@@ -89,7 +89,26 @@ void start(Round& r, size_t i) {
   step(r, i);  // write now, before the next server is even encoded
 }
 
+// An idle connection has nothing to read; if it is readable the server
+// closed it (restart, kill). Reconnect before sending rather than send into
+// a dead socket and be left not knowing whether the request landed.
+void drop_dead_idle(Round& r) {
+  pollfd pfds[kMaxQuorumServers];
+  size_t index[kMaxQuorumServers];
+  size_t k = 0;
+  for (size_t i = 0; i < r.n; ++i) {
+    if (!r.slots[i].want || r.conns[i]->busy() || !r.conns[i]->is_connected()) continue;
+    pfds[k] = pollfd{r.conns[i]->fd(), POLLIN, 0};
+    index[k++] = i;
+  }
+  if (k == 0 || poll(pfds, k, 0) <= 0) return;
+  for (size_t j = 0; j < k; ++j) {
+    if (pfds[j].revents != 0) r.conns[index[j]]->close();
+  }
+}
+
 void begin(Round& r) {
+  drop_dead_idle(r);
   for (size_t i = 0; i < r.n; ++i) {
     FanoutSlot& s = r.slots[i];
     s.sent = false;

@@ -39,7 +39,8 @@ bool valid_options(const QuorumOptions& o) {
   return o.ttl_ms >= 1 && o.ttl_ms <= kMaxTtlMs && o.drift_factor >= 0.0 &&
          o.drift_factor <= 0.5 && o.server_timeout >= 0 && o.server_timeout < millis(o.ttl_ms) &&
          o.retry_min > 0 && o.retry_max >= o.retry_min && o.down_min > 0 &&
-         o.down_max >= o.down_min;
+         o.down_max >= o.down_min &&
+         millis(o.ttl_ms) > detail::drift_of(o.ttl_ms, o.drift_factor);  // some validity
 }
 
 // ttl / 50, at least 5 ms (but below the TTL).

@@ -45,11 +45,12 @@ constexpr bool round_decided(size_t quorum, size_t yes, size_t still_waiting) {
 }
 
 /// Why an acquire round without a majority failed: a majority of refusals
-/// is kBusy; otherwise a request whose outcome we never learned makes it
-/// kIndeterminate; otherwise too few servers answered: kNoQuorum.
+/// is kBusy; otherwise, if the replies we never got could have completed a
+/// majority, the outcome is unknown: kIndeterminate; otherwise too few
+/// servers answered: kNoQuorum.
 constexpr ErrorCode acquire_failure(const Tally& t) {
   if (t.no > t.n - quorum_of(t.n)) return ErrorCode::kBusy;
-  if (t.unknown > 0) return ErrorCode::kIndeterminate;
+  if (t.unknown > 0 && t.yes + t.unknown >= quorum_of(t.n)) return ErrorCode::kIndeterminate;
   return ErrorCode::kNoQuorum;
 }
 
@@ -58,7 +59,7 @@ constexpr ErrorCode acquire_failure(const Tally& t) {
 /// and those we never had): fewer than a majority means it is not ours.
 constexpr ErrorCode keep_failure(const Tally& t, size_t possible) {
   if (possible < quorum_of(t.n)) return ErrorCode::kNotOwner;
-  if (t.unknown > 0) return ErrorCode::kIndeterminate;
+  if (t.unknown > 0 && t.yes + t.unknown >= quorum_of(t.n)) return ErrorCode::kIndeterminate;
   return ErrorCode::kNoQuorum;
 }
 

@@ -64,7 +64,7 @@
 namespace edgelock {
 
 struct QuorumOptions {
-  /// Lease length on each server. 1 ms .. kMaxTtlMs.
+  /// Lease length on each server, up to kMaxTtlMs; must exceed the drift.
   int64_t ttl_ms = 10000;
   /// Drift allowance factor, 0 .. 0.5 (see the file comment).
   double drift_factor = 0.01;
