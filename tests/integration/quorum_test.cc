@@ -278,6 +278,29 @@ TEST(QuorumLock, ServerRestartedBetweenAcquireAndExtend) {
   ASSERT_TRUE(lock.release().ok());
 }
 
+TEST(QuorumLock, FencesIncreaseAcrossMajoritiesThatShareOneServer) {
+  Cluster c(3);
+  ASSERT_TRUE(c.start());
+  const char* counter = "{gateway-modem}:fence";
+  ASSERT_EQ(c.cmd(0, {"SET", counter, "100"}), "OK");  // server 0 is far ahead
+  QuorumLock lock;
+  ASSERT_TRUE(lock.init(c.conns(), 3, Bytes::from_cstr(kKey), opts()).ok());
+  // Only servers 0 and 1 can grant: the fence comes from server 0's counter.
+  ASSERT_EQ(c.cmd(2, {"SET", kKey, "someone-else", "PX", "10000"}), "OK");
+  ASSERT_TRUE(lock.try_acquire().ok());
+  const uint64_t first = lock.fence();
+  EXPECT_EQ(first, 101u);
+  EXPECT_EQ(c.get(1, counter), "101") << "written back to the other granting server";
+  ASSERT_TRUE(lock.release().ok());
+  // Next majority {1, 2} shares only server 1 with the first: without the
+  // write-back its counter would say 2 and the fence would go backwards.
+  ASSERT_EQ(c.cmd(2, {"DEL", kKey}), "1");
+  ASSERT_EQ(c.cmd(0, {"SET", kKey, "someone-else", "PX", "10000"}), "OK");
+  ASSERT_TRUE(lock.try_acquire().ok());
+  EXPECT_GT(lock.fence(), first);
+  ASSERT_TRUE(lock.release().ok());
+}
+
 TEST(QuorumLock, ValidityOnAFakeClock) {
   FakeClock clock;
   Cluster c(3, &clock);
