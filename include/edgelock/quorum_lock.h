@@ -112,7 +112,8 @@ class QuorumLock {
   /// Owner-checked delete on every server that may hold the token.
   /// Errors: kNotHeld (no token), kNotOwner (no server still had it),
   /// kIndeterminate (a server that may hold it did not answer: it keeps the
-  /// key until the TTL ends; release() may be called again).
+  /// key until the TTL ends; release() may be called again, while a new
+  /// acquire forgets it).
   Status release();
   /// Owner-checked TTL change on every server; succeeds only if a majority
   /// extended before the current validity ran out; `ms` > 0.
