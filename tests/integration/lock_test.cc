@@ -201,6 +201,30 @@ TEST_F(LockTest, WaitTimesOutAsBusy) {
   ASSERT_TRUE(la.release().ok());
 }
 
+TEST(LockValidity, ExactArithmeticOnFakeClock) {
+  // With a fake clock, time moves only when we say: the validity must be
+  // exactly ttl - drift - elapsed, where drift = ttl * 1% + 2 ms.
+  RedisServer server;
+  ASSERT_TRUE(server.start());
+  FakeClock clock;
+  Connection c;
+  ASSERT_TRUE(test::open(c, server.url(), &clock));
+  Lock l(c);
+  LockOptions o;
+  o.ttl_ms = 10000;
+  ASSERT_TRUE(l.init(Bytes::from_cstr("fake"), o).ok());
+  ASSERT_TRUE(l.try_acquire().ok());
+  EXPECT_EQ(l.remaining(), millis(10000 - 100 - 2));
+  clock.advance(millis(9000));
+  EXPECT_EQ(l.remaining(), millis(898));
+  clock.advance(millis(898));
+  EXPECT_EQ(l.remaining(), 0);
+  EXPECT_FALSE(l.held()) << "locally expired although the server key may live on";
+  ASSERT_TRUE(l.extend(5000, ExtendMode::kReplace).ok());
+  EXPECT_EQ(l.remaining(), millis(5000 - 50 - 2));
+  ASSERT_TRUE(l.release().ok());
+}
+
 TEST_F(LockTest, GuardReleasesOnScopeExit) {
   Lock l(a_);
   ASSERT_TRUE(l.init(Bytes::from_cstr("guarded"), ttl(5000)).ok());
