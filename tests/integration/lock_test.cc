@@ -97,6 +97,19 @@ TEST_F(LockTest, FencingTokenAbove32Bits) {
   ASSERT_TRUE(l.release().ok());
 }
 
+TEST_F(LockTest, TtlAbove32BitsOfMilliseconds) {
+  // 30 days in ms is above 2^31: must survive 32-bit long/time_t targets.
+  const int64_t month_ms = 30LL * 24 * 3600 * 1000;
+  Lock l(a_);
+  ASSERT_TRUE(l.init(Bytes::from_cstr("long"), ttl(month_ms)).ok());
+  ASSERT_TRUE(l.try_acquire().ok()) << a_.last_error();
+  EXPECT_GT(std::stoll(run(admin_, {"PTTL", "long"})), month_ms - 60000);
+  EXPECT_GT(l.remaining(), millis(month_ms) - millis(month_ms / 100) - millis(60000));
+  ASSERT_TRUE(l.extend(month_ms, ExtendMode::kAdd).ok());
+  EXPECT_GT(std::stoll(run(admin_, {"PTTL", "long"})), 2 * month_ms - 60000);
+  ASSERT_TRUE(l.release().ok());
+}
+
 TEST_F(LockTest, ExpiredHolderCannotReleaseNewHolder) {
   // The seed scenario: A's lock expires, B acquires, A's release must fail
   // and B must keep the lock.
