@@ -192,14 +192,14 @@ Status QuorumLock::attempt(Deadline limit) {
 }
 
 // The write-back round (see the header): raise the counter to fence_ on
-// the granting servers; fence_ counts only once a majority confirmed.
+// the servers holding our key; fence_ counts only once a majority confirmed.
 Status QuorumLock::raise_fence(Deadline limit) {
   Clock& c = clock();
   fence_args_[1] = Bytes(fence_text_, decimal(fence_text_, static_cast<int64_t>(fence_)));
-  for (size_t i = 0; i < n_; ++i) {
-    detail::FanoutSlot& s = slots_[i];
-    s.want = s.want && s.outcome == detail::SlotOutcome::kReplied && s.value > 0;
-  }
+  // Every server that may hold our key, not only the granting majority: a
+  // grant whose reply was still on its way counts too (the script checks
+  // ownership), so this round waits for the fastest majority again.
+  for (size_t i = 0; i < n_; ++i) slots_[i].want = servers_[i].maybe_holds;
   const detail::FanoutRequest req{&detail::kFenceRaiseScript, keys_, 2, fence_args_, 2};
   const detail::FanoutGoal goal{quorum(), 1, false};
   const detail::FanoutResult fr = detail::run_fanout(

@@ -21,9 +21,11 @@
 /// majorities may overlap in a single server. So:
 ///  1. the acquire script INCRs the counter on every granting server; we
 ///     take F = the maximum over the granting majority;
-///  2. a write-back round raises the counter to F (SET if greater) on the
-///     granting servers, each only while its lock key still holds our token,
-///     and F is returned only after a majority W confirmed.
+///  2. a write-back round raises the counter to F (SET if greater) on every
+///     server that may hold our key, each only while its lock key still
+///     holds our token, and F is returned only after a majority W confirmed
+///     (a late grant may have a counter above F: raising is then a no-op,
+///     and the argument below holds for it all the same).
 /// Why it increases: the next grant G' needs a majority M', which meets W
 /// in some server s. On s our key was present at the write-back and G' can
 /// only take s after our key is gone (released or expired), hence after the
