@@ -6,6 +6,7 @@
 
 #include "lock_keys.h"
 #include "lock_scripts.h"
+#include "metrics_note.h"
 
 namespace edgelock {
 
@@ -74,7 +75,17 @@ Nanos Lock::remaining() const {
   return left > 0 ? left : 0;
 }
 
+Status Lock::noted(EventKind kind, Nanos start, Status s) {
+  detail::note(*conn_, metrics_, kind, s, key(), conn_->clock().now() - start);
+  return s;
+}
+
 Status Lock::attempt(Deadline deadline) {
+  const Nanos t0 = conn_->clock().now();
+  return noted(EventKind::kAcquire, t0, send_acquire(deadline));
+}
+
+Status Lock::send_acquire(Deadline deadline) {
   const Bytes keys[2] = {key(), Bytes(fence_key_, fence_key_len_)};
   const Bytes args[2] = {token(), Bytes(ttl_text_, ttl_text_len_)};
   // Validity counts from before the request leaves: the server's TTL may
@@ -133,6 +144,11 @@ Status Lock::acquire(Nanos wait) {
 }
 
 Status Lock::release() {
+  const Nanos t0 = conn_->clock().now();
+  return noted(EventKind::kRelease, t0, send_release());
+}
+
+Status Lock::send_release() {
   if (!has_token_) return ErrorCode::kNotHeld;
   const Bytes keys[1] = {key()};
   const Bytes args[1] = {token()};
@@ -165,9 +181,12 @@ Status Lock::send_extend(int64_t ms, ExtendMode mode) {
   return Status();
 }
 
-Status Lock::extend(int64_t ms, ExtendMode mode) { return send_extend(ms, mode); }
+Status Lock::extend(int64_t ms, ExtendMode mode) {
+  const Nanos t0 = conn_->clock().now();
+  return noted(EventKind::kExtend, t0, send_extend(ms, mode));
+}
 
-Status Lock::reacquire() { return send_extend(options_.ttl_ms, ExtendMode::kReplace); }
+Status Lock::reacquire() { return extend(options_.ttl_ms, ExtendMode::kReplace); }
 
 Result<bool> Lock::owned() {
   if (!has_token_) return ErrorCode::kNotHeld;
@@ -178,6 +197,7 @@ Result<bool> Lock::owned() {
   if (r.value()->type != ReplyType::kInteger) return ErrorCode::kProtocol;
   if (r.value()->integer == -3) {
     forget();
+    noted(EventKind::kCheck, conn_->clock().now(), ErrorCode::kNotOwner).ignore();
     return false;
   }
   return true;

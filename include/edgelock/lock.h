@@ -16,6 +16,7 @@
 #include "edgelock/bytes.h"
 #include "edgelock/connection.h"
 #include "edgelock/limits.h"
+#include "edgelock/metrics.h"
 #include "edgelock/random.h"
 #include "edgelock/status.h"
 
@@ -102,9 +103,15 @@ class Lock {
   Connection& connection() const { return *conn_; }
   /// The connection's last error text (for logs).
   const char* connection_error() const { return conn_->last_error(); }
+  /// This lock's counters (the connection keeps totals too).
+  const Metrics& metrics() const { return metrics_; }
+  void reset_metrics() { metrics_.reset(); }
 
  private:
   Status attempt(Deadline deadline);
+  Status send_acquire(Deadline deadline);
+  Status send_release();
+  Status noted(EventKind kind, Nanos start, Status s);
   Status send_extend(int64_t ms, ExtendMode mode);
   Deadline io_deadline() const;
   Nanos validity_end(Nanos start, int64_t ttl_ms) const;
@@ -127,6 +134,7 @@ class Lock {
   int64_t busy_ttl_ms_ = 0;
   Prng rng_;
   Backoff backoff_{millis(2), millis(250)};
+  Metrics metrics_;
 };
 
 }  // namespace edgelock
