@@ -24,6 +24,7 @@ Status ReentrantLock::init(Bytes key, const ReentrantLockOptions& options, Bytes
   const Result<size_t> fk = detail::companion_key(key, ":fence", fence_key_, sizeof fence_key_);
   if (!fk.ok()) return fk.status();
   EDGELOCK_TRY(rng_.seed_from_os());
+  EDGELOCK_TRY(random_hex(handle_, sizeof handle_ / 2));
   if (owner.size == 0) {
     EDGELOCK_TRY(random_hex(owner_, kOwnerRandomBytes));
     owner_len_ = 2 * kOwnerRandomBytes;
@@ -70,9 +71,9 @@ Status ReentrantLock::send_acquire(Deadline deadline) {
   const detail::DecimalText ttl(options_.ttl_ms);
   const detail::DecimalText want(static_cast<int64_t>(depth_) + 1);
   const Bytes keys[2] = {key(), Bytes(fence_key_, fence_key_len_)};
-  const Bytes args[3] = {owner(), ttl.bytes(), want.bytes()};
+  const Bytes args[4] = {owner(), ttl.bytes(), want.bytes(), handle()};
   const Nanos start = conn_->clock().now();
-  const Result<const Reply*> r = conn_->eval(detail::kReentrantAcquireScript, keys, 2, args, 3, deadline);
+  const Result<const Reply*> r = conn_->eval(detail::kReentrantAcquireScript, keys, 2, args, 4, deadline);
   if (!r.ok()) return r.status();
   int64_t code = 0, value = 0;
   if (!detail::int_at(r.value(), 0, &code) || !detail::int_at(r.value(), 1, &value)) {
@@ -131,9 +132,9 @@ Status ReentrantLock::send_release() {
   const detail::DecimalText want(static_cast<int64_t>(depth_) - 1);
   const detail::DecimalText ttl(options_.ttl_ms);
   const Bytes keys[1] = {key()};
-  const Bytes args[3] = {owner(), want.bytes(), ttl.bytes()};
+  const Bytes args[4] = {owner(), want.bytes(), ttl.bytes(), handle()};
   const Nanos start = conn_->clock().now();
-  const Result<const Reply*> r = conn_->eval(detail::kReentrantReleaseScript, keys, 1, args, 3, io_deadline());
+  const Result<const Reply*> r = conn_->eval(detail::kReentrantReleaseScript, keys, 1, args, 4, io_deadline());
   if (!r.ok()) return r.status();
   if (r.value()->type != ReplyType::kInteger) return ErrorCode::kProtocol;
   const int64_t d = r.value()->integer;
@@ -160,9 +161,9 @@ Status ReentrantLock::send_extend(int64_t ms) {
   if (depth_ == 0) return ErrorCode::kNotHeld;
   const detail::DecimalText ms_text(ms);
   const Bytes keys[1] = {key()};
-  const Bytes args[2] = {owner(), ms_text.bytes()};
+  const Bytes args[3] = {owner(), ms_text.bytes(), handle()};
   const Nanos start = conn_->clock().now();
-  const Result<const Reply*> r = conn_->eval(detail::kReentrantExtendScript, keys, 1, args, 2, io_deadline());
+  const Result<const Reply*> r = conn_->eval(detail::kReentrantExtendScript, keys, 1, args, 3, io_deadline());
   if (!r.ok()) return r.status();
   if (r.value()->type != ReplyType::kInteger) return ErrorCode::kProtocol;
   if (r.value()->integer <= 0) {

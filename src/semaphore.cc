@@ -108,6 +108,7 @@ Status Semaphore::release(Permit* permit) {
 }
 
 Status Semaphore::release_id(Bytes id) {
+  if (key_len_ == 0) return ErrorCode::kInvalidArgument;
   const Nanos t0 = conn_->clock().now();
   return noted(EventKind::kRelease, t0, send_release(id));
 }
@@ -148,6 +149,7 @@ Status Semaphore::send_extend(Permit* permit, int64_t ms) {
 }
 
 Result<uint32_t> Semaphore::in_use() {
+  if (key_len_ == 0) return ErrorCode::kInvalidArgument;
   const Bytes keys[1] = {key()};
   const Result<const Reply*> r = conn_->eval(detail::kSemCountScript, keys, 1, nullptr, 0, io_deadline());
   if (!r.ok()) return r.status();

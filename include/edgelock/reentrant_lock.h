@@ -11,8 +11,10 @@
 ///
 /// Lost replies: every script carries the depth the handle expects after
 /// the call, so a retry after a lost reply is recognised and not counted
-/// twice. The handle is the unit of re-entry: two handles sharing one owner
-/// id do not share a depth (the second gets kNotOwner on a mismatch).
+/// twice. The handle is the unit of re-entry: the hash also records a
+/// random per-handle nonce, so a second handle with the same owner id (say
+/// the same task restarted) is busy until the first one's levels are
+/// released or expire; it never inherits or corrupts them.
 ///
 /// Fencing: fence() is taken (INCR of a companion key) on the first level
 /// only and stays the same for the re-entries of that grant.
@@ -60,7 +62,8 @@ class ReentrantLock {
   /// One attempt: depth 0 -> 1, or (already held) depth + 1 with a fresh
   /// TTL. Errors: kBusy (another owner holds it), kNotOwner (we held it
   /// but it expired or the depth changed under us: all levels are lost),
-  /// kExpired (granted, but the round trip used up the validity),
+  /// kExpired (granted, but the round trip used up the validity; handed
+  /// back),
   /// kInvalidArgument (not init()ed, or depth at 2^31), kProtocol, and
   /// Connection::command()'s (then the level may or may not be taken;
   /// retrying acquire on this handle is safe).
@@ -89,6 +92,8 @@ class ReentrantLock {
   Nanos remaining() const;
   uint64_t fence() const { return fence_; }
   Bytes owner() const { return Bytes(owner_, owner_len_); }
+  /// This handle's random nonce (stored in the hash as "handle").
+  Bytes handle() const { return Bytes(handle_, sizeof handle_); }
   Bytes key() const { return Bytes(key_, key_len_); }
   /// The other owner's TTL seen by the last busy attempt (ms).
   int64_t busy_ttl_ms() const { return busy_ttl_ms_; }
@@ -113,6 +118,7 @@ class ReentrantLock {
   size_t fence_key_len_ = 0;
   char owner_[kMaxTokenLen] = {};
   size_t owner_len_ = 0;
+  char handle_[16] = {};
   uint32_t depth_ = 0;
   Nanos valid_until_ = 0;
   uint64_t fence_ = 0;

@@ -80,14 +80,15 @@ class Semaphore {
   /// expired: nothing released), kProtocol, Connection::command()'s.
   Status release(Permit* permit);
   /// Returns a permit by id alone (e.g. from another process or the CLI).
-  /// Errors: as release(), kInvalidArgument (id too long).
+  /// Errors: as release(), kInvalidArgument (id too long, not init()ed).
   Status release_id(Bytes id);
   /// Sets the permit's lease to `ms` from now (server time).
   /// Errors: kInvalidArgument, kNotHeld, kNotOwner (expired: gone),
   /// kProtocol, Connection::command()'s.
   Status extend(Permit* permit, int64_t ms);
   /// Permits in use now (expired ones dropped first).
-  /// Errors: kProtocol, Connection::command()'s.
+  /// Errors: kInvalidArgument (not init()ed), kProtocol,
+  /// Connection::command()'s.
   Result<uint32_t> in_use();
 
   /// Conservative validity left on `permit` (0 if none).
