@@ -119,4 +119,15 @@ class Semaphore {
   Metrics metrics_;
 };
 
+/// A permit bound to its semaphore, offering the reacquire()/remaining()
+/// pair a lease keeper expects (lease_target(PermitLease&)). Both pointers
+/// must outlive it.
+struct PermitLease {
+  Semaphore* semaphore = nullptr;
+  Permit* permit = nullptr;
+  /// extend(permit, ttl_ms). Errors: as Semaphore::extend().
+  Status reacquire() { return semaphore->extend(permit, semaphore->options().ttl_ms); }
+  Nanos remaining() const { return semaphore->remaining(*permit); }
+};
+
 }  // namespace edgelock

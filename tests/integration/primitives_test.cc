@@ -148,20 +148,21 @@ TEST_F(PrimitivesTest, ReentrantWorksWithLockGuard) {
 // --- Cooldown -------------------------------------------------------------
 
 TEST_F(PrimitivesTest, CooldownExactSequenceRealTtl) {
+  const int64_t period = 300 * test::slowdown();  // real TTL: stretch under qemu
   Cooldown cd(a_), peer(b_);
   CooldownOptions o;
-  o.period_ms = 300;
+  o.period_ms = period;
   o.local_hint = false;  // server answers only: real TTLs decide
   ASSERT_TRUE(cd.init(Bytes::from_cstr("modem-reset"), o).ok());
   ASSERT_TRUE(peer.init(Bytes::from_cstr("modem-reset"), o).ok());
   Admission adm;
   ASSERT_TRUE(cd.try_enter(&adm).ok());
   EXPECT_TRUE(adm.allowed);
-  EXPECT_EQ(adm.retry_after_ms, 300);
+  EXPECT_EQ(adm.retry_after_ms, period);
   EXPECT_EQ(cd.try_enter(&adm).code(), ErrorCode::kBusy);
   EXPECT_FALSE(adm.allowed);
   EXPECT_GT(adm.retry_after_ms, 0);
-  EXPECT_LE(adm.retry_after_ms, 300);
+  EXPECT_LE(adm.retry_after_ms, period);
   EXPECT_EQ(peer.try_enter(&adm).code(), ErrorCode::kBusy) << "the period is shared";
   SystemClock().sleep_for(millis(adm.retry_after_ms + 20));
   ASSERT_TRUE(peer.try_enter(&adm).ok()) << "allowed again once the server TTL ran out";
@@ -214,10 +215,11 @@ TEST_F(PrimitivesTest, CooldownLocalHintUsesClientClockServerStillDecides) {
 // --- Quota ----------------------------------------------------------------
 
 TEST_F(PrimitivesTest, QuotaExactSequenceRealWindow) {
+  const int64_t window = 400 * test::slowdown();
   Quota q(a_), peer(b_);
   QuotaOptions o;
   o.limit = 3;
-  o.window_ms = 400;
+  o.window_ms = window;
   o.local_hint = false;
   ASSERT_TRUE(q.init(Bytes::from_cstr("downloads"), o).ok());
   ASSERT_TRUE(peer.init(Bytes::from_cstr("downloads"), o).ok());
@@ -234,7 +236,7 @@ TEST_F(PrimitivesTest, QuotaExactSequenceRealWindow) {
       EXPECT_EQ(adm.retry_after_ms, 0) << i;
     } else {
       EXPECT_GT(adm.retry_after_ms, 0) << i;
-      EXPECT_LE(adm.retry_after_ms, 400) << i;
+      EXPECT_LE(adm.retry_after_ms, window) << i;
     }
   }
   EXPECT_EQ(run(admin_, {"GET", "downloads"}), "3") << "refusals are not counted";

@@ -73,6 +73,10 @@ TEST_F(SemaphoreTest, CountsReleasesAndExtends) {
   // Extend resets the lease on the server's clock.
   ASSERT_TRUE(sb.extend(&p2, 20000).ok());
   EXPECT_GT(sb.remaining(p2), millis(19000));
+  PermitLease lease{&sb, &p2};  // what a lease keeper renews
+  ASSERT_TRUE(lease.reacquire().ok());
+  EXPECT_LE(lease.remaining(), millis(5000));
+  EXPECT_GT(lease.remaining(), millis(4800));
   ASSERT_TRUE(sb.release(&p2).ok());
   EXPECT_EQ(sb.extend(&p2, 1000).code(), ErrorCode::kNotHeld);
   Permit gone = p3;
@@ -104,17 +108,18 @@ TEST_F(SemaphoreTest, ExpiryComesFromTheServerClock) {
 }
 
 TEST_F(SemaphoreTest, ShortLeaseExpiresAndExtendKeepsIt) {
+  const int64_t k = test::slowdown();  // stretch real TTLs under qemu
   Semaphore s(a_), other(b_);
-  ASSERT_TRUE(s.init(Bytes::from_cstr("sem-ttl"), opts(1, 200)).ok());
-  ASSERT_TRUE(other.init(Bytes::from_cstr("sem-ttl"), opts(1, 200)).ok());
+  ASSERT_TRUE(s.init(Bytes::from_cstr("sem-ttl"), opts(1, 200 * k)).ok());
+  ASSERT_TRUE(other.init(Bytes::from_cstr("sem-ttl"), opts(1, 200 * k)).ok());
   Permit kept, expired, mine;
   ASSERT_TRUE(s.try_acquire(&kept).ok());
-  ASSERT_TRUE(s.extend(&kept, 2000).ok());
-  SystemClock().sleep_for(millis(300));
+  ASSERT_TRUE(s.extend(&kept, 2000 * k).ok());
+  SystemClock().sleep_for(millis(300 * k));
   EXPECT_EQ(other.try_acquire(&mine).code(), ErrorCode::kBusy) << "extended past its first TTL";
   ASSERT_TRUE(s.release(&kept).ok());
   ASSERT_TRUE(s.try_acquire(&expired).ok());
-  SystemClock().sleep_for(millis(300));
+  SystemClock().sleep_for(millis(300 * k));
   EXPECT_EQ(s.remaining(expired), 0);
   ASSERT_TRUE(other.try_acquire(&mine).ok()) << "expired permit came back";
   EXPECT_EQ(s.extend(&expired, 1000).code(), ErrorCode::kNotOwner);
@@ -122,7 +127,7 @@ TEST_F(SemaphoreTest, ShortLeaseExpiresAndExtendKeepsIt) {
 }
 
 TEST_F(SemaphoreTest, CrashedHolderPermitReturnsAfterTtl) {
-  const int64_t ttl = 400;
+  const int64_t ttl = 400 * test::slowdown();
   const pid_t pid = fork();
   if (pid == 0) {
     // The "device": takes the only permit and dies without releasing.
@@ -148,7 +153,7 @@ TEST_F(SemaphoreTest, CrashedHolderPermitReturnsAfterTtl) {
   ASSERT_TRUE(s.acquire(&p, millis(5000) * test::slowdown()).ok());
   const Nanos waited = clock.now() - t0;
   EXPECT_GT(waited, millis(ttl / 2)) << "not before the crashed holder's TTL";
-  EXPECT_LT(waited, millis(ttl + 1000) * test::slowdown()) << "but soon after it";
+  EXPECT_LT(waited, millis(ttl + 1000 * test::slowdown())) << "but soon after it";
   ASSERT_TRUE(s.release(&p).ok());
 }
 
@@ -184,7 +189,7 @@ int worker(int w, const std::string& url, Shared* sh) {
   Semaphore sem(conn), short_sem(conn);
   if (!sem.init(Bytes::from_cstr("fw-slots"), opts(kPermits, 5000 * test::slowdown())).ok()) return 11;
   // Worker 7 sometimes walks away from a short permit: it must come back.
-  if (!short_sem.init(Bytes::from_cstr("fw-slots"), opts(kPermits, 100)).ok()) return 11;
+  if (!short_sem.init(Bytes::from_cstr("fw-slots"), opts(kPermits, 100 * test::slowdown())).ok()) return 11;
   for (int i = 0; i < kCyclesEach; ++i) {
     const bool abandon = w == 7 && i % 8 == 0;
     Semaphore& s = abandon ? short_sem : sem;
