@@ -127,6 +127,27 @@ TEST_F(PrimitivesTest, ReentrantReleaseOfLostLeaseIsNotOwner) {
   EXPECT_EQ(old_holder.depth(), 0u);
 }
 
+TEST_F(PrimitivesTest, ReentrantRetryAfterLostReplyIsNotCountedTwice) {
+  ReentrantLock lock(a_);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr("uart"), rttl(5000)).ok());
+  ASSERT_TRUE(lock.try_acquire().ok());
+  // As if our second acquire landed but its reply was lost: the server is
+  // at depth 2, the handle still at 1. The retry must find it, not add a 3rd.
+  ASSERT_EQ(run(admin_, {"HINCRBY", "uart", "depth", "1"}), "2");
+  ASSERT_TRUE(lock.try_acquire().ok());
+  EXPECT_EQ(lock.depth(), 2u);
+  EXPECT_EQ(run(admin_, {"HGET", "uart", "depth"}), "2");
+  // Same for a release whose reply was lost.
+  ASSERT_EQ(run(admin_, {"HSET", "uart", "depth", "1"}), "0");
+  ASSERT_TRUE(lock.release().ok());
+  EXPECT_EQ(lock.depth(), 1u);
+  EXPECT_EQ(run(admin_, {"HGET", "uart", "depth"}), "1");
+  // A depth that moved any other way is not ours to guess about.
+  ASSERT_EQ(run(admin_, {"HSET", "uart", "depth", "7"}), "0");
+  EXPECT_EQ(lock.try_acquire().code(), ErrorCode::kNotOwner);
+  EXPECT_EQ(lock.depth(), 0u);
+}
+
 TEST_F(PrimitivesTest, ReentrantWorksWithLockGuard) {
   ReentrantLock lock(a_);
   ASSERT_TRUE(lock.init(Bytes::from_cstr("guarded"), rttl(5000)).ok());
