@@ -76,16 +76,18 @@ Nanos Lock::remaining() const {
 }
 
 Status Lock::noted(EventKind kind, Nanos start, Status s) {
-  detail::note(*conn_, metrics_, kind, s, key(), conn_->clock().now() - start);
+  // Through connection(): the connection serving the key, however reached.
+  Connection& c = connection();
+  detail::note(c, metrics_, kind, s, key(), c.clock().now() - start);
   return s;
 }
 
-Status Lock::attempt(Deadline deadline) {
-  const Nanos t0 = conn_->clock().now();
-  return noted(EventKind::kAcquire, t0, send_acquire(deadline));
+Status Lock::counted_attempt(Deadline deadline) {
+  const Nanos t0 = connection().clock().now();
+  return noted(EventKind::kAcquire, t0, attempt(deadline));
 }
 
-Status Lock::send_acquire(Deadline deadline) {
+Status Lock::attempt(Deadline deadline) {
   const Bytes keys[2] = {key(), Bytes(fence_key_, fence_key_len_)};
   const Bytes args[2] = {token(), Bytes(ttl_text_, ttl_text_len_)};
   // Validity counts from before the request leaves: the server's TTL may
@@ -117,7 +119,7 @@ Status Lock::try_acquire() {
   // From here a lost reply may mean the key is ours: keep the token so
   // release() can clean up.
   has_token_ = true;
-  return attempt(io_deadline());
+  return counted_attempt(io_deadline());
 }
 
 Status Lock::acquire(Nanos wait) {
@@ -138,13 +140,13 @@ Status Lock::acquire(Nanos wait) {
     if (left <= 0) break;
     clock.sleep_for(delay < left ? delay : left);
     // Same token on retries: the script recognises a grant whose reply we lost.
-    s = attempt(io_deadline().min(op_deadline));
+    s = counted_attempt(io_deadline().min(op_deadline));
   }
   return s;
 }
 
 Status Lock::release() {
-  const Nanos t0 = conn_->clock().now();
+  const Nanos t0 = connection().clock().now();
   return noted(EventKind::kRelease, t0, send_release());
 }
 
@@ -182,7 +184,7 @@ Status Lock::send_extend(int64_t ms, ExtendMode mode) {
 }
 
 Status Lock::extend(int64_t ms, ExtendMode mode) {
-  const Nanos t0 = conn_->clock().now();
+  const Nanos t0 = connection().clock().now();
   return noted(EventKind::kExtend, t0, send_extend(ms, mode));
 }
 
@@ -197,7 +199,7 @@ Result<bool> Lock::owned() {
   if (r.value()->type != ReplyType::kInteger) return ErrorCode::kProtocol;
   if (r.value()->integer == -3) {
     forget();
-    noted(EventKind::kCheck, conn_->clock().now(), ErrorCode::kNotOwner).ignore();
+    noted(EventKind::kCheck, connection().clock().now(), ErrorCode::kNotOwner).ignore();
     return false;
   }
   return true;

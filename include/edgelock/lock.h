@@ -109,7 +109,7 @@ class Lock {
 
  private:
   Status attempt(Deadline deadline);
-  Status send_acquire(Deadline deadline);
+  Status counted_attempt(Deadline deadline);
   Status send_release();
   Status noted(EventKind kind, Nanos start, Status s);
   Status send_extend(int64_t ms, ExtendMode mode);
