@@ -95,6 +95,9 @@ class Lock {
   Nanos remaining() const;
   /// Fencing token of the current grant (0 if none).
   uint64_t fence() const { return fence_; }
+  /// This lock's counters (the connection keeps totals too).
+  const Metrics& metrics() const { return metrics_; }
+  void reset_metrics() { metrics_.reset(); }
   Bytes token() const { return Bytes(token_, token_len_); }
   Bytes key() const { return Bytes(key_, key_len_); }
   /// The holder's TTL seen by the last busy attempt (ms).
@@ -103,9 +106,6 @@ class Lock {
   Connection& connection() const { return *conn_; }
   /// The connection's last error text (for logs).
   const char* connection_error() const { return conn_->last_error(); }
-  /// This lock's counters (the connection keeps totals too).
-  const Metrics& metrics() const { return metrics_; }
-  void reset_metrics() { metrics_.reset(); }
 
  private:
   Status attempt(Deadline deadline);
