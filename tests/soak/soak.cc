@@ -9,7 +9,7 @@
 // Workers also pause past their lease now and then on their own (1 grant in
 // 200), so the unsafe run has something to get wrong.
 //
-//   soak [--procs 8] [--grants 20000] [--ttl 200] [--seed N] [--fault-ms 40]
+//   soak [--servers 1|3|5] [--procs 8] [--grants 20000] [--ttl 200] [--seed N] [--fault-ms 40]
 //        [--ignore-fence] [--ignore-validity] [--unsafe (= both)]
 //        [--expect-violations]
 #include <signal.h>
@@ -22,6 +22,7 @@
 #include <cstring>
 #include <ctime>
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,7 @@ struct Args {
   int64_t ttl_ms = 200;
   uint64_t seed = 0;
   int fault_ms = 40;
+  int servers = 1;  ///< 1: Lock on one server; 3 or 5: QuorumLock
   bool ignore_fence = false;     ///< unsafe: the resource accepts any fence
   bool ignore_validity = false;  ///< unsafe: workers write without held()
   bool expect_violations = false;
@@ -47,26 +49,25 @@ struct Args {
 constexpr int64_t kCommandMs = 100;
 constexpr int64_t kWaitMs = 2000;
 constexpr int64_t kSlackMs = 50;  // scheduling slack on a loaded 2-core box
+constexpr int64_t kServerMs = 50;  // quorum: budget of one round per server
 
 int64_t mono() { return SystemClock().now(); }
 
-int worker(int id, const std::string& url, const Args& a, Shared& sh) {
-  Connection conn;
+ConnectionOptions conn_options() {
   ConnectionOptions o;
   o.connect_timeout = millis(kCommandMs) * test::slowdown();
   o.command_timeout = millis(kCommandMs) * test::slowdown();
   o.reconnect_min = millis(5);
   o.reconnect_max = millis(50);
-  if (!conn.setup(url.c_str(), o).ok()) return 10;
-  Lock lock(conn);
-  LockOptions lo;
-  lo.ttl_ms = a.ttl_ms;
-  lo.retry_min = millis(1);
-  lo.retry_max = millis(20);
-  if (!lock.init(Bytes::from_cstr("soak"), lo).ok()) return 11;
+  return o;
+}
+
+// The grant loop, for Lock and QuorumLock alike.
+template <typename L>
+int grant_loop(int id, L& lock, const Args& a, Shared& sh, Nanos call_budget) {
   Prng rng(a.seed * 1000003 + static_cast<uint64_t>(id) + 1);
-  const int64_t acquire_budget = millis(kWaitMs + kCommandMs + kSlackMs) * test::slowdown();
-  const int64_t release_budget = millis(kCommandMs + kSlackMs) * test::slowdown();
+  const int64_t acquire_budget = millis(kWaitMs + kSlackMs) * test::slowdown() + call_budget;
+  const int64_t release_budget = millis(kSlackMs) * test::slowdown() + call_budget;
   while (sh.grants.load() < sh.max_grants) {
     uint32_t stops = sh.stops[id].load();
     int64_t t0 = mono();
@@ -102,6 +103,34 @@ int worker(int id, const std::string& url, const Args& a, Shared& sh) {
   return 0;
 }
 
+int worker(int id, const std::vector<std::string>& urls, const Args& a, Shared& sh) {
+  static Connection conns[kMaxQuorumServers];
+  for (size_t i = 0; i < urls.size(); ++i) {
+    if (!conns[i].setup(urls[i].c_str(), conn_options()).ok()) return 10;
+  }
+  if (urls.size() == 1) {
+    Lock lock(conns[0]);
+    LockOptions lo;
+    lo.ttl_ms = a.ttl_ms;
+    lo.retry_min = millis(1);
+    lo.retry_max = millis(20);
+    if (!lock.init(Bytes::from_cstr("soak"), lo).ok()) return 11;
+    return grant_loop(id, lock, a, sh, millis(kCommandMs) * test::slowdown());
+  }
+  static QuorumLock lock;
+  Connection* ptrs[kMaxQuorumServers];
+  for (size_t i = 0; i < urls.size(); ++i) ptrs[i] = &conns[i];
+  QuorumOptions qo;
+  qo.ttl_ms = a.ttl_ms;
+  qo.server_timeout = millis(kServerMs) * test::slowdown();
+  qo.retry_min = millis(1);
+  qo.retry_max = millis(20);
+  qo.down_min = millis(20);
+  qo.down_max = millis(200);
+  if (!lock.init(ptrs, urls.size(), Bytes::from_cstr("soak"), qo).ok()) return 11;
+  return grant_loop(id, lock, a, sh, 2 * qo.server_timeout);
+}
+
 void admin(test::RedisServer& server, std::initializer_list<const char*> args) {
   Connection c;
   ConnectionOptions o;
@@ -117,8 +146,10 @@ void admin(test::RedisServer& server, std::initializer_list<const char*> args) {
 void sleep_ms(int64_t ms) { SystemClock().sleep_for(millis(ms)); }
 
 // One random fault; returns its name for the schedule log.
-const char* inject(Prng& rng, test::RedisServer& server, const std::vector<pid_t>& pids, Shared& sh,
-                   const Args& a) {
+const char* inject(Prng& rng, std::vector<std::unique_ptr<test::RedisServer>>& servers,
+                   const std::vector<pid_t>& pids, Shared& sh, const Args& a) {
+  test::RedisServer& server =
+      *servers[static_cast<size_t>(rng.uniform(0, static_cast<int64_t>(servers.size()) - 1))];
   switch (rng.uniform(0, 5)) {
     case 0: {
       server.pause();
@@ -156,9 +187,11 @@ bool parse(int argc, char** argv, Args* a) {
     else if (k == "--ttl") a->ttl_ms = std::atoll(v), ++i;
     else if (k == "--seed") a->seed = std::strtoull(v, nullptr, 10), ++i;
     else if (k == "--fault-ms") a->fault_ms = std::atoi(v), ++i;
+    else if (k == "--servers") a->servers = std::atoi(v), ++i;
     else return false;
   }
-  return a->procs >= 1 && a->procs <= 64 && a->grants > 0 && a->ttl_ms >= 20;
+  return a->procs >= 1 && a->procs <= 64 && a->grants > 0 && a->ttl_ms >= 20 && a->servers >= 1 &&
+         static_cast<size_t>(a->servers) <= kMaxQuorumServers;
 }
 
 }  // namespace
@@ -166,26 +199,33 @@ bool parse(int argc, char** argv, Args* a) {
 int run(int argc, char** argv) {
   Args a;
   if (!parse(argc, argv, &a)) {
-    std::fprintf(stderr, "usage: soak [--procs N] [--grants N] [--ttl ms] [--seed N] [--fault-ms N] "
+    std::fprintf(stderr, "usage: soak [--servers N] [--procs N] [--grants N] [--ttl ms] [--seed N] [--fault-ms N] "
                          "[--ignore-fence] [--ignore-validity] [--unsafe] [--expect-violations]\n");
     return 2;
   }
   if (a.seed == 0) a.seed = static_cast<uint64_t>(std::time(nullptr)) ^ static_cast<uint64_t>(getpid());
-  std::printf("soak: seed %llu (replay with --seed %llu), %d procs, %llu grants, ttl %lld ms%s\n",
-              static_cast<unsigned long long>(a.seed), static_cast<unsigned long long>(a.seed), a.procs,
+  std::printf("soak: seed %llu (replay with --seed %llu), %d server(s), %d procs, %llu grants, "
+              "ttl %lld ms%s\n",
+              static_cast<unsigned long long>(a.seed), static_cast<unsigned long long>(a.seed),
+              a.servers, a.procs,
               static_cast<unsigned long long>(a.grants), static_cast<long long>(a.ttl_ms),
               a.ignore_fence ? (a.ignore_validity ? ", UNSAFE control: fences and validity ignored"
                                                   : ", UNSAFE: fences ignored")
                              : (a.ignore_validity ? ", validity ignored (fences only)" : ""));
   std::fflush(stdout);
-  test::RedisServer server({"--appendonly", "yes", "--appendfsync", "always"});
-  if (!server.start()) return 3;
+  std::vector<std::unique_ptr<test::RedisServer>> servers;
+  std::vector<std::string> urls;
+  for (int i = 0; i < a.servers; ++i) {
+    servers.emplace_back(new test::RedisServer({"--appendonly", "yes", "--appendfsync", "always"}));
+    if (!servers.back()->start()) return 3;
+    urls.push_back(servers.back()->url());
+  }
   Shared* sh = create_shared(a.grants, a.ignore_fence);
   if (!sh) return 4;
   std::vector<pid_t> pids;
   for (int i = 0; i < a.procs; ++i) {
     const pid_t p = fork();
-    if (p == 0) _exit(worker(i, server.url(), a, *sh));
+    if (p == 0) _exit(worker(i, urls, a, *sh));
     pids.push_back(p);
   }
   Prng rng(a.seed);
@@ -196,7 +236,7 @@ int run(int argc, char** argv) {
     const int64_t next = mono() + millis(rng.uniform(a.fault_ms / 2, a.fault_ms * 3 / 2));
     while (mono() < next && sh->grants.load() < a.grants) sleep_ms(5);
     if (sh->grants.load() >= a.grants) break;
-    const char* f = inject(rng, server, pids, *sh, a);
+    const char* f = inject(rng, servers, pids, *sh, a);
     for (int k = 0; k < 6; ++k) {
       static const char* names[6] = {"server-sigstop", "server-kill9-restart", "client-sigstop",
                                      "client-kill", "script-flush", "none"};
