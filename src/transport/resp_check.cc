@@ -54,72 +54,94 @@ bool resp_parse_int(const uint8_t* p, size_t n, int64_t* out) {
   return true;
 }
 
+namespace {
+
+// Where the scan is: values still to read at each array depth.
+struct Scan {
+  size_t pos = 0;
+  size_t elements = 0;
+  int depth = 0;
+  size_t left[kMaxReplyDepth + 1] = {1};
+};
+
+// A '$' or '*' header whose text is `len`: skips a bulk payload or opens
+// an array level.
+RespCheck length_item(const uint8_t* p, size_t n, uint8_t type, int64_t len,
+                      const RespLimits& limits, Scan& s, const char** why) {
+  if (len == -1) return RespCheck::kComplete;  // nil
+  const size_t ulen = static_cast<size_t>(len);
+  if (type == '$') {
+    if (ulen > limits.max_bulk) return RespCheck::kTooLarge;
+    if (n - s.pos < ulen + 2) return RespCheck::kIncomplete;
+    if (p[s.pos + ulen] != '\r' || p[s.pos + ulen + 1] != '\n') {
+      *why = "bulk string not terminated by CRLF";
+      return RespCheck::kInvalid;
+    }
+    s.pos += ulen + 2;
+    return RespCheck::kComplete;
+  }
+  if (ulen > limits.max_elements - s.elements) return RespCheck::kTooLarge;
+  s.elements += ulen;
+  if (ulen == 0) return RespCheck::kComplete;
+  if (s.depth == kMaxReplyDepth) {
+    *why = "arrays nested too deep";
+    return RespCheck::kInvalid;
+  }
+  s.left[++s.depth] = ulen;
+  return RespCheck::kComplete;
+}
+
+// One value's header line (type byte, text, CRLF) and what follows it.
+// kComplete here means "this step is done", not the whole reply.
+RespCheck scan_value(const uint8_t* p, size_t n, const RespLimits& limits, Scan& s,
+                     const char** why) {
+  if (s.pos >= n) return RespCheck::kIncomplete;
+  const uint8_t type = p[s.pos++];
+  if (type != '+' && type != '-' && type != ':' && type != '$' && type != '*') {
+    *why = "unknown type byte";
+    return RespCheck::kInvalid;
+  }
+  size_t end = 0;
+  const Line line = find_line_end(p, n, s.pos, &end);
+  if (line == Line::kIncomplete) return RespCheck::kIncomplete;
+  if (line != Line::kFound) {
+    *why = line == Line::kBadCr ? "CR without LF" : "LF without CR";
+    return RespCheck::kInvalid;
+  }
+  const uint8_t* text = p + s.pos;
+  const size_t text_len = end - s.pos;
+  s.pos = end + 2;
+  if (type == '+' || type == '-') return RespCheck::kComplete;
+  if (type == ':') {
+    int64_t ignored = 0;
+    if (resp_parse_int(text, text_len, &ignored)) return RespCheck::kComplete;
+    *why = "invalid integer";
+    return RespCheck::kInvalid;
+  }
+  const int64_t len = parse_length(text, text_len);
+  if (len == -2) {
+    *why = type == '$' ? "invalid bulk length" : "invalid array length";
+    return RespCheck::kInvalid;
+  }
+  return length_item(p, n, type, len, limits, s, why);
+}
+
+}  // namespace
+
 RespCheck resp_check(const uint8_t* p, size_t n, const RespLimits& limits, size_t* frame_len,
                      const char** why) {
-  size_t left[kMaxReplyDepth + 1];  // values still to read at each depth
-  int depth = 0;
-  left[0] = 1;
-  size_t elements = 0;
-  size_t pos = 0;
+  Scan s;
   for (;;) {
-    while (left[depth] == 0) {
-      if (depth == 0) {
-        *frame_len = pos;
+    while (s.left[s.depth] == 0) {
+      if (s.depth == 0) {
+        *frame_len = s.pos;
         return RespCheck::kComplete;
       }
-      --depth;
+      --s.depth;
     }
-    --left[depth];
-    if (pos >= n) return RespCheck::kIncomplete;
-    const uint8_t type = p[pos++];
-    if (type != '+' && type != '-' && type != ':' && type != '$' && type != '*') {
-      *why = "unknown type byte";
-      return RespCheck::kInvalid;
-    }
-    size_t end = 0;
-    const Line line = find_line_end(p, n, pos, &end);
-    if (line == Line::kIncomplete) return RespCheck::kIncomplete;
-    if (line != Line::kFound) {
-      *why = line == Line::kBadCr ? "CR without LF" : "LF without CR";
-      return RespCheck::kInvalid;
-    }
-    const uint8_t* text = p + pos;
-    const size_t text_len = end - pos;
-    pos = end + 2;
-    if (type == '+' || type == '-') continue;
-    if (type == ':') {
-      int64_t ignored = 0;
-      if (!resp_parse_int(text, text_len, &ignored)) {
-        *why = "invalid integer";
-        return RespCheck::kInvalid;
-      }
-      continue;
-    }
-    const int64_t len = parse_length(text, text_len);
-    if (len == -2) {
-      *why = type == '$' ? "invalid bulk length" : "invalid array length";
-      return RespCheck::kInvalid;
-    }
-    if (len == -1) continue;  // nil
-    const size_t ulen = static_cast<size_t>(len);
-    if (type == '$') {
-      if (ulen > limits.max_bulk) return RespCheck::kTooLarge;
-      if (n - pos < ulen + 2) return RespCheck::kIncomplete;
-      if (p[pos + ulen] != '\r' || p[pos + ulen + 1] != '\n') {
-        *why = "bulk string not terminated by CRLF";
-        return RespCheck::kInvalid;
-      }
-      pos += ulen + 2;
-      continue;
-    }
-    if (ulen > limits.max_elements - elements) return RespCheck::kTooLarge;
-    elements += ulen;
-    if (ulen == 0) continue;
-    if (depth == kMaxReplyDepth) {
-      *why = "arrays nested too deep";
-      return RespCheck::kInvalid;
-    }
-    left[++depth] = ulen;
+    --s.left[s.depth];
+    const RespCheck r = scan_value(p, n, limits, s, why);
+    if (r != RespCheck::kComplete) return r;
   }
 }
 

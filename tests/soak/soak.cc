@@ -22,7 +22,9 @@
 #include <cstring>
 #include <ctime>
 #include <initializer_list>
+#include <atomic>
 #include <memory>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -230,6 +232,20 @@ int run(int argc, char** argv) {
   }
   Prng rng(a.seed);
   int counts[6] = {};
+  // Host scheduling stalls (a 1 ms sleep that wakes late), for judging
+  // deadline overruns on a shared, loaded machine.
+  std::atomic<bool> done{false};
+  std::atomic<int64_t> worst_stall{0};
+  std::atomic<uint32_t> stalls{0};
+  std::thread canary([&] {
+    while (!done) {
+      const int64_t before = mono();
+      sleep_ms(1);
+      const int64_t late = mono() - before - millis(1);
+      if (late > millis(kSlackMs)) stalls.fetch_add(1);
+      if (late > worst_stall) worst_stall = late;
+    }
+  });
   const int64_t t0 = mono();
   // Bounded: ends when the workers have their grants, or after 20 minutes.
   while (sh->grants.load() < a.grants && mono() - t0 < millis(20 * 60 * 1000)) {
@@ -244,6 +260,8 @@ int run(int argc, char** argv) {
     }
   }
   for (pid_t p : pids) kill(p, SIGCONT);
+  done = true;
+  canary.join();
   int bad_exit = 0;
   for (pid_t p : pids) {
     int st = 0;
@@ -265,6 +283,8 @@ int run(int argc, char** argv) {
               static_cast<unsigned long long>(v.stale_accepted),
               static_cast<unsigned long long>(v.lost_updates), static_cast<unsigned long long>(v.overruns),
               static_cast<unsigned long long>(a.seed));
+  std::printf("soak: host scheduling: %u stalls over %lld ms, worst %.1f ms (a 1 ms sleep's lateness)\n",
+              stalls.load(), static_cast<long long>(kSlackMs), static_cast<double>(worst_stall) / 1e6);
   if (v.overruns) {
     std::printf("soak: worst overrun %.1f ms past its budget (last overrun: %s)\n",
                 static_cast<double>(sh->worst_over_ns) / 1e6,
