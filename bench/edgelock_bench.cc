@@ -49,6 +49,7 @@ bool open_lock(const Args& a, edgelock::Connection& conn, edgelock::Lock& lock) 
   }
   edgelock::LockOptions o;
   o.ttl_ms = a.ttl_ms;
+  o.wake_on_release = !a.no_wake;
   if (!lock.init(edgelock::Bytes::from_cstr(a.key), o).ok()) return false;
   // Warm-up: the scripts get cached on the server (EVALSHA from here on).
   if (!lock.acquire(edgelock::millis(30000)).ok() || !lock.release().ok()) {

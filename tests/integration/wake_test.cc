@@ -3,6 +3,7 @@
 // TTL, and the number of commands per grant stays small.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <string>
 #include <thread>
@@ -51,7 +52,7 @@ TEST_F(WakeTest, HandoffIsQuick) {
   ASSERT_TRUE(la.init(Bytes::from_cstr("handoff"), ttl(10000)).ok());
   ASSERT_TRUE(lb.init(Bytes::from_cstr("handoff"), ttl(10000)).ok());
   SystemClock clock;
-  Nanos worst = 0;
+  Nanos handoffs[5] = {};
   for (int round = 0; round < 5; ++round) {
     ASSERT_TRUE(la.try_acquire().ok());
     const uint32_t before = b_.stats().commands;
@@ -64,13 +65,16 @@ TEST_F(WakeTest, HandoffIsQuick) {
     ASSERT_TRUE(la.release().ok());
     waiter.join();
     ASSERT_NE(granted_at.load(), 0) << b_.last_error();
-    const Nanos handoff = granted_at.load() - released_at;
-    if (handoff > worst) worst = handoff;
+    handoffs[round] = granted_at.load() - released_at;
     EXPECT_LE(b_.stats().commands - before, 3u) << "busy attempt, BLPOP, granted attempt";
     ASSERT_TRUE(lb.release().ok());
   }
-  EXPECT_LT(worst, millis(15) * test::slowdown()) << "woken by the release, not by a timer";
-  std::printf("wake: worst handoff of 5 = %lld us\n", static_cast<long long>(worst / 1000));
+  std::sort(handoffs, handoffs + 5);
+  // The median, so one scheduling hiccup on a busy machine cannot fail it;
+  // polling this late into a wait would sleep tens of ms.
+  EXPECT_LT(handoffs[2], millis(15) * test::slowdown()) << "woken by the release, not by a timer";
+  std::printf("wake: handoff median %lld us, worst %lld us\n",
+              static_cast<long long>(handoffs[2] / 1000), static_cast<long long>(handoffs[4] / 1000));
 }
 
 // A holder that never releases: no signal comes, the waiter still gets in
