@@ -54,8 +54,8 @@ class Histogram {
 /// Zeroed memory shared with forked children (MAP_SHARED | MAP_ANONYMOUS).
 void* alloc_shared(size_t bytes);
 
-/// Largest resident set of this process and its waited-for children, kB.
-long max_rss_kb();
+/// Peak resident set of this process (VmHWM), kB.
+long own_max_rss_kb();
 
 struct Report {
   const char* peer = "edgelock";
@@ -66,6 +66,7 @@ struct Report {
   const Histogram* handoff = nullptr;  // nullptr: not applicable
   double commands_per_grant = -1;      // < 0: not applicable
   long errors = 0;
+  long max_rss_kb = 0;  // of forked clients; the report takes the max with its own
 };
 
 /// Prints the JSON line (json) or a short human-readable summary.

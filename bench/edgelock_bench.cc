@@ -37,6 +37,7 @@ struct Shared {
   std::atomic<uint64_t> commands{0};
   std::atomic<int64_t> start_ns{0};
   std::atomic<int64_t> end_ns{0};
+  std::atomic<long> max_rss_kb{0};
   Stamp ring[kRing];
   Histogram latency;
   Histogram handoff;
@@ -123,6 +124,9 @@ int client(const Args& a, Shared& sh, long hold_us) {
     if (!counted) break;
   }
   sh.commands.fetch_add(conn.stats().commands - before);
+  long rss = bench::own_max_rss_kb(), seen_rss = sh.max_rss_kb.load();
+  while (rss > seen_rss && !sh.max_rss_kb.compare_exchange_weak(seen_rss, rss)) {
+  }
   int64_t end = now_ns(), seen = sh.end_ns.load();
   while (end > seen && !sh.end_ns.compare_exchange_weak(seen, end)) {
   }
@@ -152,6 +156,7 @@ int run_processes(const Args& a, Shared& sh, long hold_us) {
   r.handoff = &sh.handoff;
   r.commands_per_grant = static_cast<double>(sh.commands.load()) / static_cast<double>(sh.tickets.load());
   r.errors = sh.errors.load() + failed;
+  r.max_rss_kb = sh.max_rss_kb.load();
   bench::print_report(r, a.json);
   return r.errors ? 1 : 0;
 }
