@@ -72,4 +72,7 @@ struct Report {
 /// Prints the JSON line (json) or a short human-readable summary.
 void print_report(const Report& r, bool json);
 
+/// The quorum workload (quorum_workload.cc, when QuorumLock is built).
+int run_quorum(const Args& a, Histogram& latency);
+
 }  // namespace bench

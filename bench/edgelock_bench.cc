@@ -3,6 +3,7 @@
 //
 //   uncontended  one process: try_acquire + release per cycle.
 //   contended    --clients processes (fork) fight for one key, no hold.
+//   quorum       one process, QuorumLock over every --url (if built).
 //   handoff      as contended, each grant held --hold-us (default 100):
 //                handoff = next holder's grant - previous holder's release
 //                call, both CLOCK_MONOTONIC, matched by fencing token.
@@ -174,6 +175,9 @@ int main(int argc, char** argv) {
   if (handoff || std::strcmp(a.workload, "contended") == 0) {
     return run_processes(a, sh, a.hold_us >= 0 ? a.hold_us : handoff ? 100 : 0);
   }
+#ifdef EDGELOCK_BENCH_QUORUM
+  if (std::strcmp(a.workload, "quorum") == 0) return bench::run_quorum(a, sh.latency);
+#endif
   std::fprintf(stderr, "edgelock-bench: workload %s is not available in this build\n", a.workload);
   return 2;
 }
