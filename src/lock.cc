@@ -6,6 +6,7 @@
 
 #include "lock_keys.h"
 #include "lock_scripts.h"
+#include "metrics_note.h"
 
 namespace edgelock {
 
@@ -83,6 +84,18 @@ Nanos Lock::remaining() const {
   return left > 0 ? left : 0;
 }
 
+Status Lock::noted(EventKind kind, Nanos start, Status s) {
+  // Through connection(): the connection serving the key, however reached.
+  Connection& c = connection();
+  detail::note(c, metrics_, kind, s, key(), c.clock().now() - start);
+  return s;
+}
+
+Status Lock::counted_attempt(Deadline deadline) {
+  const Nanos t0 = connection().clock().now();
+  return noted(EventKind::kAcquire, t0, attempt(deadline));
+}
+
 Status Lock::attempt(Deadline deadline) {
   const Bytes keys[3] = {key(), Bytes(fence_key_, fence_key_len_), Bytes(wake_key_, wake_key_len_)};
   const Bytes args[2] = {token(), Bytes(ttl_text_, ttl_text_len_)};
@@ -116,7 +129,7 @@ Status Lock::try_acquire() {
   // From here a lost reply may mean the key is ours: keep the token so
   // release() can clean up.
   has_token_ = true;
-  return attempt(io_deadline());
+  return counted_attempt(io_deadline());
 }
 
 Status Lock::acquire(Nanos wait) {
@@ -134,12 +147,17 @@ Status Lock::acquire(Nanos wait) {
     if (left <= 0) break;
     pause(s, left, op_deadline);  // wake signal, holder's TTL or backoff
     // Same token on retries: the script recognises a grant whose reply we lost.
-    s = attempt(io_deadline().min(op_deadline));
+    s = counted_attempt(io_deadline().min(op_deadline));
   }
   return s;
 }
 
 Status Lock::release() {
+  const Nanos t0 = connection().clock().now();
+  return noted(EventKind::kRelease, t0, send_release());
+}
+
+Status Lock::send_release() {
   if (!has_token_) return ErrorCode::kNotHeld;
   const Bytes keys[2] = {key(), Bytes(wake_key_, wake_key_len_)};
   const Bytes args[2] = {token(), Bytes::from_cstr(kWakeSignalTtlMs)};
@@ -173,9 +191,12 @@ Status Lock::send_extend(int64_t ms, ExtendMode mode) {
   return Status();
 }
 
-Status Lock::extend(int64_t ms, ExtendMode mode) { return send_extend(ms, mode); }
+Status Lock::extend(int64_t ms, ExtendMode mode) {
+  const Nanos t0 = connection().clock().now();
+  return noted(EventKind::kExtend, t0, send_extend(ms, mode));
+}
 
-Status Lock::reacquire() { return send_extend(options_.ttl_ms, ExtendMode::kReplace); }
+Status Lock::reacquire() { return extend(options_.ttl_ms, ExtendMode::kReplace); }
 
 Result<bool> Lock::owned() {
   if (!has_token_) return ErrorCode::kNotHeld;
@@ -186,6 +207,7 @@ Result<bool> Lock::owned() {
   if (r.value()->type != ReplyType::kInteger) return ErrorCode::kProtocol;
   if (r.value()->integer == -3) {
     forget();
+    noted(EventKind::kCheck, connection().clock().now(), ErrorCode::kNotOwner).ignore();
     return false;
   }
   return true;
