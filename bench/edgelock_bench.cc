@@ -6,7 +6,8 @@
 //   quorum       one process, QuorumLock over every --url (if built).
 //   handoff      as contended, each grant held --hold-us (default 100):
 //                handoff = next holder's grant - previous holder's release
-//                call, both CLOCK_MONOTONIC, matched by fencing token.
+//                call, both CLOCK_MONOTONIC, matched by fencing token; only
+//                grants to another process count (stderr says how many).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,6 +29,7 @@ constexpr int kRing = 1024;  // release stamps, indexed by fence % kRing
 struct Stamp {
   std::atomic<uint64_t> fence{0};
   std::atomic<int64_t> released_ns{0};
+  std::atomic<int> holder{-1};
 };
 
 struct Shared {
@@ -39,6 +41,7 @@ struct Shared {
   std::atomic<int64_t> start_ns{0};
   std::atomic<int64_t> end_ns{0};
   std::atomic<long> max_rss_kb{0};
+  std::atomic<long> regrants{0};  // the releaser itself got the next grant
   Stamp ring[kRing];
   Histogram latency;
   Histogram handoff;
@@ -85,20 +88,26 @@ int run_uncontended(const Args& a, Shared& sh) {
 }
 
 // Stamps the grant: the previous fence's release stamp gives the handoff.
-void note_grant(Shared& sh, uint64_t fence, int64_t granted_ns) {
+// Only a grant to another process is a handoff; a releaser that takes the
+// lock straight back (unfair, as polling waiters allow) is counted apart.
+void note_grant(Shared& sh, uint64_t fence, int64_t granted_ns, int me) {
   const Stamp& prev = sh.ring[(fence - 1) % kRing];
-  if (prev.fence.load(std::memory_order_acquire) == fence - 1) {
-    sh.handoff.add(granted_ns - prev.released_ns.load(std::memory_order_relaxed));
+  if (prev.fence.load(std::memory_order_acquire) != fence - 1) return;
+  if (prev.holder.load(std::memory_order_relaxed) == me) {
+    sh.regrants.fetch_add(1);
+    return;
   }
+  sh.handoff.add(granted_ns - prev.released_ns.load(std::memory_order_relaxed));
 }
 
-void note_release(Shared& sh, uint64_t fence) {
+void note_release(Shared& sh, uint64_t fence, int me) {
   Stamp& s = sh.ring[fence % kRing];
   s.released_ns.store(now_ns(), std::memory_order_relaxed);
+  s.holder.store(me, std::memory_order_relaxed);
   s.fence.store(fence, std::memory_order_release);
 }
 
-int client(const Args& a, Shared& sh, long hold_us) {
+int client(const Args& a, Shared& sh, long hold_us, int me) {
   edgelock::Connection conn;
   edgelock::Lock lock(conn);
   const bool ok = open_lock(a, conn, lock);
@@ -117,10 +126,10 @@ int client(const Args& a, Shared& sh, long hold_us) {
     const bool counted = sh.tickets.fetch_add(1) < a.cycles;
     if (counted) {
       sh.latency.add(granted - t0);
-      note_grant(sh, fence, granted);
+      note_grant(sh, fence, granted, me);
       bench::hold_for_us(hold_us);
     }
-    note_release(sh, fence);
+    note_release(sh, fence, me);
     if (!lock.release().ok()) sh.errors.fetch_add(1);
     if (!counted) break;
   }
@@ -138,7 +147,7 @@ int run_processes(const Args& a, Shared& sh, long hold_us) {
   pid_t pids[64];
   for (int c = 0; c < a.clients; ++c) {
     pids[c] = fork();
-    if (pids[c] == 0) _exit(client(a, sh, hold_us));
+    if (pids[c] == 0) _exit(client(a, sh, hold_us, c));
     if (pids[c] < 0) return 1;
   }
   for (long spin = 0; sh.ready.load() < a.clients && spin < 200000; ++spin) usleep(50);
@@ -159,6 +168,8 @@ int run_processes(const Args& a, Shared& sh, long hold_us) {
   r.errors = sh.errors.load() + failed;
   r.max_rss_kb = sh.max_rss_kb.load();
   bench::print_report(r, a.json);
+  std::fprintf(stderr, "%ld of %ld grants went to another process (handoffs), %ld back to the releaser\n",
+               static_cast<long>(sh.handoff.count()), sh.tickets.load() - 1, sh.regrants.load());
   return r.errors ? 1 : 0;
 }
 

@@ -64,7 +64,8 @@ class Lock {
   Lock& operator=(const Lock&) = delete;
 
   /// Sets the key and options. No I/O. Errors: kInvalidArgument (empty or
-  /// longer than kMaxKeyLen, TTL or drift out of range), kRandomFailed.
+  /// longer than kMaxKeyLen, TTL, drift, retry delays or wake_fallback
+  /// (< 2 ms) out of range), kRandomFailed.
   Status init(Bytes key, const LockOptions& options = {});
 
   /// One attempt, no waiting. Errors: kBusy, kExpired (granted, but the
