@@ -4,15 +4,19 @@
 //   uncontended  one process: try_acquire + release per cycle.
 //   contended    --clients processes (fork) fight for one key, no hold.
 //   quorum       one process, QuorumLock over every --url (if built).
-//   handoff      as contended, each grant held --hold-us (default 100):
+//   handoff      as contended, each grant held --hold-us (default 100),
+//                and a releaser steps back until another process got it:
 //                handoff = next holder's grant - previous holder's release
 //                call, both CLOCK_MONOTONIC, matched by fencing token; only
 //                grants to another process count (stderr says how many).
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <new>
 
 #include "bench_util.h"
@@ -42,6 +46,7 @@ struct Shared {
   std::atomic<int64_t> end_ns{0};
   std::atomic<long> max_rss_kb{0};
   std::atomic<long> regrants{0};  // the releaser itself got the next grant
+  std::atomic<uint32_t> grants{0};  // futex word: bumped on every grant
   Stamp ring[kRing];
   Histogram latency;
   Histogram handoff;
@@ -107,7 +112,28 @@ void note_release(Shared& sh, uint64_t fence, int me) {
   s.fence.store(fence, std::memory_order_release);
 }
 
-int client(const Args& a, Shared& sh, long hold_us, int me) {
+// Handoff mode: a releaser steps back until another process was granted
+// (bounded: 1 s, or the run is over), so every grant is a handoff to a
+// waiter and the figure shows how fast waiters learn of a release. It
+// sleeps on a futex in the shared page, so it costs no CPU meanwhile.
+void step_back(const Args& a, Shared& sh, uint32_t seen) {
+  const int64_t until = now_ns() + 1000000000;
+  for (int i = 0; i < 1000 && sh.grants.load() == seen && sh.tickets.load() < a.cycles; ++i) {
+    const int64_t left = until - now_ns();
+    if (left <= 0) break;
+    timespec ts{0, static_cast<long>(left < 10000000 ? left : 10000000)};
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&sh.grants), FUTEX_WAIT, seen, &ts, nullptr, 0);
+  }
+}
+
+// Returns the futex word's value after this grant.
+uint32_t note_granted(Shared& sh) {
+  const uint32_t now = sh.grants.fetch_add(1) + 1;
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&sh.grants), FUTEX_WAKE, 64, nullptr, nullptr, 0);
+  return now;
+}
+
+int client(const Args& a, Shared& sh, long hold_us, int me, bool handoff) {
   edgelock::Connection conn;
   edgelock::Lock lock(conn);
   const bool ok = open_lock(a, conn, lock);
@@ -123,15 +149,18 @@ int client(const Args& a, Shared& sh, long hold_us, int me) {
     }
     const int64_t granted = now_ns();
     const uint64_t fence = lock.fence();
+    uint32_t after_mine = 0;
     const bool counted = sh.tickets.fetch_add(1) < a.cycles;
     if (counted) {
       sh.latency.add(granted - t0);
       note_grant(sh, fence, granted, me);
+      if (handoff) after_mine = note_granted(sh);
       bench::hold_for_us(hold_us);
     }
     note_release(sh, fence, me);
     if (!lock.release().ok()) sh.errors.fetch_add(1);
     if (!counted) break;
+    if (handoff) step_back(a, sh, after_mine);
   }
   sh.commands.fetch_add(conn.stats().commands - before);
   long rss = bench::own_max_rss_kb(), seen_rss = sh.max_rss_kb.load();
@@ -143,11 +172,11 @@ int client(const Args& a, Shared& sh, long hold_us, int me) {
   return 0;
 }
 
-int run_processes(const Args& a, Shared& sh, long hold_us) {
+int run_processes(const Args& a, Shared& sh, long hold_us, bool handoff) {
   pid_t pids[64];
   for (int c = 0; c < a.clients; ++c) {
     pids[c] = fork();
-    if (pids[c] == 0) _exit(client(a, sh, hold_us, c));
+    if (pids[c] == 0) _exit(client(a, sh, hold_us, c, handoff));
     if (pids[c] < 0) return 1;
   }
   for (long spin = 0; sh.ready.load() < a.clients && spin < 200000; ++spin) usleep(50);
@@ -184,7 +213,7 @@ int main(int argc, char** argv) {
   const bool handoff = std::strcmp(a.workload, "handoff") == 0;
   if (std::strcmp(a.workload, "uncontended") == 0) return run_uncontended(a, sh);
   if (handoff || std::strcmp(a.workload, "contended") == 0) {
-    return run_processes(a, sh, a.hold_us >= 0 ? a.hold_us : handoff ? 100 : 0);
+    return run_processes(a, sh, a.hold_us >= 0 ? a.hold_us : handoff ? 100 : 0, handoff);
   }
 #ifdef EDGELOCK_BENCH_QUORUM
   if (std::strcmp(a.workload, "quorum") == 0) return bench::run_quorum(a, sh.latency);
