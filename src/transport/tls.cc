@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <new>
 
+#include "edgelock/random.h"
 #include "error_text.h"
 #include "transport/tls_session.h"
 #include "transport/transport.h"
@@ -49,6 +50,11 @@ int bio_recv(void* ctx, unsigned char* buf, size_t len) {
   }
 }
 
+// CTR_DRBG's entropy source: the kernel's getrandom().
+int os_entropy(void*, unsigned char* out, size_t len) {
+  return random_bytes(out, len).ok() ? 0 : MBEDTLS_ERR_CTR_DRBG_ENTROPY_SOURCE_FAILED;
+}
+
 void session_free(TlsSession* s) {
   mbedtls_ssl_free(&s->ssl);
   mbedtls_ssl_config_free(&s->conf);
@@ -56,14 +62,12 @@ void session_free(TlsSession* s) {
   mbedtls_x509_crt_free(&s->cert);
   mbedtls_pk_free(&s->key);
   mbedtls_ctr_drbg_free(&s->drbg);
-  mbedtls_entropy_free(&s->entropy);
   delete s;
 }
 
 TlsSession* session_new() {
   TlsSession* s = new (std::nothrow) TlsSession;
   if (!s) return nullptr;
-  mbedtls_entropy_init(&s->entropy);
   mbedtls_ctr_drbg_init(&s->drbg);
   mbedtls_ssl_config_init(&s->conf);
   mbedtls_ssl_init(&s->ssl);
@@ -84,7 +88,7 @@ Status fail_mbedtls(int ret, const char* what, ErrorText& err) {
 Status session_setup(TlsSession& s, const Endpoint& ep, const TlsOptions& opts, int fd,
                      ErrorText& err) {
   s.fd = fd;
-  int ret = mbedtls_ctr_drbg_seed(&s.drbg, mbedtls_entropy_func, &s.entropy,
+  int ret = mbedtls_ctr_drbg_seed(&s.drbg, os_entropy, nullptr,
                                   reinterpret_cast<const unsigned char*>(kPersonalization),
                                   sizeof kPersonalization - 1);
   if (ret != 0) return fail_mbedtls(ret, "seeding the random generator", err);
