@@ -6,9 +6,16 @@
 #   expired, future       validity 2000-2001 and 2090-2091 (`openssl ca`
 #                         sets both dates; OpenSSL 3.0 `x509` cannot)
 #   client                client certificate for mutual TLS
+# EDGELOCK_TEST_KEY=rsa makes RSA-2048 keys instead (to measure that case).
 set -eu
 cd "$1"
-key() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1.key" 2>/dev/null; }
+key() {
+  if [ "${EDGELOCK_TEST_KEY:-ec}" = rsa ]; then
+    openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$1.key" 2>/dev/null
+  else
+    openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1.key" 2>/dev/null
+  fi
+}
 key ca
 openssl req -x509 -new -key ca.key -subj /CN=edgelock-test-ca -days 3650 -out ca.crt
 key other-ca
