@@ -23,39 +23,47 @@ Status fail_load(int ret, const char* what, ErrorText& err) {
   return ErrorCode::kTls;
 }
 
-// Walks the certificate's extensions for subjectAltName and looks for an
-// iPAddress entry ([7] OCTET STRING) equal to ip. Malformed DER: no match.
+constexpr int kSequence = MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE;
+constexpr unsigned char kIpAddressTag = MBEDTLS_ASN1_CONTEXT_SPECIFIC | 7;
+
+// GeneralNames in [p, end): is there an iPAddress equal to ip?
+bool names_have_ip(unsigned char* p, const unsigned char* end, const uint8_t* ip, size_t ip_len) {
+  size_t len = 0;
+  if (mbedtls_asn1_get_tag(&p, end, &len, kSequence) != 0) return false;
+  end = p + len;
+  while (p < end) {
+    const unsigned char tag = *p++;
+    if (mbedtls_asn1_get_len(&p, end, &len) != 0) return false;
+    if (tag == kIpAddressTag && len == ip_len && std::memcmp(p, ip, len) == 0) return true;
+    p += len;
+  }
+  return false;
+}
+
+// Walks the certificate's extensions to subjectAltName and looks for an
+// iPAddress entry equal to ip. Malformed DER: no match.
 bool san_has_ip(const mbedtls_x509_crt& crt, const uint8_t* ip, size_t ip_len) {
   unsigned char* p = crt.v3_ext.p;
   if (!p) return false;
   const unsigned char* end = p + crt.v3_ext.len;
   size_t len = 0;
-  if (mbedtls_asn1_get_tag(&p, end, &len, MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE) != 0) return false;
+  if (mbedtls_asn1_get_tag(&p, end, &len, kSequence) != 0) return false;
   end = p + len;
   while (p < end) {
-    if (mbedtls_asn1_get_tag(&p, end, &len, MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE) != 0) return false;
-    const unsigned char* ext_end = p + len;
+    if (mbedtls_asn1_get_tag(&p, end, &len, kSequence) != 0) return false;
+    unsigned char* ext_end = p + len;
     if (mbedtls_asn1_get_tag(&p, ext_end, &len, MBEDTLS_ASN1_OID) != 0) return false;
     const bool is_san = len == MBEDTLS_OID_SIZE(MBEDTLS_OID_SUBJECT_ALT_NAME) &&
                         std::memcmp(p, MBEDTLS_OID_SUBJECT_ALT_NAME, len) == 0;
     p += len;
     int critical = 0;
-    if (p < ext_end && *p == MBEDTLS_ASN1_BOOLEAN) {
-      if (mbedtls_asn1_get_bool(&p, ext_end, &critical) != 0) return false;
-    }
-    if (mbedtls_asn1_get_tag(&p, ext_end, &len, MBEDTLS_ASN1_OCTET_STRING) != 0) return false;
-    if (is_san) {
-      const unsigned char* names_end = p + len;
-      if (mbedtls_asn1_get_tag(&p, names_end, &len, MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE) != 0) return false;
-      while (p < names_end) {
-        const unsigned char tag = *p++;
-        if (mbedtls_asn1_get_len(&p, names_end, &len) != 0) return false;
-        if (tag == (MBEDTLS_ASN1_CONTEXT_SPECIFIC | 7) && len == ip_len && std::memcmp(p, ip, len) == 0) return true;
-        p += len;
-      }
+    if (p < ext_end && *p == MBEDTLS_ASN1_BOOLEAN &&
+        mbedtls_asn1_get_bool(&p, ext_end, &critical) != 0) {
       return false;
     }
-    p = const_cast<unsigned char*>(ext_end);
+    if (mbedtls_asn1_get_tag(&p, ext_end, &len, MBEDTLS_ASN1_OCTET_STRING) != 0) return false;
+    if (is_san) return names_have_ip(p, p + len, ip, ip_len);
+    p = ext_end;
   }
   return false;
 }
@@ -85,8 +93,8 @@ Status load_trust(TlsSession& s, const TlsOptions& o, ErrorText& err) {
     if (ret != 0) return fail_load(ret, "CA file", err);
   }
   if (o.ca_pem) {  // PEM parsing needs the terminating NUL in the length
-    const int ret = mbedtls_x509_crt_parse(&s.ca, reinterpret_cast<const unsigned char*>(o.ca_pem),
-                                           std::strlen(o.ca_pem) + 1);
+    const auto* pem = reinterpret_cast<const unsigned char*>(o.ca_pem);
+    const int ret = mbedtls_x509_crt_parse(&s.ca, pem, std::strlen(o.ca_pem) + 1);
     if (ret != 0) return fail_load(ret, "CA PEM", err);
   }
   if (!o.ca_file && !o.ca_pem && !o.insecure_skip_verify_dangerous) {
@@ -116,7 +124,8 @@ Status load_client_pair(TlsSession& s, const TlsOptions& o, ErrorText& err) {
 
 Status tls_configure(TlsSession& s, const TlsOptions& o, ErrorText& err) {
   const int ret = mbedtls_ssl_config_defaults(&s.conf, MBEDTLS_SSL_IS_CLIENT,
-                                              MBEDTLS_SSL_TRANSPORT_STREAM, MBEDTLS_SSL_PRESET_DEFAULT);
+                                              MBEDTLS_SSL_TRANSPORT_STREAM,
+                                              MBEDTLS_SSL_PRESET_DEFAULT);
   if (ret != 0) return fail_load(ret, "TLS defaults", err);
   mbedtls_ssl_conf_rng(&s.conf, mbedtls_ctr_drbg_random, &s.drbg);
   mbedtls_ssl_conf_min_version(&s.conf, MBEDTLS_SSL_MAJOR_VERSION_3, MBEDTLS_SSL_MINOR_VERSION_3);
@@ -130,7 +139,9 @@ Status tls_configure(TlsSession& s, const TlsOptions& o, ErrorText& err) {
   // Insecure: verify nothing, except the pin if one was given (checked
   // after the handshake via pin_failed).
   int mode = MBEDTLS_SSL_VERIFY_REQUIRED;
-  if (o.insecure_skip_verify_dangerous) mode = o.pin_sha256 ? MBEDTLS_SSL_VERIFY_OPTIONAL : MBEDTLS_SSL_VERIFY_NONE;
+  if (o.insecure_skip_verify_dangerous) {
+    mode = o.pin_sha256 ? MBEDTLS_SSL_VERIFY_OPTIONAL : MBEDTLS_SSL_VERIFY_NONE;
+  }
   mbedtls_ssl_conf_authmode(&s.conf, mode);
   return Status();
 }

@@ -116,8 +116,8 @@ ConnectionOptions tls_options(const std::string& ca) {
 }
 
 int64_t elapsed_ms(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
-      .count();
+  using std::chrono::milliseconds;
+  return std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - t0).count();
 }
 
 TEST(TlsFault, HandshakeTimeoutHasItsOwnDeadline) {
@@ -168,7 +168,8 @@ TEST(TlsFault, ResetMidRecord) {
   proxy.cut();
   const Bytes ping[1] = {Bytes::from_cstr("PING")};
   const auto t0 = std::chrono::steady_clock::now();
-  const Result<const Reply*> r = c.command(ping, 1, Deadline::after(c.clock(), millis(3000) * test::slowdown()));
+  const Deadline deadline = Deadline::after(c.clock(), millis(3000) * test::slowdown());
+  const Result<const Reply*> r = c.command(ping, 1, deadline);
   EXPECT_EQ(r.status().code(), ErrorCode::kTls) << c.last_error();
   EXPECT_NE(std::string(c.last_error()).find("mid-record"), std::string::npos) << c.last_error();
   EXPECT_LE(elapsed_ms(t0), 1500 * test::slowdown());

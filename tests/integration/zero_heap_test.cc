@@ -130,7 +130,8 @@ TEST(ZeroHeap, TlsCycles) {
   const test::AllocCounts plain_setup = test::stop_counting();
   EXPECT_LT(plain_peak, peak);
   std::printf("plaintext connect: peak %llu bytes live, %lld kept, %llu allocations\n",
-              static_cast<unsigned long long>(plain_peak), static_cast<long long>(test::live_bytes()),
+              static_cast<unsigned long long>(plain_peak),
+              static_cast<long long>(test::live_bytes()),
               static_cast<unsigned long long>(plain_setup.mallocs));
   ASSERT_TRUE(lock.try_acquire().ok());
   ASSERT_TRUE(lock.release().ok());

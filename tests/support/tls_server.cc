@@ -48,7 +48,8 @@ std::vector<std::string> TlsRedis::args(const TestCerts& c, const std::string& c
 
 TlsRedis::TlsRedis(const TestCerts& certs, const std::string& cert, bool auth_clients,
                    std::vector<std::string> extra)
-    : tls_port_(free_port()), server_(args(certs, cert, auth_clients, tls_port_, std::move(extra))) {}
+    : tls_port_(free_port()),
+      server_(args(certs, cert, auth_clients, tls_port_, std::move(extra))) {}
 
 }  // namespace test
 }  // namespace edgelock
