@@ -82,7 +82,7 @@ short Connection::poll_events() const {
   return static_cast<short>(base | transport_.want_events);
 }
 
-bool Connection::has_buffered_input() const {
+bool Connection::has_pending_input() const {
   return detail::transport_has_pending_input(transport_);
 }
 
@@ -136,7 +136,7 @@ Result<const Reply*> Connection::wait(Deadline deadline) {
     if (!r.ok() || r.value()) return r;
     if (deadline.expired(*clock_)) return abandon();
     // Decrypted TLS bytes wait in mbedTLS, where poll() cannot see them.
-    if (has_buffered_input()) continue;
+    if (detail::transport_has_pending_input(transport_)) continue;
     pollfd p{transport_.fd, poll_events(), 0};
     const int rc = poll(&p, 1, deadline.poll_timeout_ms(*clock_));
     if (rc == 0) return abandon();
