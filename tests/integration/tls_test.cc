@@ -247,5 +247,50 @@ TEST_F(TlsTest, TlsServerBehindRedis) {
               static_cast<long long>(ms));
 }
 
+// Quorum over mixed endpoints: TLS, mutual TLS and plaintext servers; one
+// endpoint whose certificate fails verification counts as a failed server,
+// never as a grant.
+TEST_F(TlsTest, QuorumMixedEndpoints) {
+  const std::string cert = certs_->path("client.crt"), key = certs_->path("client.key");
+  ConnectionOptions tls = options(), mtls = options(), plain = options();
+  tls.tls.server_name = "localhost";
+  mtls.tls.cert_file = cert.c_str();
+  mtls.tls.key_file = key.c_str();
+  Connection a, b, c, bad;
+  ASSERT_TRUE(a.setup(good_->tls_url().c_str(), tls).ok());
+  ASSERT_TRUE(b.setup(mtls_->tls_url().c_str(), mtls).ok());
+  ASSERT_TRUE(c.setup(dnsonly_->plain_url().c_str(), plain).ok());
+  ASSERT_TRUE(bad.setup(expired_->tls_url().c_str(), options()).ok());
+  for (Connection* conn : {&a, &b, &c}) ASSERT_TRUE(conn->connect().ok()) << conn->last_error();
+  QuorumOptions q;
+  q.ttl_ms = 5000 * test::slowdown();
+  q.server_timeout = millis(500) * test::slowdown();
+  Connection* ok_set[3] = {&a, &b, &c};
+  QuorumLock lock;
+  ASSERT_TRUE(lock.init(ok_set, 3, Bytes::from_cstr("tls-quorum"), q).ok());
+  ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();
+  EXPECT_GT(lock.fence(), 0u);
+  const std::string token(reinterpret_cast<const char*>(lock.token().data), lock.token().size);
+  for (TlsRedis* s : {good_, mtls_, dnsonly_}) {
+    Connection admin;
+    ASSERT_TRUE(test::open(admin, s->plain_url()));
+    EXPECT_EQ(test::run(admin, {"GET", "tls-quorum"}), token);
+  }
+  EXPECT_TRUE(lock.release().ok());
+
+  // Two of three endpoints fail TLS verification: no quorum, nothing held.
+  Connection bad2;
+  ASSERT_TRUE(bad2.setup(future_->tls_url().c_str(), options()).ok());
+  Connection* bad_set[3] = {&a, &bad, &bad2};
+  QuorumLock denied;
+  ASSERT_TRUE(denied.init(bad_set, 3, Bytes::from_cstr("tls-quorum-2"), q).ok());
+  EXPECT_EQ(denied.try_acquire().code(), ErrorCode::kNoQuorum);
+  EXPECT_FALSE(denied.held());
+  Connection admin;
+  ASSERT_TRUE(test::open(admin, good_->plain_url()));
+  EXPECT_EQ(test::run(admin, {"EXISTS", "tls-quorum-2"}), "0");
+  EXPECT_NE(std::string(bad.last_error()).find("expired"), std::string::npos) << bad.last_error();
+}
+
 }  // namespace
 }  // namespace edgelock
