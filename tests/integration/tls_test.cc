@@ -271,11 +271,13 @@ TEST_F(TlsTest, QuorumMixedEndpoints) {
   ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();
   EXPECT_GT(lock.fence(), 0u);
   const std::string token(reinterpret_cast<const char*>(lock.token().data), lock.token().size);
+  size_t holders = 0;  // the call returns once a majority granted
   for (TlsRedis* s : {good_, mtls_, dnsonly_}) {
     Connection admin;
     ASSERT_TRUE(test::open(admin, s->plain_url()));
-    EXPECT_EQ(test::run(admin, {"GET", "tls-quorum"}), token);
+    holders += test::run(admin, {"GET", "tls-quorum"}) == token ? 1 : 0;
   }
+  EXPECT_GE(holders, 2u);
   EXPECT_TRUE(lock.release().ok());
 
   // Two of three endpoints fail TLS verification: no quorum, nothing held.
