@@ -5,6 +5,8 @@
 #include <cstdlib>
 
 #include "edgelock/edgelock.h"
+#include "edgelock/fake_clock.h"
+#include "edgelock/lease_keeper.h"
 #include "../support/alloc_counter.h"
 #include "../support/redis_server.h"
 #include "../support/test_util.h"
@@ -84,6 +86,29 @@ TEST(ZeroHeap, BusyAndNotOwnerPathsToo) {
   }
   const test::AllocCounts c = test::stop_counting();
   EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(c.total(), 0u);
+}
+
+TEST(ZeroHeap, LeaseKeeperRenewals) {
+  test::RedisServer server;
+  ASSERT_TRUE(server.start());
+  FakeClock clock;
+  Connection conn;
+  ASSERT_TRUE(test::open(conn, server.url(), &clock));
+  Lock lock(conn);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr("kept")).ok());
+  ASSERT_TRUE(lock.try_acquire().ok());
+  ASSERT_TRUE(lock.reacquire().ok());  // loads the script
+  LeaseKeeper keeper(lock);
+  ASSERT_TRUE(keeper.start().ok());
+  test::start_counting();
+  for (int i = 0; i < 1000 && keeper.state() == LeaseState::kKeeping; ++i) {
+    clock.sleep_for(keeper.next_deadline().remaining(clock));
+    keeper.service();
+  }
+  const test::AllocCounts c = test::stop_counting();
+  EXPECT_EQ(keeper.state(), LeaseState::kKeeping);
+  EXPECT_EQ(keeper.stats().renewals, 1000u);
   EXPECT_EQ(c.total(), 0u);
 }
 
