@@ -347,5 +347,20 @@ TEST_F(CliTest, TwoRunsOnOneKeyNeverOverlap) {
   EXPECT_EQ(n, 12);
 }
 
+// The contention demo in small: workers that hang and crash, 0 overlaps.
+TEST_F(CliTest, DemoShowsNoOverlap) {
+  const char* demo = std::getenv("EDGELOCK_DEMO");
+  ASSERT_TRUE(demo && demo[0]);
+  const std::string cmd = std::string(demo) + " --url " + server_->url() +
+                          " --workers 4 --seconds 3 --ttl 500 --hang-pct 15 --crash-pct 10 > " + dir_ +
+                          "/demo.out 2>&1";
+  const int status = std::system(cmd.c_str());
+  const std::string out = slurp(dir_ + "/demo.out");
+  ASSERT_TRUE(WIFEXITED(status)) << out;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+  EXPECT_NE(out.find("overlaps                      0"), std::string::npos) << out;
+  EXPECT_NE(out.find("errors                        0"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace edgelock
