@@ -232,6 +232,17 @@ TEST_F(CliTest, UnreachableServerExitsThreeWithinConnectTimeout) {
   EXPECT_EQ(cli({"run", "k", "--", "true"}, {}, url).rc, 3);
 }
 
+TEST_F(CliTest, HungServerExitsThreeWithinCommandBudget) {
+  RedisServer hung;
+  ASSERT_TRUE(hung.start());
+  hung.pause();  // TCP connects still succeed (kernel backlog); replies never come
+  Outcome o = cli({"-t", "1000", "status", "k"}, {}, hung.url());
+  hung.resume();
+  EXPECT_EQ(o.rc, 3) << o.err;
+  EXPECT_LT(o.ms, 2000 * slowdown()) << "command budget is TTL/4 here, connect timeout 2 s";
+  EXPECT_NE(o.err.find("127.0.0.1:" + std::to_string(hung.port())), std::string::npos) << o.err;
+}
+
 TEST_F(CliTest, AuthFailuresExitThreeAndPasswordsStayHidden) {
   RedisServer guarded({"--requirepass", "s3cret"});
   ASSERT_TRUE(guarded.start());
