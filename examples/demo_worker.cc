@@ -114,6 +114,54 @@ void say(const Device& dev, int worker, const char* fmt, ...) {
   }
 }
 
+namespace {
+
+enum class Fate { kNormal, kLong, kHang, kCrash };
+
+Fate pick_fate(const Config& cfg, uint32_t* rng) {
+  const int roll = static_cast<int>(next_random(rng) % 100);
+  if (roll < cfg.crash_pct) return Fate::kCrash;
+  if (roll < cfg.crash_pct + cfg.hang_pct) return Fate::kHang;
+  if (roll >= 100 - cfg.long_pct) return Fate::kLong;
+  return Fate::kNormal;
+}
+
+// One grant: use the device as the fate says, then let go.
+void use_device(Device& dev, const Config& cfg, Lock& lock, int id, int64_t waited_us, uint32_t* rng) {
+  dev.record_wait(waited_us);
+  dev.grants.fetch_add(1);
+  Hold h{&dev, &lock, id, lock.fence()};
+  dev.begin(id, h.fence, mono_ns() + lock.remaining());
+  const Fate fate = pick_fate(cfg, rng);
+  say(dev, id, "granted fence %-4llu after waiting %4lld ms%s", (unsigned long long)h.fence,
+      (long long)(waited_us / 1000), fate == Fate::kLong ? "  (long job: the keeper renews)" : "");
+  if (fate == Fate::kCrash) {
+    dev.write(h.fence);
+    say(dev, id, "CRASHES holding fence %llu (SIGKILL, no release): the lock frees at its TTL",
+        (unsigned long long)h.fence);
+    dev.end(id);  // a dead process believes nothing
+    kill(getpid(), SIGKILL);
+  }
+  if (fate == Fate::kHang) {
+    hang_then_write(h, cfg.ttl_ms);
+    return;
+  }
+  const Nanos hold = fate == Fate::kLong ? millis(cfg.ttl_ms * 3 / 2 + next_random(rng) % cfg.ttl_ms)
+                                         : millis(40 + next_random(rng) % 160);
+  if (!hold_for(h, hold)) {
+    lock.release().ignore();
+    return;
+  }
+  dev.end(id);  // stop believing before handing the lock back
+  const edgelock::Status r = lock.release();
+  say(dev, id, "released fence %-4llu after %d writes%s", (unsigned long long)h.fence, h.writes,
+      r.ok() ? "" : " (release failed)");
+  // Off the device for a while (using the result), so others get turns.
+  poll(nullptr, 0, static_cast<int>(100 + next_random(rng) % 400));
+}
+
+}  // namespace
+
 int worker_main(Device& dev, const Config& cfg, int id) {
   edgelock::Connection conn;
   edgelock::ConnectionOptions co;
@@ -132,49 +180,14 @@ int worker_main(Device& dev, const Config& cfg, int id) {
     const int64_t t0 = mono_ns();
     const Nanos wait = left < millis(3000) ? left : millis(3000);
     const edgelock::Status s = lock.acquire(wait);
-    if (!s.ok()) {
-      if (s.code() == ErrorCode::kBusy || s.code() == ErrorCode::kExpired) {
-        if (wait == millis(3000)) dev.gave_up.fetch_add(1);
-      } else {
-        dev.errors.fetch_add(1);
-        say(dev, id, "acquire failed: %s (%s)", s.to_string(), conn.last_error());
-      }
-      continue;
+    if (s.ok()) {
+      use_device(dev, cfg, lock, id, (mono_ns() - t0) / 1000, &rng);
+    } else if (s.code() == ErrorCode::kBusy || s.code() == ErrorCode::kExpired) {
+      if (wait == millis(3000)) dev.gave_up.fetch_add(1);
+    } else {
+      dev.errors.fetch_add(1);
+      say(dev, id, "acquire failed: %s (%s)", s.to_string(), conn.last_error());
     }
-    const int64_t waited_us = (mono_ns() - t0) / 1000;
-    dev.record_wait(waited_us);
-    dev.grants.fetch_add(1);
-    Hold h{&dev, &lock, id, lock.fence()};
-    dev.begin(id, h.fence, mono_ns() + lock.remaining());
-    const uint32_t roll = next_random(&rng) % 100;
-    const bool crash = roll < static_cast<uint32_t>(cfg.crash_pct);
-    const bool hang = !crash && roll < static_cast<uint32_t>(cfg.crash_pct + cfg.hang_pct);
-    const bool long_job = !crash && !hang && roll >= 100u - static_cast<uint32_t>(cfg.long_pct);
-    Nanos hold = millis(40 + next_random(&rng) % 160);
-    if (long_job) hold = millis(cfg.ttl_ms * 3 / 2 + next_random(&rng) % cfg.ttl_ms);
-    say(dev, id, "granted fence %-4llu after waiting %4lld ms%s", (unsigned long long)h.fence,
-        (long long)(waited_us / 1000), long_job ? "  (long job: the keeper renews)" : "");
-    if (crash) {
-      dev.write(h.fence);
-      say(dev, id, "CRASHES holding fence %llu (SIGKILL, no release): the lock frees at its TTL",
-          (unsigned long long)h.fence);
-      dev.end(id);  // a dead process believes nothing
-      kill(getpid(), SIGKILL);
-    }
-    if (hang) {
-      hang_then_write(h, cfg.ttl_ms);
-      continue;
-    }
-    if (!hold_for(h, hold)) {
-      lock.release().ignore();
-      continue;
-    }
-    dev.end(id);  // stop believing before handing the lock back
-    const edgelock::Status r = lock.release();
-    say(dev, id, "released fence %-4llu after %d writes%s", (unsigned long long)h.fence, h.writes,
-        r.ok() ? "" : " (release failed)");
-    // Off the device for a while (using the result), so others get turns.
-    poll(nullptr, 0, static_cast<int>(100 + next_random(&rng) % 400));
   }
   return 0;
 }
