@@ -110,7 +110,7 @@ Status Connection::handshake(Deadline deadline) {
     if (endpoint_.user[0] != '\0') auth[n++] = Bytes::from_cstr(endpoint_.user);
     auth[n++] = Bytes::from_cstr(endpoint_.password);
     EDGELOCK_TRY(encode(auth, n));
-    EDGELOCK_TRY(begin(deadline));
+    EDGELOCK_TRY(begin());
     const Result<const Reply*> r = wait(deadline);
     if (!r.ok()) return r.status();
   }
@@ -119,7 +119,7 @@ Status Connection::handshake(Deadline deadline) {
     const int n = std::snprintf(db, sizeof db, "%d", endpoint_.db);
     const Bytes select[2] = {Bytes::from_cstr("SELECT"), Bytes(db, static_cast<size_t>(n))};
     EDGELOCK_TRY(encode(select, 2));
-    EDGELOCK_TRY(begin(deadline));
+    EDGELOCK_TRY(begin());
     const Result<const Reply*> r = wait(deadline);
     if (!r.ok()) return r.status();
   }

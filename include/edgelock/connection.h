@@ -112,7 +112,7 @@ class Connection {
   Result<const Reply*> wait(Deadline deadline);
   Status encode(const Bytes* args, size_t count);
   Status encode_eval(bool by_sha);
-  Status begin(Deadline deadline);
+  Status begin();
   Result<const Reply*> on_reply(const Reply* reply);
   Status fail(Status s);
 
@@ -131,6 +131,7 @@ class Connection {
   size_t eval_nkeys_ = 0;
   const Bytes* eval_args_ = nullptr;
   size_t eval_nargs_ = 0;
+  bool eval_by_sha_ = false;
   uint32_t failed_connects_ = 0;
   Nanos next_connect_at_ = 0;
   ConnectionStats stats_;
