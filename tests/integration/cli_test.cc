@@ -38,6 +38,26 @@ std::string slurp(const std::string& path) {
   return ss.str();
 }
 
+// Cross builds run the tool under the exe wrapper (qemu-user): its words
+// are in the file EDGELOCK_CLI_WRAPPER_FILE names (one per line).
+std::vector<std::string> wrapper_words() {
+  std::vector<std::string> words;
+  const char* file = std::getenv("EDGELOCK_CLI_WRAPPER_FILE");
+  if (!file || !file[0]) return words;
+  std::istringstream lines(slurp(file));
+  for (std::string w; std::getline(lines, w);) {
+    if (!w.empty()) words.push_back(w);
+  }
+  return words;
+}
+
+// `words` as one shell command line, each word single-quoted.
+std::string shell_words(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& w : words) out += "'" + w + "' ";
+  return out;
+}
+
 int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -71,7 +91,8 @@ class CliTest : public ::testing::Test {
   // Starts the tool with `args` (URL first unless `url` is empty).
   pid_t start(const std::vector<std::string>& args, const std::string& tag, const Env& env = {},
               const std::string& url = "") {
-    std::vector<std::string> all = {cli_, "-u", url.empty() ? server_->url() : url};
+    std::vector<std::string> all = wrapper_words();
+    all.insert(all.end(), {cli_, "-u", url.empty() ? server_->url() : url});
     all.insert(all.end(), args.begin(), args.end());
     const pid_t pid = fork();
     if (pid == 0) {
@@ -81,7 +102,7 @@ class CliTest : public ::testing::Test {
       std::vector<char*> argv;
       for (std::string& a : all) argv.push_back(const_cast<char*>(a.c_str()));
       argv.push_back(nullptr);
-      execv(argv[0], argv.data());
+      execvp(argv[0], argv.data());
       _exit(98);
     }
     return pid;
@@ -277,9 +298,12 @@ TEST_F(CliTest, RunPropagatesStatusAndEnvironment) {
 }
 
 TEST_F(CliTest, RunKeepsTheLeasePastItsTtl) {
-  Outcome o = cli({"-t", "300", "run", "job", "--", "sleep", "1"});
+  // Three TTLs long: only renewals keep it (TTL wider under emulation).
+  const int ttl = 300 * std::min(slowdown(), 4);
+  const std::string secs = std::to_string(3.3 * ttl / 1000.0);
+  Outcome o = cli({"-t", std::to_string(ttl), "run", "job", "--", "sleep", secs});
   EXPECT_EQ(o.rc, 0) << o.err;
-  EXPECT_GE(o.ms, 1000);
+  EXPECT_GE(o.ms, 3 * ttl);
   EXPECT_EQ(o.err, "") << "no loss reported";
   EXPECT_EQ(redis({"EXISTS", "job"}), "0");
 }
@@ -330,7 +354,8 @@ TEST_F(CliTest, TwoRunsOnOneKeyNeverOverlap) {
   const std::string body = "mkdir " + dir_ + "/inside || echo overlap >> " + dir_ +
                            "/overlaps; echo $EDGELOCK_FENCE >> " + dir_ +
                            "/fences; sleep 0.05; rmdir " + dir_ + "/inside";
-  const std::string loop = "for i in 1 2 3 4 5 6; do '" + cli_ + "' -u " + server_->url() +
+  const std::string loop = "for i in 1 2 3 4 5 6; do " + shell_words(wrapper_words()) + "'" + cli_ +
+                           "' -u " + server_->url() +
                            " -t 2000 run shared -- sh -c '" + body + "' || exit 1; done";
   const int64_t t0 = now_ms();
   std::vector<pid_t> pids;
@@ -362,8 +387,9 @@ TEST_F(CliTest, TwoRunsOnOneKeyNeverOverlap) {
 TEST_F(CliTest, DemoShowsNoOverlap) {
   const char* demo = std::getenv("EDGELOCK_DEMO");
   ASSERT_TRUE(demo && demo[0]);
-  const std::string cmd = std::string(demo) + " --url " + server_->url() +
-                          " --workers 4 --seconds 3 --ttl 500 --hang-pct 15 --crash-pct 10 > " + dir_ +
+  const std::string cmd = shell_words(wrapper_words()) + std::string(demo) + " --url " +
+                          server_->url() + " --workers 4 --seconds 3 --ttl " +
+                          std::to_string(500 * slowdown()) + " --hang-pct 15 --crash-pct 10 > " + dir_ +
                           "/demo.out 2>&1";
   const int status = std::system(cmd.c_str());
   const std::string out = slurp(dir_ + "/demo.out");
