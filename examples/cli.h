@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "edgelock/edgelock.h"
+#include "edgelock/lease_keeper.h"
 
 namespace cli {
 
@@ -62,11 +63,43 @@ int exit_code_for(edgelock::ErrorCode code);
 // EDGELOCK_PASSWORD, timeouts derived from the TTL). Reports errors on
 // stderr; returns kExitOk or the exit code to use.
 int open_connection(const Options& o, const char* url, edgelock::Connection* conn);
+// The two halves of open_connection(): setup (no I/O) and connect now
+// (reporting the error on stderr only if `report`).
+int setup_connection(const Options& o, const char* url, edgelock::Connection* conn);
+int connect_now(edgelock::Connection* conn, bool report);
+
+// Several --url: a quorum lock (exits 2 in builds without QuorumLock).
+int dispatch_quorum(const Options& o);
+// "quorum" or "" for --version.
+const char* quorum_feature();
 
 // Writes `s` as a JSON string literal (quoted, escaped) to stdout.
 void print_json_string(const char* s, size_t n);
 
-// The run subcommand, with `lock` already acquired.
-int run_child(const Options& o, edgelock::Lock& lock);
+// A held lease as `run` needs it, for any lock type (Lock, QuorumLock).
+struct Lease {
+  edgelock::LeaseTarget target;  // renewal and validity, for the keeper
+  edgelock::Clock* clock = nullptr;
+  edgelock::Bytes token;
+  uint64_t fence = 0;
+  edgelock::Status (*release)(void* lock) = nullptr;
+  const char* (*error_text)(const void* lock) = nullptr;
+};
+
+template <typename LockT>
+Lease lease_of(LockT& lock, edgelock::Clock& clock) {
+  Lease l;
+  l.target = edgelock::lease_target(lock);
+  l.clock = &clock;
+  l.token = lock.token();
+  l.fence = lock.fence();
+  l.release = [](void* p) -> edgelock::Status { return static_cast<LockT*>(p)->release(); };
+  l.error_text = [](const void* p) -> const char* { return static_cast<const LockT*>(p)->connection_error(); };
+  return l;
+}
+
+// The run subcommand, with the lease already acquired: runs COMMAND,
+// keeps the lease, releases it. Returns the exit code.
+int run_child(const Options& o, const Lease& lease);
 
 }  // namespace cli

@@ -93,7 +93,7 @@ int exit_code_for(ErrorCode code) {
   }
 }
 
-int open_connection(const Options& o, const char* url, edgelock::Connection* conn) {
+int setup_connection(const Options& o, const char* url, edgelock::Connection* conn) {
   edgelock::Endpoint ep;
   const char* why = nullptr;
   if (!edgelock::parse_url(url, &ep, &why).ok()) {
@@ -117,15 +117,28 @@ int open_connection(const Options& o, const char* url, edgelock::Connection* con
   co.tls.cert_file = o.tls_cert;
   co.tls.key_file = o.tls_key;
   co.tls.server_name = o.tls_server_name;
-  edgelock::Status s = conn->setup(ep, co);
-  if (s.ok()) s = conn->connect();
+  const edgelock::Status s = conn->setup(ep, co);
   if (!s.ok()) {
-    report_error(*conn, s, "connect");
+    report_error(*conn, s, "setup");
+    return s.code() == ErrorCode::kInvalidArgument ? kExitUsage : kExitServer;
+  }
+  return kExitOk;
+}
+
+int connect_now(edgelock::Connection* conn, bool report) {
+  const edgelock::Status s = conn->connect();
+  if (!s.ok()) {
+    if (report) report_error(*conn, s, "connect");
     return s.code() == ErrorCode::kInvalidArgument ? kExitUsage : kExitServer;
   }
   // COMMAND must not inherit the Redis socket.
   if (conn->fd() >= 0) fcntl(conn->fd(), F_SETFD, FD_CLOEXEC);
   return kExitOk;
+}
+
+int open_connection(const Options& o, const char* url, edgelock::Connection* conn) {
+  const int rc = setup_connection(o, url, conn);
+  return rc != kExitOk ? rc : connect_now(conn, true);
 }
 
 void print_json_string(const char* s, size_t n) {

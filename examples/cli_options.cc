@@ -193,7 +193,7 @@ int parse_args(int argc, char** argv, Options* o) {
       return kExitOk;
     }
     if (c == kVersion) {
-      std::printf("edgelock %s\n", EDGELOCK_VERSION);
+      std::printf("edgelock %s (quorum: %s)\n", EDGELOCK_VERSION, quorum_feature()[0] ? "yes" : "no");
       return kExitOk;
     }
     if (c == '?' || c == ':') {

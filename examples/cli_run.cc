@@ -24,12 +24,12 @@ using edgelock::Nanos;
 
 const int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 
-[[noreturn]] void exec_child(const Options& o, const edgelock::Lock& lock, const sigset_t& old_mask) {
+[[noreturn]] void exec_child(const Options& o, const Lease& lease, const sigset_t& old_mask) {
   char token[edgelock::kMaxTokenLen + 1];
-  std::snprintf(token, sizeof token, "%.*s", static_cast<int>(lock.token().size),
-                reinterpret_cast<const char*>(lock.token().data));
+  std::snprintf(token, sizeof token, "%.*s", static_cast<int>(lease.token.size),
+                reinterpret_cast<const char*>(lease.token.data));
   char fence[24];
-  std::snprintf(fence, sizeof fence, "%llu", static_cast<unsigned long long>(lock.fence()));
+  std::snprintf(fence, sizeof fence, "%llu", static_cast<unsigned long long>(lease.fence));
   sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   if (setenv("EDGELOCK_KEY", o.key, 1) != 0 || setenv("EDGELOCK_TOKEN", token, 1) != 0 ||
       setenv("EDGELOCK_FENCE", fence, 1) != 0) {
@@ -85,9 +85,9 @@ void on_lost(const Options& o, const LeaseKeeper& keeper, Nanos now, Child* chil
 
 // Keeps the lease until the child exits. Bounded: every iteration either
 // waits in poll() until a deadline or a signal, or ends the loop.
-void supervise(const Options& o, edgelock::Lock& lock, int sfd, Child* child) {
-  edgelock::Clock& clock = lock.connection().clock();
-  LeaseKeeper keeper(lock);
+void supervise(const Options& o, const Lease& lease, int sfd, Child* child) {
+  edgelock::Clock& clock = *lease.clock;
+  LeaseKeeper keeper(lease.target, clock);
   if (!keeper.start().ok()) on_lost(o, keeper, clock.now(), child);
   while (!child->exited) {
     Deadline d = keeper.next_deadline();
@@ -110,15 +110,15 @@ void supervise(const Options& o, edgelock::Lock& lock, int sfd, Child* child) {
   keeper.stop();
 }
 
-int finish(const Options& o, edgelock::Lock& lock, const Child& child) {
-  const edgelock::Status s = lock.release();
+int finish(const Options& o, const Lease& lease, const Child& child) {
+  const edgelock::Status s = lease.release(lease.target.lock);
   if (child.lost) return kExitLost;  // release above is owner-checked cleanup only
   if (!s.ok()) {
     if (s.code() == edgelock::ErrorCode::kNotOwner) {
       error_line("lease on %s was lost just before %s exited", o.key, o.child_argv[0]);
       return kExitLost;
     }
-    report_error(lock.connection(), s, "release");
+    error_line("release of %s failed: %s: %s", o.key, s.to_string(), lease.error_text(lease.target.lock));
     notice_line(o, "the lease on %s ends by itself within %lld ms", o.key, static_cast<long long>(o.ttl_ms));
   }
   return shell_status(child.status);
@@ -126,7 +126,7 @@ int finish(const Options& o, edgelock::Lock& lock, const Child& child) {
 
 }  // namespace
 
-int run_child(const Options& o, edgelock::Lock& lock) {
+int run_child(const Options& o, const Lease& lease) {
   sigset_t mask, old_mask;
   sigemptyset(&mask);
   sigaddset(&mask, SIGCHLD);
@@ -136,7 +136,7 @@ int run_child(const Options& o, edgelock::Lock& lock) {
   const int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
   if (sfd < 0) {
     error_line("signalfd: %s", std::strerror(errno));
-    lock.release().ignore();
+    lease.release(lease.target.lock).ignore();
     return kExitServer;
   }
   std::fflush(stdout);
@@ -145,15 +145,15 @@ int run_child(const Options& o, edgelock::Lock& lock) {
   child.pid = fork();
   if (child.pid < 0) {
     error_line("fork: %s", std::strerror(errno));
-    lock.release().ignore();
+    lease.release(lease.target.lock).ignore();
     close(sfd);
     return kExitServer;
   }
-  if (child.pid == 0) exec_child(o, lock, old_mask);
-  supervise(o, lock, sfd, &child);
+  if (child.pid == 0) exec_child(o, lease, old_mask);
+  supervise(o, lease, sfd, &child);
   close(sfd);
   sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-  return finish(o, lock, child);
+  return finish(o, lease, child);
 }
 
 }  // namespace cli

@@ -221,7 +221,6 @@ TEST_F(CliTest, UsageErrorsExitTwo) {
       {"run", "k", "--"},
       {"release", "k"},
       {"status", "k", "extra"},
-      {"-u", server_->url(), "status", "k"},  // two URLs: no quorum in this build yet
   };
   for (const auto& c : cases) {
     Outcome o = cli(c);
@@ -232,6 +231,44 @@ TEST_F(CliTest, UsageErrorsExitTwo) {
   EXPECT_EQ(cli({"--help"}).rc, 0);
   EXPECT_NE(cli({"--help"}).out.find("--tls-server-name"), std::string::npos);
   EXPECT_EQ(cli({"--version"}).out.rfind("edgelock ", 0), 0u);
+}
+
+// Several --url: a quorum lock where the library has one, else a clear
+// refusal (exit 2).
+TEST_F(CliTest, SeveralUrlsMakeAQuorumLock) {
+  const bool quorum = cli({"--version"}).out.find("quorum: yes") != std::string::npos;
+  RedisServer b, c;
+  ASSERT_TRUE(b.start());
+  ASSERT_TRUE(c.start());
+  const std::vector<std::string> urls = {"-u", b.url(), "-u", c.url()};  // + server_ via start()
+  auto with = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), urls.begin(), urls.end());
+    return args;
+  };
+  if (!quorum) {
+    Outcome o = cli(with({"status", "k"}));
+    EXPECT_EQ(o.rc, 2);
+    EXPECT_NE(o.err.find("not supported yet"), std::string::npos) << o.err;
+    return;
+  }
+  Outcome a = cli(with({"-t", "5000", "acquire", "q"}));
+  ASSERT_EQ(a.rc, 0) << a.err;
+  std::istringstream words(a.out);
+  std::string token;
+  uint64_t fence = 0;
+  words >> token >> fence;
+  EXPECT_GT(fence, 0u);
+  EXPECT_EQ(redis({"GET", "q"}), token) << "set on every server";
+  EXPECT_EQ(cli(with({"status", "q"})).out.substr(0, 5), "held ");
+  EXPECT_EQ(cli(with({"-w", "0", "acquire", "q"})).rc, 1);
+  EXPECT_EQ(cli(with({"extend", "q", "stale"})).rc, 5);
+  EXPECT_EQ(cli(with({"release", "q", token})).rc, 0);
+  EXPECT_EQ(cli(with({"status", "q"})).out, "free\n");
+  c.kill9();  // a minority down: still works
+  Outcome r = cli(with({"-t", "600", "run", "q", "--", "sh", "-c", "sleep 1; exit 7"}));
+  EXPECT_EQ(r.rc, 7) << r.err;
+  b.kill9();  // a majority down
+  EXPECT_EQ(cli(with({"acquire", "q"})).rc, 3);
 }
 
 TEST_F(CliTest, BadUrlExitsTwoWithoutShowingThePassword) {
