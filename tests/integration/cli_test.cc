@@ -190,7 +190,7 @@ TEST_F(CliTest, WaitZeroOnHeldLockFailsAtOnce) {
   ASSERT_EQ(redis({"SET", "modem", "someone", "PX", "60000"}), "OK");
   Outcome o = cli({"-w", "0", "acquire", "modem"});
   EXPECT_EQ(o.rc, 1) << o.err;
-  EXPECT_LT(o.ms, 500 * slowdown());
+  EXPECT_LT(o.ms, 1000 * slowdown()) << "no waiting (bound is loose for loaded CI machines)";
   EXPECT_NE(o.err.find("held by another"), std::string::npos) << o.err;
   Outcome r = cli({"--wait", "0", "run", "modem", "--", "true"});
   EXPECT_EQ(r.rc, 1);
@@ -363,7 +363,8 @@ TEST_F(CliTest, LostLeaseKillsCommandAndExitsFour) {
     const int64_t taken = now_ms();
     Outcome o = finish(p, "lost", t0);
     EXPECT_EQ(o.rc, 4) << o.err;
-    EXPECT_LT(now_ms() - taken, 600 * slowdown()) << "noticed at the next renewal (TTL/3)";
+    // Noticed at the next renewal (TTL/3 = 200 ms); loose bound for loaded machines.
+    EXPECT_LT(now_ms() - taken, 1500 * slowdown());
     EXPECT_NE(o.err.find("lease on dev lost"), std::string::npos) << o.err;
     const pid_t child = std::atoi(slurp(pidfile).c_str());
     ASSERT_GT(child, 0);
