@@ -7,10 +7,15 @@
 
 #include "cli.h"
 
+namespace edgelock {
+class QuorumLock;  // defined where the library has it (cli_quorum.cc)
+}  // namespace edgelock
+
 namespace cli {
 
 // One error line for a failed lock operation (overloaded per lock type).
 void report_lock_error(const edgelock::Lock& lock, edgelock::Status s, const char* doing);
+void report_lock_error(const edgelock::QuorumLock& lock, edgelock::Status s, const char* doing);
 
 // {"key":..,"token":..[,"fence":..],"ttl_ms":..,"validity_ms":..,"held":..}
 template <typename LockT>
