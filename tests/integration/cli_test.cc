@@ -39,15 +39,13 @@ std::string slurp(const std::string& path) {
 }
 
 // Cross builds run the tool under the exe wrapper (qemu-user): its words
-// are in the file EDGELOCK_CLI_WRAPPER_FILE names (one per line).
+// are in the file EDGELOCK_CLI_WRAPPER_FILE names (space-separated).
 std::vector<std::string> wrapper_words() {
   std::vector<std::string> words;
   const char* file = std::getenv("EDGELOCK_CLI_WRAPPER_FILE");
   if (!file || !file[0]) return words;
-  std::istringstream lines(slurp(file));
-  for (std::string w; std::getline(lines, w);) {
-    if (!w.empty()) words.push_back(w);
-  }
+  std::istringstream in(slurp(file));
+  for (std::string w; in >> w;) words.push_back(w);
   return words;
 }
 
