@@ -98,7 +98,7 @@ Status Connection::connect(Deadline deadline) {
     return s;
   }
   failed_connects_ = 0;
-  ++stats_.connects;
+  if (stats_.connects++ > 0) note_event(EventKind::kReconnect, Status(), Bytes(), 0);
   return Status();
 }
 
@@ -137,6 +137,18 @@ Status Connection::ensure_connected(Deadline deadline) {
     return ErrorCode::kNotConnected;
   }
   return connect(deadline);
+}
+
+void Connection::note_event(EventKind kind, Status status, Bytes key, Nanos latency) {
+  metrics_.record(kind, status, latency);
+  if (hook_) {
+    Event e;
+    e.kind = kind;
+    e.status = status;
+    e.key = key;
+    e.latency = latency;
+    hook_(e, hook_context_);
+  }
 }
 
 Result<const Reply*> Connection::command(const Bytes* args, size_t count, Deadline deadline) {

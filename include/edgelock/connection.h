@@ -13,6 +13,7 @@
 #include "edgelock/clock.h"
 #include "edgelock/detail/transport_state.h"
 #include "edgelock/endpoint.h"
+#include "edgelock/metrics.h"
 #include "edgelock/reply.h"
 #include "edgelock/script.h"
 #include "edgelock/status.h"
@@ -96,6 +97,9 @@ class Connection {
   int fd() const { return transport_.fd; }
   /// poll() events the command in flight waits for.
   short poll_events() const;
+  /// True if received bytes wait in a buffer poll() cannot see (TLS): call
+  /// advance() again before polling.
+  bool has_pending_input() const;
 
   /// The last error's text (fixed buffer, NUL-terminated, never null).
   const char* last_error() const { return error_; }
@@ -103,6 +107,17 @@ class Connection {
   const Endpoint& endpoint() const { return endpoint_; }
   const ConnectionOptions& options() const { return options_; }
   const ConnectionStats& stats() const { return stats_; }
+  /// Counters of every primitive using this connection, plus reconnects.
+  const Metrics& metrics() const { return metrics_; }
+  void reset_metrics() { metrics_.reset(); }
+  /// Installs (or with nullptr removes) the hook called after every
+  /// operation on this connection and on each reconnect.
+  void set_event_hook(EventHook hook, void* context) {
+    hook_ = hook;
+    hook_context_ = context;
+  }
+  /// Counts an operation and calls the hook (used by the lock types).
+  void note_event(EventKind kind, Status status, Bytes key, Nanos latency);
 
  private:
   enum class Phase : uint8_t { kIdle, kSending, kReceiving };
@@ -135,6 +150,9 @@ class Connection {
   uint32_t failed_connects_ = 0;
   Nanos next_connect_at_ = 0;
   ConnectionStats stats_;
+  Metrics metrics_;
+  EventHook hook_ = nullptr;
+  void* hook_context_ = nullptr;
   char error_[kErrorTextSize] = {};
 };
 

@@ -18,6 +18,9 @@ namespace edgelock {
 #ifndef EDGELOCK_RX_BUFFER_SIZE
 #define EDGELOCK_RX_BUFFER_SIZE 1024
 #endif
+#ifndef EDGELOCK_MAX_QUORUM_SERVERS
+#define EDGELOCK_MAX_QUORUM_SERVERS 7
+#endif
 
 /// Longest lock key, in bytes.
 constexpr size_t kMaxKeyLen = EDGELOCK_MAX_KEY_LEN;
@@ -39,6 +42,9 @@ constexpr size_t kMaxHostLen = 255;
 constexpr size_t kMaxPathLen = 107;  // sun_path is 108 bytes with the NUL
 constexpr size_t kMaxUserLen = 64;
 constexpr size_t kMaxPasswordLen = 128;
+/// Most servers one QuorumLock spans (its fixed per-server arrays).
+constexpr size_t kMaxQuorumServers = EDGELOCK_MAX_QUORUM_SERVERS;
+static_assert(kMaxQuorumServers >= 7, "a quorum lock must span at least 7 servers");
 /// Longest lock TTL accepted (Redis accepts more; a day is plenty for a lease).
 constexpr long long kMaxTtlMs = 24LL * 3600 * 1000 * 365;
 
