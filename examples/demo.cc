@@ -107,7 +107,7 @@ void summary(Device& dev, const Config& cfg, int crashes) {
               cfg.seconds, (long long)cfg.ttl_ms, (long long)cfg.ttl_ms / 3);
   std::printf("  grants                        %d\n", dev.grants.load());
   std::printf("  wait for a grant p50 / p99    %lld ms / %lld ms\n", (long long)p50, (long long)p99);
-  std::printf("  waits given up after 3 s      %d\n", dev.gave_up.load());
+  std::printf("  waits given up after 5 s      %d\n", dev.gave_up.load());
   std::printf("  renewals by the keeper        %d\n", dev.renewals.load());
   std::printf("  leases lost (hung past TTL)   %d\n", dev.hangs.load());
   std::printf("  losses detected by the keeper %d\n", dev.lost_detected.load());

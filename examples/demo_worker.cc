@@ -26,6 +26,7 @@ using edgelock::Nanos;
 namespace {
 
 constexpr Nanos kWriteEvery = millis(20);
+constexpr Nanos kMaxWait = millis(5000);  // then give up and try again
 
 uint32_t next_random(uint32_t* s) {
   *s ^= *s << 13;
@@ -118,7 +119,10 @@ namespace {
 
 enum class Fate { kNormal, kLong, kHang, kCrash };
 
-Fate pick_fate(const Config& cfg, uint32_t* rng) {
+Fate pick_fate(const Config& cfg, int id, int grant_no, uint32_t* rng) {
+  // A few fixed mishaps so every run shows them; the rest is random.
+  if (cfg.hang_pct > 0 && ((id == 1 && grant_no == 2) || (id == 6 && grant_no == 3))) return Fate::kHang;
+  if (cfg.crash_pct > 0 && id == 4 && grant_no == 2) return Fate::kCrash;
   const int roll = static_cast<int>(next_random(rng) % 100);
   if (roll < cfg.crash_pct) return Fate::kCrash;
   if (roll < cfg.crash_pct + cfg.hang_pct) return Fate::kHang;
@@ -127,12 +131,13 @@ Fate pick_fate(const Config& cfg, uint32_t* rng) {
 }
 
 // One grant: use the device as the fate says, then let go.
-void use_device(Device& dev, const Config& cfg, Lock& lock, int id, int64_t waited_us, uint32_t* rng) {
+void use_device(Device& dev, const Config& cfg, Lock& lock, int id, int grant_no, int64_t waited_us,
+                uint32_t* rng) {
   dev.record_wait(waited_us);
   dev.grants.fetch_add(1);
   Hold h{&dev, &lock, id, lock.fence()};
   dev.begin(id, h.fence, mono_ns() + lock.remaining());
-  const Fate fate = pick_fate(cfg, rng);
+  const Fate fate = pick_fate(cfg, id, grant_no, rng);
   say(dev, id, "granted fence %-4llu after waiting %4lld ms%s", (unsigned long long)h.fence,
       (long long)(waited_us / 1000), fate == Fate::kLong ? "  (long job: the keeper renews)" : "");
   if (fate == Fate::kCrash) {
@@ -146,7 +151,7 @@ void use_device(Device& dev, const Config& cfg, Lock& lock, int id, int64_t wait
     hang_then_write(h, cfg.ttl_ms);
     return;
   }
-  const Nanos hold = fate == Fate::kLong ? millis(cfg.ttl_ms * 3 / 2 + next_random(rng) % cfg.ttl_ms)
+  const Nanos hold = fate == Fate::kLong ? millis(cfg.ttl_ms * 6 / 5 + next_random(rng) % (cfg.ttl_ms * 4 / 5))
                                          : millis(40 + next_random(rng) % 160);
   if (!hold_for(h, hold)) {
     lock.release().ignore();
@@ -174,16 +179,17 @@ int worker_main(Device& dev, const Config& cfg, int id) {
     return 2;
   }
   uint32_t rng = static_cast<uint32_t>(getpid()) * 2654435761u + static_cast<uint32_t>(id);
+  int grants = 0;
   for (int round = 0; round < 100000; ++round) {
     const int64_t left = dev.stop_ns - mono_ns();
     if (left <= 0) break;
     const int64_t t0 = mono_ns();
-    const Nanos wait = left < millis(3000) ? left : millis(3000);
+    const Nanos wait = left < kMaxWait ? left : kMaxWait;
     const edgelock::Status s = lock.acquire(wait);
     if (s.ok()) {
-      use_device(dev, cfg, lock, id, (mono_ns() - t0) / 1000, &rng);
+      use_device(dev, cfg, lock, id, ++grants, (mono_ns() - t0) / 1000, &rng);
     } else if (s.code() == ErrorCode::kBusy || s.code() == ErrorCode::kExpired) {
-      if (wait == millis(3000)) dev.gave_up.fetch_add(1);
+      if (wait == kMaxWait) dev.gave_up.fetch_add(1);
     } else {
       dev.errors.fetch_add(1);
       say(dev, id, "acquire failed: %s (%s)", s.to_string(), conn.last_error());
