@@ -98,7 +98,15 @@ void supervise(const Options& o, const Lease& lease, int sfd, Child* child) {
       if (!child->lost) on_lost(o, keeper, clock.now(), child);
     }
     drain_signals(sfd, child);
-    if (child->exited) break;
+    if (child->exited) {
+      // Exiting at the very moment validity ran out: COMMAND may have run
+      // its last instants without the lock, so that is a loss too.
+      if (!child->lost && lease.target.remaining(lease.target.lock) <= 0) {
+        child->lost = true;
+        error_line("lease on %s ran out as %s exited", o.key, o.child_argv[0]);
+      }
+      break;
+    }
     if (!child->lost && keeper.service() == LeaseState::kLost) on_lost(o, keeper, clock.now(), child);
     if (child->lost && !child->killed && clock.now() >= child->kill_at) {
       notice_line(o, "%s did not stop within %lld ms; sending SIGKILL", o.child_argv[0],
