@@ -2,7 +2,9 @@
 // every allocation in the process counted (hiredis included).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdlib>
+#include <thread>
 
 #include "edgelock/edgelock.h"
 #include "edgelock/fake_clock.h"
@@ -269,6 +271,52 @@ TEST(ZeroHeap, CooldownQuotaAndMetrics) {
   EXPECT_EQ(a.stats().connects, 1u);
   EXPECT_EQ(c.total(), 0u) << "mallocs=" << c.mallocs << " news=" << c.news << " over " << n;
   std::printf("zero-heap primitives: %d cycles; %s\n", n, line);
+}
+
+// The contended wait: a waiter blocked in BLPOP is woken by the holder's
+// release, over and over. Threads are started before counting begins.
+TEST(ZeroHeap, ContendedWaitPath) {
+  test::RedisServer server;
+  ASSERT_TRUE(server.start());
+  Connection a, b;
+  ASSERT_TRUE(test::open(a, server.url()));
+  ASSERT_TRUE(test::open(b, server.url()));
+  Lock la(a), lb(b);
+  ASSERT_TRUE(la.init(Bytes::from_cstr("wait-path")).ok());
+  ASSERT_TRUE(lb.init(Bytes::from_cstr("wait-path")).ok());
+  // Warm up: connect both, cache the scripts.
+  ASSERT_TRUE(la.try_acquire().ok());
+  ASSERT_TRUE(la.release().ok());
+  ASSERT_TRUE(lb.try_acquire().ok());
+  ASSERT_TRUE(lb.release().ok());
+  constexpr int kRounds = 200;
+  // The thread's own bookkeeping is freed when it ends, so it stays alive
+  // (idle) until counting has stopped.
+  std::atomic<int> go{0}, wrong{0}, finished{0}, may_exit{0};
+  std::thread holder([&] {
+    while (go.load() == 0) SystemClock().sleep_for(millis(1));
+    for (int i = 0; i < kRounds; ++i) {
+      wrong += !la.acquire(millis(5000)).ok();
+      SystemClock().sleep_for(millis(1));  // the waiter blocks meanwhile
+      wrong += !la.release().ok();
+    }
+    finished = 1;
+    for (int i = 0; i < 100000 && may_exit.load() == 0; ++i) SystemClock().sleep_for(millis(1));
+  });
+  const uint32_t before = b.stats().commands;
+  test::start_counting();
+  go = 1;
+  for (int i = 0; i < kRounds; ++i) {
+    wrong += !lb.acquire(millis(5000)).ok();
+    wrong += !lb.release().ok();
+  }
+  for (int i = 0; i < 100000 && finished.load() == 0; ++i) SystemClock().sleep_for(millis(1));
+  const test::AllocCounts c = test::stop_counting();
+  may_exit = 1;
+  holder.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_GT(b.stats().commands - before, static_cast<uint32_t>(2 * kRounds)) << "it did wait";
+  EXPECT_EQ(c.total(), 0u) << "mallocs=" << c.mallocs << " frees=" << c.frees << " news=" << c.news;
 }
 
 TEST(ZeroHeap, LeaseKeeperRenewals) {
