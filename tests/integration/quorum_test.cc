@@ -217,7 +217,8 @@ TEST(QuorumLock, StoppedServerCostsAtMostItsTimeout) {
   ASSERT_TRUE(c.start());
   QuorumLock lock;
   ASSERT_TRUE(lock.init(c.conns(), 5, Bytes::from_cstr(kKey), opts()).ok());
-  const Nanos margin = slow(millis(80));
+  // Generous for a loaded 2-core CI box; the point is "not N timeouts".
+  const Nanos margin = slow(millis(150));
   // Warm up: scripts cached, so server 0 runs our EVALSHA when it resumes.
   ASSERT_TRUE(lock.try_acquire().ok());
   ASSERT_TRUE(lock.release().ok());
