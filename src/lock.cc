@@ -37,6 +37,7 @@ Status Lock::init(Bytes key, const LockOptions& options) {
   if (options.ttl_ms < 1 || options.ttl_ms > kMaxTtlMs) return ErrorCode::kInvalidArgument;
   if (!(options.drift_factor >= 0.0 && options.drift_factor <= 0.5)) return ErrorCode::kInvalidArgument;
   if (options.retry_min <= 0 || options.retry_max < options.retry_min) return ErrorCode::kInvalidArgument;
+  if (router_) EDGELOCK_TRY(router_->check_key(key));
   const Result<size_t> fk = detail::companion_key(key, ":fence", fence_key_, sizeof fence_key_);
   if (!fk.ok()) return fk.status();
   EDGELOCK_TRY(rng_.seed_from_os());
@@ -59,7 +60,18 @@ void Lock::forget() {
 }
 
 Deadline Lock::io_deadline() const {
-  return Deadline::after(conn_->clock(), conn_->options().command_timeout);
+  return Deadline::after(clock(), command_timeout());
+}
+
+Result<const Reply*> Lock::run_eval(const Script& script, const Bytes* keys, size_t nkeys,
+                                    const Bytes* args, size_t nargs, bool replicate, Deadline d) {
+  if (router_) return router_->eval(script, keys, nkeys, args, nargs, replicate, d);
+  return conn_->eval(script, keys, nkeys, args, nargs, d);
+}
+
+Result<const Reply*> Lock::run_command(const Bytes* args, size_t count, Deadline d) {
+  if (router_) return router_->command(key(), args, count, d);
+  return conn_->command(args, count, d);
 }
 
 Nanos Lock::validity_end(Nanos start, int64_t ttl_ms) const {
@@ -70,7 +82,7 @@ Nanos Lock::validity_end(Nanos start, int64_t ttl_ms) const {
 
 Nanos Lock::remaining() const {
   if (!granted_) return 0;
-  const Nanos left = valid_until_ - conn_->clock().now();
+  const Nanos left = valid_until_ - clock().now();
   return left > 0 ? left : 0;
 }
 
@@ -79,9 +91,14 @@ Status Lock::attempt(Deadline deadline) {
   const Bytes args[2] = {token(), Bytes(ttl_text_, ttl_text_len_)};
   // Validity counts from before the request leaves: the server's TTL may
   // have started any time after this.
-  const Nanos start = conn_->clock().now();
-  const Result<const Reply*> r = conn_->eval(detail::kAcquireScript, keys, 2, args, 2, deadline);
-  if (!r.ok()) return r.status();
+  const Nanos start = clock().now();
+  const Result<const Reply*> r = run_eval(detail::kAcquireScript, keys, 2, args, 2, true, deadline);
+  if (!r.ok()) {
+    // Granted on the primary but not confirmed by its replicas: a failover
+    // could lose it, so hand it back rather than report a grant.
+    if (r.status().code() == ErrorCode::kNoQuorum) release().ignore();
+    return r.status();
+  }
   const Reply* rep = r.value();
   if (rep->type != ReplyType::kInteger) return ErrorCode::kProtocol;
   if (rep->integer <= 0) {
@@ -110,12 +127,12 @@ Status Lock::try_acquire() {
 }
 
 Status Lock::acquire(Nanos wait) {
-  Clock& clock = conn_->clock();
+  Clock& clock = this->clock();
   const Deadline deadline = Deadline::after(clock, wait);
   // The whole call ends by wait + one command budget: the last attempt may
   // start just before the wait runs out and still needs its round trip.
   const Deadline op_deadline =
-      deadline.is_never() ? deadline : Deadline::at(deadline.when() + conn_->options().command_timeout);
+      deadline.is_never() ? deadline : Deadline::at(deadline.when() + command_timeout());
   Status s = try_acquire();
   backoff_.reset();
   // Bounded by the deadline; the count is a second guard.
@@ -136,7 +153,7 @@ Status Lock::release() {
   if (!has_token_) return ErrorCode::kNotHeld;
   const Bytes keys[1] = {key()};
   const Bytes args[1] = {token()};
-  const Result<const Reply*> r = conn_->eval(detail::kReleaseScript, keys, 1, args, 1, io_deadline());
+  const Result<const Reply*> r = run_eval(detail::kReleaseScript, keys, 1, args, 1, false, io_deadline());
   if (!r.ok()) return r.status();
   if (r.value()->type != ReplyType::kInteger) return ErrorCode::kProtocol;
   forget();
@@ -151,8 +168,8 @@ Status Lock::send_extend(int64_t ms, ExtendMode mode) {
   const Bytes keys[1] = {key()};
   const Bytes args[3] = {token(), Bytes(ms_text, static_cast<size_t>(n)),
                          Bytes::from_cstr(mode == ExtendMode::kAdd ? "add" : "set")};
-  const Nanos start = conn_->clock().now();
-  const Result<const Reply*> r = conn_->eval(detail::kExtendScript, keys, 1, args, 3, io_deadline());
+  const Nanos start = clock().now();
+  const Result<const Reply*> r = run_eval(detail::kExtendScript, keys, 1, args, 3, true, io_deadline());
   if (!r.ok()) return r.status();
   const Reply* rep = r.value();
   if (rep->type != ReplyType::kInteger) return ErrorCode::kProtocol;
@@ -173,7 +190,7 @@ Result<bool> Lock::owned() {
   if (!has_token_) return ErrorCode::kNotHeld;
   const Bytes keys[1] = {key()};
   const Bytes args[1] = {token()};
-  const Result<const Reply*> r = conn_->eval(detail::kOwnedScript, keys, 1, args, 1, io_deadline());
+  const Result<const Reply*> r = run_eval(detail::kOwnedScript, keys, 1, args, 1, false, io_deadline());
   if (!r.ok()) return r.status();
   if (r.value()->type != ReplyType::kInteger) return ErrorCode::kProtocol;
   if (r.value()->integer == -3) {
@@ -185,7 +202,7 @@ Result<bool> Lock::owned() {
 
 Result<KeyStatus> Lock::status() {
   const Bytes args[2] = {Bytes::from_cstr("PTTL"), key()};
-  const Result<const Reply*> r = conn_->command(args, 2, io_deadline());
+  const Result<const Reply*> r = run_command(args, 2, io_deadline());
   if (!r.ok()) return r.status();
   if (r.value()->type != ReplyType::kInteger) return ErrorCode::kProtocol;
   KeyStatus ks;
