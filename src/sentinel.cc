@@ -14,10 +14,6 @@ namespace {
 
 constexpr int kMaxRounds = 1000;
 
-// ROLE's reply nests a row per replica; its first element is all we need,
-// and a script returns just that, so the reply fits the fixed arena.
-constexpr Script kRoleScript = make_script("return redis.call('ROLE')[1]\n");
-
 struct SentinelList {
   Endpoint* out;
   size_t count;
@@ -87,8 +83,8 @@ Status Sentinel::setup(const char* url, const ConnectionOptions& options,
   const char* why = nullptr;
   Status s;
   if (sentinel_options.wait_replicas < 0 || sentinel_options.wait_timeout <= 0 ||
-      sentinel_options.retry_pause <= 0) {
-    why = "wait_replicas >= 0, wait_timeout > 0 and retry_pause > 0";
+      sentinel_options.retry_pause <= 0 || sentinel_options.recheck_interval < 0) {
+    why = "wait_replicas >= 0, wait_timeout > 0, retry_pause > 0, recheck_interval >= 0";
     s = ErrorCode::kInvalidArgument;
   }
   SentinelList list{sentinels_, 0};
@@ -109,6 +105,7 @@ Status Sentinel::setup(const char* url, const ConnectionOptions& options,
   sentinel_options_ = sentinel_options;
   clock_ = options.clock ? options.clock : &default_clock();
   stats_ = SentinelStats();
+  verified_port_ = 0;
   is_setup_ = true;
   return Status();
 }
@@ -155,10 +152,15 @@ Status Sentinel::ask(size_t index, Deadline deadline, Endpoint* primary) {
 
 Status Sentinel::check_role(Deadline deadline) {
   const Deadline d = deadline.min(Deadline::after(*clock_, options_.command_timeout));
-  const Result<const Reply*> r = primary_.eval(kRoleScript, nullptr, 0, nullptr, 0, d);
+  const Bytes role[1] = {Bytes::from_cstr("ROLE")};
+  const Result<const Reply*> r = primary_.command(role, 1, d);
+  // Only a primary's ROLE reply grows (a row per replica): one too big for
+  // the fixed arena (more than 3 replicas) is a primary's.
+  if (r.status().code() == ErrorCode::kBufferTooSmall) return Status();
   if (!r.ok()) return note(primary_, r.status());
   const Reply& rep = *r.value();
-  if (rep.type != ReplyType::kString || !rep.bytes().equals(Bytes::from_cstr("master"))) {
+  if (rep.type != ReplyType::kArray || rep.count == 0 || rep.elements[0].type != ReplyType::kString ||
+      !rep.elements[0].bytes().equals(Bytes::from_cstr("master"))) {
     set_error(error_, "%s:%u is not a primary (failover in progress?)", primary_.endpoint().host,
               primary_.endpoint().port);
     return ErrorCode::kNotConnected;
@@ -179,17 +181,26 @@ Status Sentinel::resolve(Deadline deadline) {
     last = ask(idx, deadline, &ep);
     if (!last.ok()) continue;
     const Endpoint& cur = primary_.endpoint();
-    const bool changed = cur.port != ep.port || std::strcmp(cur.host, ep.host) != 0;
-    if (changed || !primary_.is_connected()) {
+    const bool same = cur.port == ep.port && std::strcmp(cur.host, ep.host) == 0;
+    // An open connection was checked with ROLE when it was opened.
+    if (!same || !primary_.is_connected()) {
       last = primary_.setup(ep, options_);
       if (!last.ok()) return note(primary_, last);
+      last = check_role(deadline);
+      if (!last.ok()) {
+        primary_.close();  // not verified: check again next time
+        continue;
+      }
     }
-    last = check_role(deadline);
-    if (!last.ok()) continue;
     preferred_ = idx;
     stale_ = false;
+    resolved_at_ = clock_->now();
     ++stats_.resolves;
-    if (changed && stats_.resolves > 1) ++stats_.primary_changes;
+    if (verified_port_ != 0 && (verified_port_ != ep.port || std::strcmp(verified_host_, ep.host) != 0)) {
+      ++stats_.primary_changes;
+    }
+    verified_port_ = ep.port;
+    std::memcpy(verified_host_, ep.host, sizeof verified_host_);
     return Status();
   }
   return last;
@@ -227,6 +238,8 @@ Result<const Reply*> Sentinel::run(const Call& call, Deadline deadline) {
       const Nanos pause = sentinel_options_.retry_pause;
       clock_->sleep_for(pause < left ? pause : left);
     }
+    const Nanos recheck = sentinel_options_.recheck_interval;
+    if (recheck > 0 && clock_->now() - resolved_at_ >= recheck) stale_ = true;
     if (stale_) {
       s = resolve(deadline);
       if (!s.ok()) continue;
@@ -238,6 +251,7 @@ Result<const Reply*> Sentinel::run(const Call& call, Deadline deadline) {
     s = note(primary_, r.status());
     if (s.code() == ErrorCode::kReadOnly) ++stats_.readonly;
     if (retry_after_resolve(s.code())) {
+      primary_.close();  // the next lookup verifies whatever it finds
       stale_ = true;
       continue;
     }

@@ -29,6 +29,12 @@ struct SentinelOptions {
   int wait_replicas = 0;
   /// Longest time WAIT may block (also capped by the operation's deadline).
   Nanos wait_timeout = millis(200);
+  /// Ask the sentinels again before an operation when the last answer is
+  /// older than this (one round trip to a sentinel, over a kept-open
+  /// connection). A primary deposed by a failover keeps accepting writes
+  /// until Sentinel demotes it, which can take seconds, so without this the
+  /// client notices only then. 0 = only after errors.
+  Nanos recheck_interval = millis(1000);
   /// Pause between rounds of asking the sentinels while no primary is
   /// available (failover in progress).
   Nanos retry_pause = millis(50);
@@ -36,7 +42,7 @@ struct SentinelOptions {
 
 /// Counters kept by a Sentinel (fixed size, no heap).
 struct SentinelStats {
-  uint32_t resolves = 0;         ///< Primaries found and verified.
+  uint32_t resolves = 0;         ///< Primaries found (and verified, if new).
   uint32_t primary_changes = 0;  ///< Resolves that found a different primary.
   uint32_t readonly = 0;         ///< READONLY replies (demoted primary).
   uint32_t wait_failures = 0;    ///< WAITs with too few acknowledgements.
@@ -102,6 +108,9 @@ class Sentinel final : public Router {
   Connection primary_;  // to the primary
   bool is_setup_ = false;
   bool stale_ = true;   // look the primary up before the next command
+  Nanos resolved_at_ = 0;
+  char verified_host_[kMaxHostLen + 1] = {};  // the primary last verified
+  uint16_t verified_port_ = 0;
   Reply confirmed_;     // the reply a WAIT confirmed (an integer)
   SentinelStats stats_;
   char error_[kErrorTextSize] = {};

@@ -43,8 +43,8 @@ class SentinelSetup {
   RedisServer& sentinel(int i) { return *sentinels_[static_cast<size_t>(i)]; }
   /// The primary's port as sentinel 0 reports it (0 if unknown).
   int reported_primary_port();
-  /// SENTINEL FAILOVER through sentinel 0; true if accepted.
-  bool failover();
+  /// SENTINEL FAILOVER through sentinel 0; the raw reply ("+OK\r\n").
+  std::string failover();
 
  private:
   std::unique_ptr<RedisServer> primary_;
