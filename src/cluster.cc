@@ -43,6 +43,14 @@ bool parse_redirect(const char* text, uint16_t* slot, const char** host, size_t*
   return true;
 }
 
+// The connection to a node failed: it may have died or been failed over.
+bool lost_node(ErrorCode c) {
+  return c == ErrorCode::kConnectFailed || c == ErrorCode::kNotConnected || c == ErrorCode::kIo ||
+         c == ErrorCode::kConnectionClosed || c == ErrorCode::kTimeout;
+}
+
+bool not_sent(ErrorCode c) { return c == ErrorCode::kConnectFailed || c == ErrorCode::kNotConnected; }
+
 Status add_seed(void* ctx, const Endpoint& host) {
   Cluster* c = static_cast<Cluster*>(ctx);
   const Result<int> n = c->add_node(host.host, std::strlen(host.host), host.port);
@@ -66,6 +74,7 @@ Status Cluster::setup(const char* url, const ConnectionOptions& options) {
   is_setup_ = false;
   std::memset(owner_, kNoOwner, sizeof owner_);
   stats_ = ClusterStats();
+  map_stale_ = false;
   options_ = options;
   clock_ = options.clock ? options.clock : &default_clock();
   detail::HostList list;
@@ -154,10 +163,11 @@ Result<const Reply*> Cluster::route(const Call& call, Deadline deadline) {
     set_error(error_, "cluster used before setup()");
     return ErrorCode::kInvalidArgument;
   }
-  if (stats_.refreshes == 0) {
-    // First use: read the map (seeds connect here; this is setup).
+  if (stats_.refreshes == 0 || map_stale_) {
+    // First use: read the map (seeds connect here; this is setup). After a
+    // lost node: re-read it, keeping the old map if that fails.
     const Status s = refresh(deadline);
-    if (!s.ok()) return s;
+    if (!s.ok() && stats_.refreshes == 0) return s;
   }
   int target = pick_node(call.slot);
   bool asking = false;
@@ -166,7 +176,20 @@ Result<const Reply*> Cluster::route(const Call& call, Deadline deadline) {
     Connection& conn = nodes_[target];
     const Result<const Reply*> r = send(call, conn, asking, deadline);
     if (r.ok()) return r;
-    if (r.status().code() != ErrorCode::kServerError) return note(conn, r.status());
+    if (r.status().code() != ErrorCode::kServerError) {
+      const Status s = note(conn, r.status());
+      if (!lost_node(s.code())) return s;
+      // The node may be gone (a cluster failover): the map is re-read before
+      // the next command. Retry now only if nothing was sent and the slot
+      // has a new owner; after an I/O error the outcome is unknown.
+      map_stale_ = true;
+      if (!not_sent(s.code()) || !refresh(deadline).ok() || pick_node(call.slot) == target) {
+        return note(conn, s);
+      }
+      target = pick_node(call.slot);
+      asking = false;
+      continue;
+    }
     note(conn, r.status()).ignore();
     const bool redirect = starts_with(error_, "MOVED ") || starts_with(error_, "ASK ");
     if (redirect && ++redirects > kMaxRedirects) break;

@@ -112,6 +112,7 @@ Status Cluster::refresh(Deadline deadline) {
       last = read_map(nodes_[i], deadline);
       if (last.ok()) {
         ++stats_.refreshes;
+        map_stale_ = false;
         return last;
       }
     }

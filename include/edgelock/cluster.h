@@ -5,6 +5,8 @@
 /// primary; MOVED (slot moved: map updated and re-read) and ASK (slot being
 /// migrated: ASKING, then the command) redirects and TRYAGAIN (a multi-key
 /// script mid-migration) are followed within the operation's deadline.
+/// A failed connection to a node marks the map stale: it is read again
+/// before the next command, so a cluster failover is followed too.
 /// A lock's companion keys share its hash slot (the lock key is used as a
 /// hash tag), so no script crosses slots.
 ///
@@ -103,6 +105,7 @@ class Cluster final : public Router {
   ConnectionOptions options_;
   Clock* clock_ = &default_clock();
   bool is_setup_ = false;
+  bool map_stale_ = false;  // a node was lost: re-read the map first
   ClusterStats stats_;
   char error_[kErrorTextSize] = {};
 };

@@ -196,6 +196,34 @@ TEST_F(ClusterTest, SlotMigrationMidRun) {
   EXPECT_GE(client_.stats().moved, 1u);
 }
 
+TEST(ClusterFailover, FollowsPromotedReplicaAfterKill9) {
+  test::RedisClusterSetup servers(3, 1);
+  ASSERT_TRUE(servers.start()) << "could not build a cluster with replicas";
+  Cluster cluster;
+  ASSERT_TRUE(cluster.setup(servers.url().c_str(), options()).ok());
+  Lock lock(cluster);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr("feeder")).ok());
+  ASSERT_TRUE(lock.try_acquire().ok()) << cluster.last_error();
+  const int old_port = lock.connection().endpoint().port;
+  ASSERT_TRUE(lock.release().ok());
+  int killed = -1;
+  for (int i = 0; i < servers.size(); ++i) {
+    if (servers.node(i).port() == old_port) killed = i;
+  }
+  ASSERT_GE(killed, 0);
+  servers.node(killed).kill9();
+  // The client re-reads the map from the surviving nodes until the
+  // replica has taken the slot over.
+  const Nanos t0 = cluster.clock().now();
+  const Status s = lock.acquire(millis(20000) * test::slowdown());
+  const Nanos took = cluster.clock().now() - t0;
+  ASSERT_TRUE(s.ok()) << s.to_string() << " " << cluster.last_error();
+  EXPECT_NE(lock.connection().endpoint().port, old_port);
+  EXPECT_GE(cluster.stats().refreshes, 2u);
+  std::printf("cluster: kill -9 failover followed in %lld ms\n", static_cast<long long>(to_millis(took)));
+  ASSERT_TRUE(lock.release().ok());
+}
+
 constexpr int kWorkers = 4;
 constexpr int kGrantsEach = 250;
 

@@ -27,10 +27,11 @@ bool wait_until(int ms, F ok) {
 
 }  // namespace
 
-RedisClusterSetup::RedisClusterSetup(int primaries) {
-  for (int i = 0; i < primaries; ++i) {
+RedisClusterSetup::RedisClusterSetup(int primaries, int replicas) : replicas_(replicas) {
+  for (int i = 0; i < primaries * (1 + replicas); ++i) {
     nodes_.emplace_back(new RedisServer({"--cluster-enabled", "yes", "--cluster-config-file",
-                                         "nodes.conf", "--cluster-node-timeout", "2000"}));
+                                         "nodes.conf", "--cluster-node-timeout", "1000",
+                                         "--repl-diskless-sync-delay", "0"}));
   }
 }
 
@@ -40,11 +41,13 @@ bool RedisClusterSetup::start() {
   }
   std::vector<std::string> cmd = {"redis-cli", "--cluster", "create"};
   for (auto& n : nodes_) cmd.push_back("127.0.0.1:" + std::to_string(n->port()));
-  cmd.insert(cmd.end(), {"--cluster-replicas", "0", "--cluster-yes"});
+  cmd.insert(cmd.end(), {"--cluster-replicas", std::to_string(replicas_), "--cluster-yes"});
   if (run_program(cmd, nodes_[0]->dir() + "/create.log", 60000 * slowdown()) != 0) return false;
   return wait_until(20000, [&] {
     for (auto& n : nodes_) {
       if (!contains(raw_command(n->port(), {"CLUSTER", "INFO"}), "cluster_state:ok")) return false;
+      const std::string repl = raw_command(n->port(), {"INFO", "replication"});
+      if (!contains(repl, "role:master") && !contains(repl, "master_link_status:up")) return false;
     }
     return true;
   });

@@ -14,9 +14,10 @@ namespace test {
 
 class RedisClusterSetup {
  public:
-  explicit RedisClusterSetup(int primaries = 3);
+  /// `replicas` per primary (redis-cli --cluster-replicas).
+  explicit RedisClusterSetup(int primaries = 3, int replicas = 0);
   /// Starts the nodes, creates the cluster and waits (bounded) until every
-  /// node reports cluster_state:ok.
+  /// node reports cluster_state:ok and every replica is in sync.
   bool start();
   /// redis-cluster://127.0.0.1:p1,127.0.0.1:p2,...
   std::string url() const;
@@ -27,6 +28,7 @@ class RedisClusterSetup {
 
  private:
   std::vector<std::unique_ptr<RedisServer>> nodes_;
+  int replicas_ = 0;
 };
 
 class SentinelSetup {
