@@ -98,7 +98,7 @@ Status Connection::connect(Deadline deadline) {
     return s;
   }
   failed_connects_ = 0;
-  ++stats_.connects;
+  if (stats_.connects++ > 0) note_event(EventKind::kReconnect, Status(), Bytes(), 0);
   return Status();
 }
 
@@ -110,7 +110,7 @@ Status Connection::handshake(Deadline deadline) {
     if (endpoint_.user[0] != '\0') auth[n++] = Bytes::from_cstr(endpoint_.user);
     auth[n++] = Bytes::from_cstr(endpoint_.password);
     EDGELOCK_TRY(encode(auth, n));
-    EDGELOCK_TRY(begin(deadline));
+    EDGELOCK_TRY(begin());
     const Result<const Reply*> r = wait(deadline);
     if (!r.ok()) return r.status();
   }
@@ -119,7 +119,7 @@ Status Connection::handshake(Deadline deadline) {
     const int n = std::snprintf(db, sizeof db, "%d", endpoint_.db);
     const Bytes select[2] = {Bytes::from_cstr("SELECT"), Bytes(db, static_cast<size_t>(n))};
     EDGELOCK_TRY(encode(select, 2));
-    EDGELOCK_TRY(begin(deadline));
+    EDGELOCK_TRY(begin());
     const Result<const Reply*> r = wait(deadline);
     if (!r.ok()) return r.status();
   }
@@ -137,6 +137,18 @@ Status Connection::ensure_connected(Deadline deadline) {
     return ErrorCode::kNotConnected;
   }
   return connect(deadline);
+}
+
+void Connection::note_event(EventKind kind, Status status, Bytes key, Nanos latency) {
+  metrics_.record(kind, status, latency);
+  if (hook_) {
+    Event e;
+    e.kind = kind;
+    e.status = status;
+    e.key = key;
+    e.latency = latency;
+    hook_(e, hook_context_);
+  }
 }
 
 Result<const Reply*> Connection::command(const Bytes* args, size_t count, Deadline deadline) {

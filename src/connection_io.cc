@@ -32,6 +32,7 @@ Status Connection::encode(const Bytes* args, size_t count) {
 }
 
 Status Connection::encode_eval(bool by_sha) {
+  eval_by_sha_ = by_sha;
   // EVALSHA sha numkeys key... arg...; at most 2 + keys + args arguments.
   constexpr size_t kMaxArgs = 16;
   if (eval_nkeys_ + eval_nargs_ + 3 > kMaxArgs) return ErrorCode::kInvalidArgument;
@@ -47,8 +48,7 @@ Status Connection::encode_eval(bool by_sha) {
   return encode(argv, c);
 }
 
-Status Connection::begin(Deadline deadline) {
-  (void)deadline;
+Status Connection::begin() {
   transport_.arena.reset();
   tx_sent_ = 0;
   phase_ = Phase::kSending;
@@ -61,7 +61,7 @@ Status Connection::start_command(const Bytes* args, size_t count, Deadline deadl
   EDGELOCK_TRY(ensure_connected(deadline));
   eval_script_ = nullptr;
   EDGELOCK_TRY(encode(args, count));
-  return begin(deadline);
+  return begin();
 }
 
 Status Connection::start_eval(const Script& script, const Bytes* keys, size_t nkeys,
@@ -74,7 +74,7 @@ Status Connection::start_eval(const Script& script, const Bytes* keys, size_t nk
   eval_args_ = args;
   eval_nargs_ = nargs;
   EDGELOCK_TRY(encode_eval(true));
-  return begin(deadline);
+  return begin();
 }
 
 short Connection::poll_events() const {
@@ -88,10 +88,11 @@ Result<const Reply*> Connection::on_reply(const Reply* reply) {
     return reply;
   }
   const bool noscript = reply->len >= 8 && std::memcmp(reply->str, "NOSCRIPT", 8) == 0;
-  if (noscript && eval_script_) {
+  if (noscript && eval_script_ && eval_by_sha_) {
     // The server lost its script cache: send the body once, which reloads it.
+    // Only once: an EVAL answered with NOSCRIPT is an error, not a loop.
     EDGELOCK_TRY(encode_eval(false));
-    EDGELOCK_TRY(begin(Deadline::never()));
+    EDGELOCK_TRY(begin());
     return static_cast<const Reply*>(nullptr);
   }
   phase_ = Phase::kIdle;

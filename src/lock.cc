@@ -6,6 +6,7 @@
 
 #include "lock_keys.h"
 #include "lock_scripts.h"
+#include "metrics_note.h"
 
 namespace edgelock {
 
@@ -86,6 +87,18 @@ Nanos Lock::remaining() const {
   return left > 0 ? left : 0;
 }
 
+Status Lock::noted(EventKind kind, Nanos start, Status s) {
+  // Through connection(): the connection serving the key, however reached.
+  Connection& c = connection();
+  detail::note(c, metrics_, kind, s, key(), c.clock().now() - start);
+  return s;
+}
+
+Status Lock::counted_attempt(Deadline deadline) {
+  const Nanos t0 = connection().clock().now();
+  return noted(EventKind::kAcquire, t0, attempt(deadline));
+}
+
 Status Lock::attempt(Deadline deadline) {
   const Bytes keys[2] = {key(), Bytes(fence_key_, fence_key_len_)};
   const Bytes args[2] = {token(), Bytes(ttl_text_, ttl_text_len_)};
@@ -123,7 +136,7 @@ Status Lock::try_acquire() {
   // From here a lost reply may mean the key is ours: keep the token so
   // release() can clean up.
   has_token_ = true;
-  return attempt(io_deadline());
+  return counted_attempt(io_deadline());
 }
 
 Status Lock::acquire(Nanos wait) {
@@ -144,12 +157,17 @@ Status Lock::acquire(Nanos wait) {
     if (left <= 0) break;
     clock.sleep_for(delay < left ? delay : left);
     // Same token on retries: the script recognises a grant whose reply we lost.
-    s = attempt(io_deadline().min(op_deadline));
+    s = counted_attempt(io_deadline().min(op_deadline));
   }
   return s;
 }
 
 Status Lock::release() {
+  const Nanos t0 = connection().clock().now();
+  return noted(EventKind::kRelease, t0, send_release());
+}
+
+Status Lock::send_release() {
   if (!has_token_) return ErrorCode::kNotHeld;
   const Bytes keys[1] = {key()};
   const Bytes args[1] = {token()};
@@ -182,9 +200,12 @@ Status Lock::send_extend(int64_t ms, ExtendMode mode) {
   return Status();
 }
 
-Status Lock::extend(int64_t ms, ExtendMode mode) { return send_extend(ms, mode); }
+Status Lock::extend(int64_t ms, ExtendMode mode) {
+  const Nanos t0 = connection().clock().now();
+  return noted(EventKind::kExtend, t0, send_extend(ms, mode));
+}
 
-Status Lock::reacquire() { return send_extend(options_.ttl_ms, ExtendMode::kReplace); }
+Status Lock::reacquire() { return extend(options_.ttl_ms, ExtendMode::kReplace); }
 
 Result<bool> Lock::owned() {
   if (!has_token_) return ErrorCode::kNotHeld;
@@ -195,6 +216,7 @@ Result<bool> Lock::owned() {
   if (r.value()->type != ReplyType::kInteger) return ErrorCode::kProtocol;
   if (r.value()->integer == -3) {
     forget();
+    noted(EventKind::kCheck, connection().clock().now(), ErrorCode::kNotOwner).ignore();
     return false;
   }
   return true;

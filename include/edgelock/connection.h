@@ -13,6 +13,7 @@
 #include "edgelock/clock.h"
 #include "edgelock/detail/transport_state.h"
 #include "edgelock/endpoint.h"
+#include "edgelock/metrics.h"
 #include "edgelock/reply.h"
 #include "edgelock/script.h"
 #include "edgelock/status.h"
@@ -103,6 +104,17 @@ class Connection {
   const Endpoint& endpoint() const { return endpoint_; }
   const ConnectionOptions& options() const { return options_; }
   const ConnectionStats& stats() const { return stats_; }
+  /// Counters of every primitive using this connection, plus reconnects.
+  const Metrics& metrics() const { return metrics_; }
+  void reset_metrics() { metrics_.reset(); }
+  /// Installs (or with nullptr removes) the hook called after every
+  /// operation on this connection and on each reconnect.
+  void set_event_hook(EventHook hook, void* context) {
+    hook_ = hook;
+    hook_context_ = context;
+  }
+  /// Counts an operation and calls the hook (used by the lock types).
+  void note_event(EventKind kind, Status status, Bytes key, Nanos latency);
 
  private:
   enum class Phase : uint8_t { kIdle, kSending, kReceiving };
@@ -112,7 +124,7 @@ class Connection {
   Result<const Reply*> wait(Deadline deadline);
   Status encode(const Bytes* args, size_t count);
   Status encode_eval(bool by_sha);
-  Status begin(Deadline deadline);
+  Status begin();
   Result<const Reply*> on_reply(const Reply* reply);
   Status fail(Status s);
 
@@ -131,9 +143,13 @@ class Connection {
   size_t eval_nkeys_ = 0;
   const Bytes* eval_args_ = nullptr;
   size_t eval_nargs_ = 0;
+  bool eval_by_sha_ = false;
   uint32_t failed_connects_ = 0;
   Nanos next_connect_at_ = 0;
   ConnectionStats stats_;
+  Metrics metrics_;
+  EventHook hook_ = nullptr;
+  void* hook_context_ = nullptr;
   char error_[kErrorTextSize] = {};
 };
 

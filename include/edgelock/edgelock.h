@@ -2,9 +2,15 @@
 /// @file edgelock.h
 /// Everything a program needs to lock with edgelock.
 
+#include "edgelock/admission.h"
 #include "edgelock/clock.h"
 #include "edgelock/connection.h"
+#include "edgelock/cooldown.h"
 #include "edgelock/endpoint.h"
 #include "edgelock/lock.h"
 #include "edgelock/lock_guard.h"
+#include "edgelock/metrics.h"
+#include "edgelock/quota.h"
+#include "edgelock/reentrant_lock.h"
+#include "edgelock/semaphore.h"
 #include "edgelock/status.h"

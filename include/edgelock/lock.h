@@ -16,6 +16,7 @@
 #include "edgelock/bytes.h"
 #include "edgelock/connection.h"
 #include "edgelock/limits.h"
+#include "edgelock/metrics.h"
 #include "edgelock/random.h"
 #include "edgelock/router.h"
 #include "edgelock/status.h"
@@ -104,6 +105,9 @@ class Lock {
   Nanos remaining() const;
   /// Fencing token of the current grant (0 if none).
   uint64_t fence() const { return fence_; }
+  /// This lock's counters (the connection keeps totals too).
+  const Metrics& metrics() const { return metrics_; }
+  void reset_metrics() { metrics_.reset(); }
   Bytes token() const { return Bytes(token_, token_len_); }
   Bytes key() const { return Bytes(key_, key_len_); }
   /// The holder's TTL seen by the last busy attempt (ms).
@@ -118,6 +122,9 @@ class Lock {
 
  private:
   Status attempt(Deadline deadline);
+  Status counted_attempt(Deadline deadline);
+  Status send_release();
+  Status noted(EventKind kind, Nanos start, Status s);
   Status send_extend(int64_t ms, ExtendMode mode);
   Deadline io_deadline() const;
   Nanos validity_end(Nanos start, int64_t ttl_ms) const;
@@ -149,6 +156,7 @@ class Lock {
   int64_t busy_ttl_ms_ = 0;
   Prng rng_;
   Backoff backoff_{millis(2), millis(250)};
+  Metrics metrics_;
 };
 
 }  // namespace edgelock

@@ -2,6 +2,10 @@
 // reconnects, deadlines.
 #include <gtest/gtest.h>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 #include <string>
 
 #include "edgelock/edgelock.h"
@@ -105,6 +109,44 @@ TEST(Connection, RefusedConnectFailsFastAndBacksOff) {
   EXPECT_EQ(l.try_acquire().code(), ErrorCode::kConnectFailed);
   EXPECT_NE(std::string(c.last_error()).find("refused"), std::string::npos) << c.last_error();
   EXPECT_LT(since(clock, t0), millis(500) * test::slowdown());
+}
+
+TEST(Connection, ReconnectBacksOffAfterFailedConnects) {
+  Connection c;
+  ConnectionOptions o;
+  o.reconnect_min = millis(300);
+  o.reconnect_max = millis(1000);
+  ASSERT_TRUE(c.setup(("redis://127.0.0.1:" + std::to_string(test::free_port())).c_str(), o).ok());
+  Lock l(c);
+  ASSERT_TRUE(l.init(Bytes::from_cstr("x")).ok());
+  EXPECT_EQ(l.try_acquire().code(), ErrorCode::kConnectFailed);
+  EXPECT_EQ(l.try_acquire().code(), ErrorCode::kNotConnected) << "inside the backoff window";
+  EXPECT_EQ(c.stats().connect_failures, 1u);
+  SystemClock().sleep_for(millis(320));
+  EXPECT_EQ(l.try_acquire().code(), ErrorCode::kConnectFailed) << "window over: tries again";
+  EXPECT_EQ(c.stats().connect_failures, 2u);
+}
+
+TEST(Connection, NoDelayAndKeepAliveAreOn) {
+  RedisServer s;
+  ASSERT_TRUE(s.start());
+  Connection c;
+  ASSERT_TRUE(test::open(c, s.url()));
+  ASSERT_TRUE(c.connect().ok());
+  int v = 0;
+  socklen_t len = sizeof v;
+  ASSERT_EQ(getsockopt(c.fd(), IPPROTO_TCP, TCP_NODELAY, &v, &len), 0);
+  EXPECT_NE(v, 0);
+  ASSERT_EQ(getsockopt(c.fd(), SOL_SOCKET, SO_KEEPALIVE, &v, &len), 0);
+  EXPECT_NE(v, 0);
+}
+
+TEST(Connection, Ipv6Loopback) {
+  RedisServer s({"--bind", "::1 127.0.0.1"});
+  if (!s.start()) GTEST_SKIP() << "no IPv6 loopback on this machine";
+  Connection c;
+  ASSERT_TRUE(test::open(c, "redis://[::1]:" + std::to_string(s.port())));
+  EXPECT_EQ(run(c, {"PING"}), "PONG");
 }
 
 TEST(Connection, ServerKilledMidOperationGivesIoErrorWithinDeadline) {

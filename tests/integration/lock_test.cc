@@ -97,6 +97,19 @@ TEST_F(LockTest, FencingTokenAbove32Bits) {
   ASSERT_TRUE(l.release().ok());
 }
 
+TEST_F(LockTest, TtlAbove32BitsOfMilliseconds) {
+  // 30 days in ms is above 2^31: must survive 32-bit long/time_t targets.
+  const int64_t month_ms = 30LL * 24 * 3600 * 1000;
+  Lock l(a_);
+  ASSERT_TRUE(l.init(Bytes::from_cstr("long"), ttl(month_ms)).ok());
+  ASSERT_TRUE(l.try_acquire().ok()) << a_.last_error();
+  EXPECT_GT(std::stoll(run(admin_, {"PTTL", "long"})), month_ms - 60000);
+  EXPECT_GT(l.remaining(), millis(month_ms) - millis(month_ms / 100) - millis(60000));
+  ASSERT_TRUE(l.extend(month_ms, ExtendMode::kAdd).ok());
+  EXPECT_GT(std::stoll(run(admin_, {"PTTL", "long"})), 2 * month_ms - 60000);
+  ASSERT_TRUE(l.release().ok());
+}
+
 TEST_F(LockTest, ExpiredHolderCannotReleaseNewHolder) {
   // The seed scenario: A's lock expires, B acquires, A's release must fail
   // and B must keep the lock.
@@ -199,6 +212,30 @@ TEST_F(LockTest, WaitTimesOutAsBusy) {
   const int commands = static_cast<int>(b_.stats().commands);
   EXPECT_LT(commands, 60) << "backoff, not a busy loop";
   ASSERT_TRUE(la.release().ok());
+}
+
+TEST(LockValidity, ExactArithmeticOnFakeClock) {
+  // With a fake clock, time moves only when we say: the validity must be
+  // exactly ttl - drift - elapsed, where drift = ttl * 1% + 2 ms.
+  RedisServer server;
+  ASSERT_TRUE(server.start());
+  FakeClock clock;
+  Connection c;
+  ASSERT_TRUE(test::open(c, server.url(), &clock));
+  Lock l(c);
+  LockOptions o;
+  o.ttl_ms = 10000;
+  ASSERT_TRUE(l.init(Bytes::from_cstr("fake"), o).ok());
+  ASSERT_TRUE(l.try_acquire().ok());
+  EXPECT_EQ(l.remaining(), millis(10000 - 100 - 2));
+  clock.advance(millis(9000));
+  EXPECT_EQ(l.remaining(), millis(898));
+  clock.advance(millis(898));
+  EXPECT_EQ(l.remaining(), 0);
+  EXPECT_FALSE(l.held()) << "locally expired although the server key may live on";
+  ASSERT_TRUE(l.extend(5000, ExtendMode::kReplace).ok());
+  EXPECT_EQ(l.remaining(), millis(5000 - 50 - 2));
+  ASSERT_TRUE(l.release().ok());
 }
 
 TEST_F(LockTest, GuardReleasesOnScopeExit) {

@@ -1,0 +1,20 @@
+// Prints the fixed RAM of the public types: what one connection or one lock
+// costs, buffers included (they live inside the objects). Connect-time heap
+// (hiredis context, receive buffer, TLS session) is reported separately in
+// README's memory section.
+#include <cstdio>
+
+#include "edgelock/edgelock.h"
+
+#define EDGELOCK_SIZE(T) std::printf("%-24s %6zu\n", #T, sizeof(T))
+
+int main() {
+  std::printf("%-24s %6s\n", "type", "bytes");
+  EDGELOCK_SIZE(edgelock::Connection);
+  EDGELOCK_SIZE(edgelock::Lock);
+  EDGELOCK_SIZE(edgelock::Endpoint);
+  EDGELOCK_SIZE(edgelock::ReplyArena);
+  EDGELOCK_SIZE(edgelock::ConnectionOptions);
+  std::printf("%-24s %6zu\n", "rx buffer (heap, setup)", edgelock::kRxBufferSize);
+  return 0;
+}

@@ -1,0 +1,81 @@
+#pragma once
+/// @file cooldown.h
+/// "At most once per period" (only one device power-cycles the modem per
+/// minute): the SET NX PX pattern, in one script that also returns the
+/// remaining cooldown when refused. The period runs on the server's clock.
+///
+/// Local hint: after an answer the handle knows the key lives at least
+/// until (request start + TTL, less the drift allowance) on our monotonic
+/// clock, and refuses locally until then without a round trip
+/// (Admission::local). It only ever refuses early, never allows: the server
+/// decides every grant. Disable with CooldownOptions::local_hint = false
+/// (e.g. when an operator may reset() the key from elsewhere).
+///
+/// Quorum variant: sound in the Redlock sense for this "N = 1" case (two
+/// entries on majorities must meet on one server, whose SET NX refuses the
+/// second), with the same clock-drift caveats; not provided here because
+/// it needs the quorum fan-out of QuorumLock, and a minority of leftover
+/// keys would lengthen the cooldown by up to one period. A quota has no
+/// sound quorum variant (see quota.h).
+
+#include <cstdint>
+
+#include "edgelock/admission.h"
+#include "edgelock/bytes.h"
+#include "edgelock/connection.h"
+#include "edgelock/limits.h"
+#include "edgelock/metrics.h"
+#include "edgelock/status.h"
+
+namespace edgelock {
+
+struct CooldownOptions {
+  /// The period. 1 ms .. kMaxTtlMs.
+  int64_t period_ms = 60000;
+  /// As LockOptions::drift_factor, for the local hint. 0 .. 0.5.
+  double drift_factor = 0.01;
+  /// Refuse locally while the last answer says the server would refuse.
+  bool local_hint = true;
+};
+
+class Cooldown {
+ public:
+  explicit Cooldown(Connection& conn) : conn_(&conn) {}
+  Cooldown(const Cooldown&) = delete;
+  Cooldown& operator=(const Cooldown&) = delete;
+
+  /// Sets key and options. No I/O. Errors: kInvalidArgument.
+  Status init(Bytes key, const CooldownOptions& options = {});
+  /// One attempt. OK = allowed (the period starts now); *out (optional)
+  /// says how long until the next one. Errors: kBusy (cooling down;
+  /// out->retry_after_ms), kInvalidArgument (not init()ed), kProtocol,
+  /// Connection::command()'s (then the entry may have been recorded).
+  Status try_enter(Admission* out = nullptr);
+  /// Tries until allowed or `wait` has passed (negative = forever),
+  /// sleeping the remaining cooldown. Errors: as try_enter().
+  Status enter(Nanos wait, Admission* out = nullptr);
+  /// Ms until an entry would be allowed (0 = now), from the server.
+  /// Errors: kInvalidArgument, kProtocol, Connection::command()'s.
+  Result<int64_t> retry_after_ms();
+  /// Ends the cooldown now (DEL) and clears the local hint.
+  /// Errors: kInvalidArgument, kProtocol, Connection::command()'s.
+  Status reset();
+
+  Bytes key() const { return Bytes(key_, key_len_); }
+  Connection& connection() const { return *conn_; }
+  const char* connection_error() const { return conn_->last_error(); }
+  const Metrics& metrics() const { return metrics_; }
+
+ private:
+  Status send_enter(Admission* out);
+
+  Connection* conn_;
+  CooldownOptions options_;
+  uint8_t key_[kMaxKeyLen] = {};
+  size_t key_len_ = 0;
+  Nanos refuse_until_ = 0;  // local hint
+  bool hinted_ = false;
+  Metrics metrics_;
+};
+
+}  // namespace edgelock

@@ -1,0 +1,81 @@
+#pragma once
+/// @file metrics.h
+/// Heap-free counters for locks and connections, and an optional event hook
+/// for logging from firmware.
+///
+/// A Metrics block is a fixed set of 32-bit counters plus a small latency
+/// histogram (16 counters, 64 bytes). Every Connection keeps one (all
+/// primitives using it add to it), every lock/semaphore/cooldown/quota
+/// handle keeps its own. The application reads them at any time through
+/// metrics(); nothing here allocates or locks. Counters wrap at 2^32.
+///
+/// The event hook is a plain function pointer plus a context pointer (no
+/// std::function): it is called synchronously, on the caller's thread, after
+/// each operation; it must not call back into the same connection.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "edgelock/bytes.h"
+#include "edgelock/clock.h"
+#include "edgelock/status.h"
+
+namespace edgelock {
+
+/// Number of latency buckets.
+constexpr size_t kLatencyBuckets = 8;
+/// Inclusive upper bounds, in ms, of all buckets but the last (open-ended).
+constexpr int64_t kLatencyBucketMs[kLatencyBuckets - 1] = {1, 2, 5, 10, 50, 200, 1000};
+
+/// What an event reports.
+enum class EventKind : uint8_t {
+  kAcquire,    ///< One acquire attempt (lock, reentrant lock, semaphore).
+  kAdmit,      ///< One cooldown / quota attempt.
+  kRelease,    ///< A release.
+  kExtend,     ///< An extend / refresh.
+  kCheck,      ///< An ownership check.
+  kReconnect,  ///< A connection came back after having been up before.
+};
+
+/// A short stable name ("acquire", "release", ...).
+const char* to_string(EventKind kind);
+
+/// One operation's outcome, passed to the hook. `key` is valid only during
+/// the call.
+struct Event {
+  EventKind kind = EventKind::kAcquire;
+  Status status;
+  Bytes key;
+  Nanos latency = 0;  ///< Round trip of the operation (0 for kReconnect).
+};
+
+/// Called after each operation. `context` is the pointer given with it.
+using EventHook = void (*)(const Event& event, void* context);
+
+/// The counter block.
+struct Metrics {
+  uint32_t attempts = 0;     ///< Acquire/admit attempts (each retry counts).
+  uint32_t grants = 0;       ///< Attempts that were granted / admitted.
+  uint32_t busy = 0;         ///< Attempts refused: held or over the limit.
+  uint32_t not_owner = 0;    ///< Release/extend/acquire refused: not ours.
+  uint32_t timeouts = 0;     ///< Operations that ran out of time.
+  uint32_t lost_leases = 0;  ///< Leases found gone by extend or a check.
+  uint32_t reconnects = 0;   ///< Connects after the first one.
+  uint32_t errors = 0;       ///< Other failures (I/O, server, protocol...).
+  /// Attempt round trips, bucketed by kLatencyBucketMs.
+  uint32_t latency[kLatencyBuckets] = {};
+
+  void reset() { *this = Metrics(); }
+  /// Counts one operation's outcome (and its latency, for attempts).
+  void record(EventKind kind, Status status, Nanos latency);
+};
+
+/// The bucket index for a latency.
+size_t latency_bucket(Nanos latency);
+
+/// Writes the block as one line of "name=value" pairs (latency buckets as
+/// "le1ms=..", .., "gt1000ms=..") into buf[cap], NUL-terminated, without
+/// allocating. Returns the length, or kBufferTooSmall (256 bytes suffice).
+Result<size_t> format_metrics(const Metrics& m, char* buf, size_t cap);
+
+}  // namespace edgelock

@@ -1,0 +1,85 @@
+#pragma once
+/// @file quota.h
+/// "At most M times per window" (like the DECR-based download limit): a
+/// fixed-window counter whose TTL, on the server's clock, is the window.
+/// One script checks and counts; refused attempts are not counted, so the
+/// counter never exceeds M and the answer says how many are left and how
+/// long until the window ends.
+///
+/// The window is fixed, starting at the first allowed attempt: up to 2*M
+/// can pass within one window length across a boundary (as with any fixed
+/// window). Every user of a key must pass the same M and window.
+///
+/// Local hint: once the server says the window is used up, the handle
+/// refuses locally until (request start + window TTL, less drift) on our
+/// monotonic clock, without a round trip. It never allows on its own.
+///
+/// Quorum variant: deliberately not provided, because it is unsound for
+/// M >= 2. Each attempt would be counted on a majority of servers, but with
+/// 3 servers and M = 2 the attempts {s1,s2}, {s2,s3}, {s1,s3} each win a
+/// majority while every server counts only 2: three admissions for M = 2.
+
+#include <cstdint>
+
+#include "edgelock/admission.h"
+#include "edgelock/bytes.h"
+#include "edgelock/connection.h"
+#include "edgelock/limits.h"
+#include "edgelock/metrics.h"
+#include "edgelock/status.h"
+
+namespace edgelock {
+
+struct QuotaOptions {
+  /// M: attempts allowed per window. 1 .. 2^31 - 1.
+  int64_t limit = 1;
+  /// The window. 1 ms .. kMaxTtlMs.
+  int64_t window_ms = 60000;
+  /// As LockOptions::drift_factor, for the local hint. 0 .. 0.5.
+  double drift_factor = 0.01;
+  /// Refuse locally while the last answer says the window is used up.
+  bool local_hint = true;
+};
+
+class Quota {
+ public:
+  explicit Quota(Connection& conn) : conn_(&conn) {}
+  Quota(const Quota&) = delete;
+  Quota& operator=(const Quota&) = delete;
+
+  /// Sets key and options. No I/O. Errors: kInvalidArgument.
+  Status init(Bytes key, const QuotaOptions& options = {});
+  /// One attempt. OK = allowed and counted; *out (optional) has what is
+  /// left and when the window ends. Errors: kBusy (used up;
+  /// out->retry_after_ms), kInvalidArgument (not init()ed), kProtocol,
+  /// Connection::command()'s (then the attempt may have been counted).
+  Status try_take(Admission* out = nullptr);
+  /// Tries until allowed or `wait` has passed (negative = forever),
+  /// sleeping until the window ends. Errors: as try_take().
+  Status take(Nanos wait, Admission* out = nullptr);
+  /// What is left without counting an attempt (allowed = remaining > 0).
+  /// Errors: kInvalidArgument, kProtocol, Connection::command()'s.
+  Result<Admission> peek();
+  /// Starts a fresh window now (DEL) and clears the local hint.
+  /// Errors: kInvalidArgument, kProtocol, Connection::command()'s.
+  Status reset();
+
+  Bytes key() const { return Bytes(key_, key_len_); }
+  const QuotaOptions& options() const { return options_; }
+  Connection& connection() const { return *conn_; }
+  const char* connection_error() const { return conn_->last_error(); }
+  const Metrics& metrics() const { return metrics_; }
+
+ private:
+  Status send_take(Admission* out);
+
+  Connection* conn_;
+  QuotaOptions options_;
+  uint8_t key_[kMaxKeyLen] = {};
+  size_t key_len_ = 0;
+  Nanos refuse_until_ = 0;  // local hint
+  bool hinted_ = false;
+  Metrics metrics_;
+};
+
+}  // namespace edgelock

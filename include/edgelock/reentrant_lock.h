@@ -1,0 +1,131 @@
+#pragma once
+/// @file reentrant_lock.h
+/// A lock the same owner may take again: the server keeps a hash
+/// {owner, depth, fence} under the key. The owner is an id chosen by the
+/// caller (e.g. "task:modem-watchdog") or a generated random one — never a
+/// thread id. Each acquire on the same handle adds one level and refreshes
+/// the TTL; the lock is free again only after as many releases. A non-owner
+/// can neither release nor extend it (the owner check runs inside the
+/// script). Works with LockGuard (one guard = one level) and with any lease
+/// keeper calling extend()/held().
+///
+/// Lost replies: every script carries the depth the handle expects after
+/// the call, so a retry after a lost reply is recognised and not counted
+/// twice. The handle is the unit of re-entry: the hash also records a
+/// random per-handle nonce, so a second handle with the same owner id (say
+/// the same task restarted) is busy until the first one's levels are
+/// released or expire; it never inherits or corrupts them.
+///
+/// Fencing: fence() is taken (INCR of a companion key) on the first level
+/// only and stays the same for the re-entries of that grant.
+///
+/// Quorum variant: not provided. A Redlock-style majority of these hashes
+/// would need every server's depth to move in lock step; a partial failure
+/// (depth 3 on two servers, 2 on the third) has no safe repair without a
+/// second round, and the single-instance handle already fails closed. Use
+/// a QuorumLock for the outer grant and count re-entry in the caller.
+
+#include <cstdint>
+
+#include "edgelock/backoff.h"
+#include "edgelock/bytes.h"
+#include "edgelock/connection.h"
+#include "edgelock/limits.h"
+#include "edgelock/metrics.h"
+#include "edgelock/random.h"
+#include "edgelock/status.h"
+
+namespace edgelock {
+
+struct ReentrantLockOptions {
+  /// Lease length, refreshed on every acquire. 1 ms .. kMaxTtlMs.
+  int64_t ttl_ms = 10000;
+  /// As LockOptions::drift_factor. 0 .. 0.5.
+  double drift_factor = 0.01;
+  /// Retry delays while waiting for another owner.
+  Nanos retry_min = millis(2);
+  Nanos retry_max = millis(250);
+};
+
+class ReentrantLock {
+ public:
+  /// Uses `conn` (and its clock); `conn` must outlive it.
+  explicit ReentrantLock(Connection& conn) : conn_(&conn) {}
+  ReentrantLock(const ReentrantLock&) = delete;
+  ReentrantLock& operator=(const ReentrantLock&) = delete;
+
+  /// Sets key, options and owner id (empty = 32 random hex chars). No I/O.
+  /// Errors: kInvalidArgument (key empty/too long, owner longer than
+  /// kMaxTokenLen, options out of range), kRandomFailed.
+  Status init(Bytes key, const ReentrantLockOptions& options = {}, Bytes owner = Bytes());
+
+  /// One attempt: depth 0 -> 1, or (already held) depth + 1 with a fresh
+  /// TTL. Errors: kBusy (another owner holds it), kNotOwner (we held it
+  /// but it expired or the depth changed under us: all levels are lost),
+  /// kExpired (granted, but the round trip used up the validity; handed
+  /// back),
+  /// kInvalidArgument (not init()ed, or depth at 2^31), kProtocol, and
+  /// Connection::command()'s (then the level may or may not be taken;
+  /// retrying acquire on this handle is safe).
+  Status try_acquire();
+  /// Tries until `wait` has passed (negative = forever) with backoff.
+  /// Errors: kBusy at the end, the last connection error, or
+  /// try_acquire()'s non-retryable ones.
+  Status acquire(Nanos wait);
+  /// Drops one level (the last one deletes the key; others refresh the
+  /// TTL). Errors: kNotHeld (depth 0), kNotOwner (expired or taken: all
+  /// levels are forgotten), kProtocol, Connection::command()'s (the level
+  /// may still be held; release() may be called again).
+  Status release();
+  /// Owner-checked TTL reset to `ms` (> 0); keeps the depth.
+  /// Errors: kInvalidArgument, kNotHeld, kNotOwner, kProtocol,
+  /// Connection::command()'s.
+  Status extend(int64_t ms);
+  /// extend(ttl_ms). Errors: as extend().
+  Status reacquire() { return extend(options_.ttl_ms); }
+
+  /// Levels held by this handle (0 = not held).
+  uint32_t depth() const { return depth_; }
+  /// True while depth > 0 and the local validity has not run out.
+  bool held() const { return remaining() > 0; }
+  /// Conservative validity left (0 if not held).
+  Nanos remaining() const;
+  uint64_t fence() const { return fence_; }
+  Bytes owner() const { return Bytes(owner_, owner_len_); }
+  /// This handle's random nonce (stored in the hash as "handle").
+  Bytes handle() const { return Bytes(handle_, sizeof handle_); }
+  Bytes key() const { return Bytes(key_, key_len_); }
+  /// The other owner's TTL seen by the last busy attempt (ms).
+  int64_t busy_ttl_ms() const { return busy_ttl_ms_; }
+  Connection& connection() const { return *conn_; }
+  const char* connection_error() const { return conn_->last_error(); }
+  const Metrics& metrics() const { return metrics_; }
+
+ private:
+  Status attempt(Deadline deadline);
+  Status send_acquire(Deadline deadline);
+  Status send_release();
+  Status send_extend(int64_t ms);
+  Status noted(EventKind kind, Nanos start, Status s);
+  Deadline io_deadline() const;
+  void forget();
+
+  Connection* conn_;
+  ReentrantLockOptions options_;
+  uint8_t key_[kMaxKeyLen] = {};
+  size_t key_len_ = 0;
+  uint8_t fence_key_[kMaxKeyLen + 8] = {};
+  size_t fence_key_len_ = 0;
+  char owner_[kMaxTokenLen] = {};
+  size_t owner_len_ = 0;
+  char handle_[16] = {};
+  uint32_t depth_ = 0;
+  Nanos valid_until_ = 0;
+  uint64_t fence_ = 0;
+  int64_t busy_ttl_ms_ = 0;
+  Prng rng_;
+  Backoff backoff_{millis(2), millis(250)};
+  Metrics metrics_;
+};
+
+}  // namespace edgelock

@@ -1,0 +1,133 @@
+#pragma once
+/// @file semaphore.h
+/// A counting semaphore whose permits expire: "at most N gateways download
+/// firmware at once", and a permit held by a crashed device comes back
+/// after its TTL instead of never.
+///
+/// The server keeps a sorted set under the key: permit id -> expiry time in
+/// ms on the SERVER's clock (redis.call('TIME') inside the script; Redis 7
+/// replicates script effects, so this is allowed and replicas see plain
+/// ZADDs). Each operation is one script that first drops expired permits,
+/// so the count in use can never exceed N, whatever the races. The key
+/// itself expires with its last permit. Every user of a key must pass the
+/// same `permits` (N); it is not stored on the server.
+///
+/// Quorum variant: deliberately not provided, because it is unsound. With
+/// N >= 2 permits on 3 servers, holders A {s1,s2}, B {s2,s3} and C {s1,s3}
+/// each hold a majority while every server counts only 2: three holders of
+/// two permits. Majorities intersect pairwise, which bounds a mutex (N = 1)
+/// but not a count. For N = 1 use a QuorumLock.
+
+#include <cstdint>
+
+#include "edgelock/backoff.h"
+#include "edgelock/bytes.h"
+#include "edgelock/connection.h"
+#include "edgelock/limits.h"
+#include "edgelock/metrics.h"
+#include "edgelock/random.h"
+#include "edgelock/status.h"
+
+namespace edgelock {
+
+struct SemaphoreOptions {
+  /// N: permits in use at most. 1 .. kMaxPermits.
+  uint32_t permits = 1;
+  /// Lease of each permit. 1 ms .. kMaxTtlMs.
+  int64_t ttl_ms = 10000;
+  /// As LockOptions::drift_factor. 0 .. 0.5.
+  double drift_factor = 0.01;
+  Nanos retry_min = millis(2);
+  Nanos retry_max = millis(250);
+};
+
+/// Upper bound on N (the script's ZCARD is O(1), but keep it sane).
+constexpr uint32_t kMaxPermits = 1u << 20;
+
+/// One permit, owned by the caller (several may be held at once). Its id is
+/// all another process needs to release or extend it.
+struct Permit {
+  char id[kMaxTokenLen] = {};
+  size_t id_len = 0;
+  Nanos valid_until = 0;  ///< Local, conservative end of the lease.
+  bool granted = false;
+  Bytes id_bytes() const { return Bytes(id, id_len); }
+};
+
+class Semaphore {
+ public:
+  explicit Semaphore(Connection& conn) : conn_(&conn) {}
+  Semaphore(const Semaphore&) = delete;
+  Semaphore& operator=(const Semaphore&) = delete;
+
+  /// Sets key and options. No I/O. Errors: kInvalidArgument, kRandomFailed.
+  Status init(Bytes key, const SemaphoreOptions& options = {});
+
+  /// One attempt with a new random permit id written to *permit.
+  /// Errors: kBusy (N in use; busy_wait_ms() says when the first expires),
+  /// kExpired (granted too late; handed back), kInvalidArgument (not
+  /// init()ed, null permit), kRandomFailed, kProtocol, and
+  /// Connection::command()'s (then the permit may be held: *permit keeps
+  /// its id, so release(*permit) can clean up; it expires anyway).
+  Status try_acquire(Permit* permit);
+  /// Tries until `wait` has passed (negative = forever), backing off but
+  /// never sleeping past the first permit's expiry. Lost replies are safe:
+  /// retries reuse the permit id and the script recognises it.
+  /// Errors: kBusy at the end, the last connection error, or
+  /// try_acquire()'s non-retryable ones.
+  Status acquire(Permit* permit, Nanos wait);
+  /// Returns the permit. Errors: kNotHeld (empty id), kNotOwner (it had
+  /// expired: nothing released), kProtocol, Connection::command()'s.
+  Status release(Permit* permit);
+  /// Returns a permit by id alone (e.g. from another process or the CLI).
+  /// Errors: as release(), kInvalidArgument (id too long, not init()ed).
+  Status release_id(Bytes id);
+  /// Sets the permit's lease to `ms` from now (server time).
+  /// Errors: kInvalidArgument, kNotHeld, kNotOwner (expired: gone),
+  /// kProtocol, Connection::command()'s.
+  Status extend(Permit* permit, int64_t ms);
+  /// Permits in use now (expired ones dropped first).
+  /// Errors: kInvalidArgument (not init()ed), kProtocol,
+  /// Connection::command()'s.
+  Result<uint32_t> in_use();
+
+  /// Conservative validity left on `permit` (0 if none).
+  Nanos remaining(const Permit& permit) const;
+  /// Until the first permit expires, seen by the last busy attempt (ms).
+  int64_t busy_wait_ms() const { return busy_wait_ms_; }
+  Bytes key() const { return Bytes(key_, key_len_); }
+  const SemaphoreOptions& options() const { return options_; }
+  Connection& connection() const { return *conn_; }
+  const char* connection_error() const { return conn_->last_error(); }
+  const Metrics& metrics() const { return metrics_; }
+
+ private:
+  Status attempt(Permit* permit, Deadline deadline);
+  Status send_acquire(Permit* permit, Deadline deadline);
+  Status send_release(Bytes id);
+  Status send_extend(Permit* permit, int64_t ms);
+  Status noted(EventKind kind, Nanos start, Status s);
+  Deadline io_deadline() const;
+
+  Connection* conn_;
+  SemaphoreOptions options_;
+  uint8_t key_[kMaxKeyLen] = {};
+  size_t key_len_ = 0;
+  int64_t busy_wait_ms_ = 0;
+  Prng rng_;
+  Backoff backoff_{millis(2), millis(250)};
+  Metrics metrics_;
+};
+
+/// A permit bound to its semaphore, offering the reacquire()/remaining()
+/// pair a lease keeper expects (lease_target(PermitLease&)). Both pointers
+/// must outlive it.
+struct PermitLease {
+  Semaphore* semaphore = nullptr;
+  Permit* permit = nullptr;
+  /// extend(permit, ttl_ms). Errors: as Semaphore::extend().
+  Status reacquire() { return semaphore->extend(permit, semaphore->options().ttl_ms); }
+  Nanos remaining() const { return semaphore->remaining(*permit); }
+};
+
+}  // namespace edgelock

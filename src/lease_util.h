@@ -1,0 +1,73 @@
+#pragma once
+// Small helpers shared by the primitives (private): decimal arguments in
+// fixed buffers, conservative local validity, which errors are worth a retry.
+
+#include <cstdint>
+#include <cstdio>
+
+#include "edgelock/bytes.h"
+#include "edgelock/clock.h"
+#include "edgelock/reply.h"
+#include "edgelock/status.h"
+
+namespace edgelock {
+namespace detail {
+
+/// A decimal number kept in place, for script arguments.
+struct DecimalText {
+  char text[24] = {};
+  size_t len = 0;
+  explicit DecimalText(int64_t v = 0) { set(v); }
+  void set(int64_t v) {
+    const int n = std::snprintf(text, sizeof text, "%lld", static_cast<long long>(v));
+    len = n > 0 ? static_cast<size_t>(n) : 0;
+  }
+  Bytes bytes() const { return Bytes(text, len); }
+};
+
+/// When a lease of `ttl_ms` asked for at `start` stops being safe to use
+/// locally: the server's clock may run faster than ours by `drift_factor`.
+inline Nanos lease_end(Nanos start, int64_t ttl_ms, double drift_factor) {
+  const Nanos ttl = millis(ttl_ms);
+  return start + ttl - static_cast<Nanos>(static_cast<double>(ttl) * drift_factor) - millis(2);
+}
+
+/// Errors an acquire loop may retry within its wait.
+inline bool retryable(ErrorCode c) {
+  switch (c) {
+    case ErrorCode::kBusy:
+    case ErrorCode::kIo:
+    case ErrorCode::kConnectionClosed:
+    case ErrorCode::kConnectFailed:
+    case ErrorCode::kNotConnected:
+    case ErrorCode::kTimeout:
+    case ErrorCode::kLoading:
+    case ErrorCode::kServerBusy:
+      return true;
+    default:
+      return false;
+  }
+}
+
+/// Whether a reply element is an integer; its value in *out.
+inline bool int_at(const Reply* r, size_t i, int64_t* out) {
+  if (!r || r->type != ReplyType::kArray || i >= r->count) return false;
+  if (r->elements[i].type != ReplyType::kInteger) return false;
+  *out = r->elements[i].integer;
+  return true;
+}
+
+}  // namespace detail
+}  // namespace edgelock
+
+namespace edgelock {
+namespace detail {
+
+/// Whole ms from `now` until `until`, rounded up (never reports "now" early).
+inline int64_t ms_until(Nanos until, Nanos now) {
+  const Nanos d = until - now;
+  return d <= 0 ? 0 : (d + kNanosPerMilli - 1) / kNanosPerMilli;
+}
+
+}  // namespace detail
+}  // namespace edgelock

@@ -1,0 +1,46 @@
+#pragma once
+// The Lua scripts behind Cooldown and Quota (private). KEYS[1] = the
+// limiter's key; its TTL (on the server's clock) is the period/window.
+
+#include "edgelock/script.h"
+
+namespace edgelock {
+namespace detail {
+
+// ARGV[1] = period ms. Returns {1, period} if entered, else {0, pttl}. A
+// key left without a TTL (set by hand) is given one, never a cooldown
+// that lasts forever.
+constexpr Script kCooldownScript = make_script(
+    "if redis.call('SET', KEYS[1], '1', 'NX', 'PX', ARGV[1]) then\n"
+    "  return {1, tonumber(ARGV[1])}\n"
+    "end\n"
+    "local t = redis.call('PTTL', KEYS[1])\n"
+    "if t < 0 then\n"
+    "  redis.call('PEXPIRE', KEYS[1], ARGV[1])\n"
+    "  t = tonumber(ARGV[1])\n"
+    "end\n"
+    "return {0, t}\n");
+
+// ARGV[1] = M, ARGV[2] = window ms. Returns {allowed, remaining, pttl}.
+// Refused attempts do not count: the counter never goes above M.
+constexpr Script kQuotaScript = make_script(
+    "local m = tonumber(ARGV[1])\n"
+    "local n = tonumber(redis.call('GET', KEYS[1]) or '0')\n"
+    "local ok = 0\n"
+    "if n < m then\n"
+    "  n = redis.call('INCR', KEYS[1])\n"
+    "  ok = 1\n"
+    "end\n"
+    "local t = redis.call('PTTL', KEYS[1])\n"
+    "if t < 0 then\n"
+    "  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+    "  t = tonumber(ARGV[2])\n"
+    "end\n"
+    "return {ok, m - n, t}\n");
+
+// Returns the key's PTTL (-2 absent, -1 no TTL) and its count (0 if absent).
+constexpr Script kRatePeekScript = make_script(
+    "return {redis.call('PTTL', KEYS[1]), tonumber(redis.call('GET', KEYS[1]) or '0')}\n");
+
+}  // namespace detail
+}  // namespace edgelock

@@ -1,0 +1,177 @@
+// Reentrant lock: one script call per operation, depth kept on the server.
+#include "edgelock/reentrant_lock.h"
+
+#include <cstring>
+
+#include "lease_util.h"
+#include "lock_keys.h"
+#include "metrics_note.h"
+#include "reentrant_scripts.h"
+
+namespace edgelock {
+
+namespace {
+constexpr size_t kOwnerRandomBytes = 16;  // 128 bits -> 32 hex chars
+constexpr uint32_t kMaxDepth = 1u << 31;
+}  // namespace
+
+Status ReentrantLock::init(Bytes key, const ReentrantLockOptions& options, Bytes owner) {
+  if (key.size == 0 || key.size > kMaxKeyLen || !key.data) return ErrorCode::kInvalidArgument;
+  if (options.ttl_ms < 1 || options.ttl_ms > kMaxTtlMs) return ErrorCode::kInvalidArgument;
+  if (!(options.drift_factor >= 0.0 && options.drift_factor <= 0.5)) return ErrorCode::kInvalidArgument;
+  if (options.retry_min <= 0 || options.retry_max < options.retry_min) return ErrorCode::kInvalidArgument;
+  if (owner.size > kMaxTokenLen) return ErrorCode::kInvalidArgument;
+  const Result<size_t> fk = detail::companion_key(key, ":fence", fence_key_, sizeof fence_key_);
+  if (!fk.ok()) return fk.status();
+  EDGELOCK_TRY(rng_.seed_from_os());
+  EDGELOCK_TRY(random_hex(handle_, sizeof handle_ / 2));
+  if (owner.size == 0) {
+    EDGELOCK_TRY(random_hex(owner_, kOwnerRandomBytes));
+    owner_len_ = 2 * kOwnerRandomBytes;
+  } else {
+    std::memcpy(owner_, owner.data, owner.size);
+    owner_len_ = owner.size;
+  }
+  std::memcpy(key_, key.data, key.size);
+  key_len_ = key.size;
+  fence_key_len_ = fk.value();
+  options_ = options;
+  backoff_ = Backoff(options.retry_min, options.retry_max);
+  forget();
+  return Status();
+}
+
+void ReentrantLock::forget() {
+  depth_ = 0;
+  valid_until_ = 0;
+  fence_ = 0;
+}
+
+Deadline ReentrantLock::io_deadline() const {
+  return Deadline::after(conn_->clock(), conn_->options().command_timeout);
+}
+
+Nanos ReentrantLock::remaining() const {
+  if (depth_ == 0) return 0;
+  const Nanos left = valid_until_ - conn_->clock().now();
+  return left > 0 ? left : 0;
+}
+
+Status ReentrantLock::noted(EventKind kind, Nanos start, Status s) {
+  detail::note(*conn_, metrics_, kind, s, key(), conn_->clock().now() - start);
+  return s;
+}
+
+Status ReentrantLock::attempt(Deadline deadline) {
+  const Nanos t0 = conn_->clock().now();
+  return noted(EventKind::kAcquire, t0, send_acquire(deadline));
+}
+
+Status ReentrantLock::send_acquire(Deadline deadline) {
+  const detail::DecimalText ttl(options_.ttl_ms);
+  const detail::DecimalText want(static_cast<int64_t>(depth_) + 1);
+  const Bytes keys[2] = {key(), Bytes(fence_key_, fence_key_len_)};
+  const Bytes args[4] = {owner(), ttl.bytes(), want.bytes(), handle()};
+  const Nanos start = conn_->clock().now();
+  const Result<const Reply*> r = conn_->eval(detail::kReentrantAcquireScript, keys, 2, args, 4, deadline);
+  if (!r.ok()) return r.status();
+  int64_t code = 0, value = 0;
+  if (!detail::int_at(r.value(), 0, &code) || !detail::int_at(r.value(), 1, &value)) {
+    return ErrorCode::kProtocol;
+  }
+  if (code == 0) {
+    busy_ttl_ms_ = value;
+    return ErrorCode::kBusy;
+  }
+  if (code < 0 || code != static_cast<int64_t>(depth_) + 1) {
+    forget();  // expired or changed under us: no level is ours any more
+    return ErrorCode::kNotOwner;
+  }
+  depth_ = static_cast<uint32_t>(code);
+  fence_ = static_cast<uint64_t>(value);
+  valid_until_ = detail::lease_end(start, options_.ttl_ms, options_.drift_factor);
+  if (remaining() <= 0) {
+    release().ignore();  // this level came too late to use: hand it back
+    return ErrorCode::kExpired;
+  }
+  return Status();
+}
+
+Status ReentrantLock::try_acquire() {
+  if (key_len_ == 0 || depth_ >= kMaxDepth) return ErrorCode::kInvalidArgument;
+  return attempt(io_deadline());
+}
+
+Status ReentrantLock::acquire(Nanos wait) {
+  if (key_len_ == 0 || depth_ >= kMaxDepth) return ErrorCode::kInvalidArgument;
+  Clock& clock = conn_->clock();
+  const Deadline deadline = Deadline::after(clock, wait);
+  const Deadline op_deadline =
+      deadline.is_never() ? deadline : Deadline::at(deadline.when() + conn_->options().command_timeout);
+  Status s = attempt(io_deadline());
+  backoff_.reset();
+  for (uint32_t i = 0; !s.ok() && detail::retryable(s.code()) && i < 1000000; ++i) {
+    Nanos delay = backoff_.next(rng_);
+    if (s.code() == ErrorCode::kBusy && millis(busy_ttl_ms_ + 1) < delay) delay = millis(busy_ttl_ms_ + 1);
+    const Nanos left = deadline.remaining(clock);
+    if (left <= 0) break;
+    clock.sleep_for(delay < left ? delay : left);
+    // Same wanted depth on retries: a grant whose reply was lost is found.
+    s = attempt(io_deadline().min(op_deadline));
+  }
+  return s;
+}
+
+Status ReentrantLock::release() {
+  const Nanos t0 = conn_->clock().now();
+  return noted(EventKind::kRelease, t0, send_release());
+}
+
+Status ReentrantLock::send_release() {
+  if (depth_ == 0) return ErrorCode::kNotHeld;
+  const detail::DecimalText want(static_cast<int64_t>(depth_) - 1);
+  const detail::DecimalText ttl(options_.ttl_ms);
+  const Bytes keys[1] = {key()};
+  const Bytes args[4] = {owner(), want.bytes(), ttl.bytes(), handle()};
+  const Nanos start = conn_->clock().now();
+  const Result<const Reply*> r = conn_->eval(detail::kReentrantReleaseScript, keys, 1, args, 4, io_deadline());
+  if (!r.ok()) return r.status();
+  if (r.value()->type != ReplyType::kInteger) return ErrorCode::kProtocol;
+  const int64_t d = r.value()->integer;
+  if (d < 0 || d != static_cast<int64_t>(depth_) - 1) {
+    forget();
+    return ErrorCode::kNotOwner;
+  }
+  depth_ = static_cast<uint32_t>(d);
+  if (depth_ == 0) {
+    forget();
+  } else {
+    valid_until_ = detail::lease_end(start, options_.ttl_ms, options_.drift_factor);
+  }
+  return Status();
+}
+
+Status ReentrantLock::extend(int64_t ms) {
+  const Nanos t0 = conn_->clock().now();
+  return noted(EventKind::kExtend, t0, send_extend(ms));
+}
+
+Status ReentrantLock::send_extend(int64_t ms) {
+  if (ms < 1 || ms > kMaxTtlMs) return ErrorCode::kInvalidArgument;
+  if (depth_ == 0) return ErrorCode::kNotHeld;
+  const detail::DecimalText ms_text(ms);
+  const Bytes keys[1] = {key()};
+  const Bytes args[3] = {owner(), ms_text.bytes(), handle()};
+  const Nanos start = conn_->clock().now();
+  const Result<const Reply*> r = conn_->eval(detail::kReentrantExtendScript, keys, 1, args, 3, io_deadline());
+  if (!r.ok()) return r.status();
+  if (r.value()->type != ReplyType::kInteger) return ErrorCode::kProtocol;
+  if (r.value()->integer <= 0) {
+    forget();
+    return ErrorCode::kNotOwner;
+  }
+  valid_until_ = detail::lease_end(start, ms, options_.drift_factor);
+  return Status();
+}
+
+}  // namespace edgelock

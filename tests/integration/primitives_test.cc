@@ -1,0 +1,388 @@
+// Reentrant lock, cooldown, quota and metrics against a real redis-server.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "edgelock/edgelock.h"
+#include "edgelock/fake_clock.h"
+#include "../support/redis_server.h"
+#include "../support/test_util.h"
+
+namespace edgelock {
+namespace {
+
+using test::RedisServer;
+using test::run;
+
+class PrimitivesTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new RedisServer();
+    ASSERT_TRUE(server_->start());
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_TRUE(test::open(a_, server_->url()));
+    ASSERT_TRUE(test::open(b_, server_->url()));
+    ASSERT_TRUE(test::open(admin_, server_->url()));
+    ASSERT_EQ(run(admin_, {"FLUSHALL"}), "OK");
+  }
+  static ReentrantLockOptions rttl(int64_t ms) {
+    ReentrantLockOptions o;
+    o.ttl_ms = ms;
+    return o;
+  }
+  int pttl(const std::string& key) { return std::stoi(run(admin_, {"PTTL", key})); }
+
+  static RedisServer* server_;
+  Connection a_, b_, admin_;
+};
+RedisServer* PrimitivesTest::server_ = nullptr;
+
+// --- Reentrant lock -------------------------------------------------------
+
+TEST_F(PrimitivesTest, ReentrantDepthAndTtlRefresh) {
+  ReentrantLock lock(a_);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr("bus"), rttl(5000), Bytes::from_cstr("task:bus")).ok());
+  ASSERT_TRUE(lock.try_acquire().ok()) << a_.last_error();
+  const uint64_t fence = lock.fence();
+  EXPECT_GE(fence, 1u);
+  EXPECT_EQ(run(admin_, {"HGET", "bus", "owner"}), "task:bus");
+  // Re-entry refreshes the TTL: shorten it behind the lock's back first.
+  ASSERT_EQ(run(admin_, {"PEXPIRE", "bus", "1000"}), "1");
+  ASSERT_TRUE(lock.acquire(millis(1000)).ok());
+  ASSERT_TRUE(lock.try_acquire().ok());
+  EXPECT_EQ(lock.depth(), 3u);
+  EXPECT_EQ(run(admin_, {"HGET", "bus", "depth"}), "3");
+  EXPECT_GT(pttl("bus"), 4000);
+  EXPECT_EQ(lock.fence(), fence) << "re-entry keeps the grant's fence";
+  EXPECT_TRUE(lock.held());
+  // Release as many times as acquired; the key lives until the last one.
+  ASSERT_TRUE(lock.release().ok());
+  ASSERT_TRUE(lock.release().ok());
+  EXPECT_EQ(lock.depth(), 1u);
+  EXPECT_EQ(run(admin_, {"HGET", "bus", "depth"}), "1");
+  EXPECT_TRUE(lock.held());
+  ASSERT_TRUE(lock.release().ok());
+  EXPECT_EQ(run(admin_, {"EXISTS", "bus"}), "0");
+  EXPECT_FALSE(lock.held());
+  EXPECT_EQ(lock.release().code(), ErrorCode::kNotHeld);
+  // A new grant gets a higher fence.
+  ASSERT_TRUE(lock.try_acquire().ok());
+  EXPECT_GT(lock.fence(), fence);
+  ASSERT_TRUE(lock.release().ok());
+}
+
+TEST_F(PrimitivesTest, ReentrantOtherOwnerIsBusyAndCannotTouchIt) {
+  ReentrantLock mine(a_), other(b_), twin(b_);
+  ASSERT_TRUE(mine.init(Bytes::from_cstr("i2c"), rttl(5000), Bytes::from_cstr("me")).ok());
+  ASSERT_TRUE(other.init(Bytes::from_cstr("i2c"), rttl(5000), Bytes::from_cstr("you")).ok());
+  // Same owner id, another handle (e.g. the task restarted): still busy.
+  ASSERT_TRUE(twin.init(Bytes::from_cstr("i2c"), rttl(5000), Bytes::from_cstr("me")).ok());
+  ASSERT_TRUE(mine.try_acquire().ok());
+  ASSERT_TRUE(mine.try_acquire().ok());
+  EXPECT_EQ(other.try_acquire().code(), ErrorCode::kBusy);
+  EXPECT_GT(other.busy_ttl_ms(), 4000);
+  EXPECT_EQ(twin.try_acquire().code(), ErrorCode::kBusy);
+  EXPECT_EQ(other.release().code(), ErrorCode::kNotHeld);
+  EXPECT_EQ(other.extend(1000).code(), ErrorCode::kNotHeld);
+  EXPECT_EQ(run(admin_, {"HGET", "i2c", "depth"}), "2");
+
+  // Server-side owner check: `other` held it once, lost it (deleted as if
+  // expired), and `mine` took it. other's release/extend must not touch it.
+  ASSERT_TRUE(mine.release().ok());
+  ASSERT_TRUE(mine.release().ok());
+  ASSERT_TRUE(other.try_acquire().ok());
+  ASSERT_EQ(run(admin_, {"DEL", "i2c"}), "1");
+  ASSERT_TRUE(mine.try_acquire().ok());
+  EXPECT_EQ(other.extend(60000).code(), ErrorCode::kNotOwner);
+  EXPECT_EQ(other.depth(), 0u) << "a lost lease forgets every level";
+  ASSERT_TRUE(other.try_acquire().code() == ErrorCode::kBusy);
+  EXPECT_LE(pttl("i2c"), 5000) << "other's extend did not change mine";
+  EXPECT_EQ(run(admin_, {"HGET", "i2c", "owner"}), "me");
+  ASSERT_TRUE(mine.release().ok());
+}
+
+TEST_F(PrimitivesTest, ReentrantReleaseOfLostLeaseIsNotOwner) {
+  ReentrantLock old_holder(a_), new_holder(b_);
+  ASSERT_TRUE(old_holder.init(Bytes::from_cstr("spi"), rttl(5000)).ok());
+  ASSERT_TRUE(new_holder.init(Bytes::from_cstr("spi"), rttl(5000)).ok());
+  EXPECT_EQ(old_holder.owner().size, 32u) << "generated owner id";
+  ASSERT_TRUE(old_holder.try_acquire().ok());
+  ASSERT_TRUE(old_holder.try_acquire().ok());
+  ASSERT_EQ(run(admin_, {"DEL", "spi"}), "1");  // as if it expired
+  ASSERT_TRUE(new_holder.try_acquire().ok());
+  EXPECT_EQ(old_holder.release().code(), ErrorCode::kNotOwner);
+  EXPECT_EQ(old_holder.depth(), 0u);
+  EXPECT_EQ(run(admin_, {"HGET", "spi", "depth"}), "1") << "new holder untouched";
+  // Re-entering a lock we lost must not silently re-grant depth 1.
+  ASSERT_TRUE(old_holder.try_acquire().code() == ErrorCode::kBusy);
+  ASSERT_TRUE(new_holder.release().ok());
+  ASSERT_TRUE(old_holder.try_acquire().ok());
+  ASSERT_EQ(run(admin_, {"DEL", "spi"}), "1");
+  EXPECT_EQ(old_holder.try_acquire().code(), ErrorCode::kNotOwner) << "level 2 on a lost lease";
+  EXPECT_EQ(old_holder.depth(), 0u);
+}
+
+TEST_F(PrimitivesTest, ReentrantRetryAfterLostReplyIsNotCountedTwice) {
+  ReentrantLock lock(a_);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr("uart"), rttl(5000)).ok());
+  ASSERT_TRUE(lock.try_acquire().ok());
+  // As if our second acquire landed but its reply was lost: the server is
+  // at depth 2, the handle still at 1. The retry must find it, not add a 3rd.
+  ASSERT_EQ(run(admin_, {"HINCRBY", "uart", "depth", "1"}), "2");
+  ASSERT_TRUE(lock.try_acquire().ok());
+  EXPECT_EQ(lock.depth(), 2u);
+  EXPECT_EQ(run(admin_, {"HGET", "uart", "depth"}), "2");
+  // Same for a release whose reply was lost.
+  ASSERT_EQ(run(admin_, {"HSET", "uart", "depth", "1"}), "0");
+  ASSERT_TRUE(lock.release().ok());
+  EXPECT_EQ(lock.depth(), 1u);
+  EXPECT_EQ(run(admin_, {"HGET", "uart", "depth"}), "1");
+  // A depth that moved any other way is not ours to guess about.
+  ASSERT_EQ(run(admin_, {"HSET", "uart", "depth", "7"}), "0");
+  EXPECT_EQ(lock.try_acquire().code(), ErrorCode::kNotOwner);
+  EXPECT_EQ(lock.depth(), 0u);
+}
+
+TEST_F(PrimitivesTest, ReentrantWorksWithLockGuard) {
+  ReentrantLock lock(a_);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr("guarded"), rttl(5000)).ok());
+  {
+    ASSERT_TRUE(lock.try_acquire().ok());
+    LockGuard<ReentrantLock> outer(lock);
+    {
+      ASSERT_TRUE(lock.try_acquire().ok());
+      LockGuard<ReentrantLock> inner(lock);
+      EXPECT_EQ(lock.depth(), 2u);
+    }
+    EXPECT_EQ(lock.depth(), 1u);
+    EXPECT_EQ(run(admin_, {"EXISTS", "guarded"}), "1");
+  }
+  EXPECT_EQ(lock.depth(), 0u);
+  EXPECT_EQ(run(admin_, {"EXISTS", "guarded"}), "0");
+}
+
+// --- Cooldown -------------------------------------------------------------
+
+TEST_F(PrimitivesTest, CooldownExactSequenceRealTtl) {
+  const int64_t period = 300 * test::slowdown();  // real TTL: stretch under qemu
+  Cooldown cd(a_), peer(b_);
+  CooldownOptions o;
+  o.period_ms = period;
+  o.local_hint = false;  // server answers only: real TTLs decide
+  ASSERT_TRUE(cd.init(Bytes::from_cstr("modem-reset"), o).ok());
+  ASSERT_TRUE(peer.init(Bytes::from_cstr("modem-reset"), o).ok());
+  Admission adm;
+  ASSERT_TRUE(cd.try_enter(&adm).ok());
+  EXPECT_TRUE(adm.allowed);
+  EXPECT_EQ(adm.retry_after_ms, period);
+  EXPECT_EQ(cd.try_enter(&adm).code(), ErrorCode::kBusy);
+  EXPECT_FALSE(adm.allowed);
+  EXPECT_GT(adm.retry_after_ms, 0);
+  EXPECT_LE(adm.retry_after_ms, period);
+  EXPECT_EQ(peer.try_enter(&adm).code(), ErrorCode::kBusy) << "the period is shared";
+  SystemClock().sleep_for(millis(adm.retry_after_ms + 20));
+  ASSERT_TRUE(peer.try_enter(&adm).ok()) << "allowed again once the server TTL ran out";
+  EXPECT_EQ(cd.try_enter().code(), ErrorCode::kBusy);
+  const Result<int64_t> after = cd.retry_after_ms();
+  ASSERT_TRUE(after.ok());
+  EXPECT_GT(after.value(), 0);
+  // enter() waits out the cooldown (bounded by its wait).
+  ASSERT_TRUE(cd.enter(millis(2000) * test::slowdown(), &adm).ok());
+  EXPECT_EQ(cd.enter(millis(50)).code(), ErrorCode::kBusy) << "wait shorter than the period";
+  ASSERT_TRUE(cd.reset().ok());
+  EXPECT_TRUE(peer.try_enter().ok());
+}
+
+TEST_F(PrimitivesTest, CooldownLocalHintUsesClientClockServerStillDecides) {
+  FakeClock clock;
+  Connection conn;
+  ASSERT_TRUE(test::open(conn, server_->url(), &clock));
+  Cooldown cd(conn);
+  CooldownOptions o;
+  o.period_ms = 60000;
+  ASSERT_TRUE(cd.init(Bytes::from_cstr("power-cycle"), o).ok());
+  Admission adm;
+  ASSERT_TRUE(cd.try_enter(&adm).ok());
+  const uint32_t commands = conn.stats().commands;
+  // Refused locally, no round trip, retry_after from the fake clock.
+  EXPECT_EQ(cd.try_enter(&adm).code(), ErrorCode::kBusy);
+  EXPECT_TRUE(adm.local);
+  EXPECT_EQ(adm.retry_after_ms, 60000 - 600 - 2);  // drift 1% + 2 ms
+  clock.advance(millis(30000));
+  EXPECT_EQ(cd.try_enter(&adm).code(), ErrorCode::kBusy);
+  EXPECT_EQ(adm.retry_after_ms, 30000 - 600 - 2);
+  EXPECT_EQ(conn.stats().commands, commands);
+  // Past the hint the server is asked: its key (real time) still lives.
+  clock.advance(millis(30000));
+  EXPECT_EQ(cd.try_enter(&adm).code(), ErrorCode::kBusy);
+  EXPECT_FALSE(adm.local);
+  EXPECT_GT(adm.retry_after_ms, 55000);
+  EXPECT_EQ(conn.stats().commands, commands + 1);
+  // The hint never allows on its own: after an operator reset the next
+  // attempt past the hint goes to the server and is allowed.
+  ASSERT_EQ(run(admin_, {"DEL", "power-cycle"}), "1");
+  clock.advance(millis(adm.retry_after_ms));
+  EXPECT_TRUE(cd.try_enter(&adm).ok());
+  EXPECT_EQ(cd.metrics().attempts, 5u);
+  EXPECT_EQ(cd.metrics().grants, 2u);
+  EXPECT_EQ(cd.metrics().busy, 3u);
+}
+
+// --- Quota ----------------------------------------------------------------
+
+TEST_F(PrimitivesTest, QuotaExactSequenceRealWindow) {
+  const int64_t window = 400 * test::slowdown();
+  Quota q(a_), peer(b_);
+  QuotaOptions o;
+  o.limit = 3;
+  o.window_ms = window;
+  o.local_hint = false;
+  ASSERT_TRUE(q.init(Bytes::from_cstr("downloads"), o).ok());
+  ASSERT_TRUE(peer.init(Bytes::from_cstr("downloads"), o).ok());
+  Admission adm;
+  const bool expect[6] = {true, true, true, false, false, false};
+  const int64_t left[6] = {2, 1, 0, 0, 0, 0};
+  for (int i = 0; i < 6; ++i) {
+    Quota& who = i % 2 ? peer : q;  // the window is shared
+    const Status s = who.try_take(&adm);
+    EXPECT_EQ(s.ok(), expect[i]) << i;
+    EXPECT_EQ(adm.allowed, expect[i]) << i;
+    EXPECT_EQ(adm.remaining, left[i]) << i;
+    if (left[i] > 0) {
+      EXPECT_EQ(adm.retry_after_ms, 0) << i;
+    } else {
+      EXPECT_GT(adm.retry_after_ms, 0) << i;
+      EXPECT_LE(adm.retry_after_ms, window) << i;
+    }
+  }
+  EXPECT_EQ(run(admin_, {"GET", "downloads"}), "3") << "refusals are not counted";
+  const Result<Admission> p = q.peek();
+  ASSERT_TRUE(p.ok());
+  EXPECT_FALSE(p.value().allowed);
+  SystemClock().sleep_for(millis(adm.retry_after_ms + 20));
+  ASSERT_TRUE(q.try_take(&adm).ok()) << "a new window";
+  EXPECT_EQ(adm.remaining, 2);
+  ASSERT_TRUE(q.take(millis(1000), &adm).ok());
+  ASSERT_TRUE(q.take(millis(1000), &adm).ok());
+  EXPECT_EQ(q.take(millis(20), &adm).code(), ErrorCode::kBusy);
+  ASSERT_TRUE(q.take(millis(2000) * test::slowdown(), &adm).ok()) << "waits for the next window";
+  ASSERT_TRUE(q.reset().ok());
+  const Result<Admission> fresh = q.peek();
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_EQ(fresh.value().remaining, 3);
+}
+
+TEST_F(PrimitivesTest, QuotaLocalHintWithFakeClock) {
+  FakeClock clock;
+  Connection conn;
+  ASSERT_TRUE(test::open(conn, server_->url(), &clock));
+  Quota q(conn);
+  QuotaOptions o;
+  o.limit = 2;
+  o.window_ms = 60000;
+  o.drift_factor = 0;
+  ASSERT_TRUE(q.init(Bytes::from_cstr("uploads"), o).ok());
+  Admission adm;
+  ASSERT_TRUE(q.try_take(&adm).ok());
+  EXPECT_FALSE(adm.local);
+  ASSERT_TRUE(q.try_take(&adm).ok());
+  EXPECT_EQ(adm.remaining, 0);
+  EXPECT_GT(adm.retry_after_ms, 59000);
+  const uint32_t commands = conn.stats().commands;
+  clock.advance(millis(10000));
+  EXPECT_EQ(q.try_take(&adm).code(), ErrorCode::kBusy);
+  EXPECT_TRUE(adm.local);
+  EXPECT_LE(adm.retry_after_ms, 50000 - 2);
+  EXPECT_GT(adm.retry_after_ms, 49000);
+  EXPECT_EQ(conn.stats().commands, commands);
+  clock.advance(millis(50000));
+  EXPECT_EQ(q.try_take(&adm).code(), ErrorCode::kBusy) << "server window (real time) still open";
+  EXPECT_FALSE(adm.local);
+  EXPECT_EQ(run(admin_, {"GET", "uploads"}), "2");
+}
+
+// --- Metrics and the event hook ------------------------------------------
+
+struct HookLog {
+  int events = 0;
+  int busy = 0;
+  int reconnects = 0;
+  EventKind last = EventKind::kAcquire;
+};
+
+void log_event(const Event& e, void* ctx) {
+  HookLog* log = static_cast<HookLog*>(ctx);
+  ++log->events;
+  log->last = e.kind;
+  if (e.status.code() == ErrorCode::kBusy) ++log->busy;
+  if (e.kind == EventKind::kReconnect) ++log->reconnects;
+}
+
+TEST_F(PrimitivesTest, MetricsCountPerLockAndPerConnection) {
+  HookLog log;
+  b_.set_event_hook(log_event, &log);
+  Lock la(a_), lb(b_);
+  ASSERT_TRUE(la.init(Bytes::from_cstr("m")).ok());
+  ASSERT_TRUE(lb.init(Bytes::from_cstr("m")).ok());
+  ASSERT_TRUE(la.try_acquire().ok());
+  EXPECT_EQ(lb.try_acquire().code(), ErrorCode::kBusy);
+  EXPECT_EQ(lb.try_acquire().code(), ErrorCode::kBusy);
+  ASSERT_TRUE(lb.adopt(Bytes::from_cstr("wrong")).ok());
+  EXPECT_EQ(lb.release().code(), ErrorCode::kNotOwner);
+  ASSERT_TRUE(lb.adopt(Bytes::from_cstr("wrong")).ok());
+  EXPECT_EQ(lb.extend(1000).code(), ErrorCode::kNotOwner);
+  const Metrics& m = lb.metrics();
+  EXPECT_EQ(m.attempts, 2u);
+  EXPECT_EQ(m.grants, 0u);
+  EXPECT_EQ(m.busy, 2u);
+  EXPECT_EQ(m.not_owner, 2u);
+  EXPECT_EQ(m.lost_leases, 1u) << "extend found the lease gone";
+  uint32_t hist = 0;
+  for (uint32_t c : m.latency) hist += c;
+  EXPECT_EQ(hist, 2u) << "one latency sample per attempt";
+  EXPECT_EQ(la.metrics().grants, 1u);
+  EXPECT_EQ(a_.metrics().grants, 1u);
+  EXPECT_EQ(b_.metrics().busy, 2u);
+  EXPECT_EQ(log.events, 4);
+  EXPECT_EQ(log.busy, 2);
+  EXPECT_EQ(log.last, EventKind::kExtend);
+  // Reconnects are counted and reported too.
+  b_.close();
+  ASSERT_EQ(run(b_, {"PING"}), "PONG");
+  EXPECT_EQ(b_.metrics().reconnects, 1u);
+  EXPECT_EQ(log.reconnects, 1);
+  char line[256];
+  const Result<size_t> n = format_metrics(b_.metrics(), line, sizeof line);
+  ASSERT_TRUE(n.ok());
+  EXPECT_NE(std::string(line).find("busy=2 not_owner=2"), std::string::npos) << line;
+  EXPECT_NE(std::string(line).find("reconnects=1"), std::string::npos) << line;
+  EXPECT_EQ(format_metrics(b_.metrics(), line, 20).status().code(), ErrorCode::kBufferTooSmall);
+  b_.set_event_hook(nullptr, nullptr);
+  ASSERT_TRUE(la.release().ok());
+}
+
+TEST(Metrics, LatencyBuckets) {
+  EXPECT_EQ(latency_bucket(0), 0u);
+  EXPECT_EQ(latency_bucket(millis(1)), 0u);
+  EXPECT_EQ(latency_bucket(millis(1) + 1), 1u);
+  EXPECT_EQ(latency_bucket(millis(10)), 3u);
+  EXPECT_EQ(latency_bucket(millis(1000)), kLatencyBuckets - 2);
+  EXPECT_EQ(latency_bucket(millis(5000)), kLatencyBuckets - 1);
+  Metrics m;
+  m.record(EventKind::kAcquire, ErrorCode::kTimeout, millis(3000));
+  m.record(EventKind::kRelease, ErrorCode::kIo, 0);
+  m.record(EventKind::kCheck, ErrorCode::kNotOwner, 0);
+  EXPECT_EQ(m.timeouts, 1u);
+  EXPECT_EQ(m.errors, 1u);
+  EXPECT_EQ(m.lost_leases, 1u);
+  EXPECT_EQ(m.latency[kLatencyBuckets - 1], 1u);
+  EXPECT_EQ(sizeof(Metrics), 16 * sizeof(uint32_t)) << "fixed size, no pointers";
+}
+
+}  // namespace
+}  // namespace edgelock

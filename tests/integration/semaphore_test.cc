@@ -1,0 +1,244 @@
+// Semaphore with expiring permits against a real redis-server: the basics,
+// server-clock expiry, a crashed holder, and 8 processes on 3 permits.
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <string>
+
+#include "edgelock/edgelock.h"
+#include "../support/redis_server.h"
+#include "../support/test_util.h"
+
+namespace edgelock {
+namespace {
+
+using test::run;
+
+SemaphoreOptions opts(uint32_t permits, int64_t ttl_ms) {
+  SemaphoreOptions o;
+  o.permits = permits;
+  o.ttl_ms = ttl_ms;
+  o.retry_min = millis(1);
+  o.retry_max = millis(20);
+  return o;
+}
+
+class SemaphoreTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new test::RedisServer();
+    ASSERT_TRUE(server_->start());
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_TRUE(test::open(a_, server_->url()));
+    ASSERT_TRUE(test::open(b_, server_->url()));
+    ASSERT_TRUE(test::open(admin_, server_->url()));
+    ASSERT_EQ(run(admin_, {"FLUSHALL"}), "OK");
+  }
+  static test::RedisServer* server_;
+  Connection a_, b_, admin_;
+};
+test::RedisServer* SemaphoreTest::server_ = nullptr;
+
+TEST_F(SemaphoreTest, CountsReleasesAndExtends) {
+  Semaphore sa(a_), sb(b_);
+  ASSERT_TRUE(sa.init(Bytes::from_cstr("fw-download"), opts(2, 5000)).ok());
+  ASSERT_TRUE(sb.init(Bytes::from_cstr("fw-download"), opts(2, 5000)).ok());
+  Permit p1, p2, p3;
+  ASSERT_TRUE(sa.try_acquire(&p1).ok()) << a_.last_error();
+  ASSERT_TRUE(sb.try_acquire(&p2).ok());
+  EXPECT_EQ(p1.id_len, 32u);
+  EXPECT_FALSE(p1.id_bytes().equals(p2.id_bytes()));
+  EXPECT_GT(sa.remaining(p1), millis(4800));
+  EXPECT_EQ(sa.try_acquire(&p3).code(), ErrorCode::kBusy);
+  EXPECT_GT(sa.busy_wait_ms(), 4000);
+  EXPECT_LE(sa.busy_wait_ms(), 5000);
+  EXPECT_EQ(sa.remaining(p3), 0);
+  Result<uint32_t> used = sa.in_use();
+  ASSERT_TRUE(used.ok());
+  EXPECT_EQ(used.value(), 2u);
+  // Release by id from the other handle (as another process would).
+  ASSERT_TRUE(sb.release_id(p1.id_bytes()).ok());
+  EXPECT_EQ(sa.release(&p1).code(), ErrorCode::kNotOwner) << "already gone";
+  EXPECT_EQ(sa.release(&p1).code(), ErrorCode::kNotHeld) << "handle forgot it";
+  ASSERT_TRUE(sa.acquire(&p3, millis(1000)).ok());
+  // Extend resets the lease on the server's clock.
+  ASSERT_TRUE(sb.extend(&p2, 20000).ok());
+  EXPECT_GT(sb.remaining(p2), millis(19000));
+  PermitLease lease{&sb, &p2};  // what a lease keeper renews
+  ASSERT_TRUE(lease.reacquire().ok());
+  EXPECT_LE(lease.remaining(), millis(5000));
+  EXPECT_GT(lease.remaining(), millis(4800));
+  ASSERT_TRUE(sb.release(&p2).ok());
+  EXPECT_EQ(sb.extend(&p2, 1000).code(), ErrorCode::kNotHeld);
+  Permit gone = p3;
+  ASSERT_TRUE(sa.release(&p3).ok());
+  EXPECT_EQ(sa.extend(&gone, 1000).code(), ErrorCode::kNotOwner) << "released permits stay gone";
+  used = sa.in_use();
+  ASSERT_TRUE(used.ok());
+  EXPECT_EQ(used.value(), 0u);
+}
+
+TEST_F(SemaphoreTest, ExpiryComesFromTheServerClock) {
+  Semaphore s(a_);
+  ASSERT_TRUE(s.init(Bytes::from_cstr("sem-time"), opts(1, 3000)).ok());
+  const std::string before = run(admin_, {"TIME"});
+  Permit p;
+  ASSERT_TRUE(s.try_acquire(&p).ok());
+  const std::string after = run(admin_, {"TIME"});
+  auto ms = [](const std::string& t) {
+    const size_t sp = t.find(' ');
+    return std::stoll(t.substr(0, sp)) * 1000 + std::stoll(t.substr(sp + 1)) / 1000;
+  };
+  const long long score = std::stoll(run(admin_, {"ZSCORE", "sem-time", std::string(p.id, p.id_len)}));
+  EXPECT_GE(score, ms(before) + 3000);
+  EXPECT_LE(score, ms(after) + 3000);
+  const int pttl = std::stoi(run(admin_, {"PTTL", "sem-time"}));
+  EXPECT_GT(pttl, 2500) << "the key expires with its last permit";
+  EXPECT_LE(pttl, 3001);
+  ASSERT_TRUE(s.release(&p).ok());
+}
+
+TEST_F(SemaphoreTest, ShortLeaseExpiresAndExtendKeepsIt) {
+  const int64_t k = test::slowdown();  // stretch real TTLs under qemu
+  Semaphore s(a_), other(b_);
+  ASSERT_TRUE(s.init(Bytes::from_cstr("sem-ttl"), opts(1, 200 * k)).ok());
+  ASSERT_TRUE(other.init(Bytes::from_cstr("sem-ttl"), opts(1, 200 * k)).ok());
+  Permit kept, expired, mine;
+  ASSERT_TRUE(s.try_acquire(&kept).ok());
+  ASSERT_TRUE(s.extend(&kept, 2000 * k).ok());
+  SystemClock().sleep_for(millis(300 * k));
+  EXPECT_EQ(other.try_acquire(&mine).code(), ErrorCode::kBusy) << "extended past its first TTL";
+  ASSERT_TRUE(s.release(&kept).ok());
+  ASSERT_TRUE(s.try_acquire(&expired).ok());
+  SystemClock().sleep_for(millis(300 * k));
+  EXPECT_EQ(s.remaining(expired), 0);
+  ASSERT_TRUE(other.try_acquire(&mine).ok()) << "expired permit came back";
+  EXPECT_EQ(s.extend(&expired, 1000).code(), ErrorCode::kNotOwner);
+  ASSERT_TRUE(other.release(&mine).ok());
+}
+
+TEST_F(SemaphoreTest, CrashedHolderPermitReturnsAfterTtl) {
+  const int64_t ttl = 400 * test::slowdown();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    // The "device": takes the only permit and dies without releasing.
+    Connection c;
+    if (!c.setup(server_->url().c_str()).ok()) _exit(10);
+    Semaphore s(c);
+    Permit p;
+    if (!s.init(Bytes::from_cstr("modem-slots"), opts(1, ttl)).ok()) _exit(11);
+    _exit(s.try_acquire(&p).ok() ? 0 : 12);
+  }
+  ASSERT_GT(pid, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  Semaphore s(a_);
+  ASSERT_TRUE(s.init(Bytes::from_cstr("modem-slots"), opts(1, 5000)).ok());
+  Permit p;
+  EXPECT_EQ(s.try_acquire(&p).code(), ErrorCode::kBusy);
+  EXPECT_GT(s.busy_wait_ms(), 0);
+  EXPECT_LE(s.busy_wait_ms(), ttl);
+  SystemClock clock;
+  const Nanos t0 = clock.now();
+  ASSERT_TRUE(s.acquire(&p, millis(5000) * test::slowdown()).ok());
+  const Nanos waited = clock.now() - t0;
+  EXPECT_GT(waited, millis(ttl / 2)) << "not before the crashed holder's TTL";
+  EXPECT_LT(waited, millis(ttl + 1000 * test::slowdown())) << "but soon after it";
+  ASSERT_TRUE(s.release(&p).ok());
+}
+
+// --- 8 processes, 3 permits ---------------------------------------------
+
+constexpr int kWorkers = 8;
+constexpr uint32_t kPermits = 3;
+constexpr int kCyclesEach = 40;
+
+struct Shared {
+  std::atomic<int> inside{0};
+  std::atomic<int> max_inside{0};
+  std::atomic<int> over_limit{0};
+  std::atomic<int> grants{0};
+  std::atomic<int> abandoned{0};
+  std::atomic<int> errors{0};
+};
+
+bool enter(Shared* sh) {
+  const int n = sh->inside.fetch_add(1) + 1;
+  int m = sh->max_inside.load();
+  while (n > m && !sh->max_inside.compare_exchange_weak(m, n)) {
+  }
+  if (n > static_cast<int>(kPermits)) sh->over_limit.fetch_add(1);
+  return n <= static_cast<int>(kPermits);
+}
+
+int worker(int w, const std::string& url, Shared* sh) {
+  Connection conn;
+  ConnectionOptions o;
+  o.command_timeout = millis(2000) * test::slowdown();
+  if (!conn.setup(url.c_str(), o).ok()) return 10;
+  Semaphore sem(conn), short_sem(conn);
+  if (!sem.init(Bytes::from_cstr("fw-slots"), opts(kPermits, 5000 * test::slowdown())).ok()) return 11;
+  // Worker 7 sometimes walks away from a short permit: it must come back.
+  if (!short_sem.init(Bytes::from_cstr("fw-slots"), opts(kPermits, 100 * test::slowdown())).ok()) return 11;
+  for (int i = 0; i < kCyclesEach; ++i) {
+    const bool abandon = w == 7 && i % 8 == 0;
+    Semaphore& s = abandon ? short_sem : sem;
+    Permit p;
+    if (!s.acquire(&p, millis(30000) * test::slowdown()).ok()) {
+      sh->errors.fetch_add(1);
+      return 12;
+    }
+    if (s.remaining(p) <= 0) continue;  // too late to use (not expected)
+    sh->grants.fetch_add(1);
+    enter(sh);
+    SystemClock().sleep_for(millis(1));
+    sh->inside.fetch_sub(1);  // leave before the permit can expire
+    if (abandon) {
+      sh->abandoned.fetch_add(1);
+      continue;
+    }
+    if (!s.release(&p).ok()) sh->errors.fetch_add(1);
+  }
+  return 0;
+}
+
+TEST(SemaphoreProcesses, EightProcessesNeverExceedThreePermits) {
+  test::RedisServer server;
+  ASSERT_TRUE(server.start());
+  void* mem = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mem, MAP_FAILED);
+  Shared* sh = new (mem) Shared();
+  pid_t pids[kWorkers];
+  for (int w = 0; w < kWorkers; ++w) {
+    pids[w] = fork();
+    if (pids[w] == 0) _exit(worker(w, server.url(), sh));
+    ASSERT_GT(pids[w], 0);
+  }
+  for (int w = 0; w < kWorkers; ++w) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pids[w], &status, 0), pids[w]);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "worker " << w << " status " << status;
+  }
+  EXPECT_EQ(sh->grants.load(), kWorkers * kCyclesEach);
+  EXPECT_EQ(sh->over_limit.load(), 0);
+  EXPECT_LE(sh->max_inside.load(), static_cast<int>(kPermits));
+  EXPECT_GE(sh->max_inside.load(), 2) << "the workers really contended";
+  EXPECT_EQ(sh->abandoned.load(), kCyclesEach / 8);
+  EXPECT_EQ(sh->errors.load(), 0);
+  std::printf("semaphore: %d grants, max %d holders of %u permits, %d abandoned permits\n",
+              sh->grants.load(), sh->max_inside.load(), kPermits, sh->abandoned.load());
+  munmap(mem, sizeof(Shared));
+}
+
+}  // namespace
+}  // namespace edgelock
