@@ -48,8 +48,9 @@ class Cluster final : public Router {
 
   /// Parses `redis-cluster://[user:pass@]host:port[,host:port...]` (the
   /// seeds; credentials apply to every node) and keeps the options. No I/O.
-  /// Errors: kInvalidArgument (malformed URL, no seeds, more than
-  /// kMaxClusterNodes), kBufferTooSmall (a part exceeds its capacity).
+  /// Errors: kInvalidArgument (malformed URL, no seeds, a path),
+  /// kBufferTooSmall (a part exceeds its capacity, more than
+  /// kMaxClusterNodes seeds).
   Status setup(const char* url, const ConnectionOptions& options = {});
 
   /// Reads the slot map from the known nodes in turn, seeds included,

@@ -19,7 +19,7 @@ namespace edgelock {
 #define EDGELOCK_RX_BUFFER_SIZE 1024
 #endif
 #ifndef EDGELOCK_MAX_CLUSTER_NODES
-#define EDGELOCK_MAX_CLUSTER_NODES 16
+#define EDGELOCK_MAX_CLUSTER_NODES 8
 #endif
 
 /// Longest lock key, in bytes.
@@ -43,7 +43,7 @@ constexpr size_t kMaxPathLen = 107;  // sun_path is 108 bytes with the NUL
 constexpr size_t kMaxUserLen = 64;
 constexpr size_t kMaxPasswordLen = 128;
 /// Cluster nodes a Cluster can hold (seeds and discovered primaries): one
-/// Connection (~3 KB) each, in a fixed array.
+/// Connection (~3.3 KB) each, in a fixed array (Meson: max_cluster_nodes).
 constexpr size_t kMaxClusterNodes = EDGELOCK_MAX_CLUSTER_NODES;
 /// Sentinels a Sentinel can list, and the longest monitored master name.
 constexpr size_t kMaxSentinels = 8;

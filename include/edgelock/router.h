@@ -30,9 +30,12 @@ class Router {
   /// integer reply means it granted or extended a lease, which the router
   /// may confirm with its replicas (WAIT) before reporting success. The
   /// reply lives until the router's next command.
-  /// Errors: Connection::command()'s, kNoQuorum (too few replicas
-  /// acknowledged the write), kBufferTooSmall (a redirect needs a node
-  /// beyond the fixed capacity).
+  /// Errors: Connection::command()'s; kInvalidArgument (router not set
+  /// up, no keys); kNoQuorum (too few replicas acknowledged the write);
+  /// kBufferTooSmall (a redirect needs a node beyond the fixed capacity);
+  /// kServerError (also: more than kMaxRedirects redirects); kTimeout (also:
+  /// the deadline passed while a slot migration or failover settled);
+  /// kNotConnected (also: no sentinel named a reachable primary).
   virtual Result<const Reply*> eval(const Script& script, const Bytes* keys, size_t nkeys,
                                     const Bytes* args, size_t nargs, bool replicate,
                                     Deadline deadline) = 0;

@@ -65,7 +65,8 @@ class Sentinel final : public Router {
   /// primary and checks with ROLE that it is one. Connects (allocates).
   /// Errors: kNotConnected (no sentinel named a node that is a primary:
   /// failover in progress, or unknown master name), kInvalidArgument (not
-  /// set up), kTimeout, or the last sentinel's Connection::command() error.
+  /// set up), kTimeout, kProtocol (a malformed address from a sentinel), or
+  /// the last sentinel's or the primary's Connection::command() error.
   Status resolve(Deadline deadline);
 
   /// The connection to the current primary.
