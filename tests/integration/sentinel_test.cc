@@ -36,6 +36,7 @@ class SentinelTest : public ::testing::Test {
 };
 
 TEST_F(SentinelTest, FindsPrimaryAndConfirmsWithReplica) {
+  setup_.sentinel(0).kill9();  // the first sentinel listed is down: ask the next
   Sentinel sentinel;
   ASSERT_TRUE(start(sentinel).ok()) << sentinel.last_error();
   Lock lock(sentinel);
@@ -82,6 +83,14 @@ TEST_F(SentinelTest, FollowsManualFailover) {
   ASSERT_TRUE(lock.init(Bytes::from_cstr("gate")).ok());
   ASSERT_TRUE(lock.try_acquire().ok()) << sentinel.last_error();
   const uint64_t fence = lock.fence();
+  // A second client that only looks again after an error (no rechecks).
+  Sentinel lazy;
+  opts_.recheck_interval = 0;
+  opts_.wait_replicas = 0;
+  ASSERT_TRUE(start(lazy).ok());
+  Lock lazy_lock(lazy);
+  ASSERT_TRUE(lazy_lock.init(Bytes::from_cstr("hatch")).ok());
+  ASSERT_TRUE(lazy_lock.try_acquire().ok()) << lazy.last_error();
   ASSERT_EQ(setup_.failover(), "+OK\r\n");
   // The client moves over within the deadline. The grant was confirmed by
   // the replica, so the lock is still ours on the new primary.
@@ -103,9 +112,18 @@ TEST_F(SentinelTest, FollowsManualFailover) {
   // later): WAIT fails closed instead of reporting an unprotected lease.
   EXPECT_EQ(lock.extend(2000).code(), ErrorCode::kNoQuorum);
   ASSERT_TRUE(lock.release().ok()) << sentinel.last_error();
+  // Demote the old primary now (Sentinel would, seconds later): the lazy
+  // client gets READONLY there, looks the primary up again and retries.
+  EXPECT_EQ(lazy.primary().endpoint().port, setup_.primary().port());
+  EXPECT_EQ(test::raw_command(setup_.primary().port(),
+                              {"REPLICAOF", "127.0.0.1", std::to_string(setup_.replica().port())}),
+            "+OK\r\n");
+  EXPECT_TRUE(lazy_lock.extend(2000).ok()) << lazy.last_error();
+  EXPECT_GE(lazy.stats().readonly, 1u);
+  EXPECT_EQ(lazy.primary().endpoint().port, setup_.replica().port());
+  EXPECT_TRUE(lazy_lock.release().ok());
   // The fencing counter came along: the next grant's fence is higher.
   Sentinel plain;
-  opts_.wait_replicas = 0;
   ASSERT_TRUE(start(plain).ok());
   Lock next(plain);
   ASSERT_TRUE(next.init(Bytes::from_cstr("gate")).ok());
