@@ -82,6 +82,10 @@ short Connection::poll_events() const {
   return static_cast<short>(base | transport_.want_events);
 }
 
+bool Connection::has_pending_input() const {
+  return detail::transport_has_pending_input(transport_);
+}
+
 Result<const Reply*> Connection::on_reply(const Reply* reply) {
   if (reply->type != ReplyType::kError) {
     phase_ = Phase::kIdle;

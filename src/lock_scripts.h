@@ -47,5 +47,16 @@ constexpr Script kOwnedScript = make_script(
     "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -3 end\n"
     "return redis.call('PTTL', KEYS[1])\n");
 
+// Quorum fencing write-back (see quorum_lock.h). ARGV[1] = token,
+// ARGV[2] = fence. Raises the counter to the fence if lower, but only while
+// the lock key still holds our token: the next holder's grant on this server
+// then comes after the raise and its INCR exceeds the fence. Returns 1 if
+// ours (counter now >= fence), 0 if not ours.
+constexpr Script kFenceRaiseScript = make_script(
+    "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
+    "local cur = tonumber(redis.call('GET', KEYS[2]) or '0') or 0\n"
+    "if tonumber(ARGV[2]) > cur then redis.call('SET', KEYS[2], ARGV[2]) end\n"
+    "return 1\n");
+
 }  // namespace detail
 }  // namespace edgelock

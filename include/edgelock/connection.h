@@ -97,6 +97,9 @@ class Connection {
   int fd() const { return transport_.fd; }
   /// poll() events the command in flight waits for.
   short poll_events() const;
+  /// True if received bytes wait in a buffer poll() cannot see (TLS): call
+  /// advance() again before polling.
+  bool has_pending_input() const;
 
   /// The last error's text (fixed buffer, NUL-terminated, never null).
   const char* last_error() const { return error_; }

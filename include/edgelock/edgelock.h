@@ -11,6 +11,7 @@
 #include "edgelock/lock.h"
 #include "edgelock/lock_guard.h"
 #include "edgelock/metrics.h"
+#include "edgelock/quorum_lock.h"
 #include "edgelock/quota.h"
 #include "edgelock/reentrant_lock.h"
 #include "edgelock/semaphore.h"

@@ -21,6 +21,9 @@ namespace edgelock {
 #ifndef EDGELOCK_MAX_CLUSTER_NODES
 #define EDGELOCK_MAX_CLUSTER_NODES 8
 #endif
+#ifndef EDGELOCK_MAX_QUORUM_SERVERS
+#define EDGELOCK_MAX_QUORUM_SERVERS 7
+#endif
 
 /// Longest lock key, in bytes.
 constexpr size_t kMaxKeyLen = EDGELOCK_MAX_KEY_LEN;
@@ -51,6 +54,9 @@ constexpr size_t kMaxMasterNameLen = 64;
 /// Redirects (MOVED/ASK) and TRYAGAIN rounds one cluster command follows
 /// before giving up (the operation's deadline usually ends it first).
 constexpr int kMaxRedirects = 16;
+/// Most servers one QuorumLock spans (its fixed per-server arrays).
+constexpr size_t kMaxQuorumServers = EDGELOCK_MAX_QUORUM_SERVERS;
+static_assert(kMaxQuorumServers >= 7, "a quorum lock must span at least 7 servers");
 /// Longest lock TTL accepted (Redis accepts more; a day is plenty for a lease).
 constexpr long long kMaxTtlMs = 24LL * 3600 * 1000 * 365;
 

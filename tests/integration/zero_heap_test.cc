@@ -90,6 +90,12 @@ TEST(ZeroHeap, BusyAndNotOwnerPathsToo) {
   EXPECT_EQ(c.total(), 0u);
 }
 
+// Cycles for the router tests (each cycle is several round trips per lock).
+int router_cycles() {
+  const int n = cycles() / (10 * test::slowdown());
+  return n > 0 ? n : 1;
+}
+
 // Every steady-state operation of one lock; returns the number of failures.
 int lock_cycle(Lock& lock) {
   int failures = 0;
@@ -122,7 +128,7 @@ TEST(ZeroHeap, ClusterCyclesOnEveryPrimary) {
     ASSERT_TRUE(locks[i].init(Bytes(key.data(), key.size())).ok());
     ASSERT_EQ(lock_cycle(locks[i]), 0) << cluster.last_error();  // scripts cached on each node
   }
-  const int n = cycles() / 10;
+  const int n = router_cycles();
   int failures = 0;
   test::start_counting();
   for (int i = 0; i < n; ++i) {
@@ -151,7 +157,7 @@ TEST(ZeroHeap, SentinelCyclesWithWaitAndRechecks) {
   ASSERT_TRUE(lock.init(Bytes::from_cstr("zero-heap")).ok());
   ASSERT_EQ(lock_cycle(lock), 0) << sentinel.last_error();  // set-up: connects
   const uint32_t resolves = sentinel.stats().resolves;
-  const int n = cycles() / 10;
+  const int n = router_cycles();
   int failures = 0;
   test::start_counting();
   for (int i = 0; i < n; ++i) failures += lock_cycle(lock);
@@ -163,6 +169,59 @@ TEST(ZeroHeap, SentinelCyclesWithWaitAndRechecks) {
   EXPECT_EQ(c.total(), 0u) << "mallocs=" << c.mallocs << " frees=" << c.frees << " news=" << c.news;
   std::printf("zero-heap sentinel: %d cycles, %u sentinel rechecks, %llu allocations\n", n,
               sentinel.stats().resolves - resolves, static_cast<unsigned long long>(c.total()));
+}
+
+TEST(ZeroHeap, QuorumCycles) {
+  constexpr size_t kServers = 3;
+  test::RedisServer servers[kServers];
+  Connection conns[kServers], others[kServers];
+  Connection* mine[kServers];
+  Connection* theirs[kServers];
+  for (size_t i = 0; i < kServers; ++i) {
+    ASSERT_TRUE(servers[i].start());
+    ASSERT_TRUE(test::open(conns[i], servers[i].url()));
+    ASSERT_TRUE(test::open(others[i], servers[i].url()));
+    mine[i] = &conns[i];
+    theirs[i] = &others[i];
+  }
+  QuorumOptions o;
+  o.server_timeout = millis(500) * test::slowdown();
+  QuorumLock la, lb;
+  ASSERT_TRUE(la.init(mine, kServers, Bytes::from_cstr("zero-heap-quorum"), o).ok());
+  ASSERT_TRUE(lb.init(theirs, kServers, Bytes::from_cstr("zero-heap-quorum"), o).ok());
+  // Set-up: every connection connected and every script cached.
+  ASSERT_TRUE(la.try_acquire().ok());
+  ASSERT_TRUE(la.extend(1000).ok());
+  ASSERT_TRUE(la.owned().ok());
+  ASSERT_EQ(lb.try_acquire().code(), ErrorCode::kBusy);
+  ASSERT_TRUE(la.release().ok());
+  ASSERT_TRUE(lb.try_acquire().ok());
+  ASSERT_TRUE(lb.release().ok());
+
+  // Each cycle is ~11 fan-out rounds; fewer under qemu.
+  const int n = cycles() / (10 * test::slowdown()) > 0 ? cycles() / (10 * test::slowdown()) : 1;
+  int failures = 0;
+  test::start_counting();
+  for (int i = 0; i < n; ++i) {
+    failures += !la.acquire(millis(1000)).ok();
+    failures += !la.extend(5000).ok();
+    failures += !la.reacquire().ok();
+    const Result<bool> owned = la.owned();
+    failures += !(owned.ok() && owned.value());
+    failures += lb.try_acquire().code() != ErrorCode::kBusy;  // busy + clean-up rounds
+    failures += !la.release().ok();
+    failures += lb.try_acquire().ok() ? !lb.release().ok() : 1;
+  }
+  const test::AllocCounts c = test::stop_counting();
+  EXPECT_EQ(failures, 0);
+  for (size_t i = 0; i < kServers; ++i) {
+    EXPECT_EQ(conns[i].stats().connects, 1u) << "no reconnect in the loop, server " << i;
+    EXPECT_EQ(others[i].stats().connects, 1u) << "no reconnect in the loop, server " << i;
+  }
+  EXPECT_EQ(c.total(), 0u) << "mallocs=" << c.mallocs << " frees=" << c.frees << " news=" << c.news
+                           << " over " << n << " quorum cycles";
+  std::printf("zero-heap quorum: %d cycles over %zu servers, %llu allocations\n", n, kServers,
+              static_cast<unsigned long long>(c.total()));
 }
 
 // --- Issue 9 primitives: every steady-state call, granted and refused. ---

@@ -1,0 +1,205 @@
+#pragma once
+/// @file quorum_lock.h
+/// A lock over N independent Redis servers (not replicas) that survives the
+/// loss of a minority of them: the Redlock algorithm, with every request
+/// fanned out in parallel on one thread and fencing tokens that stay
+/// strictly increasing across the quorum.
+///
+/// Acquire: the same random token is SET-if-absent (PX ttl) on every server
+/// at once over non-blocking sockets driven by one poll(). The lock counts
+/// only if a majority (N/2+1) granted it and validity is left, where
+/// validity = TTL - elapsed - drift; elapsed runs on the monotonic clock from
+/// before the first request is sent to after the quorum-th reply is read, and
+/// drift = TTL * drift_factor + 2 ms. The call returns as soon as the outcome
+/// is decided. On failure it releases on every server that may hold the
+/// token, including those whose reply never came (their SET may have
+/// landed); a late reply is read before the release on the same connection,
+/// so the release stays ordered after it.
+///
+/// Fencing across the quorum. Each server keeps its own counter ({key}:fence)
+/// and a grant INCRs it, but one server's counter is not enough: two
+/// majorities may overlap in a single server. So:
+///  1. the acquire script INCRs the counter on every granting server; we
+///     take F = the maximum over the granting majority;
+///  2. a write-back round raises the counter to F (SET if greater) on every
+///     server that may hold our key, each only while its lock key still
+///     holds our token, and F is returned only after a majority W confirmed
+///     (a late grant may have a counter above F: raising is then a no-op,
+///     and the argument below holds for it all the same).
+/// Why it increases: the next grant G' needs a majority M', which meets W
+/// in some server s. On s our key was present at the write-back and G' can
+/// only take s after our key is gone (released or expired), hence after the
+/// write-back; its INCR on s then exceeds F, and G' takes the max over M'.
+/// No timing assumption is needed: even if this holder pauses past its
+/// validity, the next holder's fence is larger and a fenced resource
+/// rejects the stale writes.
+/// Limits: (a) a server that loses its counter (restart without AOF fsync,
+/// failover to a lagging replica) can break the order if it is the only
+/// overlap; run the servers with appendonly/appendfsync always, or keep a
+/// restarted server out for longer than the TTL; (b) fences have gaps and
+/// are only comparable for one key over one fixed server set; (c) fences
+/// must stay below 2^53 (Lua numbers); (d) it costs one more round trip per
+/// acquire; QuorumOptions::fencing = false skips it (fence() is then 0).
+///
+/// Mutual exclusion (unlike fencing) rests on Redlock's timing assumptions:
+/// bounded clock drift between the servers and us, and servers that keep
+/// their keys across a restart (or stay down for a TTL).
+///
+/// Memory: fixed arrays of kMaxQuorumServers; no heap after the first
+/// connect of each server (a reconnect allocates, as in Connection).
+/// A QuorumLock needs exclusive use of its connections: a request left in
+/// flight by one call is read back by the next.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "edgelock/backoff.h"
+#include "edgelock/bytes.h"
+#include "edgelock/clock.h"
+#include "edgelock/connection.h"
+#include "edgelock/detail/fanout_slot.h"
+#include "edgelock/limits.h"
+#include "edgelock/lock.h"
+#include "edgelock/random.h"
+#include "edgelock/status.h"
+
+namespace edgelock {
+
+struct QuorumOptions {
+  /// Lease length on each server, up to kMaxTtlMs; must exceed the drift.
+  int64_t ttl_ms = 10000;
+  /// Drift allowance factor, 0 .. 0.5 (see the file comment).
+  double drift_factor = 0.01;
+  /// Budget of one round per server: a dead, paused or partitioned server
+  /// costs at most this per round. 0 = ttl / 50, at least 5 ms. Must be
+  /// below the TTL.
+  Nanos server_timeout = 0;
+  /// Random delays between acquire attempts (jittered, doubling).
+  Nanos retry_min = millis(5);
+  Nanos retry_max = millis(250);
+  /// A server that did not answer is skipped by acquire/extend for a
+  /// backoff doubling from down_min to down_max; the others keep serving.
+  Nanos down_min = millis(100);
+  Nanos down_max = millis(5000);
+  /// Fencing tokens across the quorum (one extra round trip per acquire).
+  bool fencing = true;
+};
+
+class QuorumLock {
+ public:
+  QuorumLock();
+  /// Gives up requests still in flight on its connections (closes them).
+  ~QuorumLock();
+  QuorumLock(const QuorumLock&) = delete;
+  QuorumLock& operator=(const QuorumLock&) = delete;
+
+  /// Uses conns[0..n) (set up, distinct, sharing one clock, outliving the
+  /// lock). No I/O. Errors: kInvalidArgument (n is 0 or > kMaxQuorumServers,
+  /// null or repeated connection, clocks differ, key empty or longer than
+  /// kMaxKeyLen, TTL/drift/timeouts out of range), kRandomFailed.
+  Status init(Connection* const* conns, size_t n, Bytes key, const QuorumOptions& options = {});
+
+  /// One attempt with a fresh token, no waiting. Returns within about
+  /// 2 x server_timeout (a round, then the fence or clean-up round).
+  /// Errors: kBusy (a majority refused: held by another), kNoQuorum (too
+  /// few servers answered), kExpired (granted, but no validity was left;
+  /// released again), kIndeterminate (a request went unanswered, so the
+  /// outcome is unknown; a release was attempted), kInvalidArgument (not
+  /// init()ed, or already holding), kRandomFailed.
+  Status try_acquire();
+  /// Retries after random delays until `wait` has passed (negative =
+  /// forever). Returns by wait + 2 x server_timeout at the latest.
+  /// Errors: as try_acquire(); the last attempt's result when time is up.
+  Status acquire(Nanos wait);
+  /// Owner-checked delete on every server that may hold the token.
+  /// Errors: kNotHeld (no token), kNotOwner (no server still had it),
+  /// kIndeterminate (a server that may hold it did not answer: it keeps the
+  /// key until the TTL ends; release() may be called again, while a new
+  /// acquire forgets it).
+  Status release();
+  /// Owner-checked TTL change on every server; succeeds only if a majority
+  /// extended before the current validity ran out; `ms` > 0.
+  /// Errors: kInvalidArgument, kNotHeld, kExpired (no validity left),
+  /// kNotOwner (a majority no longer holds our token; the lease is gone),
+  /// kNoQuorum, kIndeterminate (the current validity still stands).
+  Status extend(int64_t ms, ExtendMode mode = ExtendMode::kAdd);
+  /// Resets the TTL to ttl_ms on every server. Errors: as extend().
+  Status reacquire();
+  /// Asks every server; true if a majority still holds our token.
+  /// Errors: kNotHeld, kNoQuorum, kIndeterminate.
+  Result<bool> owned();
+
+  /// True while we hold it and the local validity has not run out.
+  bool held() const { return remaining() > 0; }
+  /// Conservative validity left (0 if not held).
+  Nanos remaining() const;
+  /// Fencing token of the current grant (0 if none, or fencing is off).
+  uint64_t fence() const { return fence_; }
+  Bytes token() const { return Bytes(token_, token_len_); }
+  Bytes key() const { return Bytes(key_, key_len_); }
+  size_t size() const { return n_; }
+  size_t quorum() const { return n_ / 2 + 1; }
+  /// The per-server round budget in use (after the default is applied).
+  Nanos server_timeout() const { return server_timeout_; }
+  /// The shortest holder TTL seen by the last busy attempt (ms).
+  int64_t busy_ttl_ms() const { return busy_ttl_ms_; }
+  /// True while server i is skipped after failing to answer.
+  bool server_down(size_t i) const;
+  const QuorumOptions& options() const { return options_; }
+  /// The last failing server's error text (for logs; "" if none).
+  const char* connection_error() const;
+
+ private:
+  Clock& clock() const { return conns_[0]->clock(); }
+  Deadline round_deadline(Deadline limit) const;
+  Status attempt(Deadline limit);
+  Status raise_fence(Deadline limit);
+  void note_acquire();
+  size_t note_owners(int64_t yes_min);
+  Status finish_extend(Nanos start, Nanos decided_at);
+  void want_holders(bool skip_down, Nanos now);
+  void cleanup();
+  size_t release_round();
+  void note_servers(Nanos now, bool timed_out);
+  void abandon_in_flight();
+  void forget();
+
+  Connection* conns_[kMaxQuorumServers] = {};
+  size_t n_ = 0;
+  QuorumOptions options_;
+  Nanos server_timeout_ = 0;
+  uint8_t key_[kMaxKeyLen] = {};
+  size_t key_len_ = 0;
+  uint8_t fence_key_[kMaxKeyLen + 8] = {};
+  size_t fence_key_len_ = 0;
+  char token_[kMaxTokenLen] = {};
+  size_t token_len_ = 0;
+  char ttl_text_[24] = {};
+  char ms_text_[24] = {};
+  char mode_text_[4] = {};
+  char fence_text_[24] = {};
+  // Request arguments, one array per script: a request left in flight may
+  // be re-sent (NOSCRIPT) from these, so they never change kind.
+  Bytes keys_[2];
+  Bytes acquire_args_[2];
+  Bytes extend_args_[3];
+  Bytes fence_args_[2];
+  Bytes token_args_[1];
+  struct Server {
+    bool maybe_holds = false;  // a request carrying our token may have landed
+    Nanos down_until = 0;
+    Nanos down_step = 0;
+  };
+  Server servers_[kMaxQuorumServers];
+  detail::FanoutSlot slots_[kMaxQuorumServers];
+  bool has_token_ = false;
+  bool granted_ = false;
+  Nanos valid_until_ = 0;
+  uint64_t fence_ = 0;
+  int64_t busy_ttl_ms_ = 0;
+  size_t last_failed_ = kMaxQuorumServers;
+  Prng rng_;
+  Backoff backoff_{millis(5), millis(250)};
+};
+
+}  // namespace edgelock

@@ -1,0 +1,218 @@
+// One round of parallel requests over many connections, one poll().
+#include "quorum_fanout.h"
+
+#include <poll.h>
+
+#include <cerrno>
+
+#include "edgelock/limits.h"
+
+namespace edgelock {
+namespace detail {
+
+namespace {
+
+// Each loop turn either moves bytes or waits on the deadline; the count
+// only guards against a misbehaving peer.
+constexpr int kMaxTurns = 1 << 20;
+
+// The server answered with an error: it saw the request and said so.
+bool is_error_reply(ErrorCode c) {
+  switch (c) {
+    case ErrorCode::kServerError:
+    case ErrorCode::kAuthFailed:
+    case ErrorCode::kNoAuth:
+    case ErrorCode::kReadOnly:
+    case ErrorCode::kOutOfMemory:
+    case ErrorCode::kServerBusy:
+    case ErrorCode::kLoading:
+      return true;
+    default:
+      return false;
+  }
+}
+
+struct Round {
+  Connection* const* conns;
+  FanoutSlot* slots;
+  size_t n;
+  const FanoutRequest& req;
+  const FanoutGoal& goal;
+  Deadline deadline;
+};
+
+void finish(FanoutSlot& s, const Result<const Reply*>& r) {
+  s.in_flight = false;
+  if (!r.ok()) {
+    s.error = r.status().code();
+    // A lost connection after sending says nothing about what the server did.
+    s.outcome = is_error_reply(s.error) ? SlotOutcome::kFailed : SlotOutcome::kUnknown;
+    return;
+  }
+  if (r.value()->type != ReplyType::kInteger) {
+    s.error = ErrorCode::kProtocol;
+    s.outcome = SlotOutcome::kUnknown;
+    return;
+  }
+  s.value = r.value()->integer;
+  s.outcome = SlotOutcome::kReplied;
+}
+
+void start(Round& r, size_t i);
+
+// Moves slot i along without blocking.
+void step(Round& r, size_t i) {
+  FanoutSlot& s = r.slots[i];
+  const Result<const Reply*> res = r.conns[i]->advance();
+  if (res.ok() && !res.value()) return;
+  if (s.draining) {
+    // The old reply (or its failure) is in: now send this round's request.
+    s.draining = false;
+    s.in_flight = false;
+    start(r, i);
+    return;
+  }
+  finish(s, res);
+}
+
+void start(Round& r, size_t i) {
+  FanoutSlot& s = r.slots[i];
+  const Status st = r.conns[i]->start_eval(*r.req.script, r.req.keys, r.req.nkeys, r.req.args,
+                                           r.req.nargs, r.deadline);
+  if (!st.ok()) {
+    s.error = st.code();
+    s.outcome = SlotOutcome::kFailed;
+    return;
+  }
+  s.sent = true;
+  s.in_flight = true;
+  step(r, i);  // write now, before the next server is even encoded
+}
+
+// An idle connection has nothing to read; if it is readable the server
+// closed it (restart, kill). Reconnect before sending rather than send into
+// a dead socket and be left not knowing whether the request landed.
+void drop_dead_idle(Round& r) {
+  pollfd pfds[kMaxQuorumServers];
+  size_t index[kMaxQuorumServers];
+  size_t k = 0;
+  for (size_t i = 0; i < r.n; ++i) {
+    if (!r.slots[i].want || r.conns[i]->busy() || !r.conns[i]->is_connected()) continue;
+    pfds[k] = pollfd{r.conns[i]->fd(), POLLIN, 0};
+    index[k++] = i;
+  }
+  if (k == 0 || poll(pfds, k, 0) <= 0) return;
+  for (size_t j = 0; j < k; ++j) {
+    if (pfds[j].revents != 0) r.conns[index[j]]->close();
+  }
+}
+
+void begin(Round& r) {
+  drop_dead_idle(r);
+  for (size_t i = 0; i < r.n; ++i) {
+    FanoutSlot& s = r.slots[i];
+    s.sent = false;
+    s.error = ErrorCode::kOk;
+    s.value = 0;
+    s.outcome = SlotOutcome::kNone;
+    s.in_flight = r.conns[i]->busy();
+    s.draining = s.in_flight;
+  }
+  // Connected servers first: a (re)connect blocks, and must not delay the
+  // requests to servers that are ready.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t i = 0; i < r.n; ++i) {
+      FanoutSlot& s = r.slots[i];
+      if (!s.want || s.draining || r.conns[i]->is_connected() != (pass == 0)) continue;
+      start(r, i);
+    }
+  }
+}
+
+bool settled(const Round& r) {
+  size_t yes = 0;
+  size_t waiting = 0;
+  for (size_t i = 0; i < r.n; ++i) {
+    const FanoutSlot& s = r.slots[i];
+    if (!s.want) continue;
+    if (s.in_flight) ++waiting;
+    if (s.outcome == SlotOutcome::kReplied && s.value >= r.goal.yes_min) ++yes;
+  }
+  if (waiting == 0) return true;
+  return !r.goal.wait_all && round_decided(r.goal.quorum, yes, waiting);
+}
+
+// Marks what is still in flight when the round ends. An old reply still
+// owed after a whole round is given up; our own request stays in flight.
+void leave(Round& r, bool deadline_passed) {
+  for (size_t i = 0; i < r.n; ++i) {
+    FanoutSlot& s = r.slots[i];
+    if (!s.want || !s.in_flight) continue;
+    s.error = ErrorCode::kTimeout;
+    if (!s.draining) {
+      s.outcome = SlotOutcome::kUnknown;
+      continue;
+    }
+    s.outcome = SlotOutcome::kFailed;
+    if (deadline_passed) {
+      r.conns[i]->abandon().ignore();
+      s.in_flight = false;
+      s.draining = false;
+    }
+  }
+}
+
+}  // namespace
+
+FanoutResult run_fanout(Connection* const* conns, FanoutSlot* slots, size_t n,
+                        const FanoutRequest& req, const FanoutGoal& goal, Deadline deadline,
+                        Clock& clock) {
+  Round r{conns, slots, n <= kMaxQuorumServers ? n : kMaxQuorumServers, req, goal, deadline};
+  begin(r);
+  pollfd pfds[kMaxQuorumServers];
+  size_t index[kMaxQuorumServers];
+  FanoutResult out;
+  for (int turn = 0; turn < kMaxTurns && !settled(r) && !deadline.expired(clock); ++turn) {
+    size_t k = 0;
+    bool buffered = false;
+    for (size_t i = 0; i < r.n; ++i) {
+      if (!slots[i].want || !slots[i].in_flight) continue;
+      buffered = buffered || conns[i]->has_pending_input();
+      pfds[k] = pollfd{conns[i]->fd(), conns[i]->poll_events(), 0};
+      index[k++] = i;
+    }
+    const int rc = buffered ? 0 : poll(pfds, k, deadline.poll_timeout_ms(clock));
+    if (rc < 0 && errno != EINTR) break;
+    for (size_t j = 0; j < k; ++j) {
+      if (buffered || pfds[j].revents != 0) step(r, index[j]);
+    }
+  }
+  out.decided_at = clock.now();
+  out.timed_out = !settled(r);
+  leave(r, out.timed_out);
+  return out;
+}
+
+Tally tally_of(const FanoutSlot* slots, size_t n, const FanoutGoal& goal) {
+  Tally t;
+  t.n = n;
+  for (size_t i = 0; i < n; ++i) {
+    const FanoutSlot& s = slots[i];
+    if (!s.want) continue;
+    switch (s.outcome) {
+      case SlotOutcome::kReplied:
+        ++(s.value >= goal.yes_min ? t.yes : t.no);
+        break;
+      case SlotOutcome::kUnknown:
+        ++t.unknown;
+        break;
+      default:
+        ++t.failed;
+        break;
+    }
+  }
+  return t;
+}
+
+}  // namespace detail
+}  // namespace edgelock

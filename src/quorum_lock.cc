@@ -1,0 +1,214 @@
+// Quorum lock: set-up, acquire and the fencing write-back round.
+#include "edgelock/quorum_lock.h"
+
+#include <cstdio>
+#include <cstring>
+
+#include "lock_keys.h"
+#include "lock_scripts.h"
+#include "quorum_fanout.h"
+#include "quorum_math.h"
+
+namespace edgelock {
+
+namespace {
+
+constexpr size_t kTokenRandomBytes = 16;  // 128 bits -> 32 hex chars
+
+bool retryable(ErrorCode c) {
+  return c == ErrorCode::kBusy || c == ErrorCode::kNoQuorum || c == ErrorCode::kExpired ||
+         c == ErrorCode::kIndeterminate;
+}
+
+size_t decimal(char (&buf)[24], int64_t v) {
+  return static_cast<size_t>(std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v)));
+}
+
+bool valid_connections(Connection* const* conns, size_t n) {
+  if (!conns || n == 0 || n > kMaxQuorumServers) return false;
+  for (size_t i = 0; i < n; ++i) {
+    if (!conns[i] || &conns[i]->clock() != &conns[0]->clock()) return false;
+    for (size_t j = 0; j < i; ++j) {
+      if (conns[j] == conns[i]) return false;
+    }
+  }
+  return true;
+}
+
+bool valid_options(const QuorumOptions& o) {
+  return o.ttl_ms >= 1 && o.ttl_ms <= kMaxTtlMs && o.drift_factor >= 0.0 &&
+         o.drift_factor <= 0.5 && o.server_timeout >= 0 && o.server_timeout < millis(o.ttl_ms) &&
+         o.retry_min > 0 && o.retry_max >= o.retry_min && o.down_min > 0 &&
+         o.down_max >= o.down_min &&
+         millis(o.ttl_ms) > detail::drift_of(o.ttl_ms, o.drift_factor);  // some validity
+}
+
+// ttl / 50, at least 5 ms (but below the TTL).
+Nanos default_server_timeout(int64_t ttl_ms) {
+  const Nanos t = millis(ttl_ms) / 50;
+  if (t >= millis(5)) return t;
+  return millis(ttl_ms) / 2 < millis(5) ? millis(ttl_ms) / 2 : millis(5);
+}
+
+}  // namespace
+
+QuorumLock::QuorumLock() = default;
+
+QuorumLock::~QuorumLock() { abandon_in_flight(); }
+
+void QuorumLock::abandon_in_flight() {
+  for (size_t i = 0; i < n_; ++i) {
+    if (conns_[i]->busy()) conns_[i]->abandon().ignore();
+  }
+}
+
+Status QuorumLock::init(Connection* const* conns, size_t n, Bytes key,
+                        const QuorumOptions& options) {
+  if (!valid_connections(conns, n) || !valid_options(options)) return ErrorCode::kInvalidArgument;
+  if (key.size == 0 || key.size > kMaxKeyLen || !key.data) return ErrorCode::kInvalidArgument;
+  const Result<size_t> fk = detail::companion_key(key, ":fence", fence_key_, sizeof fence_key_);
+  if (!fk.ok()) return fk.status();
+  EDGELOCK_TRY(rng_.seed_from_os());
+  abandon_in_flight();  // requests of an earlier init() are of no use now
+  for (size_t i = 0; i < n; ++i) conns_[i] = conns[i];
+  n_ = n;
+  options_ = options;
+  server_timeout_ = options.server_timeout > 0 ? options.server_timeout
+                                               : default_server_timeout(options.ttl_ms);
+  std::memcpy(key_, key.data, key.size);
+  key_len_ = key.size;
+  fence_key_len_ = fk.value();
+  token_len_ = 2 * kTokenRandomBytes;
+  keys_[0] = this->key();
+  keys_[1] = Bytes(fence_key_, fence_key_len_);
+  acquire_args_[0] = token();
+  acquire_args_[1] = Bytes(ttl_text_, decimal(ttl_text_, options.ttl_ms));
+  extend_args_[0] = token();
+  fence_args_[0] = token();
+  token_args_[0] = token();
+  backoff_ = Backoff(options.retry_min, options.retry_max);
+  for (size_t i = 0; i < kMaxQuorumServers; ++i) servers_[i] = Server();
+  forget();
+  return Status();
+}
+
+void QuorumLock::forget() {
+  has_token_ = false;
+  granted_ = false;
+  valid_until_ = 0;
+  fence_ = 0;
+  for (size_t i = 0; i < n_; ++i) servers_[i].maybe_holds = false;
+}
+
+Nanos QuorumLock::remaining() const {
+  if (!granted_) return 0;
+  const Nanos left = valid_until_ - clock().now();
+  return left > 0 ? left : 0;
+}
+
+Deadline QuorumLock::round_deadline(Deadline limit) const {
+  return Deadline::after(clock(), server_timeout_).min(limit);
+}
+
+Status QuorumLock::try_acquire() {
+  if (n_ == 0 || held()) return ErrorCode::kInvalidArgument;
+  forget();
+  EDGELOCK_TRY(random_hex(token_, kTokenRandomBytes));
+  return attempt(Deadline::never());
+}
+
+Status QuorumLock::acquire(Nanos wait) {
+  if (n_ == 0) return ErrorCode::kInvalidArgument;
+  Clock& c = clock();
+  const Deadline deadline = Deadline::after(c, wait);
+  // The last attempt may start just before the wait ends: give its round
+  // its budget (the clean-up round has its own).
+  const Deadline limit =
+      deadline.is_never() ? deadline : Deadline::at(deadline.when() + server_timeout_);
+  Status s = try_acquire();
+  backoff_.reset();
+  for (uint32_t i = 0; !s.ok() && retryable(s.code()) && i < 1000000; ++i) {
+    Nanos delay = backoff_.next(rng_);
+    if (s.code() == ErrorCode::kBusy && millis(busy_ttl_ms_ + 1) < delay) {
+      delay = millis(busy_ttl_ms_ + 1);  // it frees by expiry at the latest
+    }
+    const Nanos left = deadline.remaining(c);
+    if (left <= 0) break;
+    c.sleep_for(delay < left ? delay : left);
+    s = attempt(limit);  // same token: a lost grant reply is re-armed, not busy
+  }
+  return s;
+}
+
+// Records what the acquire round left behind: who may hold our token, the
+// highest fence counter among the grants, the longest holder TTL.
+void QuorumLock::note_acquire() {
+  fence_ = 0;
+  busy_ttl_ms_ = 0;
+  for (size_t i = 0; i < n_; ++i) {
+    const detail::FanoutSlot& s = slots_[i];
+    if (!s.want) continue;
+    const bool replied = s.outcome == detail::SlotOutcome::kReplied;
+    if (replied && s.value <= 0) {
+      if (-s.value > busy_ttl_ms_) busy_ttl_ms_ = -s.value;
+    } else if (s.sent) {
+      servers_[i].maybe_holds = true;
+    }
+    if (replied && s.value > 0 && static_cast<uint64_t>(s.value) > fence_) {
+      fence_ = static_cast<uint64_t>(s.value);
+    }
+  }
+}
+
+Status QuorumLock::attempt(Deadline limit) {
+  Clock& c = clock();
+  has_token_ = true;  // from here a lost reply may mean a key is ours
+  granted_ = false;
+  const Nanos start = c.now();  // before the first request leaves
+  const Nanos end = detail::validity_end(start, options_.ttl_ms, options_.drift_factor);
+  for (size_t i = 0; i < n_; ++i) slots_[i].want = start >= servers_[i].down_until;
+  const detail::FanoutRequest req{&detail::kAcquireScript, keys_, 2, acquire_args_, 2};
+  const detail::FanoutGoal goal{quorum(), 1, false};
+  const detail::FanoutResult fr =
+      detail::run_fanout(conns_, slots_, n_, req, goal, round_deadline(limit).min(Deadline::at(end)), c);
+  note_servers(fr.decided_at, fr.timed_out);
+  note_acquire();
+  const detail::Tally t = detail::tally_of(slots_, n_, goal);
+  if (t.yes < quorum()) {
+    cleanup();
+    return detail::acquire_failure(t);
+  }
+  if (!detail::still_valid(end, fr.decided_at)) {
+    cleanup();
+    return ErrorCode::kExpired;
+  }
+  granted_ = true;
+  valid_until_ = end;
+  const Status s = options_.fencing ? raise_fence(limit) : Status();
+  if (!options_.fencing) fence_ = 0;
+  if (s.ok() && remaining() > 0) return s;
+  cleanup();
+  return s.ok() ? Status(ErrorCode::kExpired) : s;
+}
+
+// The write-back round (see the header): raise the counter to fence_ on
+// the servers holding our key; fence_ counts only once a majority confirmed.
+Status QuorumLock::raise_fence(Deadline limit) {
+  Clock& c = clock();
+  fence_args_[1] = Bytes(fence_text_, decimal(fence_text_, static_cast<int64_t>(fence_)));
+  // Every server that may hold our key, not only the granting majority: a
+  // grant whose reply was still on its way counts too (the script checks
+  // ownership), so this round waits for the fastest majority again.
+  for (size_t i = 0; i < n_; ++i) slots_[i].want = servers_[i].maybe_holds;
+  const detail::FanoutRequest req{&detail::kFenceRaiseScript, keys_, 2, fence_args_, 2};
+  const detail::FanoutGoal goal{quorum(), 1, false};
+  const detail::FanoutResult fr = detail::run_fanout(
+      conns_, slots_, n_, req, goal, round_deadline(limit).min(Deadline::at(valid_until_)), c);
+  note_servers(fr.decided_at, fr.timed_out);
+  const detail::Tally t = detail::tally_of(slots_, n_, goal);
+  if (!detail::still_valid(valid_until_, fr.decided_at)) return ErrorCode::kExpired;
+  if (t.yes >= quorum()) return Status();
+  return t.unknown > 0 ? ErrorCode::kIndeterminate : ErrorCode::kNoQuorum;
+}
+
+}  // namespace edgelock

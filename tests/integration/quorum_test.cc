@@ -1,0 +1,326 @@
+// Quorum lock against 3 and 5 real redis-servers: all up, minorities and
+// majorities killed, a SIGSTOPped server, a restart, partial grants.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "edgelock/edgelock.h"
+#include "edgelock/fake_clock.h"
+#include "../support/redis_server.h"
+#include "../support/test_util.h"
+#include "quorum_math.h"
+
+namespace edgelock {
+namespace {
+
+using test::run;
+
+constexpr const char* kKey = "gateway-modem";
+
+Nanos elapsed_since(Nanos t0) { return default_clock().now() - t0; }
+Nanos slow(Nanos t) { return t * test::slowdown(); }
+
+// N servers, a lock connection and an inspection connection to each.
+class Cluster {
+ public:
+  explicit Cluster(size_t n, Clock* clock = nullptr) : n_(n), clock_(clock) {}
+  bool start() {
+    for (size_t i = 0; i < n_; ++i) {
+      servers_[i].reset(new test::RedisServer());
+      if (!servers_[i]->start()) return false;
+      if (!test::open(conns_[i], servers_[i]->url(), clock_)) return false;
+      if (!test::open(admin_[i], servers_[i]->url())) return false;
+      ptrs_[i] = &conns_[i];
+    }
+    return true;
+  }
+  test::RedisServer& server(size_t i) { return *servers_[i]; }
+  Connection* const* conns() { return ptrs_; }
+  size_t size() const { return n_; }
+  std::string get(size_t i, const char* key = kKey) { return run(admin_[i], {"GET", key}); }
+  std::string cmd(size_t i, std::initializer_list<std::string> args) { return run(admin_[i], args); }
+  /// How many servers (but `skip`) hold `token` under the key.
+  size_t holders(Bytes token, size_t skip = kMaxQuorumServers) {
+    const std::string t(reinterpret_cast<const char*>(token.data), token.size);
+    size_t n = 0;
+    for (size_t i = 0; i < n_; ++i) n += i != skip && get(i) == t ? 1 : 0;
+    return n;
+  }
+
+ private:
+  size_t n_;
+  Clock* clock_;
+  std::unique_ptr<test::RedisServer> servers_[kMaxQuorumServers];
+  Connection conns_[kMaxQuorumServers];
+  Connection admin_[kMaxQuorumServers];
+  Connection* ptrs_[kMaxQuorumServers] = {};
+};
+
+QuorumOptions opts(int64_t ttl_ms = 5000) {
+  QuorumOptions o;
+  o.ttl_ms = ttl_ms * test::slowdown();
+  o.server_timeout = slow(millis(100));
+  o.retry_min = millis(2);
+  o.retry_max = millis(20);
+  return o;
+}
+
+TEST(QuorumLock, InitValidates) {
+  Connection a, b;
+  ASSERT_TRUE(a.setup("redis://127.0.0.1:1").ok());
+  ASSERT_TRUE(b.setup("redis://127.0.0.1:2").ok());
+  Connection* two[2] = {&a, &b};
+  Connection* dup[2] = {&a, &a};
+  QuorumLock q;
+  const Bytes key = Bytes::from_cstr("k");
+  EXPECT_EQ(q.init(two, 0, key).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(q.init(two, kMaxQuorumServers + 1, key).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(q.init(dup, 2, key).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(q.init(two, 2, Bytes()).code(), ErrorCode::kInvalidArgument);
+  QuorumOptions o;
+  o.ttl_ms = 2;  // no validity left after the 2 ms drift allowance
+  EXPECT_EQ(q.init(two, 2, key, o).code(), ErrorCode::kInvalidArgument);
+  o = QuorumOptions();
+  o.server_timeout = millis(o.ttl_ms);
+  EXPECT_EQ(q.init(two, 2, key, o).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(q.try_acquire().code(), ErrorCode::kInvalidArgument) << "not initialised";
+  ASSERT_TRUE(q.init(two, 2, key).ok());
+  EXPECT_EQ(q.quorum(), 2u);
+  EXPECT_EQ(q.server_timeout(), millis(200)) << "default: ttl / 50";
+  EXPECT_EQ(q.release().code(), ErrorCode::kNotHeld);
+}
+
+void full_cycle(Cluster& c) {
+  QuorumLock lock;
+  ASSERT_TRUE(lock.init(c.conns(), c.size(), Bytes::from_cstr(kKey), opts()).ok());
+  ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();
+  EXPECT_TRUE(lock.held());
+  EXPECT_GT(lock.fence(), 0u);
+  const Nanos max_validity = millis(opts().ttl_ms) - detail::drift_of(opts().ttl_ms, 0.01);
+  EXPECT_LE(lock.remaining(), max_validity);
+  EXPECT_GT(lock.remaining(), max_validity - slow(millis(200)));
+  EXPECT_GE(c.holders(lock.token()), lock.quorum());
+  ASSERT_TRUE(lock.extend(5000).ok());
+  EXPECT_GT(lock.remaining(), max_validity);
+  const Result<bool> own = lock.owned();
+  ASSERT_TRUE(own.ok());
+  EXPECT_TRUE(own.value());
+  ASSERT_TRUE(lock.reacquire().ok());
+  EXPECT_LE(lock.remaining(), max_validity);
+  EXPECT_EQ(lock.try_acquire().code(), ErrorCode::kInvalidArgument) << "already holding";
+  const Bytes token = lock.token();
+  ASSERT_TRUE(lock.release().ok());
+  EXPECT_FALSE(lock.held());
+  EXPECT_EQ(c.holders(token), 0u);
+  EXPECT_EQ(lock.release().code(), ErrorCode::kNotHeld);
+  EXPECT_EQ(lock.extend(100).code(), ErrorCode::kNotHeld);
+}
+
+TEST(QuorumLock, ThreeServersCycle) {
+  Cluster c(3);
+  ASSERT_TRUE(c.start());
+  full_cycle(c);
+}
+
+TEST(QuorumLock, FiveServersBusyGuardAndFences) {
+  Cluster c(5);
+  ASSERT_TRUE(c.start());
+  full_cycle(c);
+  Connection others[5];
+  Connection* ptrs[5];
+  for (size_t i = 0; i < 5; ++i) {
+    ASSERT_TRUE(test::open(others[i], c.server(i).url()));
+    ptrs[i] = &others[i];
+  }
+  QuorumLock a, b;
+  ASSERT_TRUE(a.init(c.conns(), 5, Bytes::from_cstr(kKey), opts()).ok());
+  ASSERT_TRUE(b.init(ptrs, 5, Bytes::from_cstr(kKey), opts()).ok());
+  uint64_t last = 0;
+  for (int i = 0; i < 3; ++i) {
+    {
+      ASSERT_TRUE(a.acquire(millis(1000)).ok());
+      LockGuard<QuorumLock> guard(a);
+      EXPECT_GT(a.fence(), last);
+      last = a.fence();
+      EXPECT_EQ(b.try_acquire().code(), ErrorCode::kBusy);
+      EXPECT_GT(b.busy_ttl_ms(), 0);
+      EXPECT_EQ(c.holders(b.token()), 0u) << "no partial grant left behind";
+    }
+    EXPECT_EQ(c.holders(a.token()), 0u) << "the guard released it";
+    ASSERT_TRUE(b.try_acquire().ok());
+    EXPECT_GT(b.fence(), last);
+    last = b.fence();
+    ASSERT_TRUE(b.release().ok());
+  }
+}
+
+TEST(QuorumLock, PartialGrantsAreCleanedUp) {
+  Cluster c(5);
+  ASSERT_TRUE(c.start());
+  // Another holder on servers 0-2: servers 3 and 4 grant, the majority refuses.
+  for (size_t i = 0; i < 3; ++i) ASSERT_EQ(c.cmd(i, {"SET", kKey, "someone-else", "PX", "10000"}), "OK");
+  QuorumLock lock;
+  ASSERT_TRUE(lock.init(c.conns(), 5, Bytes::from_cstr(kKey), opts()).ok());
+  EXPECT_EQ(lock.try_acquire().code(), ErrorCode::kBusy);
+  EXPECT_EQ(c.holders(lock.token()), 0u);
+  EXPECT_EQ(c.get(3), "(nil)");
+  EXPECT_EQ(c.get(0), "someone-else") << "the other holder's keys are left alone";
+  EXPECT_EQ(lock.release().code(), ErrorCode::kNotHeld) << "nothing left to release";
+  // Two servers down and one refusing: a single grant, cleaned up again.
+  c.server(0).kill9();
+  c.server(1).kill9();
+  EXPECT_EQ(lock.try_acquire().code(), ErrorCode::kNoQuorum);
+  EXPECT_EQ(c.holders(lock.token()), 0u);
+  EXPECT_EQ(c.get(3), "(nil)");
+}
+
+TEST(QuorumLock, MinorityKilledStillWorks) {
+  Cluster c(5);
+  ASSERT_TRUE(c.start());
+  QuorumLock lock;
+  ASSERT_TRUE(lock.init(c.conns(), 5, Bytes::from_cstr(kKey), opts()).ok());
+  for (size_t killed = 1; killed <= 2; ++killed) {
+    c.server(killed - 1).kill9();
+    const Nanos t0 = default_clock().now();
+    ASSERT_TRUE(lock.try_acquire().ok()) << killed << " killed: " << lock.connection_error();
+    EXPECT_LT(elapsed_since(t0), slow(millis(100)));
+    EXPECT_TRUE(lock.server_down(killed - 1));
+    EXPECT_GE(c.holders(lock.token()), lock.quorum());
+    ASSERT_TRUE(lock.extend(1000).ok());
+    const Result<bool> own = lock.owned();
+    ASSERT_TRUE(own.ok() && own.value());
+    ASSERT_TRUE(lock.release().ok());
+    EXPECT_EQ(c.holders(lock.token()), 0u);
+  }
+}
+
+TEST(QuorumLock, MajorityKilledFailsWithNoQuorumInTime) {
+  Cluster c(5);
+  ASSERT_TRUE(c.start());
+  for (size_t i = 0; i < 3; ++i) c.server(i).kill9();
+  QuorumLock lock;
+  ASSERT_TRUE(lock.init(c.conns(), 5, Bytes::from_cstr(kKey), opts()).ok());
+  EXPECT_EQ(lock.try_acquire().code(), ErrorCode::kNoQuorum);
+  const Nanos wait = slow(millis(300));
+  const Nanos t0 = default_clock().now();
+  EXPECT_EQ(lock.acquire(wait).code(), ErrorCode::kNoQuorum);
+  const Nanos took = elapsed_since(t0);
+  EXPECT_GE(took, wait);
+  EXPECT_LT(took, wait + 2 * lock.server_timeout() + slow(millis(100)));
+  EXPECT_EQ(c.holders(lock.token()), 0u);
+  EXPECT_FALSE(lock.held());
+}
+
+TEST(QuorumLock, StoppedServerCostsAtMostItsTimeout) {
+  Cluster c(5);
+  ASSERT_TRUE(c.start());
+  QuorumLock lock;
+  ASSERT_TRUE(lock.init(c.conns(), 5, Bytes::from_cstr(kKey), opts()).ok());
+  // Generous for a loaded 2-core CI box; the point is "not N timeouts".
+  const Nanos margin = slow(millis(150));
+  // Warm up: scripts cached, so server 0 runs our EVALSHA when it resumes.
+  ASSERT_TRUE(lock.try_acquire().ok());
+  ASSERT_TRUE(lock.release().ok());
+  c.server(0).pause();
+  Nanos t0 = default_clock().now();
+  ASSERT_TRUE(lock.try_acquire().ok());
+  EXPECT_LT(elapsed_since(t0), lock.server_timeout() + margin) << "decided by the other four";
+  t0 = default_clock().now();
+  // Server 0 got the SET and never answered: it may hold the key.
+  EXPECT_EQ(lock.release().code(), ErrorCode::kIndeterminate);
+  EXPECT_LT(elapsed_since(t0), lock.server_timeout() + margin);
+  EXPECT_EQ(c.holders(lock.token(), 0), 0u) << "server 0 is paused, the rest released";
+  EXPECT_TRUE(lock.server_down(0));
+  c.server(0).resume();
+  SystemClock().sleep_for(millis(20));
+  const Status again = lock.release();
+  ASSERT_TRUE(again.ok()) << "the SET landed on resume; the retried release removes it: " << again.to_string() << " "
+                          << lock.connection_error();
+  EXPECT_EQ(c.get(0), "(nil)");
+}
+
+TEST(QuorumLock, StoppedAndKilledLeaveTheOutcomeUnknown) {
+  Cluster c(3);
+  ASSERT_TRUE(c.start());
+  QuorumLock lock;
+  ASSERT_TRUE(lock.init(c.conns(), 3, Bytes::from_cstr(kKey), opts()).ok());
+  c.server(1).kill9();
+  c.server(2).pause();
+  const Nanos t0 = default_clock().now();
+  // One grant, one refused connect, one silent: only waiting could decide.
+  EXPECT_EQ(lock.try_acquire().code(), ErrorCode::kIndeterminate);
+  // The acquire round and the clean-up round each wait for server 2 once.
+  EXPECT_LT(elapsed_since(t0), 2 * lock.server_timeout() + slow(millis(80)));
+  EXPECT_EQ(c.get(0), "(nil)") << "the partial grant on server 0 was released";
+  c.server(2).resume();
+}
+
+TEST(QuorumLock, ServerRestartedBetweenAcquireAndExtend) {
+  Cluster c(3);
+  ASSERT_TRUE(c.start());
+  QuorumLock lock;
+  ASSERT_TRUE(lock.init(c.conns(), 3, Bytes::from_cstr(kKey), opts()).ok());
+  ASSERT_TRUE(lock.try_acquire().ok());
+  const uint64_t first = lock.fence();
+  ASSERT_TRUE(c.server(1).restart());  // no persistence: key and counter gone
+  ASSERT_TRUE(lock.extend(3000).ok()) << lock.connection_error();
+  EXPECT_TRUE(lock.held());
+  const Result<bool> own = lock.owned();
+  ASSERT_TRUE(own.ok() && own.value());
+  EXPECT_EQ(c.holders(lock.token()), 2u);
+  ASSERT_TRUE(lock.release().ok());
+  EXPECT_EQ(c.holders(lock.token()), 0u);
+  SystemClock().sleep_for(2 * opts().down_min);  // let server 1 out of its backoff
+  ASSERT_TRUE(lock.try_acquire().ok());
+  EXPECT_GT(lock.fence(), first) << "the majority's counters carry the order";
+  EXPECT_GE(c.holders(lock.token()), 2u);
+  EXPECT_FALSE(lock.server_down(1)) << lock.connection_error();
+  ASSERT_TRUE(lock.release().ok());
+}
+
+TEST(QuorumLock, FencesIncreaseAcrossMajoritiesThatShareOneServer) {
+  Cluster c(3);
+  ASSERT_TRUE(c.start());
+  const char* counter = "{gateway-modem}:fence";
+  ASSERT_EQ(c.cmd(0, {"SET", counter, "100"}), "OK");  // server 0 is far ahead
+  QuorumLock lock;
+  ASSERT_TRUE(lock.init(c.conns(), 3, Bytes::from_cstr(kKey), opts()).ok());
+  // Only servers 0 and 1 can grant: the fence comes from server 0's counter.
+  ASSERT_EQ(c.cmd(2, {"SET", kKey, "someone-else", "PX", "10000"}), "OK");
+  ASSERT_TRUE(lock.try_acquire().ok());
+  const uint64_t first = lock.fence();
+  EXPECT_EQ(first, 101u);
+  EXPECT_EQ(c.get(1, counter), "101") << "written back to the other granting server";
+  ASSERT_TRUE(lock.release().ok());
+  // Next majority {1, 2} shares only server 1 with the first: without the
+  // write-back its counter would say 2 and the fence would go backwards.
+  ASSERT_EQ(c.cmd(2, {"DEL", kKey}), "1");
+  ASSERT_EQ(c.cmd(0, {"SET", kKey, "someone-else", "PX", "10000"}), "OK");
+  ASSERT_TRUE(lock.try_acquire().ok());
+  EXPECT_GT(lock.fence(), first);
+  ASSERT_TRUE(lock.release().ok());
+}
+
+TEST(QuorumLock, ValidityOnAFakeClock) {
+  FakeClock clock;
+  Cluster c(3, &clock);
+  ASSERT_TRUE(c.start());
+  QuorumLock lock;
+  QuorumOptions o = opts();
+  o.ttl_ms = 10000;
+  ASSERT_TRUE(lock.init(c.conns(), 3, Bytes::from_cstr(kKey), o).ok());
+  ASSERT_TRUE(lock.try_acquire().ok());
+  // The fake clock did not move during the round: elapsed = 0.
+  EXPECT_EQ(lock.remaining(), millis(10000) - detail::drift_of(10000, o.drift_factor));
+  clock.advance(lock.remaining() - 1);
+  EXPECT_TRUE(lock.held());
+  clock.advance(1);
+  EXPECT_FALSE(lock.held());
+  EXPECT_EQ(lock.extend(1000).code(), ErrorCode::kExpired) << "no validity left to extend in";
+  EXPECT_TRUE(lock.release().ok()) << "the servers' keys are still there (real TTL)";
+  EXPECT_EQ(c.holders(lock.token()), 0u);
+}
+
+}  // namespace
+}  // namespace edgelock

@@ -1,0 +1,93 @@
+// Quorum arithmetic: majority size, validity after drift on a fake clock,
+// when a round is decided and what a failed round means.
+#include <gtest/gtest.h>
+
+#include "edgelock/fake_clock.h"
+#include "edgelock/limits.h"
+#include "quorum_math.h"
+
+namespace edgelock {
+namespace detail {
+namespace {
+
+TEST(QuorumMath, MajorityOfN) {
+  EXPECT_EQ(quorum_of(1), 1u);
+  EXPECT_EQ(quorum_of(2), 2u);
+  EXPECT_EQ(quorum_of(3), 2u);
+  EXPECT_EQ(quorum_of(4), 3u);
+  EXPECT_EQ(quorum_of(5), 3u);
+  EXPECT_EQ(quorum_of(7), 4u);
+  EXPECT_GE(kMaxQuorumServers, 7u);
+  // Any two majorities overlap: the property both exclusion and fencing use.
+  for (size_t n = 1; n <= kMaxQuorumServers; ++n) EXPECT_GT(2 * quorum_of(n), n) << n;
+}
+
+TEST(QuorumMath, DriftIsFactorTimesTtlPlusTwoMillis) {
+  EXPECT_EQ(drift_of(10000, 0.01), millis(100) + millis(2));
+  EXPECT_EQ(drift_of(10000, 0.0), millis(2));
+  EXPECT_EQ(drift_of(1000, 0.5), millis(500) + millis(2));
+}
+
+TEST(QuorumMath, ValidityCountsFromBeforeTheFirstSend) {
+  FakeClock clock;
+  const Nanos start = clock.now();  // taken before the first request leaves
+  const Nanos end = validity_end(start, 10000, 0.01);
+  EXPECT_EQ(end - start, millis(10000) - millis(102));
+  clock.advance(millis(30));  // the quorum-th reply is read 30 ms later
+  EXPECT_TRUE(still_valid(end, clock.now()));
+  EXPECT_EQ(end - clock.now(), millis(10000) - millis(30) - millis(102)) << "TTL - elapsed - drift";
+  clock.advance(end - clock.now() - 1);
+  EXPECT_TRUE(still_valid(end, clock.now())) << "1 ns left is still valid";
+  clock.advance(1);
+  EXPECT_FALSE(still_valid(end, clock.now())) << "validity 0 is expired";
+  clock.advance(millis(5));
+  EXPECT_FALSE(still_valid(end, clock.now()));
+}
+
+TEST(QuorumMath, RoundDecidedByMajorityOrImpossibility) {
+  // n = 5, quorum 3.
+  EXPECT_FALSE(round_decided(3, 0, 5));
+  EXPECT_FALSE(round_decided(3, 2, 3));
+  EXPECT_TRUE(round_decided(3, 3, 2)) << "a majority granted: stop waiting";
+  EXPECT_FALSE(round_decided(3, 1, 2)) << "two more yeses would still make it";
+  EXPECT_TRUE(round_decided(3, 1, 1)) << "three refused: a majority is impossible";
+  EXPECT_TRUE(round_decided(3, 0, 0));
+}
+
+Tally tally(size_t n, size_t yes, size_t no, size_t failed, size_t unknown) {
+  Tally t;
+  t.n = n;
+  t.yes = yes;
+  t.no = no;
+  t.failed = failed;
+  t.unknown = unknown;
+  return t;
+}
+
+TEST(QuorumMath, AcquireFailureKinds) {
+  EXPECT_EQ(acquire_failure(tally(5, 0, 3, 2, 0)), ErrorCode::kBusy);
+  EXPECT_EQ(acquire_failure(tally(5, 2, 3, 0, 0)), ErrorCode::kBusy);
+  EXPECT_EQ(acquire_failure(tally(5, 2, 3, 0, 0)), ErrorCode::kBusy);
+  EXPECT_EQ(acquire_failure(tally(5, 2, 0, 3, 0)), ErrorCode::kNoQuorum) << "3 of 5 down";
+  EXPECT_EQ(acquire_failure(tally(5, 2, 2, 1, 0)), ErrorCode::kNoQuorum);
+  EXPECT_EQ(acquire_failure(tally(5, 2, 0, 2, 1)), ErrorCode::kIndeterminate)
+      << "an unanswered request could have made the majority";
+  EXPECT_EQ(acquire_failure(tally(5, 0, 0, 3, 2)), ErrorCode::kNoQuorum)
+      << "even two more grants could not have made three";
+  EXPECT_EQ(acquire_failure(tally(3, 1, 2, 0, 0)), ErrorCode::kBusy);
+  EXPECT_EQ(acquire_failure(tally(3, 1, 1, 1, 0)), ErrorCode::kNoQuorum);
+  EXPECT_EQ(acquire_failure(tally(1, 0, 1, 0, 0)), ErrorCode::kBusy);
+}
+
+TEST(QuorumMath, KeepFailureKinds) {
+  EXPECT_EQ(keep_failure(tally(5, 2, 3, 0, 0), 2), ErrorCode::kNotOwner);
+  EXPECT_EQ(keep_failure(tally(5, 2, 0, 3, 0), 5), ErrorCode::kNoQuorum);
+  EXPECT_EQ(keep_failure(tally(5, 2, 0, 0, 1), 3), ErrorCode::kIndeterminate);
+  EXPECT_EQ(keep_failure(tally(3, 1, 1, 0, 1), 2), ErrorCode::kIndeterminate);
+  EXPECT_EQ(keep_failure(tally(5, 1, 0, 3, 1), 5), ErrorCode::kNoQuorum);
+  EXPECT_EQ(keep_failure(tally(3, 1, 1, 0, 1), 1), ErrorCode::kNotOwner);
+}
+
+}  // namespace
+}  // namespace detail
+}  // namespace edgelock
