@@ -7,6 +7,7 @@
 
 #include "error_text.h"
 #include "lock_keys.h"
+#include "replica_wait.h"
 #include "topology_url.h"
 
 namespace edgelock {
@@ -68,7 +69,8 @@ struct Cluster::Call {
   uint16_t slot;
 };
 
-Status Cluster::setup(const char* url, const ConnectionOptions& options) {
+Status Cluster::setup(const char* url, const ConnectionOptions& options,
+                      const ClusterOptions& cluster_options) {
   for (size_t i = 0; i < node_count_; ++i) nodes_[i].close();
   node_count_ = 0;
   is_setup_ = false;
@@ -76,9 +78,14 @@ Status Cluster::setup(const char* url, const ConnectionOptions& options) {
   stats_ = ClusterStats();
   map_stale_ = false;
   options_ = options;
+  cluster_options_ = cluster_options;
   clock_ = options.clock ? options.clock : &default_clock();
   detail::HostList list;
   const char* why = nullptr;
+  if (cluster_options.wait_replicas < 0 || cluster_options.wait_timeout <= 0) {
+    set_error(error_, "wait_replicas must be >= 0 and wait_timeout > 0");
+    return ErrorCode::kInvalidArgument;
+  }
   // Credentials come first in the URL, so they are known before any seed.
   creds_ = Endpoint();
   Status s = detail::parse_host_list(url, "redis-cluster://", nullptr, nullptr, &list, &why);
@@ -125,10 +132,21 @@ Status Cluster::note(Connection& conn, Status s) {
 Result<const Reply*> Cluster::eval(const Script& script, const Bytes* keys, size_t nkeys,
                                    const Bytes* args, size_t nargs, bool replicate,
                                    Deadline deadline) {
-  (void)replicate;  // no WAIT in cluster mode (see docs/sentinel-cluster.md)
   if (nkeys == 0) return ErrorCode::kInvalidArgument;
   const Call call{&script, keys, nkeys, args, nargs, key_slot(keys[0])};
-  return route(call, deadline);
+  const Result<const Reply*> r = route(call, deadline);
+  const int want = cluster_options_.wait_replicas;
+  // Only a grant or extension (positive integer) needs its replicas.
+  if (!r.ok() || !replicate || want == 0 || r.value()->type != ReplyType::kInteger ||
+      r.value()->integer <= 0) {
+    return r;
+  }
+  confirmed_ = *r.value();  // WAIT's reply replaces it in the arena
+  const Status s = detail::wait_for_replicas(nodes_[last_node_], want, cluster_options_.wait_timeout,
+                                             deadline, error_);
+  if (s.code() == ErrorCode::kNoQuorum) ++stats_.wait_failures;
+  if (!s.ok()) return s;
+  return static_cast<const Reply*>(&confirmed_);
 }
 
 Result<const Reply*> Cluster::command(Bytes key, const Bytes* args, size_t count,
@@ -175,7 +193,10 @@ Result<const Reply*> Cluster::route(const Call& call, Deadline deadline) {
   for (int round = 0; round < kMaxRounds; ++round) {
     Connection& conn = nodes_[target];
     const Result<const Reply*> r = send(call, conn, asking, deadline);
-    if (r.ok()) return r;
+    if (r.ok()) {
+      last_node_ = target;
+      return r;
+    }
     if (r.status().code() != ErrorCode::kServerError) {
       const Status s = note(conn, r.status());
       if (!lost_node(s.code())) return s;

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "error_text.h"
+#include "replica_wait.h"
 #include "topology_url.h"
 
 namespace edgelock {
@@ -267,27 +268,11 @@ Result<const Reply*> Sentinel::confirm(const Reply* reply, Deadline deadline) {
   // Only a grant or extension (positive integer) needs its replicas.
   if (want == 0 || reply->type != ReplyType::kInteger || reply->integer <= 0) return reply;
   confirmed_ = *reply;  // WAIT's reply replaces it in the arena
-  // WAIT must answer before the deadline: give it half of what is left.
-  Nanos budget = deadline.remaining(*clock_) / 2;
-  if (budget > sentinel_options_.wait_timeout) budget = sentinel_options_.wait_timeout;
-  const long long ms = to_millis(budget) > 0 ? to_millis(budget) : 1;
-  char n_text[12], ms_text[24];
-  const int nl = std::snprintf(n_text, sizeof n_text, "%d", want);
-  const int ml = std::snprintf(ms_text, sizeof ms_text, "%lld", ms);
-  const Bytes args[3] = {Bytes::from_cstr("WAIT"), Bytes(n_text, static_cast<size_t>(nl)),
-                         Bytes(ms_text, static_cast<size_t>(ml))};
-  const Result<const Reply*> r = primary_.command(args, 3, deadline);
-  if (!r.ok()) {
-    if (outcome_unknown(r.status().code())) stale_ = true;
-    return note(primary_, r.status());
-  }
-  if (r.value()->type != ReplyType::kInteger) return ErrorCode::kProtocol;
-  if (r.value()->integer < want) {
-    ++stats_.wait_failures;
-    set_error(error_, "WAIT: %lld of %d replicas acknowledged within %lld ms",
-              static_cast<long long>(r.value()->integer), want, ms);
-    return ErrorCode::kNoQuorum;
-  }
+  const Status s =
+      detail::wait_for_replicas(primary_, want, sentinel_options_.wait_timeout, deadline, error_);
+  if (s.code() == ErrorCode::kNoQuorum) ++stats_.wait_failures;
+  if (outcome_unknown(s.code())) stale_ = true;
+  if (!s.ok()) return s;
   return static_cast<const Reply*>(&confirmed_);
 }
 

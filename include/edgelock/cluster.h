@@ -32,12 +32,22 @@ namespace edgelock {
 
 static_assert(kMaxClusterNodes >= 1 && kMaxClusterNodes < 255, "slot owners are stored in a byte");
 
+struct ClusterOptions {
+  /// After an acquire or extend that succeeded on a slot's primary, WAIT
+  /// until this many of its replicas have it; fewer acknowledgements fail
+  /// the operation with kNoQuorum (an acquire is released again). 0 = off.
+  int wait_replicas = 0;
+  /// Longest time WAIT may block (also capped by the operation's deadline).
+  Nanos wait_timeout = millis(200);
+};
+
 /// Counters kept by a Cluster (fixed size, no heap).
 struct ClusterStats {
   uint32_t refreshes = 0;  ///< Slot maps read successfully.
   uint32_t moved = 0;      ///< MOVED redirects followed.
   uint32_t ask = 0;        ///< ASK redirects followed.
   uint32_t tryagain = 0;   ///< TRYAGAIN replies waited out.
+  uint32_t wait_failures = 0;  ///< WAITs with too few acknowledgements.
 };
 
 class Cluster final : public Router {
@@ -48,10 +58,12 @@ class Cluster final : public Router {
 
   /// Parses `redis-cluster://[user:pass@]host:port[,host:port...]` (the
   /// seeds; credentials apply to every node) and keeps the options. No I/O.
-  /// Errors: kInvalidArgument (malformed URL, no seeds, a path),
+  /// Errors: kInvalidArgument (malformed URL, no seeds, a path, bad
+  /// cluster options),
   /// kBufferTooSmall (a part exceeds its capacity, more than
   /// kMaxClusterNodes seeds).
-  Status setup(const char* url, const ConnectionOptions& options = {});
+  Status setup(const char* url, const ConnectionOptions& options = {},
+               const ClusterOptions& cluster_options = {});
 
   /// Reads the slot map from the known nodes in turn, seeds included,
   /// until one answers. Connects to the node it asks (allocates). Slots it
@@ -104,6 +116,9 @@ class Cluster final : public Router {
   uint8_t owner_[kClusterSlots];
   Endpoint creds_;  // user/password for every node
   ConnectionOptions options_;
+  ClusterOptions cluster_options_;
+  int last_node_ = 0;  // the node that answered the last command
+  Reply confirmed_;    // the reply a WAIT confirmed (an integer)
   Clock* clock_ = &default_clock();
   bool is_setup_ = false;
   bool map_stale_ = false;  // a node was lost: re-read the map first

@@ -196,15 +196,42 @@ TEST_F(ClusterTest, SlotMigrationMidRun) {
   EXPECT_GE(client_.stats().moved, 1u);
 }
 
-TEST(ClusterFailover, FollowsPromotedReplicaAfterKill9) {
+// The server (index in `servers`) replicating the primary at `port`.
+int replica_of(test::RedisClusterSetup& servers, int port) {
+  for (int i = 0; i < servers.size(); ++i) {
+    const std::string info = test::raw_command(servers.node(i).port(), {"INFO", "replication"});
+    if (info.find("master_port:" + std::to_string(port) + "\r\n") != std::string::npos) return i;
+  }
+  return -1;
+}
+
+TEST(ClusterFailover, WaitThenFollowPromotedReplicaAfterKill9) {
   test::RedisClusterSetup servers(3, 1);
   ASSERT_TRUE(servers.start()) << "could not build a cluster with replicas";
+  // With WAIT: a grant is confirmed by the slot's replica, and fails
+  // closed while that replica is stopped.
+  Cluster waiting;
+  ClusterOptions co;
+  co.wait_replicas = 1;
+  co.wait_timeout = millis(300) * test::slowdown();
+  ASSERT_TRUE(waiting.setup(servers.url().c_str(), options(), co).ok());
+  Lock confirmed(waiting);
+  ASSERT_TRUE(confirmed.init(Bytes::from_cstr("feeder")).ok());
+  ASSERT_TRUE(confirmed.try_acquire().ok()) << waiting.last_error();
+  const int old_port = confirmed.connection().endpoint().port;
+  const int replica = replica_of(servers, old_port);
+  ASSERT_GE(replica, 0);
+  servers.node(replica).pause();
+  EXPECT_EQ(confirmed.extend(2000).code(), ErrorCode::kNoQuorum) << waiting.last_error();
+  servers.node(replica).resume();
+  EXPECT_EQ(waiting.stats().wait_failures, 1u);
+  ASSERT_TRUE(confirmed.release().ok());
+
   Cluster cluster;
   ASSERT_TRUE(cluster.setup(servers.url().c_str(), options()).ok());
   Lock lock(cluster);
   ASSERT_TRUE(lock.init(Bytes::from_cstr("feeder")).ok());
   ASSERT_TRUE(lock.try_acquire().ok()) << cluster.last_error();
-  const int old_port = lock.connection().endpoint().port;
   ASSERT_TRUE(lock.release().ok());
   int killed = -1;
   for (int i = 0; i < servers.size(); ++i) {
@@ -218,7 +245,7 @@ TEST(ClusterFailover, FollowsPromotedReplicaAfterKill9) {
   const Status s = lock.acquire(millis(20000) * test::slowdown());
   const Nanos took = cluster.clock().now() - t0;
   ASSERT_TRUE(s.ok()) << s.to_string() << " " << cluster.last_error();
-  EXPECT_NE(lock.connection().endpoint().port, old_port);
+  EXPECT_EQ(lock.connection().endpoint().port, servers.node(replica).port());
   EXPECT_GE(cluster.stats().refreshes, 2u);
   std::printf("cluster: kill -9 failover followed in %lld ms\n", static_cast<long long>(to_millis(took)));
   ASSERT_TRUE(lock.release().ok());

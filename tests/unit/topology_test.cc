@@ -82,6 +82,9 @@ TEST(ClusterUrl, Refusals) {
   for (size_t i = 0; i <= kMaxClusterNodes; ++i) many += (i ? ",h:" : "h:") + std::to_string(1000 + i);
   EXPECT_EQ(c.setup(many.c_str()).code(), ErrorCode::kBufferTooSmall);
   EXPECT_NE(std::string(c.last_error()), "");
+  ClusterOptions bad;
+  bad.wait_replicas = -1;
+  EXPECT_EQ(c.setup("redis-cluster://h:1", {}, bad).code(), ErrorCode::kInvalidArgument);
   Lock lock(c);
   ASSERT_TRUE(lock.init(Bytes::from_cstr("k")).ok());
   EXPECT_EQ(lock.try_acquire().code(), ErrorCode::kInvalidArgument) << "not set up";
