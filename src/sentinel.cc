@@ -18,12 +18,29 @@ constexpr int kMaxRounds = 1000;
 struct SentinelList {
   Endpoint* out;
   size_t count;
+  const SentinelOptions* options;
 };
+
+bool copy_cstr(char* dst, size_t cap, const char* src) {
+  const size_t n = src ? std::strlen(src) : 0;
+  if (n > cap) return false;
+  if (n) std::memcpy(dst, src, n);
+  dst[n] = '\0';
+  return true;
+}
 
 Status add_sentinel(void* ctx, const Endpoint& host) {
   SentinelList* list = static_cast<SentinelList*>(ctx);
   if (list->count >= kMaxSentinels) return ErrorCode::kInvalidArgument;
-  list->out[list->count++] = host;
+  Endpoint& ep = list->out[list->count];
+  ep = host;
+  const SentinelOptions& o = *list->options;
+  if (!copy_cstr(ep.user, kMaxUserLen, o.sentinel_user) ||
+      !copy_cstr(ep.password, kMaxPasswordLen, o.sentinel_password)) {
+    return ErrorCode::kBufferTooSmall;
+  }
+  ep.has_password = o.sentinel_password != nullptr;
+  ++list->count;
   return Status();
 }
 
@@ -60,6 +77,23 @@ bool retry_after_resolve(ErrorCode c) {
          c == ErrorCode::kNotConnected;
 }
 
+// Worth asking the sentinels again after a pause (failover in progress).
+bool transient(ErrorCode c) {
+  switch (c) {
+    case ErrorCode::kNotConnected:
+    case ErrorCode::kConnectFailed:
+    case ErrorCode::kConnectionClosed:
+    case ErrorCode::kIo:
+    case ErrorCode::kTimeout:
+    case ErrorCode::kReadOnly:
+    case ErrorCode::kLoading:
+    case ErrorCode::kServerBusy:
+      return true;
+    default:
+      return false;
+  }
+}
+
 bool outcome_unknown(ErrorCode c) {
   return c == ErrorCode::kIo || c == ErrorCode::kConnectionClosed || c == ErrorCode::kTimeout;
 }
@@ -88,7 +122,7 @@ Status Sentinel::setup(const char* url, const ConnectionOptions& options,
     why = "wait_replicas >= 0, wait_timeout > 0, retry_pause > 0, recheck_interval >= 0";
     s = ErrorCode::kInvalidArgument;
   }
-  SentinelList list{sentinels_, 0};
+  SentinelList list{sentinels_, 0, &sentinel_options};
   detail::HostList hosts;
   if (s.ok()) s = detail::parse_host_list(url, "redis-sentinel://", add_sentinel, &list, &hosts, &why);
   creds_ = hosts.creds;
@@ -243,6 +277,7 @@ Result<const Reply*> Sentinel::run(const Call& call, Deadline deadline) {
     if (recheck > 0 && clock_->now() - resolved_at_ >= recheck) stale_ = true;
     if (stale_) {
       s = resolve(deadline);
+      if (!s.ok() && !transient(s.code())) return s;  // e.g. a wrong sentinel password
       if (!s.ok()) continue;
     }
     const Result<const Reply*> r =

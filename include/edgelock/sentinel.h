@@ -35,6 +35,10 @@ struct SentinelOptions {
   /// until Sentinel demotes it, which can take seconds, so without this the
   /// client notices only then. 0 = only after errors.
   Nanos recheck_interval = millis(1000);
+  /// AUTH for the sentinels (their own `requirepass`/ACL user), copied at
+  /// setup; nullptr = none. The URL's credentials are for the primary.
+  const char* sentinel_user = nullptr;
+  const char* sentinel_password = nullptr;
   /// Pause between rounds of asking the sentinels while no primary is
   /// available (failover in progress).
   Nanos retry_pause = millis(50);
@@ -55,9 +59,11 @@ class Sentinel final : public Router {
   Sentinel& operator=(const Sentinel&) = delete;
 
   /// Parses `redis-sentinel://[user:pass@]host:port[,host:port...]/NAME[?db=N]`
-  /// (credentials and db are for the primary; sentinels get no AUTH) and
-  /// keeps the options. No I/O. Errors: kInvalidArgument (malformed URL, no
-  /// master name, more than kMaxSentinels, bad options), kBufferTooSmall.
+  /// (credentials and db are for the primary; sentinels get
+  /// sentinel_options' AUTH, if any) and keeps the options. No I/O.
+  /// Errors: kInvalidArgument (malformed URL, no master name, more than
+  /// kMaxSentinels, bad options), kBufferTooSmall (a part or a sentinel
+  /// credential exceeds its capacity).
   Status setup(const char* url, const ConnectionOptions& options = {},
                const SentinelOptions& sentinel_options = {});
 
@@ -76,7 +82,9 @@ class Sentinel final : public Router {
   // Router. eval()/command() find the primary first if needed, and find it
   // again and retry when the command surely did not run there (READONLY,
   // connect failed); after an I/O error or timeout (outcome unknown) they
-  // return the error and the next call looks the primary up again.
+  // return the error and the next call looks the primary up again. A lookup
+  // error that a pause cannot fix (kNoAuth, kAuthFailed, ...) ends the
+  // call at once.
   Status check_key(Bytes key) override;
   Result<const Reply*> eval(const Script& script, const Bytes* keys, size_t nkeys,
                             const Bytes* args, size_t nargs, bool replicate,

@@ -52,6 +52,30 @@ TEST_F(SentinelTest, FindsPrimaryAndConfirmsWithReplica) {
   EXPECT_EQ(sentinel.stats().wait_failures, 0u);
 }
 
+TEST_F(SentinelTest, AuthenticatesToSentinelsWithPassword) {
+  test::RedisServer guarded({"--sentinel"});
+  ASSERT_TRUE(guarded.set_config(std::string("sentinel monitor ") + test::SentinelSetup::kMaster +
+                                 " 127.0.0.1 " + std::to_string(setup_.primary().port()) +
+                                 " 1\nrequirepass s3cret\n"));
+  ASSERT_TRUE(guarded.start());
+  const std::string url = "redis-sentinel://127.0.0.1:" + std::to_string(guarded.port()) + "/" +
+                          test::SentinelSetup::kMaster;
+  conn_.command_timeout = millis(300) * test::slowdown();
+  Sentinel without;
+  ASSERT_TRUE(without.setup(url.c_str(), conn_, opts_).ok());
+  Lock refused(without);
+  ASSERT_TRUE(refused.init(Bytes::from_cstr("gate")).ok());
+  EXPECT_EQ(refused.try_acquire().code(), ErrorCode::kNoAuth) << without.last_error();
+  Sentinel with;
+  opts_.sentinel_password = "s3cret";
+  ASSERT_TRUE(with.setup(url.c_str(), conn_, opts_).ok());
+  Lock lock(with);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr("gate")).ok());
+  ASSERT_TRUE(lock.try_acquire().ok()) << with.last_error();
+  EXPECT_EQ(with.primary().endpoint().port, setup_.primary().port());
+  ASSERT_TRUE(lock.release().ok());
+}
+
 TEST_F(SentinelTest, WaitFailsWithReplicaStopped) {
   Sentinel sentinel;
   ASSERT_TRUE(start(sentinel).ok());
