@@ -13,6 +13,10 @@ namespace edgelock {
 namespace {
 
 constexpr size_t kTokenRandomBytes = 16;  // 128 bits -> 32 hex chars
+// How long an unclaimed wake signal lives: long enough to cover a waiter
+// that got its busy reply but has not reached BLPOP yet, short enough that
+// a stale signal costs at most one extra attempt.
+constexpr const char* kWakeSignalTtlMs = "250";
 
 bool retryable(ErrorCode c) {
   switch (c) {
@@ -38,13 +42,18 @@ Status Lock::init(Bytes key, const LockOptions& options) {
   if (options.ttl_ms < 1 || options.ttl_ms > kMaxTtlMs) return ErrorCode::kInvalidArgument;
   if (!(options.drift_factor >= 0.0 && options.drift_factor <= 0.5)) return ErrorCode::kInvalidArgument;
   if (options.retry_min <= 0 || options.retry_max < options.retry_min) return ErrorCode::kInvalidArgument;
+  if (options.wake_fallback < millis(2)) return ErrorCode::kInvalidArgument;
   if (router_) EDGELOCK_TRY(router_->check_key(key));
   const Result<size_t> fk = detail::companion_key(key, ":fence", fence_key_, sizeof fence_key_);
   if (!fk.ok()) return fk.status();
+  const Result<size_t> wk = detail::companion_key(key, ":wake", wake_key_, sizeof wake_key_);
+  if (!wk.ok()) return wk.status();
   EDGELOCK_TRY(rng_.seed_from_os());
   std::memcpy(key_, key.data, key.size);
   key_len_ = key.size;
   fence_key_len_ = fk.value();
+  wake_key_len_ = wk.value();
+  wake_supported_ = true;
   options_ = options;
   ttl_text_len_ = static_cast<size_t>(
       std::snprintf(ttl_text_, sizeof ttl_text_, "%lld", static_cast<long long>(options.ttl_ms)));
@@ -100,12 +109,13 @@ Status Lock::counted_attempt(Deadline deadline) {
 }
 
 Status Lock::attempt(Deadline deadline) {
-  const Bytes keys[2] = {key(), Bytes(fence_key_, fence_key_len_)};
+  const Bytes keys[3] = {key(), Bytes(fence_key_, fence_key_len_), Bytes(wake_key_, wake_key_len_)};
   const Bytes args[2] = {token(), Bytes(ttl_text_, ttl_text_len_)};
+  const size_t nkeys = options_.wake_on_release ? 3 : 2;
   // Validity counts from before the request leaves: the server's TTL may
   // have started any time after this.
   const Nanos start = clock().now();
-  const Result<const Reply*> r = run_eval(detail::kAcquireScript, keys, 2, args, 2, true, deadline);
+  const Result<const Reply*> r = run_eval(detail::kAcquireScript, keys, nkeys, args, 2, true, deadline);
   if (!r.ok()) {
     // Granted on the primary but not confirmed by its replicas: a failover
     // could lose it, so hand it back rather than report a grant.
@@ -150,12 +160,9 @@ Status Lock::acquire(Nanos wait) {
   backoff_.reset();
   // Bounded by the deadline; the count is a second guard.
   for (uint32_t i = 0; !s.ok() && retryable(s.code()) && i < 1000000; ++i) {
-    Nanos delay = backoff_.next(rng_);
-    // A busy lock frees by expiry at the latest: no point sleeping past it.
-    if (s.code() == ErrorCode::kBusy && millis(busy_ttl_ms_ + 1) < delay) delay = millis(busy_ttl_ms_ + 1);
     const Nanos left = deadline.remaining(clock);
     if (left <= 0) break;
-    clock.sleep_for(delay < left ? delay : left);
+    pause(s, left, op_deadline);  // wake signal, holder's TTL or backoff
     // Same token on retries: the script recognises a grant whose reply we lost.
     s = counted_attempt(io_deadline().min(op_deadline));
   }
@@ -169,9 +176,10 @@ Status Lock::release() {
 
 Status Lock::send_release() {
   if (!has_token_) return ErrorCode::kNotHeld;
-  const Bytes keys[1] = {key()};
-  const Bytes args[1] = {token()};
-  const Result<const Reply*> r = run_eval(detail::kReleaseScript, keys, 1, args, 1, false, io_deadline());
+  const Bytes keys[2] = {key(), Bytes(wake_key_, wake_key_len_)};
+  const Bytes args[2] = {token(), Bytes::from_cstr(kWakeSignalTtlMs)};
+  const size_t n = options_.wake_on_release ? 2 : 1;
+  const Result<const Reply*> r = run_eval(detail::kReleaseScript, keys, n, args, n, false, io_deadline());
   if (!r.ok()) return r.status();
   if (r.value()->type != ReplyType::kInteger) return ErrorCode::kProtocol;
   forget();

@@ -11,11 +11,18 @@ namespace detail {
 
 // ARGV[1] = token, ARGV[2] = ttl ms. Returns the new fencing token (>= 1),
 // or -(holder's PTTL) (<= 0) when busy. Retrying with our own token after a
-// lost reply is safe: it re-arms our key instead of failing as busy.
+// lost reply is safe: it re-arms our key instead of failing as busy. The
+// free-lock path tries SET NX first: one server call fewer than GET + SET.
+// Optional KEYS[3] = the wake list: a grant clears any leftover release
+// signal, since the lock is no longer free (it would only cause a spurious
+// wake-up; our own release will signal again).
 constexpr Script kAcquireScript = make_script(
-    "local cur = redis.call('GET', KEYS[1])\n"
-    "if cur == false or cur == ARGV[1] then\n"
-    "  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
+    "local ok = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])\n"
+    "if not ok and redis.call('GET', KEYS[1]) == ARGV[1] then\n"
+    "  ok = redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
+    "end\n"
+    "if ok then\n"
+    "  if KEYS[3] then redis.call('DEL', KEYS[3]) end\n"
     "  return redis.call('INCR', KEYS[2])\n"
     "end\n"
     "local t = redis.call('PTTL', KEYS[1])\n"
@@ -23,9 +30,20 @@ constexpr Script kAcquireScript = make_script(
     "return -t\n");
 
 // ARGV[1] = token. Returns 1 if deleted, 0 if not ours (left alone).
+// With KEYS[2] (the wake list, same hash slot) and ARGV[2] (its TTL in ms)
+// it also leaves one wake signal there: a waiter blocked in BLPOP on it
+// gets the lock handed over at once instead of polling. The list never
+// grows: grants delete it, LTRIM keeps one signal should two releases meet
+// without a grant between them (adopt()), and PEXPIRE drops a signal
+// nobody waited for. Called with one key it is a plain owner-checked
+// delete (quorum locks).
 constexpr Script kReleaseScript = make_script(
     "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
     "  redis.call('DEL', KEYS[1])\n"
+    "  if KEYS[2] then\n"
+    "    if redis.call('LPUSH', KEYS[2], '1') > 1 then redis.call('LTRIM', KEYS[2], 0, 0) end\n"
+    "    redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
+    "  end\n"
     "  return 1\n"
     "end\n"
     "return 0\n");

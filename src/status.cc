@@ -29,6 +29,9 @@ const char* to_string(ErrorCode code) {
     case ErrorCode::kExpired: return "expired before grant";
     case ErrorCode::kIndeterminate: return "indeterminate";
     case ErrorCode::kRandomFailed: return "random source failed";
+    case ErrorCode::kTlsUntrusted: return "TLS certificate not trusted";
+    case ErrorCode::kTlsCertTime: return "TLS certificate expired or not yet valid";
+    case ErrorCode::kTlsHostMismatch: return "TLS host name mismatch";
   }
   return "unknown error";
 }

@@ -57,7 +57,8 @@ class Connection {
   Status setup(const Endpoint& endpoint, const ConnectionOptions& options = {});
 
   /// Connects now: socket, TLS, AUTH, SELECT, all within `deadline`.
-  /// Errors: kConnectFailed, kTimeout, kTls, kTlsUnavailable, kAuthFailed,
+  /// Errors: kConnectFailed, kTimeout, kTls, kTlsUntrusted, kTlsCertTime,
+  /// kTlsHostMismatch, kTlsUnavailable, kAuthFailed,
   /// kNoAuth, kServerError, kIo, kConnectionClosed, kProtocol,
   /// kBufferTooSmall, kInvalidArgument (not set up).
   Status connect(Deadline deadline);

@@ -29,9 +29,21 @@ struct LockOptions {
   /// Local validity = ttl - elapsed - (ttl * drift_factor + 2 ms): allows
   /// for the server's clock running faster than ours. 0 .. 0.5.
   double drift_factor = 0.01;
-  /// Retry delays while waiting for a busy lock.
+  /// Retry delays while waiting for a busy lock (used when no wake signal
+  /// can be waited for: connection errors, a holder without TTL, a server
+  /// older than Redis 6, or wake_on_release = false).
   Nanos retry_min = millis(2);
   Nanos retry_max = millis(250);
+  /// Waiting without polling: release() leaves a signal on a companion list
+  /// ("{key}:wake") and a waiting acquire() blocks on it with BLPOP, so a
+  /// released lock is handed over within about one round trip. Every lock
+  /// on a key should agree on this; a releaser with it off (or another
+  /// client library) just makes waiters fall back to the caps below.
+  bool wake_on_release = true;
+  /// Longest single blocking wait; each is jittered in [fallback/2,
+  /// fallback] and never longer than the holder's remaining TTL, so a
+  /// holder that crashes without releasing costs at most its TTL.
+  Nanos wake_fallback = millis(500);
 };
 
 enum class ExtendMode : uint8_t {
@@ -57,8 +69,8 @@ class Lock {
   Lock& operator=(const Lock&) = delete;
 
   /// Sets the key and options. No I/O. Errors: kInvalidArgument (empty or
-  /// longer than kMaxKeyLen, TTL or drift out of range, or a key the router
-  /// refuses), kRandomFailed.
+  /// longer than kMaxKeyLen, TTL, drift, retry delays or wake_fallback
+  /// (< 2 ms) out of range, or a key the router refuses), kRandomFailed.
   Status init(Bytes key, const LockOptions& options = {});
 
   /// One attempt, no waiting. Errors: kBusy, kExpired (granted, but the
@@ -68,10 +80,12 @@ class Lock {
   /// Router its eval()'s: kNoQuorum (replicas did not confirm the grant
   /// in time; the lock was released again), kBufferTooSmall.
   Status try_acquire();
-  /// Tries until `wait` has passed (negative = forever), sleeping with
-  /// capped, jittered exponential backoff (never longer than the holder's
-  /// TTL). Connection failures are retried within the wait too. Returns by
-  /// wait + command_timeout at the latest (the last round trip's budget).
+  /// Tries until `wait` has passed (negative = forever). While the lock is
+  /// busy it blocks on the release signal (see LockOptions::wake_on_release)
+  /// for at most the holder's remaining TTL, else it sleeps with capped,
+  /// jittered exponential backoff. Connection failures are retried within
+  /// the wait too. Returns by wait + command_timeout at the latest (the
+  /// last round trip's budget). Allocates nothing.
   /// Errors: kBusy (still held by another at the end), or the last
   /// connection error, or try_acquire()'s non-retryable ones.
   Status acquire(Nanos wait);
@@ -137,6 +151,9 @@ class Lock {
   Result<const Reply*> run_eval(const Script& script, const Bytes* keys, size_t nkeys,
                                 const Bytes* args, size_t nargs, bool replicate, Deadline d);
   Result<const Reply*> run_command(const Bytes* args, size_t count, Deadline d);
+  Nanos retry_delay(Status last, Nanos left);
+  void pause(Status last, Nanos left, Deadline op_deadline);
+  bool await_release(Nanos cap, Deadline op_deadline);
 
   Connection* conn_ = nullptr;
   Router* router_ = nullptr;
@@ -145,6 +162,9 @@ class Lock {
   size_t key_len_ = 0;
   uint8_t fence_key_[kMaxKeyLen + 8] = {};
   size_t fence_key_len_ = 0;
+  uint8_t wake_key_[kMaxKeyLen + 8] = {};
+  size_t wake_key_len_ = 0;
+  bool wake_supported_ = true;  // false after the server refused BLPOP
   char token_[kMaxTokenLen] = {};
   size_t token_len_ = 0;
   char ttl_text_[24] = {};

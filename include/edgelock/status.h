@@ -35,6 +35,9 @@ enum class ErrorCode : uint8_t {
   kExpired,           ///< The lock's validity ran out before it was granted.
   kIndeterminate,     ///< Sent, outcome unknown; a release was attempted.
   kRandomFailed,      ///< The OS random source failed.
+  kTlsUntrusted,      ///< Server certificate chain (or pin) did not verify.
+  kTlsCertTime,       ///< A certificate is expired or not yet valid (check the clock).
+  kTlsHostMismatch,   ///< Server certificate does not name the host/IP we asked for.
 };
 
 /// A short, stable, human-readable name for `code` ("timeout", "busy", ...).

@@ -21,7 +21,8 @@ using ErrorText = char[kErrorTextSize];
 /// Connects (TCP or unix via hiredis, then TLS if the scheme says so),
 /// switches the socket to non-blocking and sets up the reply reader.
 /// Allocates (hiredis context, reader buffer, TLS session): this is setup.
-/// Errors: kConnectFailed, kTimeout, kTls, kTlsUnavailable, kBufferTooSmall.
+/// Errors: kConnectFailed, kTimeout, kTls, kTlsUntrusted, kTlsCertTime,
+/// kTlsHostMismatch, kTlsUnavailable, kInvalidArgument, kIo, kBufferTooSmall.
 Status transport_open(TransportState& t, const Endpoint& ep, const TlsOptions& tls,
                       Deadline deadline, Clock& clock, ErrorText& err);
 
@@ -44,9 +45,18 @@ Result<const Reply*> transport_next_reply(TransportState& t, ErrorText& err);
 bool transport_has_pending_input(const TransportState& t);
 
 // TLS layer (tls.cc, or tls_stub.cc when built without mbedTLS).
+/// Handshake on t.fd within min(deadline, now + opts.handshake_timeout).
+/// Errors: kTimeout (handshake deadline), kTlsUntrusted (unknown CA, pin
+/// mismatch), kTlsCertTime (expired / not yet valid), kTlsHostMismatch,
+/// kTls (alert, client certificate required, not TLS, closed mid-handshake,
+/// bad PEM), kInvalidArgument (no CA, half a client pair), kIo (poll),
+/// kTlsUnavailable (stub).
 Status tls_open(TransportState& t, const Endpoint& ep, const TlsOptions& opts,
                 Deadline deadline, Clock& clock, ErrorText& err);
 void tls_close(TransportState& t);
+/// As transport_write/read; 0 = would block, with t.want_events set to what
+/// mbedTLS waits for. Errors: kConnectionClosed (close_notify, EOF or reset
+/// between records), kTls (reset mid-record, alert, record error).
 Result<size_t> tls_write(TransportState& t, const uint8_t* data, size_t n, ErrorText& err);
 Result<size_t> tls_read(TransportState& t, uint8_t* dst, size_t cap, ErrorText& err);
 bool tls_has_pending(const TransportState& t);

@@ -160,10 +160,12 @@ TEST_F(ClusterTest, SlotMigrationMidRun) {
   ASSERT_TRUE(owned.ok() && owned.value()) << client_.last_error();
   ASSERT_TRUE(holder.status().ok()) << client_.last_error();
 
-  // A waiter on its own client: ASK to B while the key is held there, then
-  // TRYAGAIN (its two-key script finds only the counter) until the slot
-  // is handed over.
-  Status waited = ErrorCode::kInvalidArgument;  // until the waiter reports
+  // Now release, and let a waiter on its own client ask for the lock. Both
+  // are multi-key scripts (the release also signals the wake list), so
+  // while the slot is half moved they get TRYAGAIN and wait it out.
+  Status released = ErrorCode::kInvalidArgument;  // until the thread reports
+  std::thread releaser([&] { released = holder.release(); });
+  Status waited = ErrorCode::kInvalidArgument;
   uint64_t second_fence = 0;
   ClusterStats waiter_stats;
   std::thread waiter([&] {
@@ -178,16 +180,17 @@ TEST_F(ClusterTest, SlotMigrationMidRun) {
     waiter_stats = other.stats();
     if (waited.ok()) lock.release().ignore();
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200 * test::slowdown()));
-  EXPECT_TRUE(holder.release().ok()) << client_.last_error();  // no ASSERT: the thread runs
   std::this_thread::sleep_for(std::chrono::milliseconds(300 * test::slowdown()));
   for (Connection* c : {&cb, &ca, &cc}) EXPECT_EQ(run(*c, {"CLUSTER", "SETSLOT", s, "NODE", idb}), "OK");
+  releaser.join();
   waiter.join();
+  ASSERT_TRUE(released.ok()) << released.to_string();
   ASSERT_TRUE(waited.ok()) << waited.to_string();
   EXPECT_GT(second_fence, first_fence) << "the fencing counter moved with the slot";
+  EXPECT_GE(client_.stats().tryagain, 1u) << "the release waited for the slot to settle";
   EXPECT_GE(waiter_stats.ask, 1u);
-  EXPECT_GE(waiter_stats.tryagain, 1u);
-  std::printf("migration: waiter ask=%u tryagain=%u moved=%u\n", waiter_stats.ask, waiter_stats.tryagain,
+  std::printf("migration: holder ask=%u tryagain=%u; waiter ask=%u tryagain=%u moved=%u\n",
+              client_.stats().ask, client_.stats().tryagain, waiter_stats.ask, waiter_stats.tryagain,
               waiter_stats.moved);
   // The first client learns the new owner from MOVED too.
   ASSERT_TRUE(holder.try_acquire().ok()) << client_.last_error();

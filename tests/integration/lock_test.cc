@@ -210,6 +210,27 @@ TEST_F(LockTest, WaitTimesOutAsBusy) {
   EXPECT_GE(took, millis(200));
   EXPECT_LT(took, millis(200) + millis(400) * test::slowdown());
   const int commands = static_cast<int>(b_.stats().commands);
+  // Busy attempt, BLPOP capped at the wait, last attempt (the wake signal
+  // replaces polling; a jittered fallback may split the BLPOP once more).
+  EXPECT_LE(commands, 5) << "blocked on the release signal, not polling";
+  ASSERT_TRUE(la.release().ok());
+}
+
+TEST_F(LockTest, WaitTimesOutAsBusyWithBackoff) {
+  LockOptions o = ttl(10000);
+  o.wake_on_release = false;
+  Lock la(a_), lb(b_);
+  ASSERT_TRUE(la.init(Bytes::from_cstr("wait2"), o).ok());
+  ASSERT_TRUE(lb.init(Bytes::from_cstr("wait2"), o).ok());
+  ASSERT_TRUE(la.try_acquire().ok());
+  SystemClock clock;
+  const Nanos t0 = clock.now();
+  EXPECT_EQ(lb.acquire(millis(200)).code(), ErrorCode::kBusy);
+  const Nanos took = clock.now() - t0;
+  EXPECT_GE(took, millis(200));
+  EXPECT_LT(took, millis(200) + millis(400) * test::slowdown());
+  const int commands = static_cast<int>(b_.stats().commands);
+  EXPECT_GT(commands, 3) << "polls when told not to block";
   EXPECT_LT(commands, 60) << "backoff, not a busy loop";
   ASSERT_TRUE(la.release().ok());
 }

@@ -2,7 +2,10 @@
 // every allocation in the process counted (hiredis included).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdlib>
+#include <string>
+#include <thread>
 
 #include "edgelock/cluster.h"
 #include "edgelock/edgelock.h"
@@ -11,6 +14,7 @@
 #include "../support/redis_server.h"
 #include "../support/redis_topology.h"
 #include "../support/test_util.h"
+#include "../support/tls_server.h"
 
 namespace edgelock {
 namespace {
@@ -352,6 +356,120 @@ TEST(ZeroHeap, CooldownQuotaAndMetrics) {
   EXPECT_EQ(c.total(), 0u) << "mallocs=" << c.mallocs << " news=" << c.news << " over " << n;
   std::printf("zero-heap primitives: %d cycles; %s\n", n, line);
 }
+
+// The contended wait: a waiter blocked in BLPOP is woken by the holder's
+// release, over and over. Threads are started before counting begins.
+TEST(ZeroHeap, ContendedWaitPath) {
+  test::RedisServer server;
+  ASSERT_TRUE(server.start());
+  Connection a, b;
+  ASSERT_TRUE(test::open(a, server.url()));
+  ASSERT_TRUE(test::open(b, server.url()));
+  Lock la(a), lb(b);
+  ASSERT_TRUE(la.init(Bytes::from_cstr("wait-path")).ok());
+  ASSERT_TRUE(lb.init(Bytes::from_cstr("wait-path")).ok());
+  // Warm up: connect both, cache the scripts.
+  ASSERT_TRUE(la.try_acquire().ok());
+  ASSERT_TRUE(la.release().ok());
+  ASSERT_TRUE(lb.try_acquire().ok());
+  ASSERT_TRUE(lb.release().ok());
+  constexpr int kRounds = 200;
+  // The thread's own bookkeeping is freed when it ends, so it stays alive
+  // (idle) until counting has stopped.
+  std::atomic<int> go{0}, wrong{0}, finished{0}, may_exit{0};
+  std::thread holder([&] {
+    while (go.load() == 0) SystemClock().sleep_for(millis(1));
+    for (int i = 0; i < kRounds; ++i) {
+      wrong += !la.acquire(millis(5000)).ok();
+      SystemClock().sleep_for(millis(1));  // the waiter blocks meanwhile
+      wrong += !la.release().ok();
+    }
+    finished = 1;
+    for (int i = 0; i < 100000 && may_exit.load() == 0; ++i) SystemClock().sleep_for(millis(1));
+  });
+  const uint32_t before = b.stats().commands;
+  test::start_counting();
+  go = 1;
+  for (int i = 0; i < kRounds; ++i) {
+    wrong += !lb.acquire(millis(5000)).ok();
+    wrong += !lb.release().ok();
+  }
+  for (int i = 0; i < 100000 && finished.load() == 0; ++i) SystemClock().sleep_for(millis(1));
+  const test::AllocCounts c = test::stop_counting();
+  may_exit = 1;
+  holder.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_GT(b.stats().commands - before, static_cast<uint32_t>(2 * kRounds)) << "it did wait";
+  EXPECT_EQ(c.total(), 0u) << "mallocs=" << c.mallocs << " frees=" << c.frees << " news=" << c.news;
+}
+
+#ifdef EDGELOCK_TEST_TLS
+// Over TLS: the handshake allocates (setup), the lock cycles must not.
+TEST(ZeroHeap, TlsCycles) {
+  const test::TestCerts& certs = test::shared_certs();
+  ASSERT_TRUE(certs.ok());
+  test::TlsRedis server(certs, "server");
+  ASSERT_TRUE(server.start());
+  const std::string ca = certs.path("ca.crt");
+  ConnectionOptions o;
+  o.connect_timeout = millis(3000) * test::slowdown();
+  o.command_timeout = millis(3000) * test::slowdown();
+  o.tls.ca_file = ca.c_str();
+  Connection conn;
+  ASSERT_TRUE(conn.setup(server.tls_url().c_str(), o).ok());
+  Lock lock(conn);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr("zero-heap-tls")).ok());
+
+  test::start_counting();
+  test::reset_peak();
+  const Status connected = conn.connect();
+  const uint64_t peak = test::peak_bytes();
+  const test::AllocCounts setup = test::stop_counting();
+  const int64_t retained = test::live_bytes();
+  ASSERT_TRUE(connected.ok()) << conn.last_error();
+  EXPECT_GT(setup.mallocs, 0u) << "the counter must see the handshake allocate";
+  EXPECT_GE(static_cast<int64_t>(peak), retained);
+  std::printf("tls connect+handshake: peak %llu bytes live, "
+              "%lld kept after it, %llu allocations, %llu bytes requested in total\n",
+              static_cast<unsigned long long>(peak), static_cast<long long>(retained),
+              static_cast<unsigned long long>(setup.mallocs),
+              static_cast<unsigned long long>(setup.bytes));
+  // The same connect without TLS, for comparison.
+  Connection plain;
+  ASSERT_TRUE(plain.setup(server.plain_url().c_str(), o).ok());
+  test::start_counting();
+  test::reset_peak();
+  ASSERT_TRUE(plain.connect().ok()) << plain.last_error();
+  const uint64_t plain_peak = test::peak_bytes();
+  const test::AllocCounts plain_setup = test::stop_counting();
+  EXPECT_LT(plain_peak, peak);
+  std::printf("plaintext connect: peak %llu bytes live, %lld kept, %llu allocations\n",
+              static_cast<unsigned long long>(plain_peak),
+              static_cast<long long>(test::live_bytes()),
+              static_cast<unsigned long long>(plain_setup.mallocs));
+  ASSERT_TRUE(lock.try_acquire().ok());
+  ASSERT_TRUE(lock.release().ok());
+
+  const int n = cycles() / 5;
+  int failures = 0;
+  test::start_counting();
+  for (int i = 0; i < n; ++i) {
+    failures += !lock.acquire(millis(1000)).ok();
+    failures += !lock.extend(5000).ok();
+    const Result<bool> owned = lock.owned();
+    failures += !(owned.ok() && owned.value());
+    failures += !lock.status().ok();
+    failures += !lock.release().ok();
+  }
+  const test::AllocCounts c = test::stop_counting();
+  EXPECT_EQ(failures, 0) << conn.last_error();
+  EXPECT_EQ(conn.stats().connects, 1u) << "no reconnect happened in the loop";
+  EXPECT_EQ(c.total(), 0u) << "mallocs=" << c.mallocs << " frees=" << c.frees << " news=" << c.news
+                           << " over " << n << " TLS cycles";
+  std::printf("zero-heap over TLS: %d cycles, %u commands, %llu allocations\n", n,
+              conn.stats().commands, static_cast<unsigned long long>(c.total()));
+}
+#endif
 
 }  // namespace
 }  // namespace edgelock

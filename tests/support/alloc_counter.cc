@@ -115,6 +115,7 @@ void reset_peak() {
   g_peak = 0;
 }
 uint64_t peak_bytes() { return static_cast<uint64_t>(g_peak.load()); }
+int64_t live_bytes() { return g_live.load(); }
 
 }  // namespace test
 }  // namespace edgelock

@@ -22,6 +22,9 @@ AllocCounts stop_counting();
 /// what a TLS handshake allocates.
 void reset_peak();
 uint64_t peak_bytes();
+/// Bytes allocated minus bytes freed (usable sizes) since the last reset,
+/// counting only while counting is on: what a setup step kept.
+int64_t live_bytes();
 
 }  // namespace test
 }  // namespace edgelock

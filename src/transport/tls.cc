@@ -1,0 +1,200 @@
+// TLS over the hiredis-connected socket: mbedTLS 2.28 (TLS 1.2) with
+// non-blocking BIO callbacks; the handshake polls against its own deadline.
+#include <mbedtls/error.h>
+#include <mbedtls/net_sockets.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <new>
+
+#include "edgelock/random.h"
+#include "error_text.h"
+#include "transport/tls_session.h"
+#include "transport/transport.h"
+
+namespace edgelock {
+namespace detail {
+
+namespace {
+
+constexpr char kPersonalization[] = "edgelock-tls";
+// Handshake rounds are bounded by the deadline; this guards against a peer
+// that keeps the socket ready without progress.
+constexpr int kMaxHandshakeRounds = 1 << 16;
+
+int bio_send(void* ctx, const unsigned char* buf, size_t len) {
+  TlsSession* s = static_cast<TlsSession*>(ctx);
+  for (;;) {
+    const ssize_t n = send(s->fd, buf, len, MSG_NOSIGNAL);
+    if (n >= 0) return static_cast<int>(n);
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return MBEDTLS_ERR_SSL_WANT_WRITE;
+    if (errno == EPIPE || errno == ECONNRESET) return MBEDTLS_ERR_NET_CONN_RESET;
+    return MBEDTLS_ERR_NET_SEND_FAILED;
+  }
+}
+
+int bio_recv(void* ctx, unsigned char* buf, size_t len) {
+  TlsSession* s = static_cast<TlsSession*>(ctx);
+  for (;;) {
+    const ssize_t n = recv(s->fd, buf, len, 0);
+    if (n >= 0) {
+      s->bytes_received += static_cast<size_t>(n);
+      return static_cast<int>(n);  // 0 = EOF: mbedTLS reports CONN_EOF
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return MBEDTLS_ERR_SSL_WANT_READ;
+    if (errno == ECONNRESET) return MBEDTLS_ERR_NET_CONN_RESET;
+    return MBEDTLS_ERR_NET_RECV_FAILED;
+  }
+}
+
+// CTR_DRBG's entropy source: the kernel's getrandom().
+int os_entropy(void*, unsigned char* out, size_t len) {
+  return random_bytes(out, len).ok() ? 0 : MBEDTLS_ERR_CTR_DRBG_ENTROPY_SOURCE_FAILED;
+}
+
+void session_free(TlsSession* s) {
+  mbedtls_ssl_free(&s->ssl);
+  mbedtls_ssl_config_free(&s->conf);
+  mbedtls_x509_crt_free(&s->ca);
+  mbedtls_x509_crt_free(&s->cert);
+  mbedtls_pk_free(&s->key);
+  mbedtls_ctr_drbg_free(&s->drbg);
+  delete s;
+}
+
+TlsSession* session_new() {
+  TlsSession* s = new (std::nothrow) TlsSession;
+  if (!s) return nullptr;
+  mbedtls_ctr_drbg_init(&s->drbg);
+  mbedtls_ssl_config_init(&s->conf);
+  mbedtls_ssl_init(&s->ssl);
+  mbedtls_x509_crt_init(&s->ca);
+  mbedtls_x509_crt_init(&s->cert);
+  mbedtls_pk_init(&s->key);
+  return s;
+}
+
+Status fail_mbedtls(int ret, const char* what, ErrorText& err) {
+  char cause[64];
+  mbedtls_strerror(ret, cause, sizeof cause);
+  set_error(err, "TLS: %s: %s (-0x%04x)", what, cause, static_cast<unsigned>(-ret));
+  return ErrorCode::kTls;
+}
+
+// Seeds the DRBG from the OS, loads keys, binds the session to the socket.
+Status session_setup(TlsSession& s, const Endpoint& ep, const TlsOptions& opts, int fd,
+                     ErrorText& err) {
+  s.fd = fd;
+  int ret = mbedtls_ctr_drbg_seed(&s.drbg, os_entropy, nullptr,
+                                  reinterpret_cast<const unsigned char*>(kPersonalization),
+                                  sizeof kPersonalization - 1);
+  if (ret != 0) return fail_mbedtls(ret, "seeding the random generator", err);
+  EDGELOCK_TRY(tls_configure(s, opts, err));
+  ret = mbedtls_ssl_setup(&s.ssl, &s.conf);
+  if (ret != 0) return fail_mbedtls(ret, "session setup", err);
+  const char* name = opts.server_name && opts.server_name[0] ? opts.server_name : ep.host;
+  tls_set_ip_name(s, name);
+  // IP literals get no SNI (RFC 6066) and are checked against iPAddress
+  // SANs by our verify callback; names are checked by mbedTLS.
+  if (s.ip_len == 0) {
+    ret = mbedtls_ssl_set_hostname(&s.ssl, name);
+    if (ret != 0) return fail_mbedtls(ret, "server name", err);
+  }
+  mbedtls_ssl_set_bio(&s.ssl, &s, bio_send, bio_recv, nullptr);
+  return Status();
+}
+
+Status handshake(TlsSession& s, Deadline deadline, Clock& clock, ErrorText& err) {
+  for (int round = 0; round < kMaxHandshakeRounds; ++round) {
+    const int ret = mbedtls_ssl_handshake(&s.ssl);
+    // Insecure mode with a pin verifies OPTIONAL-ly: the pin still decides.
+    if (ret == 0) return s.pin_failed ? tls_handshake_error(s, ret, err) : Status();
+    short events = 0;
+    if (ret == MBEDTLS_ERR_SSL_WANT_READ) events = POLLIN;
+    if (ret == MBEDTLS_ERR_SSL_WANT_WRITE) events = POLLOUT;
+    if (events == 0) return tls_handshake_error(s, ret, err);
+    if (deadline.expired(clock)) break;
+    pollfd p{s.fd, events, 0};
+    const int rc = poll(&p, 1, deadline.poll_timeout_ms(clock));
+    if (rc < 0 && errno != EINTR) {
+      set_error(err, "TLS: poll during handshake failed");
+      return ErrorCode::kIo;
+    }
+  }
+  set_error(err, s.bytes_received == 0 ? "TLS: handshake timed out, server sent nothing (not TLS?)"
+                                       : "TLS: handshake timed out");
+  return ErrorCode::kTimeout;
+}
+
+}  // namespace
+
+Status tls_open(TransportState& t, const Endpoint& ep, const TlsOptions& opts, Deadline deadline,
+                Clock& clock, ErrorText& err) {
+  tls_close(t);
+  if (opts.handshake_timeout <= 0) {
+    set_error(err, "TLS: handshake_timeout must be positive");
+    return ErrorCode::kInvalidArgument;
+  }
+  TlsSession* s = session_new();
+  if (!s) {
+    set_error(err, "TLS: out of memory");
+    return ErrorCode::kTls;
+  }
+  t.tls = s;
+  Status st = session_setup(*s, ep, opts, t.fd, err);
+  if (st.ok()) {
+    const Deadline d = deadline.min(Deadline::after(clock, opts.handshake_timeout));
+    st = handshake(*s, d, clock, err);
+  }
+  if (!st.ok()) tls_close(t);
+  return st;
+}
+
+void tls_close(TransportState& t) {
+  if (!t.tls) return;
+  // Best effort close_notify; a non-blocking socket may drop it, which is fine.
+  mbedtls_ssl_close_notify(&t.tls->ssl);
+  session_free(t.tls);
+  t.tls = nullptr;
+  t.want_events = 0;
+}
+
+Result<size_t> tls_write(TransportState& t, const uint8_t* data, size_t n, ErrorText& err) {
+  // On WANT_*, mbedTLS expects the same data again: Connection resends from
+  // the same offset, so that holds.
+  const int ret = mbedtls_ssl_write(&t.tls->ssl, data, n);
+  if (ret >= 0) {
+    t.want_events = 0;
+    return static_cast<size_t>(ret);
+  }
+  if (ret == MBEDTLS_ERR_SSL_WANT_WRITE || ret == MBEDTLS_ERR_SSL_WANT_READ) {
+    t.want_events = ret == MBEDTLS_ERR_SSL_WANT_READ ? POLLIN : POLLOUT;
+    return static_cast<size_t>(0);
+  }
+  return tls_record_error(*t.tls, ret, "write", err);
+}
+
+Result<size_t> tls_read(TransportState& t, uint8_t* dst, size_t cap, ErrorText& err) {
+  const int ret = mbedtls_ssl_read(&t.tls->ssl, dst, cap);
+  if (ret > 0) {
+    t.want_events = 0;
+    return static_cast<size_t>(ret);
+  }
+  if (ret == MBEDTLS_ERR_SSL_WANT_READ || ret == MBEDTLS_ERR_SSL_WANT_WRITE) {
+    t.want_events = ret == MBEDTLS_ERR_SSL_WANT_WRITE ? POLLOUT : POLLIN;
+    return static_cast<size_t>(0);
+  }
+  return tls_record_error(*t.tls, ret, "read", err);
+}
+
+bool tls_has_pending(const TransportState& t) {
+  return t.tls && mbedtls_ssl_get_bytes_avail(&t.tls->ssl) > 0;
+}
+
+bool tls_available() { return true; }
+
+}  // namespace detail
+}  // namespace edgelock

@@ -1,0 +1,159 @@
+// TLS configuration and certificate checks: trust anchors, client keys,
+// the IP-SAN and pin checks mbedTLS 2.28 lacks, and failure classification.
+#include <arpa/inet.h>
+#include <mbedtls/asn1.h>
+#include <mbedtls/error.h>
+#include <mbedtls/oid.h>
+#include <mbedtls/sha256.h>
+
+#include <cstring>
+
+#include "error_text.h"
+#include "transport/tls_session.h"
+
+namespace edgelock {
+namespace detail {
+
+namespace {
+
+Status fail_load(int ret, const char* what, ErrorText& err) {
+  char cause[72];
+  mbedtls_strerror(ret, cause, sizeof cause);
+  set_error(err, "TLS: cannot load %s: %s", what, cause);
+  return ErrorCode::kTls;
+}
+
+constexpr int kSequence = MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE;
+constexpr unsigned char kIpAddressTag = MBEDTLS_ASN1_CONTEXT_SPECIFIC | 7;
+
+// GeneralNames in [p, end): is there an iPAddress equal to ip?
+bool names_have_ip(unsigned char* p, const unsigned char* end, const uint8_t* ip, size_t ip_len) {
+  size_t len = 0;
+  if (mbedtls_asn1_get_tag(&p, end, &len, kSequence) != 0) return false;
+  end = p + len;
+  while (p < end) {
+    const unsigned char tag = *p++;
+    if (mbedtls_asn1_get_len(&p, end, &len) != 0) return false;
+    if (tag == kIpAddressTag && len == ip_len && std::memcmp(p, ip, len) == 0) return true;
+    p += len;
+  }
+  return false;
+}
+
+// Walks the certificate's extensions to subjectAltName and looks for an
+// iPAddress entry equal to ip. Malformed DER: no match.
+bool san_has_ip(const mbedtls_x509_crt& crt, const uint8_t* ip, size_t ip_len) {
+  unsigned char* p = crt.v3_ext.p;
+  if (!p) return false;
+  const unsigned char* end = p + crt.v3_ext.len;
+  size_t len = 0;
+  if (mbedtls_asn1_get_tag(&p, end, &len, kSequence) != 0) return false;
+  end = p + len;
+  while (p < end) {
+    if (mbedtls_asn1_get_tag(&p, end, &len, kSequence) != 0) return false;
+    unsigned char* ext_end = p + len;
+    if (mbedtls_asn1_get_tag(&p, ext_end, &len, MBEDTLS_ASN1_OID) != 0) return false;
+    const bool is_san = len == MBEDTLS_OID_SIZE(MBEDTLS_OID_SUBJECT_ALT_NAME) &&
+                        std::memcmp(p, MBEDTLS_OID_SUBJECT_ALT_NAME, len) == 0;
+    p += len;
+    int critical = 0;
+    if (p < ext_end && *p == MBEDTLS_ASN1_BOOLEAN &&
+        mbedtls_asn1_get_bool(&p, ext_end, &critical) != 0) {
+      return false;
+    }
+    if (mbedtls_asn1_get_tag(&p, ext_end, &len, MBEDTLS_ASN1_OCTET_STRING) != 0) return false;
+    if (is_san) return names_have_ip(p, p + len, ip, ip_len);
+    p = ext_end;
+  }
+  return false;
+}
+
+// Called by mbedTLS for each certificate of the chain; depth 0 is the server's.
+int verify_cb(void* ctx, mbedtls_x509_crt* crt, int depth, uint32_t* flags) {
+  TlsSession* s = static_cast<TlsSession*>(ctx);
+  if (depth != 0) return 0;
+  if (s->ip_len != 0 && !san_has_ip(*crt, s->ip, s->ip_len)) {
+    s->ip_failed = true;
+    *flags |= MBEDTLS_X509_BADCERT_CN_MISMATCH;
+  }
+  if (s->pin) {
+    uint8_t digest[32];
+    if (mbedtls_sha256_ret(crt->raw.p, crt->raw.len, digest, 0) != 0 ||
+        std::memcmp(digest, s->pin, sizeof digest) != 0) {
+      s->pin_failed = true;
+      *flags |= MBEDTLS_X509_BADCERT_OTHER;
+    }
+  }
+  return 0;
+}
+
+Status load_trust(TlsSession& s, const TlsOptions& o, ErrorText& err) {
+  if (o.ca_file) {
+    const int ret = mbedtls_x509_crt_parse_file(&s.ca, o.ca_file);
+    if (ret != 0) return fail_load(ret, "CA file", err);
+  }
+  if (o.ca_pem) {  // PEM parsing needs the terminating NUL in the length
+    const auto* pem = reinterpret_cast<const unsigned char*>(o.ca_pem);
+    const int ret = mbedtls_x509_crt_parse(&s.ca, pem, std::strlen(o.ca_pem) + 1);
+    if (ret != 0) return fail_load(ret, "CA PEM", err);
+  }
+  if (!o.ca_file && !o.ca_pem && !o.insecure_skip_verify_dangerous) {
+    set_error(err, "TLS: no CA configured (tls.ca_file or tls.ca_pem)");
+    return ErrorCode::kInvalidArgument;
+  }
+  return Status();
+}
+
+Status load_client_pair(TlsSession& s, const TlsOptions& o, ErrorText& err) {
+  if (!o.cert_file && !o.key_file) return Status();
+  if (!o.cert_file || !o.key_file) {
+    set_error(err, "TLS: client certificate and key go together");
+    return ErrorCode::kInvalidArgument;
+  }
+  int ret = mbedtls_x509_crt_parse_file(&s.cert, o.cert_file);
+  if (ret != 0) return fail_load(ret, "client certificate", err);
+  ret = mbedtls_pk_parse_keyfile(&s.key, o.key_file, nullptr);
+  if (ret != 0) return fail_load(ret, "client key", err);
+  ret = mbedtls_ssl_conf_own_cert(&s.conf, &s.cert, &s.key);
+  if (ret != 0) return fail_load(ret, "client certificate/key pair", err);
+  s.has_client_cert = true;
+  return Status();
+}
+
+}  // namespace
+
+Status tls_configure(TlsSession& s, const TlsOptions& o, ErrorText& err) {
+  const int ret = mbedtls_ssl_config_defaults(&s.conf, MBEDTLS_SSL_IS_CLIENT,
+                                              MBEDTLS_SSL_TRANSPORT_STREAM,
+                                              MBEDTLS_SSL_PRESET_DEFAULT);
+  if (ret != 0) return fail_load(ret, "TLS defaults", err);
+  mbedtls_ssl_conf_rng(&s.conf, mbedtls_ctr_drbg_random, &s.drbg);
+  mbedtls_ssl_conf_min_version(&s.conf, MBEDTLS_SSL_MAJOR_VERSION_3, MBEDTLS_SSL_MINOR_VERSION_3);
+  // Renegotiation would allocate mid-session; refuse it.
+  mbedtls_ssl_conf_renegotiation(&s.conf, MBEDTLS_SSL_RENEGOTIATION_DISABLED);
+  EDGELOCK_TRY(load_trust(s, o, err));
+  EDGELOCK_TRY(load_client_pair(s, o, err));
+  s.pin = o.pin_sha256;
+  mbedtls_ssl_conf_ca_chain(&s.conf, &s.ca, nullptr);
+  mbedtls_ssl_conf_verify(&s.conf, verify_cb, &s);
+  // Insecure: verify nothing, except the pin if one was given (checked
+  // after the handshake via pin_failed).
+  int mode = MBEDTLS_SSL_VERIFY_REQUIRED;
+  if (o.insecure_skip_verify_dangerous) {
+    mode = o.pin_sha256 ? MBEDTLS_SSL_VERIFY_OPTIONAL : MBEDTLS_SSL_VERIFY_NONE;
+  }
+  mbedtls_ssl_conf_authmode(&s.conf, mode);
+  return Status();
+}
+
+void tls_set_ip_name(TlsSession& s, const char* name) {
+  s.ip_len = 0;
+  if (inet_pton(AF_INET, name, s.ip) == 1) {
+    s.ip_len = 4;
+  } else if (inet_pton(AF_INET6, name, s.ip) == 1) {
+    s.ip_len = 16;
+  }
+}
+
+}  // namespace detail
+}  // namespace edgelock

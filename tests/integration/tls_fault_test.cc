@@ -1,0 +1,181 @@
+// TLS failures a real redis-server cannot produce on its own: a peer that
+// accepts TCP but never answers the handshake, and a reply record cut short
+// by a connection reset (through a small proxy).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "edgelock/edgelock.h"
+#include "../support/redis_server.h"
+#include "../support/test_util.h"
+#include "../support/tls_server.h"
+
+namespace edgelock {
+namespace {
+
+int listen_loopback(int* port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(fd, 8) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  *port = ntohs(a.sin_port);
+  return fd;
+}
+
+int connect_loopback(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Forwards one client to upstream; once cut() is called, the next chunk
+// from upstream goes out as its first 10 bytes only (a record header and 5
+// bytes of body), then the client gets a TCP reset.
+class CuttingProxy {
+ public:
+  explicit CuttingProxy(int upstream) : upstream_(upstream) {
+    listen_fd_ = listen_loopback(&port_);
+    thread_ = std::thread([this] { run(); });
+  }
+  ~CuttingProxy() {
+    stop_ = true;
+    thread_.join();
+    close(listen_fd_);
+  }
+  int port() const { return port_; }
+  void cut() { cut_ = true; }
+
+ private:
+  void run() {
+    pollfd l{listen_fd_, POLLIN, 0};
+    for (int i = 0; i < 200 && !stop_ && poll(&l, 1, 50) == 0; ++i) {
+    }
+    if (stop_ || !(l.revents & POLLIN)) return;
+    const int client = accept(listen_fd_, nullptr, nullptr);
+    const int server = connect_loopback(upstream_);
+    for (int i = 0; i < 2000 && !stop_ && client >= 0 && server >= 0; ++i) {  // <= 20 s
+      pollfd p[2] = {{client, POLLIN, 0}, {server, POLLIN, 0}};
+      if (poll(p, 2, 10) <= 0) continue;
+      char buf[4096];
+      if (p[0].revents & POLLIN) {
+        const ssize_t n = recv(client, buf, sizeof buf, 0);
+        if (n <= 0 || send(server, buf, static_cast<size_t>(n), MSG_NOSIGNAL) != n) break;
+      }
+      if (p[1].revents & POLLIN) {
+        const ssize_t n = recv(server, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        if (cut_ && n > 10) {
+          if (send(client, buf, 10, MSG_NOSIGNAL) != 10) break;
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+          linger lg{1, 0};  // close now with RST
+          setsockopt(client, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+          break;
+        }
+        if (send(client, buf, static_cast<size_t>(n), MSG_NOSIGNAL) != n) break;
+      }
+    }
+    if (client >= 0) close(client);
+    if (server >= 0) close(server);
+  }
+
+  int upstream_;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false}, cut_{false};
+  std::thread thread_;
+};
+
+ConnectionOptions tls_options(const std::string& ca) {
+  ConnectionOptions o;
+  o.connect_timeout = millis(3000) * test::slowdown();
+  o.command_timeout = millis(3000) * test::slowdown();
+  o.tls.ca_file = ca.c_str();
+  return o;
+}
+
+int64_t elapsed_ms(std::chrono::steady_clock::time_point t0) {
+  using std::chrono::milliseconds;
+  return std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - t0).count();
+}
+
+TEST(TlsFault, HandshakeTimeoutHasItsOwnDeadline) {
+  int port = 0;
+  const int silent = listen_loopback(&port);  // never accepts: TCP connects, TLS hangs
+  ASSERT_GE(silent, 0);
+  const std::string ca = test::shared_certs().path("ca.crt");
+  ConnectionOptions o = tls_options(ca);
+  o.connect_timeout = millis(5000) * test::slowdown();
+  o.tls.handshake_timeout = millis(300) * test::slowdown();
+  Connection c;
+  ASSERT_TRUE(c.setup(("rediss://127.0.0.1:" + std::to_string(port)).c_str(), o).ok());
+  auto t0 = std::chrono::steady_clock::now();
+  Status s = c.connect();
+  int64_t ms = elapsed_ms(t0);
+  EXPECT_EQ(s.code(), ErrorCode::kTimeout) << c.last_error();
+  EXPECT_NE(std::string(c.last_error()).find("handshake timed out"), std::string::npos);
+  EXPECT_GE(ms, 250 * test::slowdown());
+  EXPECT_LE(ms, 1000 * test::slowdown()) << "the handshake deadline, not connect_timeout";
+  std::printf("  silent server: %s (%lld ms)\n", c.last_error(), static_cast<long long>(ms));
+
+  // The connect deadline caps the handshake's own.
+  o.connect_timeout = millis(300) * test::slowdown();
+  o.tls.handshake_timeout = millis(5000) * test::slowdown();
+  Connection d;
+  ASSERT_TRUE(d.setup(("rediss://127.0.0.1:" + std::to_string(port)).c_str(), o).ok());
+  Lock lock(d);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr("never")).ok());
+  t0 = std::chrono::steady_clock::now();
+  s = lock.try_acquire();
+  ms = elapsed_ms(t0);
+  EXPECT_EQ(s.code(), ErrorCode::kTimeout) << d.last_error();
+  EXPECT_LE(ms, 1000 * test::slowdown());
+  close(silent);
+}
+
+TEST(TlsFault, ResetMidRecord) {
+  const test::TestCerts& certs = test::shared_certs();
+  ASSERT_TRUE(certs.ok());
+  test::TlsRedis server(certs, "server");
+  ASSERT_TRUE(server.start());
+  CuttingProxy proxy(server.tls_port());
+  const std::string ca = certs.path("ca.crt");
+  Connection c;
+  ASSERT_TRUE(c.setup(("rediss://127.0.0.1:" + std::to_string(proxy.port())).c_str(),
+                      tls_options(ca)).ok());
+  ASSERT_EQ(test::run(c, {"PING"}), "PONG") << c.last_error();
+  proxy.cut();
+  const Bytes ping[1] = {Bytes::from_cstr("PING")};
+  const auto t0 = std::chrono::steady_clock::now();
+  const Deadline deadline = Deadline::after(c.clock(), millis(3000) * test::slowdown());
+  const Result<const Reply*> r = c.command(ping, 1, deadline);
+  EXPECT_EQ(r.status().code(), ErrorCode::kTls) << c.last_error();
+  EXPECT_NE(std::string(c.last_error()).find("mid-record"), std::string::npos) << c.last_error();
+  EXPECT_LE(elapsed_ms(t0), 1500 * test::slowdown());
+  EXPECT_FALSE(c.is_connected());
+  std::printf("  cut reply: %s\n", c.last_error());
+}
+
+}  // namespace
+}  // namespace edgelock

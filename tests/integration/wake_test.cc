@@ -1,0 +1,161 @@
+// Waiting without polling: a released lock is handed to a blocked waiter
+// within about a round trip, a crashed holder still lets it in after the
+// TTL, and the number of commands per grant stays small.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <string>
+#include <thread>
+
+#include "edgelock/edgelock.h"
+#include "../support/redis_server.h"
+#include "../support/test_util.h"
+
+namespace edgelock {
+namespace {
+
+using test::run;
+
+class WakeTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new test::RedisServer();
+    ASSERT_TRUE(server_->start());
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_TRUE(test::open(a_, server_->url()));
+    ASSERT_TRUE(test::open(b_, server_->url()));
+    ASSERT_TRUE(test::open(admin_, server_->url()));
+    ASSERT_EQ(run(admin_, {"FLUSHALL"}), "OK");
+  }
+  static LockOptions ttl(int64_t ms, bool wake = true) {
+    LockOptions o;
+    o.ttl_ms = ms;
+    o.wake_on_release = wake;
+    return o;
+  }
+
+  static test::RedisServer* server_;
+  Connection a_, b_, admin_;
+};
+test::RedisServer* WakeTest::server_ = nullptr;
+
+// The waiter blocks (the holder's TTL is long), the holder releases: the
+// waiter must be granted within a few ms, far below any polling interval.
+TEST_F(WakeTest, HandoffIsQuick) {
+  Lock la(a_), lb(b_);
+  ASSERT_TRUE(la.init(Bytes::from_cstr("handoff"), ttl(10000)).ok());
+  ASSERT_TRUE(lb.init(Bytes::from_cstr("handoff"), ttl(10000)).ok());
+  SystemClock clock;
+  Nanos handoffs[5] = {};
+  for (int round = 0; round < 5; ++round) {
+    ASSERT_TRUE(la.try_acquire().ok());
+    const uint32_t before = b_.stats().commands;
+    std::atomic<Nanos> granted_at{0};
+    std::thread waiter([&] {
+      if (lb.acquire(millis(5000) * test::slowdown()).ok()) granted_at = clock.now();
+    });
+    clock.sleep_for(millis(60));  // past the backoff's first steps: the waiter is blocked
+    const Nanos released_at = clock.now();
+    ASSERT_TRUE(la.release().ok());
+    waiter.join();
+    ASSERT_NE(granted_at.load(), 0) << b_.last_error();
+    handoffs[round] = granted_at.load() - released_at;
+    EXPECT_LE(b_.stats().commands - before, 3u) << "busy attempt, BLPOP, granted attempt";
+    ASSERT_TRUE(lb.release().ok());
+  }
+  std::sort(handoffs, handoffs + 5);
+  // The median, so one scheduling hiccup on a busy machine cannot fail it;
+  // polling this late into a wait would sleep tens of ms.
+  EXPECT_LT(handoffs[2], millis(15) * test::slowdown()) << "woken by the release, not by a timer";
+  std::printf("wake: handoff median %lld us, worst %lld us\n",
+              static_cast<long long>(handoffs[2] / 1000), static_cast<long long>(handoffs[4] / 1000));
+}
+
+// A holder that never releases: no signal comes, the waiter still gets in
+// once the TTL runs out, without a long overshoot and with few commands.
+TEST_F(WakeTest, CrashedHolderLetsWaiterInAfterTtl) {
+  Lock la(a_), lb(b_);
+  ASSERT_TRUE(la.init(Bytes::from_cstr("crashed"), ttl(300)).ok());
+  ASSERT_TRUE(lb.init(Bytes::from_cstr("crashed"), ttl(5000)).ok());
+  ASSERT_TRUE(la.try_acquire().ok());  // and never released
+  SystemClock clock;
+  const Nanos t0 = clock.now();
+  ASSERT_TRUE(lb.acquire(millis(5000) * test::slowdown()).ok()) << b_.last_error();
+  const Nanos took = clock.now() - t0;
+  EXPECT_GE(took, millis(250));
+  EXPECT_LT(took, millis(300) + millis(100) * test::slowdown());
+  EXPECT_LE(b_.stats().commands, 6u) << "blocked until the TTL, not polled";
+  ASSERT_TRUE(lb.release().ok());
+}
+
+// Three threads take turns on one key: every grant costs about one busy
+// attempt, one BLPOP, the granted attempt and the release.
+TEST_F(WakeTest, CommandsPerGrantStayLow) {
+  constexpr int kThreads = 3;
+  constexpr int kGrantsEach = 100;
+  Connection conns[kThreads];
+  for (Connection& c : conns) ASSERT_TRUE(test::open(c, server_->url()));
+  std::atomic<int> errors{0};
+  std::thread threads[kThreads];
+  for (int t = 0; t < kThreads; ++t) {
+    threads[t] = std::thread([&, t] {
+      Lock l(conns[t]);
+      if (!l.init(Bytes::from_cstr("turns"), ttl(10000)).ok()) return errors.fetch_add(1), void();
+      for (int i = 0; i < kGrantsEach; ++i) {
+        if (!l.acquire(millis(10000) * test::slowdown()).ok()) return errors.fetch_add(1), void();
+        SystemClock().sleep_for(millis(1));
+        if (!l.release().ok()) errors.fetch_add(1);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  uint32_t commands = 0;
+  for (const Connection& c : conns) commands += c.stats().commands;
+  const double per_grant = static_cast<double>(commands) / (kThreads * kGrantsEach);
+  EXPECT_LE(per_grant, 4.5) << commands << " commands";
+  std::printf("wake: %.2f commands per grant\n", per_grant);
+}
+
+// Releases with nobody waiting leave at most one short-lived signal.
+TEST_F(WakeTest, SignalListNeverGrows) {
+  Lock l(a_);
+  ASSERT_TRUE(l.init(Bytes::from_cstr("lonely"), ttl(1000)).ok());
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_TRUE(l.try_acquire().ok());
+    ASSERT_TRUE(l.release().ok());
+  }
+  EXPECT_EQ(run(admin_, {"LLEN", "{lonely}:wake"}), "1");
+  const int pttl = std::stoi(run(admin_, {"PTTL", "{lonely}:wake"}));
+  EXPECT_GT(pttl, 0);
+  EXPECT_LE(pttl, 250);
+}
+
+// With the signal off, waiting still works (backoff) and releases push
+// nothing.
+TEST_F(WakeTest, WakeOffFallsBackToBackoff) {
+  Lock la(a_), lb(b_);
+  ASSERT_TRUE(la.init(Bytes::from_cstr("quiet"), ttl(150, false)).ok());
+  ASSERT_TRUE(lb.init(Bytes::from_cstr("quiet"), ttl(5000, false)).ok());
+  ASSERT_TRUE(la.try_acquire().ok());
+  ASSERT_TRUE(lb.acquire(millis(3000) * test::slowdown()).ok());
+  ASSERT_TRUE(lb.release().ok());
+  EXPECT_EQ(run(admin_, {"EXISTS", "{quiet}:wake"}), "0");
+}
+
+TEST_F(WakeTest, HashTaggedKeyKeepsItsSlot) {
+  Lock l(a_);
+  ASSERT_TRUE(l.init(Bytes::from_cstr("dev:{7}:modem"), ttl(1000)).ok());
+  ASSERT_TRUE(l.try_acquire().ok());
+  ASSERT_TRUE(l.release().ok());
+  EXPECT_EQ(run(admin_, {"LLEN", "dev:{7}:modem:wake"}), "1");
+}
+
+}  // namespace
+}  // namespace edgelock
