@@ -129,6 +129,9 @@ Status Sentinel::setup(const char* url, const ConnectionOptions& options,
   if (s.ok()) s = parse_name(hosts.path, name_, &creds_.db, &why);
   // Validates the timeouts once, the way every later setup() will see them.
   if (s.ok() && list.count > 0) s = probe_.setup(sentinels_[0], options);
+  // The primary's address comes from the sentinels; until then the
+  // connection already carries the options (its clock is Lock's clock).
+  if (s.ok()) s = primary_.setup(creds_, options);
   if (!s.ok()) {
     set_error(error_, "bad sentinel URL or options: %s", why ? why : probe_.last_error());
     sentinel_count_ = 0;

@@ -9,6 +9,8 @@
 
 #include "edgelock/cluster.h"
 #include "edgelock/edgelock.h"
+#include "edgelock/fake_clock.h"
+#include "edgelock/lease_keeper.h"
 #include "edgelock/sentinel.h"
 #include "../support/alloc_counter.h"
 #include "../support/redis_server.h"
@@ -470,6 +472,61 @@ TEST(ZeroHeap, TlsCycles) {
               conn.stats().commands, static_cast<unsigned long long>(c.total()));
 }
 #endif
+
+TEST(ZeroHeap, LeaseKeeperRenewals) {
+  test::RedisServer server;
+  ASSERT_TRUE(server.start());
+  FakeClock clock;
+  Connection conn;
+  ASSERT_TRUE(test::open(conn, server.url(), &clock));
+  Lock lock(conn);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr("kept")).ok());
+  ASSERT_TRUE(lock.try_acquire().ok());
+  ASSERT_TRUE(lock.reacquire().ok());  // loads the script
+  LeaseKeeper keeper(lock);
+  ASSERT_TRUE(keeper.start().ok());
+  test::start_counting();
+  for (int i = 0; i < 1000 && keeper.state() == LeaseState::kKeeping; ++i) {
+    clock.sleep_for(keeper.next_deadline().remaining(clock));
+    keeper.service();
+  }
+  const test::AllocCounts c = test::stop_counting();
+  EXPECT_EQ(keeper.state(), LeaseState::kKeeping);
+  EXPECT_EQ(keeper.stats().renewals, 1000u);
+  EXPECT_EQ(c.total(), 0u);
+}
+
+TEST(ZeroHeap, LeaseKeeperOverQuorumLock) {
+  constexpr size_t kServers = 3;
+  test::RedisServer servers[kServers];
+  Connection conns[kServers];
+  Connection* ptrs[kServers];
+  for (size_t i = 0; i < kServers; ++i) {
+    ASSERT_TRUE(servers[i].start());
+    ASSERT_TRUE(test::open(conns[i], servers[i].url()));
+    ptrs[i] = &conns[i];
+  }
+  QuorumOptions o;
+  o.server_timeout = millis(500) * test::slowdown();
+  QuorumLock lock;
+  ASSERT_TRUE(lock.init(ptrs, kServers, Bytes::from_cstr("kept-quorum"), o).ok());
+  ASSERT_TRUE(lock.try_acquire().ok());
+  ASSERT_TRUE(lock.reacquire().ok());  // loads the script everywhere
+  KeeperOptions ko;
+  ko.renew_every = millis(1);  // as fast as the loop goes: many renewals, real clock
+  LeaseKeeper keeper(lease_target(lock), conns[0].clock(), ko);
+  ASSERT_TRUE(keeper.start().ok());
+  test::start_counting();
+  for (int i = 0; i < 2000 && keeper.stats().renewals < 200 && !keeper.lost(); ++i) {
+    conns[0].clock().sleep_for(keeper.next_deadline().remaining(conns[0].clock()));
+    keeper.service();
+  }
+  const test::AllocCounts c = test::stop_counting();
+  EXPECT_EQ(keeper.state(), LeaseState::kKeeping);
+  EXPECT_EQ(keeper.stats().renewals, 200u);
+  EXPECT_EQ(c.total(), 0u);
+  ASSERT_TRUE(lock.release().ok());
+}
 
 }  // namespace
 }  // namespace edgelock

@@ -1,0 +1,105 @@
+#pragma once
+// The edgelock command-line tool: shared declarations.
+//
+// The tool is an example program built on the library; it may print and
+// use the heap freely, but it still follows the library's rules where they
+// matter: no exceptions, monotonic time, a lease it cannot prove is treated
+// as lost.
+
+#include <cstdint>
+
+#include "edgelock/edgelock.h"
+#include "edgelock/lease_keeper.h"
+
+namespace cli {
+
+// Exit codes (documented in --help and docs/cli.md).
+constexpr int kExitOk = 0;
+constexpr int kExitBusy = 1;        // not acquired within --wait
+constexpr int kExitUsage = 2;       // usage or invalid argument
+constexpr int kExitServer = 3;      // connection, auth, TLS or server error
+constexpr int kExitLost = 4;        // lease lost during run
+constexpr int kExitNotOwner = 5;    // release/extend with a stale token
+
+constexpr int kMaxUrls = 16;
+
+enum class Subcommand { kNone, kRun, kAcquire, kRelease, kExtend, kStatus };
+
+struct Options {
+  const char* urls[kMaxUrls] = {};
+  int url_count = 0;
+  int64_t ttl_ms = 10000;
+  int64_t wait_ms = -1;  // -1 = wait forever
+  int64_t grace_ms = 2000;
+  const char* tls_ca = nullptr;
+  const char* tls_cert = nullptr;
+  const char* tls_key = nullptr;
+  const char* tls_server_name = nullptr;
+  bool json = false;
+  bool quiet = false;
+  Subcommand command = Subcommand::kNone;
+  const char* key = nullptr;
+  const char* token = nullptr;
+  char** child_argv = nullptr;  // NULL-terminated, run only
+};
+
+// Parses argv. Returns -1 to go on, or an exit code (after --help,
+// --version, or a usage error already reported on stderr).
+int parse_args(int argc, char** argv, Options* out);
+
+// "edgelock: <formatted text>\n" on stderr. Always printed, even with -q.
+__attribute__((format(printf, 1, 2))) void error_line(const char* fmt, ...);
+// As error_line, but suppressed by -q (notices, not errors).
+__attribute__((format(printf, 2, 3))) void notice_line(const Options& o, const char* fmt, ...);
+
+// One error line for a failed operation on `conn`: "<doing> failed at
+// host:port: <cause>: <server text>" (or the transport's own line).
+void report_error(const edgelock::Connection& conn, edgelock::Status s, const char* doing);
+
+// The exit code for a library error.
+int exit_code_for(edgelock::ErrorCode code);
+
+// Sets up and connects `conn` to `url` with the tool's options (TLS files,
+// EDGELOCK_PASSWORD, timeouts derived from the TTL). Reports errors on
+// stderr; returns kExitOk or the exit code to use.
+int open_connection(const Options& o, const char* url, edgelock::Connection* conn);
+// The two halves of open_connection(): setup (no I/O) and connect now
+// (reporting the error on stderr only if `report`).
+int setup_connection(const Options& o, const char* url, edgelock::Connection* conn);
+int connect_now(edgelock::Connection* conn, bool report);
+
+// Several --url: a quorum lock (exits 2 in builds without QuorumLock).
+int dispatch_quorum(const Options& o);
+// "quorum" or "" for --version.
+const char* quorum_feature();
+
+// Writes `s` as a JSON string literal (quoted, escaped) to stdout.
+void print_json_string(const char* s, size_t n);
+
+// A held lease as `run` needs it, for any lock type (Lock, QuorumLock).
+struct Lease {
+  edgelock::LeaseTarget target;  // renewal and validity, for the keeper
+  edgelock::Clock* clock = nullptr;
+  edgelock::Bytes token;
+  uint64_t fence = 0;
+  edgelock::Status (*release)(void* lock) = nullptr;
+  const char* (*error_text)(const void* lock) = nullptr;
+};
+
+template <typename LockT>
+Lease lease_of(LockT& lock, edgelock::Clock& clock) {
+  Lease l;
+  l.target = edgelock::lease_target(lock);
+  l.clock = &clock;
+  l.token = lock.token();
+  l.fence = lock.fence();
+  l.release = [](void* p) -> edgelock::Status { return static_cast<LockT*>(p)->release(); };
+  l.error_text = [](const void* p) -> const char* { return static_cast<const LockT*>(p)->connection_error(); };
+  return l;
+}
+
+// The run subcommand, with the lease already acquired: runs COMMAND,
+// keeps the lease, releases it. Returns the exit code.
+int run_child(const Options& o, const Lease& lease);
+
+}  // namespace cli

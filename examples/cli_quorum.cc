@@ -1,0 +1,153 @@
+// edgelock with several --url: a quorum (Redlock) lock over independent
+// servers. Compiled only when the library has QuorumLock.
+#include <cstdio>
+#include <cstring>
+
+#include "cli_commands.h"
+
+#if __has_include("edgelock/quorum_lock.h")
+#include "edgelock/quorum_lock.h"
+#define EDGELOCK_CLI_QUORUM 1
+#else
+#define EDGELOCK_CLI_QUORUM 0
+#endif
+
+namespace cli {
+
+#if EDGELOCK_CLI_QUORUM
+
+using edgelock::Bytes;
+using edgelock::Connection;
+using edgelock::ErrorCode;
+using edgelock::Status;
+
+const char* quorum_feature() { return "quorum"; }
+
+void report_lock_error(const edgelock::QuorumLock& lock, Status s, const char* doing) {
+  const char* text = lock.connection_error();
+  error_line("%s failed on %zu servers (quorum %zu): %s%s%s", doing, lock.size(), lock.quorum(),
+             s.to_string(), text[0] ? ": " : "", text);
+}
+
+namespace {
+
+struct Servers {
+  Connection conns[kMaxUrls];
+  Connection* ptrs[kMaxUrls] = {};
+  size_t n = 0;
+  size_t quorum() const { return n / 2 + 1; }
+};
+
+// Sets up every server and connects to each once: fewer than a majority
+// reachable is a connection error (exit 3), as for one server.
+int open_servers(const Options& o, Servers* sv) {
+  sv->n = static_cast<size_t>(o.url_count);
+  size_t up = 0;
+  for (size_t i = 0; i < sv->n; ++i) {
+    sv->ptrs[i] = &sv->conns[i];
+    const int rc = setup_connection(o, o.urls[i], &sv->conns[i]);
+    if (rc != kExitOk) return rc;
+  }
+  for (size_t i = 0; i < sv->n; ++i) up += connect_now(&sv->conns[i], true) == kExitOk;
+  if (up < sv->quorum()) {
+    error_line("only %zu of %zu servers reachable; a quorum needs %zu", up, sv->n, sv->quorum());
+    return kExitServer;
+  }
+  return kExitOk;
+}
+
+// Counts per-server outcomes of release/extend by token (single-server
+// owner-checked scripts): done on a majority = success.
+int by_token(const Options& o, Servers& sv, bool extend) {
+  size_t done = 0, not_owner = 0;
+  for (size_t i = 0; i < sv.n; ++i) {
+    edgelock::Lock lock(sv.conns[i]);
+    edgelock::LockOptions lo;
+    lo.ttl_ms = o.ttl_ms;
+    if (!lock.init(Bytes::from_cstr(o.key), lo).ok() || !lock.adopt(Bytes::from_cstr(o.token)).ok()) {
+      error_line("bad KEY or TOKEN");
+      return kExitUsage;
+    }
+    const Status s = extend ? lock.reacquire() : lock.release();
+    done += s.ok();
+    not_owner += s.code() == ErrorCode::kNotOwner;
+    if (!s.ok() && s.code() != ErrorCode::kNotOwner) report_error(sv.conns[i], s, extend ? "extend" : "release");
+  }
+  if (done >= sv.quorum()) return kExitOk;
+  if (not_owner > sv.n - sv.quorum()) {
+    error_line("not the owner of %s on a majority: the token is stale", o.key);
+    return kExitNotOwner;
+  }
+  error_line("%s of %s reached only %zu of %zu servers", extend ? "extend" : "release", o.key, done, sv.n);
+  return kExitServer;
+}
+
+// Held if a majority holds the key; ttl_ms is the shortest TTL among them.
+int quorum_status(const Options& o, Servers& sv) {
+  size_t answered = 0, held = 0;
+  int64_t ttl = -1;
+  for (size_t i = 0; i < sv.n; ++i) {
+    edgelock::Lock lock(sv.conns[i]);
+    if (!lock.init(Bytes::from_cstr(o.key)).ok()) return kExitUsage;
+    const edgelock::Result<edgelock::KeyStatus> r = lock.status();
+    if (!r.ok()) {
+      report_error(sv.conns[i], r.status(), "status");
+      continue;
+    }
+    ++answered;
+    if (r->held) {
+      ++held;
+      if (ttl < 0 || r->ttl_ms < ttl) ttl = r->ttl_ms;
+    }
+  }
+  if (answered < sv.quorum()) return kExitServer;
+  const bool is_held = held >= sv.quorum();
+  if (o.quiet) return kExitOk;
+  if (o.json) {
+    std::printf("{\"key\":");
+    print_json_string(o.key, std::strlen(o.key));
+    std::printf(",\"held\":%s,\"ttl_ms\":%lld}\n", is_held ? "true" : "false",
+                static_cast<long long>(is_held ? ttl : 0));
+  } else if (is_held) {
+    std::printf("held %lld\n", static_cast<long long>(ttl));
+  } else {
+    std::printf("free\n");
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int dispatch_quorum(const Options& o) {
+  Servers sv;
+  int rc = open_servers(o, &sv);
+  if (rc != kExitOk) return rc;
+  if (o.command == Subcommand::kRelease || o.command == Subcommand::kExtend) {
+    return by_token(o, sv, o.command == Subcommand::kExtend);
+  }
+  if (o.command == Subcommand::kStatus) return quorum_status(o, sv);
+  edgelock::QuorumLock lock;
+  edgelock::QuorumOptions qo;
+  qo.ttl_ms = o.ttl_ms;
+  const Status s = lock.init(sv.ptrs, sv.n, Bytes::from_cstr(o.key), qo);
+  if (!s.ok()) {
+    error_line("cannot set up the quorum lock: %s", s.to_string());
+    return exit_code_for(s.code());
+  }
+  if (o.command == Subcommand::kRun) return cmd_run(o, lock, sv.conns[0].clock());
+  return cmd_acquire(o, lock);
+}
+
+#else  // no QuorumLock in this library build
+
+const char* quorum_feature() { return ""; }
+
+int dispatch_quorum(const Options& o) {
+  error_line("quorum locks (%d --url options) are not supported yet by this build; give one --url",
+             o.url_count);
+  return kExitUsage;
+}
+
+#endif
+
+}  // namespace cli

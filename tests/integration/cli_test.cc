@@ -1,0 +1,439 @@
+// The edgelock tool end to end against a real redis-server. The tool's
+// path comes from EDGELOCK_CLI (set by tests/meson.build).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "edgelock/edgelock.h"
+#include "../support/redis_server.h"
+#include "../support/test_util.h"
+
+namespace edgelock {
+namespace {
+
+using test::RedisServer;
+using test::slowdown;
+using Env = std::vector<std::string>;
+
+struct Outcome {
+  int rc = -1;
+  std::string out, err;
+  int64_t ms = 0;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Cross builds run the tool under the exe wrapper (qemu-user): its words
+// are in the file EDGELOCK_CLI_WRAPPER_FILE names (space-separated).
+std::vector<std::string> wrapper_words() {
+  std::vector<std::string> words;
+  const char* file = std::getenv("EDGELOCK_CLI_WRAPPER_FILE");
+  if (!file || !file[0]) return words;
+  std::istringstream in(slurp(file));
+  for (std::string w; in >> w;) words.push_back(w);
+  return words;
+}
+
+// `words` as one shell command line, each word single-quoted.
+std::string shell_words(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& w : words) out += "'" + w + "' ";
+  return out;
+}
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new RedisServer();
+    ASSERT_TRUE(server_->start());
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    const char* cli = std::getenv("EDGELOCK_CLI");
+    ASSERT_TRUE(cli && cli[0]) << "EDGELOCK_CLI must name the built tool";
+    cli_ = cli;
+    char tmpl[] = "/tmp/edgelock-cli-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    ASSERT_TRUE(test::open(admin_, server_->url()));
+    ASSERT_EQ(test::run(admin_, {"FLUSHALL"}), "OK");
+  }
+  void TearDown() override {
+    const std::string cmd = "rm -rf '" + dir_ + "'";
+    if (std::system(cmd.c_str()) != 0) ADD_FAILURE() << "cannot remove " << dir_;
+  }
+
+  // Starts the tool with `args` (URL first unless `url` is empty).
+  pid_t start(const std::vector<std::string>& args, const std::string& tag, const Env& env = {},
+              const std::string& url = "") {
+    std::vector<std::string> all = wrapper_words();
+    all.insert(all.end(), {cli_, "-u", url.empty() ? server_->url() : url});
+    all.insert(all.end(), args.begin(), args.end());
+    const pid_t pid = fork();
+    if (pid == 0) {
+      for (const std::string& e : env) putenv(const_cast<char*>(e.c_str()));
+      if (!freopen((dir_ + "/" + tag + ".out").c_str(), "w", stdout)) _exit(99);
+      if (!freopen((dir_ + "/" + tag + ".err").c_str(), "w", stderr)) _exit(99);
+      std::vector<char*> argv;
+      for (std::string& a : all) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execvp(argv[0], argv.data());
+      _exit(98);
+    }
+    return pid;
+  }
+  // Waits (bounded) for a started tool; kills it if it overruns.
+  Outcome finish(pid_t pid, const std::string& tag, int64_t started, int64_t limit_ms = 10000) {
+    Outcome o;
+    int status = 0;
+    const int64_t end = started + limit_ms * slowdown();
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+      if (now_ms() > end) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        ADD_FAILURE() << "edgelock overran " << limit_ms << " ms";
+        break;
+      }
+      usleep(2000);
+    }
+    o.ms = now_ms() - started;
+    o.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    o.out = slurp(dir_ + "/" + tag + ".out");
+    o.err = slurp(dir_ + "/" + tag + ".err");
+    return o;
+  }
+  Outcome cli(const std::vector<std::string>& args, const Env& env = {}, const std::string& url = "") {
+    const int64_t t0 = now_ms();
+    return finish(start(args, "one", env, url), "one", t0);
+  }
+  std::string redis(std::initializer_list<std::string> args) { return test::run(admin_, args); }
+
+  static RedisServer* server_;
+  std::string cli_, dir_;
+  Connection admin_;
+};
+RedisServer* CliTest::server_ = nullptr;
+
+TEST_F(CliTest, AcquireStatusExtendRelease) {
+  Outcome a = cli({"-t", "5000", "acquire", "modem"});
+  ASSERT_EQ(a.rc, 0) << a.err;
+  std::istringstream words(a.out);
+  std::string token;
+  uint64_t fence = 0;
+  words >> token >> fence;
+  EXPECT_EQ(token, redis({"GET", "modem"}));
+  EXPECT_EQ(fence, 1u);
+  const int pttl = std::stoi(redis({"PTTL", "modem"}));
+  EXPECT_GT(pttl, 4000);
+  EXPECT_LE(pttl, 5000);
+
+  Outcome s = cli({"status", "modem"});
+  EXPECT_EQ(s.rc, 0);
+  EXPECT_EQ(s.out.substr(0, 5), "held ");
+  ASSERT_EQ(redis({"PEXPIRE", "modem", "1000"}), "1");
+  EXPECT_EQ(cli({"-t", "8000", "extend", "modem", token}).rc, 0);
+  EXPECT_GT(std::stoi(redis({"PTTL", "modem"})), 7000);
+  EXPECT_EQ(cli({"extend", "modem", "stale-token"}).rc, 5);
+  Outcome bad = cli({"release", "modem", "stale-token"});
+  EXPECT_EQ(bad.rc, 5);
+  EXPECT_NE(bad.err.find("not the owner"), std::string::npos) << bad.err;
+  EXPECT_EQ(redis({"GET", "modem"}), token) << "a stale release leaves the key alone";
+  EXPECT_EQ(cli({"release", "modem", token}).rc, 0);
+  EXPECT_EQ(redis({"EXISTS", "modem"}), "0");
+  EXPECT_EQ(cli({"release", "modem", token}).rc, 5);
+  EXPECT_EQ(cli({"extend", "modem", token}).rc, 5);
+  EXPECT_EQ(cli({"status", "modem"}).out, "free\n");
+  EXPECT_EQ(cli({"-q", "status", "modem"}).out, "");
+}
+
+TEST_F(CliTest, JsonCarriesEveryField) {
+  Outcome a = cli({"--json", "-t", "3000", "acquire", "k\"q"});
+  ASSERT_EQ(a.rc, 0) << a.err;
+  for (const char* field : {"\"key\":\"k\\\"q\"", "\"token\":\"", "\"fence\":1", "\"ttl_ms\":3000",
+                            "\"validity_ms\":", "\"held\":true"}) {
+    EXPECT_NE(a.out.find(field), std::string::npos) << field << " in " << a.out;
+  }
+  EXPECT_EQ(a.out.back(), '\n');
+  EXPECT_EQ(a.out.find('\n'), a.out.size() - 1) << "one object, one line";
+  Outcome s = cli({"--json", "status", "k\"q"});
+  EXPECT_NE(s.out.find("\"held\":true"), std::string::npos) << s.out;
+  Outcome f = cli({"--json", "status", "other"});
+  EXPECT_NE(f.out.find("\"held\":false"), std::string::npos) << f.out;
+}
+
+TEST_F(CliTest, WaitZeroOnHeldLockFailsAtOnce) {
+  ASSERT_EQ(redis({"SET", "modem", "someone", "PX", "60000"}), "OK");
+  Outcome o = cli({"-w", "0", "acquire", "modem"});
+  EXPECT_EQ(o.rc, 1) << o.err;
+  EXPECT_LT(o.ms, 1000 * slowdown()) << "no waiting (bound is loose for loaded CI machines)";
+  EXPECT_NE(o.err.find("held by another"), std::string::npos) << o.err;
+  Outcome r = cli({"--wait", "0", "run", "modem", "--", "true"});
+  EXPECT_EQ(r.rc, 1);
+  Outcome w = cli({"-w", "300", "acquire", "modem"});
+  EXPECT_EQ(w.rc, 1);
+  EXPECT_GE(w.ms, 300);
+  EXPECT_LT(w.ms, 2300 * slowdown());
+  EXPECT_EQ(redis({"GET", "modem"}), "someone");
+}
+
+TEST_F(CliTest, WaitsForAnExpiringHolder) {
+  ASSERT_EQ(redis({"SET", "modem", "someone", "PX", "400"}), "OK");
+  Outcome o = cli({"acquire", "modem"});  // default: wait forever
+  EXPECT_EQ(o.rc, 0) << o.err;
+  EXPECT_GE(o.ms, 300);
+}
+
+TEST_F(CliTest, UsageErrorsExitTwo) {
+  const std::vector<std::vector<std::string>> cases = {
+      {},
+      {"frobnicate", "k"},
+      {"--no-such-option", "status", "k"},
+      {"-t", "0", "status", "k"},
+      {"-t", "ten", "status", "k"},
+      {"-w", "-5", "acquire", "k"},
+      {"--grace", "x", "run", "k", "--", "true"},
+      {"run", "k"},
+      {"run", "k", "--"},
+      {"release", "k"},
+      {"status", "k", "extra"},
+  };
+  for (const auto& c : cases) {
+    Outcome o = cli(c);
+    EXPECT_EQ(o.rc, 2) << "args: " << ::testing::PrintToString(c) << " err: " << o.err;
+    EXPECT_EQ(o.err.rfind("edgelock: ", 0), 0u) << o.err;
+    EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << "one line: " << o.err;
+  }
+  EXPECT_EQ(cli({"--help"}).rc, 0);
+  EXPECT_NE(cli({"--help"}).out.find("--tls-server-name"), std::string::npos);
+  EXPECT_EQ(cli({"--version"}).out.rfind("edgelock ", 0), 0u);
+}
+
+// Several --url: a quorum lock where the library has one, else a clear
+// refusal (exit 2).
+TEST_F(CliTest, SeveralUrlsMakeAQuorumLock) {
+  const bool quorum = cli({"--version"}).out.find("quorum: yes") != std::string::npos;
+  RedisServer b, c;
+  ASSERT_TRUE(b.start());
+  ASSERT_TRUE(c.start());
+  const std::vector<std::string> urls = {"-u", b.url(), "-u", c.url()};  // + server_ via start()
+  auto with = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), urls.begin(), urls.end());
+    return args;
+  };
+  if (!quorum) {
+    Outcome o = cli(with({"status", "k"}));
+    EXPECT_EQ(o.rc, 2);
+    EXPECT_NE(o.err.find("not supported yet"), std::string::npos) << o.err;
+    return;
+  }
+  Outcome a = cli(with({"-t", "5000", "acquire", "q"}));
+  ASSERT_EQ(a.rc, 0) << a.err;
+  std::istringstream words(a.out);
+  std::string token;
+  uint64_t fence = 0;
+  words >> token >> fence;
+  EXPECT_GT(fence, 0u);
+  EXPECT_EQ(redis({"GET", "q"}), token) << "set on every server";
+  EXPECT_EQ(cli(with({"status", "q"})).out.substr(0, 5), "held ");
+  EXPECT_EQ(cli(with({"-w", "0", "acquire", "q"})).rc, 1);
+  EXPECT_EQ(cli(with({"extend", "q", "stale"})).rc, 5);
+  EXPECT_EQ(cli(with({"release", "q", token})).rc, 0);
+  EXPECT_EQ(cli(with({"status", "q"})).out, "free\n");
+  c.kill9();  // a minority down: still works
+  Outcome r = cli(with({"-t", "600", "run", "q", "--", "sh", "-c", "sleep 1; exit 7"}));
+  EXPECT_EQ(r.rc, 7) << r.err;
+  b.kill9();  // a majority down
+  EXPECT_EQ(cli(with({"acquire", "q"})).rc, 3);
+}
+
+TEST_F(CliTest, BadUrlExitsTwoWithoutShowingThePassword) {
+  Outcome o = cli({"status", "k"}, {}, "redis://user:hunter2@127.0.0.1:99999");
+  EXPECT_EQ(o.rc, 2);
+  EXPECT_NE(o.err.find("bad URL"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("bad port"), std::string::npos) << o.err;
+  EXPECT_EQ(o.err.find("hunter2"), std::string::npos) << o.err;
+  EXPECT_EQ(cli({"status", "k"}, {}, "http://127.0.0.1").rc, 2);
+}
+
+TEST_F(CliTest, UnreachableServerExitsThreeWithinConnectTimeout) {
+  const int port = test::free_port();
+  const std::string url = "redis://127.0.0.1:" + std::to_string(port);
+  Outcome o = cli({"acquire", "k"}, {}, url);  // wait forever must not retry a dead server
+  EXPECT_EQ(o.rc, 3);
+  EXPECT_LT(o.ms, 2000 * slowdown()) << "connect timeout is 2 s";
+  EXPECT_NE(o.err.find("cannot connect to 127.0.0.1:" + std::to_string(port)), std::string::npos) << o.err;
+  EXPECT_EQ(cli({"run", "k", "--", "true"}, {}, url).rc, 3);
+}
+
+TEST_F(CliTest, HungServerExitsThreeWithinCommandBudget) {
+  RedisServer hung;
+  ASSERT_TRUE(hung.start());
+  hung.pause();  // TCP connects still succeed (kernel backlog); replies never come
+  Outcome o = cli({"-t", "1000", "status", "k"}, {}, hung.url());
+  hung.resume();
+  EXPECT_EQ(o.rc, 3) << o.err;
+  EXPECT_LT(o.ms, 2000 * slowdown()) << "command budget is TTL/4 here, connect timeout 2 s";
+  EXPECT_NE(o.err.find("127.0.0.1:" + std::to_string(hung.port())), std::string::npos) << o.err;
+}
+
+TEST_F(CliTest, AuthFailuresExitThreeAndPasswordsStayHidden) {
+  RedisServer guarded({"--requirepass", "s3cret"});
+  ASSERT_TRUE(guarded.start());
+  const std::string base = "127.0.0.1:" + std::to_string(guarded.port());
+  Outcome none = cli({"status", "k"}, {}, "redis://" + base);
+  EXPECT_EQ(none.rc, 3) << none.err;
+  Outcome wrong = cli({"status", "k"}, {}, "redis://:wrongpass@" + base);
+  EXPECT_EQ(wrong.rc, 3);
+  EXPECT_EQ(wrong.err.find("wrongpass"), std::string::npos) << wrong.err;
+  Outcome env = cli({"status", "k"}, {"EDGELOCK_PASSWORD=s3cret"}, "redis://" + base);
+  EXPECT_EQ(env.rc, 0) << env.err;
+  EXPECT_EQ(cli({"status", "k"}, {}, "redis://:s3cret@" + base).rc, 0);
+}
+
+TEST_F(CliTest, RunPropagatesStatusAndEnvironment) {
+  const std::string script =
+      "echo \"$EDGELOCK_KEY $EDGELOCK_TOKEN $EDGELOCK_FENCE\"; exit 7";
+  Outcome o = cli({"run", "job", "--", "sh", "-c", script});
+  EXPECT_EQ(o.rc, 7) << o.err;
+  std::istringstream words(o.out);
+  std::string key, token;
+  uint64_t fence = 0;
+  words >> key >> token >> fence;
+  EXPECT_EQ(key, "job");
+  EXPECT_EQ(token.size(), 32u);
+  EXPECT_EQ(fence, 1u);
+  EXPECT_EQ(redis({"EXISTS", "job"}), "0") << "released when the command exited";
+  EXPECT_EQ(cli({"run", "job", "--", "sh", "-c", "kill -9 $$"}).rc, 137);
+  EXPECT_EQ(cli({"run", "job", "--", "true"}).rc, 0);
+  EXPECT_EQ(cli({"run", "job", "--", "/no/such/program"}).rc, 127);
+  EXPECT_EQ(redis({"EXISTS", "job"}), "0");
+}
+
+TEST_F(CliTest, RunKeepsTheLeasePastItsTtl) {
+  // Three TTLs long: only renewals keep it (TTL wider under emulation).
+  const int ttl = 300 * std::min(slowdown(), 4);
+  const std::string secs = std::to_string(3.3 * ttl / 1000.0);
+  Outcome o = cli({"-t", std::to_string(ttl), "run", "job", "--", "sleep", secs});
+  EXPECT_EQ(o.rc, 0) << o.err;
+  EXPECT_GE(o.ms, 3 * ttl);
+  EXPECT_EQ(o.err, "") << "no loss reported";
+  EXPECT_EQ(redis({"EXISTS", "job"}), "0");
+}
+
+// Deleting or overwriting the key from another client must kill COMMAND.
+TEST_F(CliTest, LostLeaseKillsCommandAndExitsFour) {
+  for (int variant = 0; variant < 2; ++variant) {
+    SCOPED_TRACE(variant == 0 ? "key deleted" : "token overwritten");
+    const std::string pidfile = dir_ + "/pid" + std::to_string(variant);
+    const int64_t t0 = now_ms();
+    const pid_t p = start({"-t", "600", "--grace", "500", "run", "dev", "--", "sh", "-c",
+                           "echo $$ > " + pidfile + "; exec sleep 30"}, "lost");
+    for (int i = 0; i < 200 && redis({"EXISTS", "dev"}) != "1"; ++i) usleep(5000);
+    usleep(100000);
+    if (variant == 0) {
+      ASSERT_EQ(redis({"DEL", "dev"}), "1");
+    } else {
+      ASSERT_EQ(redis({"SET", "dev", "intruder", "PX", "60000"}), "OK");
+    }
+    const int64_t taken = now_ms();
+    Outcome o = finish(p, "lost", t0);
+    EXPECT_EQ(o.rc, 4) << o.err;
+    // Noticed at the next renewal (TTL/3 = 200 ms); loose bound for loaded machines.
+    EXPECT_LT(now_ms() - taken, 1500 * slowdown());
+    EXPECT_NE(o.err.find("lease on dev lost"), std::string::npos) << o.err;
+    const pid_t child = std::atoi(slurp(pidfile).c_str());
+    ASSERT_GT(child, 0);
+    EXPECT_NE(kill(child, 0), 0) << "COMMAND must be gone";
+    EXPECT_EQ(redis({"GET", "dev"}), variant == 0 ? "(nil)" : "intruder") << "never re-created";
+    redis({"DEL", "dev"});
+  }
+}
+
+TEST_F(CliTest, StubbornCommandGetsKilledAfterGrace) {
+  const pid_t p = start({"-t", "600", "--grace", "300", "run", "dev", "--", "sh", "-c",
+                         "trap '' TERM; while :; do sleep 0.05; done"}, "stubborn");
+  const int64_t t0 = now_ms();
+  for (int i = 0; i < 200 && redis({"EXISTS", "dev"}) != "1"; ++i) usleep(5000);
+  ASSERT_EQ(redis({"DEL", "dev"}), "1");
+  Outcome o = finish(p, "stubborn", t0);
+  EXPECT_EQ(o.rc, 4) << o.err;
+  EXPECT_GE(o.ms, 300);
+  EXPECT_NE(o.err.find("SIGKILL"), std::string::npos) << o.err;
+}
+
+TEST_F(CliTest, TwoRunsOnOneKeyNeverOverlap) {
+  // Each critical section: a mkdir that fails if another is inside, and
+  // the fencing token appended to a log (must strictly increase).
+  const std::string body = "mkdir " + dir_ + "/inside || echo overlap >> " + dir_ +
+                           "/overlaps; echo $EDGELOCK_FENCE >> " + dir_ +
+                           "/fences; sleep 0.05; rmdir " + dir_ + "/inside";
+  const std::string loop = "for i in 1 2 3 4 5 6; do " + shell_words(wrapper_words()) + "'" + cli_ +
+                           "' -u " + server_->url() +
+                           " -t 2000 run shared -- sh -c '" + body + "' || exit 1; done";
+  const int64_t t0 = now_ms();
+  std::vector<pid_t> pids;
+  for (int w = 0; w < 2; ++w) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      execl("/bin/sh", "sh", "-c", loop.c_str(), static_cast<char*>(nullptr));
+      _exit(98);
+    }
+    pids.push_back(pid);
+  }
+  for (size_t i = 0; i < pids.size(); ++i) {
+    Outcome o = finish(pids[i], "w" + std::to_string(i), t0, 20000);
+    EXPECT_EQ(o.rc, 0);
+  }
+  EXPECT_EQ(slurp(dir_ + "/overlaps"), "");
+  std::istringstream fences(slurp(dir_ + "/fences"));
+  uint64_t prev = 0, f = 0;
+  int n = 0;
+  while (fences >> f) {
+    EXPECT_GT(f, prev) << "fencing tokens must increase";
+    prev = f;
+    ++n;
+  }
+  EXPECT_EQ(n, 12);
+}
+
+// The contention demo in small: workers that hang and crash, 0 overlaps.
+TEST_F(CliTest, DemoShowsNoOverlap) {
+  const char* demo = std::getenv("EDGELOCK_DEMO");
+  ASSERT_TRUE(demo && demo[0]);
+  const std::string cmd = shell_words(wrapper_words()) + std::string(demo) + " --url " +
+                          server_->url() + " --workers 4 --seconds 3 --ttl " +
+                          std::to_string(500 * slowdown()) + " --hang-pct 15 --crash-pct 10 > " + dir_ +
+                          "/demo.out 2>&1";
+  const int status = std::system(cmd.c_str());
+  const std::string out = slurp(dir_ + "/demo.out");
+  ASSERT_TRUE(WIFEXITED(status)) << out;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+  EXPECT_NE(out.find("overlaps                      0"), std::string::npos) << out;
+  EXPECT_NE(out.find("errors                        0"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace edgelock

@@ -1,0 +1,242 @@
+// Lease keeper: timing with a FakeClock, renewals against a real server.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "edgelock/edgelock.h"
+#include "edgelock/fake_clock.h"
+#include "edgelock/lease_keeper.h"
+#include "../support/redis_server.h"
+#include "../support/test_util.h"
+
+namespace edgelock {
+namespace {
+
+using test::RedisServer;
+using test::run;
+
+// A scripted lock for exact timing: validity ends at `valid_until`, and
+// renew() does what the test says (it may also move time forward).
+struct FakeLock {
+  FakeClock* clock = nullptr;
+  Nanos valid_until = 0;
+  Nanos grant = millis(3000);
+  Nanos renew_takes = 0;
+  Status next = Status();
+  int renews = 0;
+
+  Status reacquire() {
+    ++renews;
+    const Nanos start = clock->now();
+    clock->advance(renew_takes);
+    if (next.ok()) valid_until = start + grant;
+    if (next.code() == ErrorCode::kNotOwner) valid_until = 0;
+    return next;
+  }
+  Nanos remaining() const {
+    const Nanos left = valid_until - clock->now();
+    return left > 0 ? left : 0;
+  }
+};
+
+class KeeperTimingTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    lock_.clock = &clock_;
+    lock_.valid_until = clock_.now() + lock_.grant;
+  }
+  FakeClock clock_;
+  FakeLock lock_;
+};
+
+TEST_F(KeeperTimingTest, RenewsAtAThirdOfTheValidity) {
+  LeaseKeeper keeper(lease_target(lock_), clock_);
+  EXPECT_TRUE(keeper.next_deadline().is_never()) << "idle keeper has no deadline";
+  ASSERT_TRUE(keeper.start().ok());
+  const Nanos t0 = clock_.now();
+  EXPECT_EQ(keeper.next_deadline().when(), t0 + millis(1000));
+  clock_.advance(millis(999));
+  EXPECT_EQ(keeper.service(), LeaseState::kKeeping);
+  EXPECT_EQ(lock_.renews, 0) << "renewed early";
+  for (int i = 1; i <= 5; ++i) {
+    clock_.sleep_for(keeper.next_deadline().remaining(clock_));
+    EXPECT_EQ(keeper.service(), LeaseState::kKeeping);
+    EXPECT_EQ(lock_.renews, i);
+  }
+  EXPECT_EQ(keeper.stats().renewals, 5u);
+  EXPECT_EQ(clock_.now(), t0 + millis(5000));
+  keeper.stop();
+  EXPECT_EQ(keeper.state(), LeaseState::kIdle);
+  EXPECT_TRUE(keeper.next_deadline().is_never());
+}
+
+TEST_F(KeeperTimingTest, ReportsLostWhenValidityRunsOutWithoutRenewal) {
+  lock_.next = ErrorCode::kTimeout;  // every renewal fails transiently
+  LeaseKeeper keeper(lease_target(lock_), clock_);
+  ASSERT_TRUE(keeper.start().ok());
+  const Nanos end = lock_.valid_until;
+  for (int i = 0; i < 100 && keeper.state() == LeaseState::kKeeping; ++i) {
+    const Deadline d = keeper.next_deadline();
+    ASSERT_LE(d.when(), end) << "the validity's end is always a deadline";
+    clock_.sleep_for(d.remaining(clock_));
+    keeper.service();
+    if (clock_.now() < end) {
+      EXPECT_EQ(keeper.state(), LeaseState::kKeeping);
+    }
+  }
+  EXPECT_EQ(keeper.state(), LeaseState::kLost);
+  EXPECT_EQ(keeper.lost_at(), end) << "reported exactly when validity ran out";
+  EXPECT_EQ(keeper.last_error().code(), ErrorCode::kExpired);
+  EXPECT_GE(keeper.stats().failures, 2u) << "retried before giving up";
+  const int renews = lock_.renews;
+  clock_.advance(millis(10000));
+  EXPECT_EQ(keeper.service(), LeaseState::kLost);
+  EXPECT_EQ(lock_.renews, renews) << "a lost lease is never renewed again";
+}
+
+TEST_F(KeeperTimingTest, TransientFailureThenRecovery) {
+  LeaseKeeper keeper(lease_target(lock_), clock_);
+  ASSERT_TRUE(keeper.start().ok());
+  lock_.next = ErrorCode::kIo;
+  clock_.sleep_for(keeper.next_deadline().remaining(clock_));
+  EXPECT_EQ(keeper.service(), LeaseState::kKeeping);
+  EXPECT_EQ(keeper.last_error().code(), ErrorCode::kIo);
+  lock_.next = Status();
+  clock_.sleep_for(keeper.next_deadline().remaining(clock_));
+  EXPECT_EQ(keeper.service(), LeaseState::kKeeping);
+  EXPECT_EQ(keeper.stats().failures, 1u);
+  EXPECT_EQ(keeper.stats().renewals, 1u);
+}
+
+TEST_F(KeeperTimingTest, StopsAtNotOwner) {
+  LeaseKeeper keeper(lease_target(lock_), clock_);
+  ASSERT_TRUE(keeper.start().ok());
+  lock_.next = ErrorCode::kNotOwner;
+  clock_.sleep_for(keeper.next_deadline().remaining(clock_));
+  EXPECT_EQ(keeper.service(), LeaseState::kLost);
+  EXPECT_EQ(keeper.last_error().code(), ErrorCode::kNotOwner);
+  EXPECT_TRUE(keeper.next_deadline().is_never());
+  clock_.advance(millis(5000));
+  EXPECT_EQ(keeper.service(), LeaseState::kLost);
+  EXPECT_EQ(lock_.renews, 1);
+}
+
+TEST_F(KeeperTimingTest, RenewalFinishingAfterValidityEndCountsAsLost) {
+  KeeperOptions o;
+  o.renew_every = millis(2900);
+  LeaseKeeper keeper(lease_target(lock_), clock_, o);
+  ASSERT_TRUE(keeper.start().ok());
+  lock_.renew_takes = millis(200);  // starts at 2900, answers at 3100 > 3000
+  clock_.sleep_for(keeper.next_deadline().remaining(clock_));
+  EXPECT_EQ(keeper.service(), LeaseState::kLost);
+  EXPECT_EQ(keeper.last_error().code(), ErrorCode::kExpired);
+}
+
+TEST_F(KeeperTimingTest, StartNeedsAHeldLock) {
+  lock_.valid_until = 0;
+  LeaseKeeper keeper(lease_target(lock_), clock_);
+  EXPECT_EQ(keeper.start().code(), ErrorCode::kNotHeld);
+  LeaseKeeper broken(LeaseTarget{}, clock_);
+  EXPECT_EQ(broken.start().code(), ErrorCode::kInvalidArgument);
+}
+
+// Against a real server, with time on a FakeClock so TTL/3 is exact.
+class KeeperRedisTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new RedisServer();
+    ASSERT_TRUE(server_->start());
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_TRUE(test::open(conn_, server_->url(), &clock_));
+    ASSERT_TRUE(test::open(admin_, server_->url()));
+    ASSERT_EQ(run(admin_, {"FLUSHALL"}), "OK");
+    LockOptions o;
+    o.ttl_ms = 3000;
+    ASSERT_TRUE(lock_.init(Bytes::from_cstr("modem"), o).ok());
+    ASSERT_TRUE(lock_.try_acquire().ok()) << conn_.last_error();
+  }
+  // Moves to the keeper's next deadline and services it.
+  LeaseState step(LeaseKeeper& k) {
+    clock_.sleep_for(k.next_deadline().remaining(clock_));
+    return k.service();
+  }
+
+  static RedisServer* server_;
+  FakeClock clock_;
+  Connection conn_, admin_;
+  Lock lock_{conn_};
+};
+RedisServer* KeeperRedisTest::server_ = nullptr;
+
+TEST_F(KeeperRedisTest, RenewsOnTheServer) {
+  LeaseKeeper keeper(lock_);
+  ASSERT_TRUE(keeper.start().ok());
+  EXPECT_EQ(step(keeper), LeaseState::kKeeping);  // also loads the script
+  // Shorten the server's TTL behind our back: only a real renewal restores it.
+  ASSERT_EQ(run(admin_, {"PEXPIRE", "modem", "500"}), "1");
+  const uint32_t before = conn_.stats().commands;
+  EXPECT_EQ(step(keeper), LeaseState::kKeeping);
+  EXPECT_EQ(conn_.stats().commands, before + 1) << "one round trip per renewal";
+  EXPECT_GT(std::stoi(run(admin_, {"PTTL", "modem"})), 2000);
+  EXPECT_EQ(run(admin_, {"GET", "modem"}),
+            std::string(reinterpret_cast<const char*>(lock_.token().data), lock_.token().size));
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(step(keeper), LeaseState::kKeeping);
+  EXPECT_EQ(keeper.stats().renewals, 5u);
+  EXPECT_GT(lock_.remaining(), millis(2900));
+}
+
+TEST_F(KeeperRedisTest, OverwrittenKeyIsLostAndLeftAlone) {
+  LeaseKeeper keeper(lock_);
+  ASSERT_TRUE(keeper.start().ok());
+  ASSERT_EQ(run(admin_, {"SET", "modem", "someone-else", "PX", "60000"}), "OK");
+  EXPECT_EQ(step(keeper), LeaseState::kLost);
+  EXPECT_EQ(keeper.last_error().code(), ErrorCode::kNotOwner);
+  EXPECT_FALSE(lock_.held());
+  EXPECT_EQ(run(admin_, {"GET", "modem"}), "someone-else");
+  const uint32_t commands = conn_.stats().commands;
+  clock_.advance(millis(5000));
+  EXPECT_EQ(keeper.service(), LeaseState::kLost);
+  EXPECT_EQ(conn_.stats().commands, commands) << "no I/O after the loss";
+}
+
+TEST_F(KeeperRedisTest, DeletedKeyIsNeverRecreated) {
+  LeaseKeeper keeper(lock_);
+  ASSERT_TRUE(keeper.start().ok());
+  ASSERT_EQ(run(admin_, {"DEL", "modem"}), "1");
+  EXPECT_EQ(step(keeper), LeaseState::kLost);
+  EXPECT_EQ(keeper.last_error().code(), ErrorCode::kNotOwner);
+  EXPECT_EQ(run(admin_, {"EXISTS", "modem"}), "0");
+}
+
+TEST_F(KeeperRedisTest, ServerGoneMeansLostAtValidityEnd) {
+  RedisServer own;
+  ASSERT_TRUE(own.start());
+  FakeClock clock;
+  Connection conn;
+  ASSERT_TRUE(test::open(conn, own.url(), &clock));
+  Lock lock(conn);
+  LockOptions o;
+  o.ttl_ms = 3000;
+  ASSERT_TRUE(lock.init(Bytes::from_cstr("modem"), o).ok());
+  ASSERT_TRUE(lock.try_acquire().ok());
+  LeaseKeeper keeper(lock);
+  ASSERT_TRUE(keeper.start().ok());
+  const Nanos end = clock.now() + lock.remaining();
+  own.kill9();
+  for (int i = 0; i < 100 && keeper.state() == LeaseState::kKeeping; ++i) {
+    clock.sleep_for(keeper.next_deadline().remaining(clock));
+    keeper.service();
+  }
+  EXPECT_EQ(keeper.state(), LeaseState::kLost);
+  EXPECT_EQ(keeper.last_error().code(), ErrorCode::kExpired);
+  EXPECT_EQ(keeper.lost_at(), end);
+  EXPECT_GE(keeper.stats().failures, 1u);
+}
+
+}  // namespace
+}  // namespace edgelock
