@@ -43,6 +43,7 @@ Status Lock::init(Bytes key, const LockOptions& options) {
   if (!(options.drift_factor >= 0.0 && options.drift_factor <= 0.5)) return ErrorCode::kInvalidArgument;
   if (options.retry_min <= 0 || options.retry_max < options.retry_min) return ErrorCode::kInvalidArgument;
   if (options.wake_fallback < millis(2)) return ErrorCode::kInvalidArgument;
+  if (router_) EDGELOCK_TRY(router_->check_key(key));
   const Result<size_t> fk = detail::companion_key(key, ":fence", fence_key_, sizeof fence_key_);
   if (!fk.ok()) return fk.status();
   const Result<size_t> wk = detail::companion_key(key, ":wake", wake_key_, sizeof wake_key_);
@@ -69,7 +70,18 @@ void Lock::forget() {
 }
 
 Deadline Lock::io_deadline() const {
-  return Deadline::after(conn_->clock(), conn_->options().command_timeout);
+  return Deadline::after(clock(), command_timeout());
+}
+
+Result<const Reply*> Lock::run_eval(const Script& script, const Bytes* keys, size_t nkeys,
+                                    const Bytes* args, size_t nargs, bool replicate, Deadline d) {
+  if (router_) return router_->eval(script, keys, nkeys, args, nargs, replicate, d);
+  return conn_->eval(script, keys, nkeys, args, nargs, d);
+}
+
+Result<const Reply*> Lock::run_command(const Bytes* args, size_t count, Deadline d) {
+  if (router_) return router_->command(key(), args, count, d);
+  return conn_->command(args, count, d);
 }
 
 Nanos Lock::validity_end(Nanos start, int64_t ttl_ms) const {
@@ -80,7 +92,7 @@ Nanos Lock::validity_end(Nanos start, int64_t ttl_ms) const {
 
 Nanos Lock::remaining() const {
   if (!granted_) return 0;
-  const Nanos left = valid_until_ - conn_->clock().now();
+  const Nanos left = valid_until_ - clock().now();
   return left > 0 ? left : 0;
 }
 
@@ -102,12 +114,17 @@ Status Lock::attempt(Deadline deadline) {
   const size_t nkeys = options_.wake_on_release ? 3 : 2;
   // Validity counts from before the request leaves: the server's TTL may
   // have started any time after this.
-  const Nanos start = conn_->clock().now();
-  const Result<const Reply*> r = conn_->eval(detail::kAcquireScript, keys, nkeys, args, 2, deadline);
-  if (!r.ok()) return r.status();
+  const Nanos start = clock().now();
+  const Result<const Reply*> r = run_eval(detail::kAcquireScript, keys, nkeys, args, 2, true, deadline);
+  if (!r.ok()) {
+    // Granted on the primary but not confirmed by its replicas: a failover
+    // could lose it, so hand it back rather than report a grant.
+    if (r.status().code() == ErrorCode::kNoQuorum) release().ignore();
+    return r.status();
+  }
   const Reply* rep = r.value();
   // Fail closed: only an integer fence (> 0) is a grant.
-  if (rep->type != ReplyType::kInteger) return conn_->reject_reply("acquire wants an integer");
+  if (rep->type != ReplyType::kInteger) return connection().reject_reply("acquire wants an integer");
   if (rep->integer <= 0) {
     busy_ttl_ms_ = -rep->integer;
     return ErrorCode::kBusy;
@@ -134,12 +151,12 @@ Status Lock::try_acquire() {
 }
 
 Status Lock::acquire(Nanos wait) {
-  Clock& clock = conn_->clock();
+  Clock& clock = this->clock();
   const Deadline deadline = Deadline::after(clock, wait);
   // The whole call ends by wait + one command budget: the last attempt may
   // start just before the wait runs out and still needs its round trip.
   const Deadline op_deadline =
-      deadline.is_never() ? deadline : Deadline::at(deadline.when() + conn_->options().command_timeout);
+      deadline.is_never() ? deadline : Deadline::at(deadline.when() + command_timeout());
   Status s = try_acquire();
   backoff_.reset();
   // Bounded by the deadline; the count is a second guard.
@@ -163,13 +180,13 @@ Status Lock::send_release() {
   const Bytes keys[2] = {key(), Bytes(wake_key_, wake_key_len_)};
   const Bytes args[2] = {token(), Bytes::from_cstr(kWakeSignalTtlMs)};
   const size_t n = options_.wake_on_release ? 2 : 1;
-  const Result<const Reply*> r = conn_->eval(detail::kReleaseScript, keys, n, args, n, io_deadline());
+  const Result<const Reply*> r = run_eval(detail::kReleaseScript, keys, n, args, n, false, io_deadline());
   if (!r.ok()) return r.status();
   // Only the script's 1 or 0 is an answer; anything else keeps the token
   // so the caller can try again.
   const Reply* rep = r.value();
   if (rep->type != ReplyType::kInteger || rep->integer < 0 || rep->integer > 1) {
-    return conn_->reject_reply("release wants 0 or 1");
+    return connection().reject_reply("release wants 0 or 1");
   }
   forget();
   return rep->integer == 1 ? Status() : Status(ErrorCode::kNotOwner);
@@ -183,12 +200,12 @@ Status Lock::send_extend(int64_t ms, ExtendMode mode) {
   const Bytes keys[1] = {key()};
   const Bytes args[3] = {token(), Bytes(ms_text, static_cast<size_t>(n)),
                          Bytes::from_cstr(mode == ExtendMode::kAdd ? "add" : "set")};
-  const Nanos start = conn_->clock().now();
-  const Result<const Reply*> r = conn_->eval(detail::kExtendScript, keys, 1, args, 3, io_deadline());
+  const Nanos start = clock().now();
+  const Result<const Reply*> r = run_eval(detail::kExtendScript, keys, 1, args, 3, true, io_deadline());
   if (!r.ok()) return r.status();
   const Reply* rep = r.value();
   if (rep->type != ReplyType::kInteger || rep->integer < 0 || rep->integer > kMaxTtlMs * 2) {
-    return conn_->reject_reply("extend wants a TTL or 0");
+    return connection().reject_reply("extend wants a TTL or 0");
   }
   if (rep->integer == 0) {
     forget();
@@ -210,11 +227,11 @@ Result<bool> Lock::owned() {
   if (!has_token_) return ErrorCode::kNotHeld;
   const Bytes keys[1] = {key()};
   const Bytes args[1] = {token()};
-  const Result<const Reply*> r = conn_->eval(detail::kOwnedScript, keys, 1, args, 1, io_deadline());
+  const Result<const Reply*> r = run_eval(detail::kOwnedScript, keys, 1, args, 1, false, io_deadline());
   if (!r.ok()) return r.status();
   const Reply* rep = r.value();
   if (rep->type != ReplyType::kInteger || (rep->integer < -1 && rep->integer != -3)) {
-    return conn_->reject_reply("owned wants a PTTL or -3");
+    return connection().reject_reply("owned wants a PTTL or -3");
   }
   if (rep->integer == -3) {
     forget();
@@ -226,10 +243,10 @@ Result<bool> Lock::owned() {
 
 Result<KeyStatus> Lock::status() {
   const Bytes args[2] = {Bytes::from_cstr("PTTL"), key()};
-  const Result<const Reply*> r = conn_->command(args, 2, io_deadline());
+  const Result<const Reply*> r = run_command(args, 2, io_deadline());
   if (!r.ok()) return r.status();
   if (r.value()->type != ReplyType::kInteger || r.value()->integer < -2) {
-    return conn_->reject_reply("PTTL wants an integer >= -2");
+    return connection().reject_reply("PTTL wants an integer >= -2");
   }
   KeyStatus ks;
   ks.held = r.value()->integer != -2;

@@ -33,7 +33,7 @@ void Lock::pause(Status last, Nanos left, Deadline op_deadline) {
     cap = min_of(cap, millis(busy_ttl_ms_ + 1));  // a crashed holder frees by then
     if (await_release(min_of(cap, left), op_deadline)) return;
   }
-  conn_->clock().sleep_for(retry_delay(last, left));
+  clock().sleep_for(retry_delay(last, left));
 }
 
 // Returns true if it waited (signal or timeout), false if the caller
@@ -49,10 +49,8 @@ bool Lock::await_release(Nanos cap, Deadline op_deadline) {
                          Bytes(secs, static_cast<size_t>(n))};
   // BLPOP holds the connection for up to `ms`: the reply's budget is that
   // plus one ordinary command timeout.
-  Clock& clock = conn_->clock();
-  const Deadline d =
-      Deadline::after(clock, millis(ms) + conn_->options().command_timeout).min(op_deadline);
-  const Result<const Reply*> r = conn_->command(args, 3, d);
+  const Deadline d = Deadline::after(clock(), millis(ms) + command_timeout()).min(op_deadline);
+  const Result<const Reply*> r = run_command(args, 3, d);
   if (r.ok()) return true;  // signal (array) or timeout (nil): retry now
   // Redis < 6 refuses a fractional timeout: stop trying on this lock.
   if (r.status().code() == ErrorCode::kServerError) wake_supported_ = false;

@@ -4,6 +4,7 @@
 
 #include "edgelock/admission.h"
 #include "edgelock/clock.h"
+#include "edgelock/cluster.h"
 #include "edgelock/connection.h"
 #include "edgelock/cooldown.h"
 #include "edgelock/endpoint.h"
@@ -15,4 +16,5 @@
 #include "edgelock/quota.h"
 #include "edgelock/reentrant_lock.h"
 #include "edgelock/semaphore.h"
+#include "edgelock/sentinel.h"
 #include "edgelock/status.h"

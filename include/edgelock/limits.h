@@ -18,6 +18,9 @@ namespace edgelock {
 #ifndef EDGELOCK_RX_BUFFER_SIZE
 #define EDGELOCK_RX_BUFFER_SIZE 1024
 #endif
+#ifndef EDGELOCK_MAX_CLUSTER_NODES
+#define EDGELOCK_MAX_CLUSTER_NODES 8
+#endif
 #ifndef EDGELOCK_MAX_QUORUM_SERVERS
 #define EDGELOCK_MAX_QUORUM_SERVERS 7
 #endif
@@ -42,6 +45,15 @@ constexpr size_t kMaxHostLen = 255;
 constexpr size_t kMaxPathLen = 107;  // sun_path is 108 bytes with the NUL
 constexpr size_t kMaxUserLen = 64;
 constexpr size_t kMaxPasswordLen = 128;
+/// Cluster nodes a Cluster can hold (seeds and discovered primaries): one
+/// Connection (~3.3 KB) each, in a fixed array (Meson: max_cluster_nodes).
+constexpr size_t kMaxClusterNodes = EDGELOCK_MAX_CLUSTER_NODES;
+/// Sentinels a Sentinel can list, and the longest monitored master name.
+constexpr size_t kMaxSentinels = 8;
+constexpr size_t kMaxMasterNameLen = 64;
+/// Redirects (MOVED/ASK) and TRYAGAIN rounds one cluster command follows
+/// before giving up (the operation's deadline usually ends it first).
+constexpr int kMaxRedirects = 16;
 /// Most servers one QuorumLock spans (its fixed per-server arrays).
 constexpr size_t kMaxQuorumServers = EDGELOCK_MAX_QUORUM_SERVERS;
 static_assert(kMaxQuorumServers >= 7, "a quorum lock must span at least 7 servers");

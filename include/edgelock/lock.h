@@ -18,6 +18,7 @@
 #include "edgelock/limits.h"
 #include "edgelock/metrics.h"
 #include "edgelock/random.h"
+#include "edgelock/router.h"
 #include "edgelock/status.h"
 
 namespace edgelock {
@@ -60,19 +61,25 @@ class Lock {
  public:
   /// Uses `conn` (and its clock) for every operation; `conn` must outlive it.
   explicit Lock(Connection& conn) : conn_(&conn) {}
+  /// Uses `router` (Sentinel, Cluster) for every operation; it must outlive
+  /// the lock. init() also refuses keys the router cannot serve (cluster:
+  /// a key whose companion keys would land in another slot).
+  explicit Lock(Router& router) : router_(&router) {}
   Lock(const Lock&) = delete;
   Lock& operator=(const Lock&) = delete;
 
   /// Sets the key and options. No I/O. Errors: kInvalidArgument (empty or
   /// longer than kMaxKeyLen, TTL, drift, retry delays or wake_fallback
-  /// (< 2 ms) out of range), kRandomFailed.
+  /// (< 2 ms) out of range, or a key the router refuses), kRandomFailed.
   Status init(Bytes key, const LockOptions& options = {});
 
   /// One attempt, no waiting. Errors: kBusy, kExpired (granted, but the
   /// round trip used up the validity; released again), kInvalidArgument
   /// (not init()ed, or already holding: release first), kRandomFailed,
   /// kProtocol (reply not an integer: the connection is closed, nothing is
-  /// held), and Connection::command()'s.
+  /// held), Connection::command()'s, and with a Router its eval()'s:
+  /// kNoQuorum (replicas did not confirm the grant in time; the lock was
+  /// released again), kBufferTooSmall.
   Status try_acquire();
   /// Tries until `wait` has passed (negative = forever). While the lock is
   /// busy it blocks on the release signal (see LockOptions::wake_on_release)
@@ -91,7 +98,9 @@ class Lock {
   Status release();
   /// Owner-checked TTL change; `ms` > 0 (0 is refused, never a delete).
   /// Errors: kInvalidArgument, kNotHeld, kNotOwner, kProtocol (reply not a
-  /// TTL or 0; connection closed), Connection::command()'s.
+  /// TTL or 0; connection closed), Connection::command()'s, kNoQuorum
+  /// (router with WAIT: applied on the primary, not confirmed by replicas;
+  /// the local validity is left unchanged), kBufferTooSmall.
   Status extend(int64_t ms, ExtendMode mode = ExtendMode::kAdd);
   /// Resets the TTL to the original ttl_ms. Errors: as extend().
   Status reacquire();
@@ -121,9 +130,12 @@ class Lock {
   /// The holder's TTL seen by the last busy attempt (ms).
   int64_t busy_ttl_ms() const { return busy_ttl_ms_; }
   const LockOptions& options() const { return options_; }
-  Connection& connection() const { return *conn_; }
-  /// The connection's last error text (for logs).
-  const char* connection_error() const { return conn_->last_error(); }
+  /// The connection serving the key (through the router, if any).
+  Connection& connection() const { return router_ ? router_->connection_for(key()) : *conn_; }
+  /// The connection's (or router's) last error text (for logs).
+  const char* connection_error() const {
+    return router_ ? router_->last_error() : conn_->last_error();
+  }
 
  private:
   Status attempt(Deadline deadline);
@@ -134,11 +146,20 @@ class Lock {
   Deadline io_deadline() const;
   Nanos validity_end(Nanos start, int64_t ttl_ms) const;
   void forget();
+  // One path for both back ends: a plain Connection or a Router.
+  Clock& clock() const { return router_ ? router_->clock() : conn_->clock(); }
+  Nanos command_timeout() const {
+    return router_ ? router_->command_timeout() : conn_->options().command_timeout;
+  }
+  Result<const Reply*> run_eval(const Script& script, const Bytes* keys, size_t nkeys,
+                                const Bytes* args, size_t nargs, bool replicate, Deadline d);
+  Result<const Reply*> run_command(const Bytes* args, size_t count, Deadline d);
   Nanos retry_delay(Status last, Nanos left);
   void pause(Status last, Nanos left, Deadline op_deadline);
   bool await_release(Nanos cap, Deadline op_deadline);
 
-  Connection* conn_;
+  Connection* conn_ = nullptr;
+  Router* router_ = nullptr;
   LockOptions options_;
   uint8_t key_[kMaxKeyLen] = {};
   size_t key_len_ = 0;

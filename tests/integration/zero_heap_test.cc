@@ -7,11 +7,14 @@
 #include <string>
 #include <thread>
 
+#include "edgelock/cluster.h"
 #include "edgelock/edgelock.h"
 #include "edgelock/fake_clock.h"
 #include "edgelock/lease_keeper.h"
+#include "edgelock/sentinel.h"
 #include "../support/alloc_counter.h"
 #include "../support/redis_server.h"
+#include "../support/redis_topology.h"
 #include "../support/test_util.h"
 #include "../support/tls_server.h"
 
@@ -91,6 +94,87 @@ TEST(ZeroHeap, BusyAndNotOwnerPathsToo) {
   const test::AllocCounts c = test::stop_counting();
   EXPECT_EQ(wrong, 0);
   EXPECT_EQ(c.total(), 0u);
+}
+
+// Cycles for the router tests (each cycle is several round trips per lock).
+int router_cycles() {
+  const int n = cycles() / (10 * test::slowdown());
+  return n > 0 ? n : 1;
+}
+
+// Every steady-state operation of one lock; returns the number of failures.
+int lock_cycle(Lock& lock) {
+  int failures = 0;
+  failures += !lock.acquire(millis(1000)).ok();
+  failures += !lock.extend(5000).ok();
+  failures += !lock.reacquire().ok();
+  const Result<bool> owned = lock.owned();
+  failures += !(owned.ok() && owned.value());
+  failures += !lock.status().ok();
+  failures += !lock.release().ok();
+  return failures;
+}
+
+TEST(ZeroHeap, ClusterCyclesOnEveryPrimary) {
+  test::RedisClusterSetup servers(3);
+  ASSERT_TRUE(servers.start());
+  Cluster cluster;
+  ASSERT_TRUE(cluster.setup(servers.url().c_str()).ok());
+  // Set-up: read the slot map and connect every primary.
+  ASSERT_TRUE(cluster.refresh(Deadline::after(cluster.clock(), millis(5000))).ok());
+  ASSERT_TRUE(cluster.connect_primaries(Deadline::after(cluster.clock(), millis(5000))).ok());
+  Lock locks[3] = {Lock(cluster), Lock(cluster), Lock(cluster)};
+  const uint16_t slots[3] = {0, 8192, 16383};
+  for (int i = 0; i < 3; ++i) {
+    std::string key;
+    for (int n = 0; n < 100000 && key.empty(); ++n) {
+      const std::string k = "zh-" + std::to_string(n);
+      if (cluster.owner_of(key_slot(k.c_str())) == cluster.owner_of(slots[i])) key = k;
+    }
+    ASSERT_TRUE(locks[i].init(Bytes(key.data(), key.size())).ok());
+    ASSERT_EQ(lock_cycle(locks[i]), 0) << cluster.last_error();  // scripts cached on each node
+  }
+  const int n = router_cycles();
+  int failures = 0;
+  test::start_counting();
+  for (int i = 0; i < n; ++i) {
+    for (Lock& l : locks) failures += lock_cycle(l);
+  }
+  const test::AllocCounts c = test::stop_counting();
+  EXPECT_EQ(failures, 0);
+  uint32_t connects = 0;
+  for (size_t i = 0; i < cluster.node_count(); ++i) connects += cluster.node(i).stats().connects;
+  EXPECT_EQ(connects, 3u) << "one connection per primary, no reconnects";
+  EXPECT_EQ(cluster.stats().moved + cluster.stats().ask, 0u);
+  EXPECT_EQ(c.total(), 0u) << "mallocs=" << c.mallocs << " frees=" << c.frees << " news=" << c.news;
+  std::printf("zero-heap cluster: %d cycles x 3 primaries, %llu allocations\n", n,
+              static_cast<unsigned long long>(c.total()));
+}
+
+TEST(ZeroHeap, SentinelCyclesWithWaitAndRechecks) {
+  test::SentinelSetup servers;
+  ASSERT_TRUE(servers.start());
+  Sentinel sentinel;
+  SentinelOptions so;
+  so.wait_replicas = 1;            // WAIT after every acquire and extend
+  so.recheck_interval = millis(1);  // ask a sentinel before nearly every op
+  ASSERT_TRUE(sentinel.setup(servers.url().c_str(), {}, so).ok());
+  Lock lock(sentinel);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr("zero-heap")).ok());
+  ASSERT_EQ(lock_cycle(lock), 0) << sentinel.last_error();  // set-up: connects
+  const uint32_t resolves = sentinel.stats().resolves;
+  const int n = router_cycles();
+  int failures = 0;
+  test::start_counting();
+  for (int i = 0; i < n; ++i) failures += lock_cycle(lock);
+  const test::AllocCounts c = test::stop_counting();
+  EXPECT_EQ(failures, 0) << sentinel.last_error();
+  EXPECT_EQ(sentinel.primary().stats().connects, 1u);
+  EXPECT_GT(sentinel.stats().resolves, resolves) << "the recheck path ran inside the counted loop";
+  EXPECT_EQ(sentinel.stats().wait_failures, 0u);
+  EXPECT_EQ(c.total(), 0u) << "mallocs=" << c.mallocs << " frees=" << c.frees << " news=" << c.news;
+  std::printf("zero-heap sentinel: %d cycles, %u sentinel rechecks, %llu allocations\n", n,
+              sentinel.stats().resolves - resolves, static_cast<unsigned long long>(c.total()));
 }
 
 TEST(ZeroHeap, QuorumCycles) {

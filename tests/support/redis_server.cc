@@ -1,6 +1,7 @@
 #include "redis_server.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -8,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -57,6 +59,44 @@ std::string raw_exchange(int port, const std::string& request) {
 
 }  // namespace
 
+std::string raw_command(int port, const std::vector<std::string>& args) {
+  return raw_exchange(port, encode(args));
+}
+
+int run_program(const std::vector<std::string>& args, const std::string& log, int timeout_ms) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+    }
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    _exit(127);
+  }
+  if (pid < 0) return -1;
+  for (int waited = 0; waited <= timeout_ms; waited += 10) {
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    sleep_ms(10);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  return -1;
+}
+
+bool RedisServer::set_config(const std::string& text) {
+  if (dir_.empty()) return false;
+  config_ = dir_ + "/server.conf";
+  FILE* f = std::fopen(config_.c_str(), "w");
+  if (!f) return false;
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  return std::fclose(f) == 0 && ok;
+}
+
 int free_port() {
   for (int attempt = 0; attempt < 50; ++attempt) {
     const int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -102,10 +142,13 @@ RedisServer::~RedisServer() {
 bool RedisServer::start() {
   if (port_ == 0) port_ = free_port();
   const char* bin = std::getenv("EDGELOCK_REDIS_SERVER");
-  std::vector<std::string> args = {bin ? bin : "redis-server", "--port", std::to_string(port_),
+  std::vector<std::string> args = {bin ? bin : "redis-server"};
+  if (!config_.empty()) args.push_back(config_);
+  const std::vector<std::string> defaults = {"--port", std::to_string(port_),
                                    "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                                    "--dir", dir_, "--daemonize", "no", "--loglevel", "warning",
                                    "--logfile", dir_ + "/redis.log"};
+  args.insert(args.end(), defaults.begin(), defaults.end());
   args.insert(args.end(), extra_.begin(), extra_.end());
   pid_ = fork();
   if (pid_ == 0) {

@@ -18,6 +18,9 @@ class RedisServer {
   RedisServer(const RedisServer&) = delete;
   RedisServer& operator=(const RedisServer&) = delete;
 
+  /// Writes `text` to <dir>/server.conf and passes that file first on the
+  /// command line (redis-sentinel needs a config file it can rewrite).
+  bool set_config(const std::string& text);
   /// Starts the server and waits until it answers PING (bounded: 10 s).
   bool start();
   /// SIGKILL and reap.
@@ -38,10 +41,20 @@ class RedisServer {
 
  private:
   std::vector<std::string> extra_;
+  std::string config_;
   std::string dir_;
   int port_ = 0;
   pid_t pid_ = -1;
 };
+
+/// One command over a fresh blocking socket to 127.0.0.1:port (2 s bound);
+/// the raw RESP reply ("" on failure). For set-up steps whose replies do
+/// not fit a Connection's fixed arena (CLUSTER INFO, SENTINEL replicas).
+std::string raw_command(int port, const std::vector<std::string>& args);
+
+/// Runs a program (argv[0] looked up in PATH) with stdout/stderr to
+/// `log`, waiting at most `timeout_ms`; returns its exit status or -1.
+int run_program(const std::vector<std::string>& argv, const std::string& log, int timeout_ms);
 
 /// A TCP port on 127.0.0.1 that was free a moment ago (never 6379).
 int free_port();

@@ -1,0 +1,129 @@
+#pragma once
+/// @file cluster.h
+/// Locks in a Redis Cluster. The slot map is read with CLUSTER SLOTS into a
+/// fixed table (one byte per slot) and every lock key goes to its slot's
+/// primary; MOVED (slot moved: map updated and re-read) and ASK (slot being
+/// migrated: ASKING, then the command) redirects and TRYAGAIN (a multi-key
+/// script mid-migration) are followed within the operation's deadline.
+/// A failed connection to a node marks the map stale: it is read again
+/// before the next command, so a cluster failover is followed too.
+/// A lock's companion keys share its hash slot (the lock key is used as a
+/// hash tag), so no script crosses slots.
+///
+/// Memory: kMaxClusterNodes Connections plus 16 KB of slot map, all inside
+/// the object. Connections are opened lazily, on first use of a node (that
+/// is setup and allocates); refresh() + connect_primaries() do it up front.
+///
+/// Usage:
+///   Cluster cluster;
+///   cluster.setup("redis-cluster://10.0.0.1:7000,10.0.0.2:7000");
+///   Lock lock(cluster);
+///   lock.init(Bytes::from_cstr("pump-3"));
+
+#include <cstddef>
+#include <cstdint>
+
+#include "edgelock/connection.h"
+#include "edgelock/key_slot.h"
+#include "edgelock/limits.h"
+#include "edgelock/router.h"
+
+namespace edgelock {
+
+static_assert(kMaxClusterNodes >= 1 && kMaxClusterNodes < 255, "slot owners are stored in a byte");
+
+struct ClusterOptions {
+  /// After an acquire or extend that succeeded on a slot's primary, WAIT
+  /// until this many of its replicas have it; fewer acknowledgements fail
+  /// the operation with kNoQuorum (an acquire is released again). 0 = off.
+  int wait_replicas = 0;
+  /// Longest time WAIT may block (also capped by the operation's deadline).
+  Nanos wait_timeout = millis(200);
+};
+
+/// Counters kept by a Cluster (fixed size, no heap).
+struct ClusterStats {
+  uint32_t refreshes = 0;  ///< Slot maps read successfully.
+  uint32_t moved = 0;      ///< MOVED redirects followed.
+  uint32_t ask = 0;        ///< ASK redirects followed.
+  uint32_t tryagain = 0;   ///< TRYAGAIN replies waited out.
+  uint32_t wait_failures = 0;  ///< WAITs with too few acknowledgements.
+};
+
+class Cluster final : public Router {
+ public:
+  Cluster() = default;
+  Cluster(const Cluster&) = delete;
+  Cluster& operator=(const Cluster&) = delete;
+
+  /// Parses `redis-cluster://[user:pass@]host:port[,host:port...]` (the
+  /// seeds; credentials apply to every node) and keeps the options. No I/O.
+  /// Errors: kInvalidArgument (malformed URL, no seeds, a path, bad
+  /// cluster options),
+  /// kBufferTooSmall (a part exceeds its capacity, more than
+  /// kMaxClusterNodes seeds).
+  Status setup(const char* url, const ConnectionOptions& options = {},
+               const ClusterOptions& cluster_options = {});
+
+  /// Reads the slot map from the known nodes in turn, seeds included,
+  /// until one answers. Connects to the node it asks (allocates). Slots it
+  /// reports overwrite the table; others keep their last owner.
+  /// Errors: kBufferTooSmall (more primaries than kMaxClusterNodes, or a
+  /// host name that does not fit), kProtocol (unexpected CLUSTER SLOTS
+  /// shape), kInvalidArgument (not set up), or the last node's
+  /// Connection::command() error.
+  Status refresh(Deadline deadline);
+  /// Connects every primary in the map now, so later operations allocate
+  /// nothing. Errors: as Connection::connect() for the first that fails.
+  Status connect_primaries(Deadline deadline);
+
+  /// The index of the node at host:port, added (set up, not connected) if
+  /// new. Errors: kBufferTooSmall (kMaxClusterNodes reached, host too long).
+  Result<int> add_node(const char* host, size_t host_len, uint16_t port);
+  /// Index of the node owning `slot`, or -1 if unknown.
+  int owner_of(uint16_t slot) const { return owner_[slot] == kNoOwner ? -1 : owner_[slot]; }
+  size_t node_count() const { return node_count_; }
+  Connection& node(size_t i) { return nodes_[i]; }
+  const ClusterStats& stats() const { return stats_; }
+
+  // Router: kInvalidArgument from check_key() for a key whose companion
+  // keys would hash to another slot (a '{' without a valid tag, or a '}'
+  // that would end the tag early). eval()/command() follow redirects.
+  Status check_key(Bytes key) override;
+  Result<const Reply*> eval(const Script& script, const Bytes* keys, size_t nkeys,
+                            const Bytes* args, size_t nargs, bool replicate,
+                            Deadline deadline) override;
+  Result<const Reply*> command(Bytes key, const Bytes* args, size_t count,
+                               Deadline deadline) override;
+  Connection& connection_for(Bytes key) override;
+  Clock& clock() const override { return *clock_; }
+  Nanos command_timeout() const override { return options_.command_timeout; }
+  const char* last_error() const override { return error_; }
+
+ private:
+  static constexpr uint8_t kNoOwner = 0xFF;
+  struct Call;  // one eval or command to route (cluster.cc)
+
+  Result<const Reply*> route(const Call& call, Deadline deadline);
+  Result<const Reply*> send(const Call& call, Connection& conn, bool asking, Deadline deadline);
+  Status follow(uint16_t slot, int* target, bool* asking, Deadline deadline);
+  Status read_map(Connection& conn, Deadline deadline);
+  Status note(Connection& conn, Status s);
+  int pick_node(uint16_t slot) const;
+
+  Connection nodes_[kMaxClusterNodes];
+  size_t node_count_ = 0;
+  uint8_t owner_[kClusterSlots];
+  Endpoint creds_;  // user/password for every node
+  ConnectionOptions options_;
+  ClusterOptions cluster_options_;
+  int last_node_ = 0;  // the node that answered the last command
+  Reply confirmed_;    // the reply a WAIT confirmed (an integer)
+  Clock* clock_ = &default_clock();
+  bool is_setup_ = false;
+  bool map_stale_ = false;  // a node was lost: re-read the map first
+  ClusterStats stats_;
+  char error_[kErrorTextSize] = {};
+};
+
+}  // namespace edgelock

@@ -1,0 +1,128 @@
+#pragma once
+/// @file sentinel.h
+/// Locks on a Redis primary watched by Redis Sentinel. The sentinels are
+/// asked in turn for the primary (SENTINEL get-master-addr-by-name), the
+/// answer is checked with ROLE, and the primary is looked up again after a
+/// failover (a READONLY reply from a demoted primary, a refused connect, or
+/// an I/O error). Optionally every grant and extension is confirmed by
+/// replicas (WAIT) before it is reported. What this can and cannot promise
+/// across a failover: docs/sentinel-cluster.md.
+///
+/// Usage:
+///   Sentinel sentinel;
+///   sentinel.setup("redis-sentinel://10.0.0.1:26379,10.0.0.2:26379/gw");
+///   Lock lock(sentinel);
+
+#include <cstddef>
+#include <cstdint>
+
+#include "edgelock/connection.h"
+#include "edgelock/limits.h"
+#include "edgelock/router.h"
+
+namespace edgelock {
+
+struct SentinelOptions {
+  /// After an acquire or extend that succeeded on the primary, WAIT until
+  /// this many replicas have it; fewer acknowledgements fail the operation
+  /// with kNoQuorum (an acquire is released again). 0 = no WAIT.
+  int wait_replicas = 0;
+  /// Longest time WAIT may block (also capped by the operation's deadline).
+  Nanos wait_timeout = millis(200);
+  /// Ask the sentinels again before an operation when the last answer is
+  /// older than this (one round trip to a sentinel, over a kept-open
+  /// connection). A primary deposed by a failover keeps accepting writes
+  /// until Sentinel demotes it, which can take seconds, so without this the
+  /// client notices only then. 0 = only after errors.
+  Nanos recheck_interval = millis(1000);
+  /// AUTH for the sentinels (their own `requirepass`/ACL user), copied at
+  /// setup; nullptr = none. The URL's credentials are for the primary.
+  const char* sentinel_user = nullptr;
+  const char* sentinel_password = nullptr;
+  /// Pause between rounds of asking the sentinels while no primary is
+  /// available (failover in progress).
+  Nanos retry_pause = millis(50);
+};
+
+/// Counters kept by a Sentinel (fixed size, no heap).
+struct SentinelStats {
+  uint32_t resolves = 0;         ///< Primaries found (and verified, if new).
+  uint32_t primary_changes = 0;  ///< Resolves that found a different primary.
+  uint32_t readonly = 0;         ///< READONLY replies (demoted primary).
+  uint32_t wait_failures = 0;    ///< WAITs with too few acknowledgements.
+};
+
+class Sentinel final : public Router {
+ public:
+  Sentinel() = default;
+  Sentinel(const Sentinel&) = delete;
+  Sentinel& operator=(const Sentinel&) = delete;
+
+  /// Parses `redis-sentinel://[user:pass@]host:port[,host:port...]/NAME[?db=N]`
+  /// (credentials and db are for the primary; sentinels get
+  /// sentinel_options' AUTH, if any) and keeps the options. No I/O.
+  /// Errors: kInvalidArgument (malformed URL, no master name, more than
+  /// kMaxSentinels, bad options), kBufferTooSmall (a part or a sentinel
+  /// credential exceeds its capacity).
+  Status setup(const char* url, const ConnectionOptions& options = {},
+               const SentinelOptions& sentinel_options = {});
+
+  /// Asks the sentinels, starting with the last one that answered, for the
+  /// primary and checks with ROLE that it is one. Connects (allocates).
+  /// Errors: kNotConnected (no sentinel named a node that is a primary:
+  /// failover in progress, or unknown master name), kInvalidArgument (not
+  /// set up), kTimeout, kProtocol (a malformed address from a sentinel), or
+  /// the last sentinel's or the primary's Connection::command() error.
+  Status resolve(Deadline deadline);
+
+  /// The connection to the current primary.
+  Connection& primary() { return primary_; }
+  const SentinelStats& stats() const { return stats_; }
+
+  // Router. eval()/command() find the primary first if needed, and find it
+  // again and retry when the command surely did not run there (READONLY,
+  // connect failed); after an I/O error or timeout (outcome unknown) they
+  // return the error and the next call looks the primary up again. A lookup
+  // error that a pause cannot fix (kNoAuth, kAuthFailed, ...) ends the
+  // call at once.
+  Status check_key(Bytes key) override;
+  Result<const Reply*> eval(const Script& script, const Bytes* keys, size_t nkeys,
+                            const Bytes* args, size_t nargs, bool replicate,
+                            Deadline deadline) override;
+  Result<const Reply*> command(Bytes key, const Bytes* args, size_t count,
+                               Deadline deadline) override;
+  Connection& connection_for(Bytes key) override;
+  Clock& clock() const override { return *clock_; }
+  Nanos command_timeout() const override { return options_.command_timeout; }
+  const char* last_error() const override { return error_; }
+
+ private:
+  struct Call;  // one eval or command (sentinel.cc)
+
+  Result<const Reply*> run(const Call& call, Deadline deadline);
+  Status ask(size_t index, Deadline deadline, Endpoint* primary);
+  Status check_role(Deadline deadline);
+  Result<const Reply*> confirm(const Reply* reply, Deadline deadline);
+  Status note(Connection& conn, Status s);
+
+  Endpoint sentinels_[kMaxSentinels];
+  size_t sentinel_count_ = 0;
+  size_t preferred_ = 0;  // the sentinel that answered last
+  Endpoint creds_;        // user, password, db of the primary
+  char name_[kMaxMasterNameLen + 1] = {};
+  ConnectionOptions options_;
+  SentinelOptions sentinel_options_;
+  Clock* clock_ = &default_clock();
+  Connection probe_;    // to a sentinel
+  Connection primary_;  // to the primary
+  bool is_setup_ = false;
+  bool stale_ = true;   // look the primary up before the next command
+  Nanos resolved_at_ = 0;
+  char verified_host_[kMaxHostLen + 1] = {};  // the primary last verified
+  uint16_t verified_port_ = 0;
+  Reply confirmed_;     // the reply a WAIT confirmed (an integer)
+  SentinelStats stats_;
+  char error_[kErrorTextSize] = {};
+};
+
+}  // namespace edgelock

@@ -1,0 +1,263 @@
+// Cluster routing: each command goes to its key's slot owner; MOVED, ASK,
+// TRYAGAIN and CLUSTERDOWN replies are followed within the deadline.
+#include "edgelock/cluster.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "error_text.h"
+#include "lock_keys.h"
+#include "replica_wait.h"
+#include "topology_url.h"
+
+namespace edgelock {
+
+namespace {
+
+// Pause between TRYAGAIN / CLUSTERDOWN rounds: a migration or failover
+// step takes milliseconds to seconds; the deadline bounds the total.
+constexpr Nanos kSettlePause = millis(10);
+constexpr int kMaxRounds = 1000;
+
+bool starts_with(const char* text, const char* prefix) {
+  return std::strncmp(text, prefix, std::strlen(prefix)) == 0;
+}
+
+// "MOVED 3999 10.0.0.2:6381" / "ASK 3999 :6381" (empty host = same host).
+bool parse_redirect(const char* text, uint16_t* slot, const char** host, size_t* host_len,
+                    uint16_t* port) {
+  const char* p = std::strchr(text, ' ');
+  if (!p) return false;
+  char* end = nullptr;
+  const long s = std::strtol(p + 1, &end, 10);
+  if (end == p + 1 || *end != ' ' || s < 0 || s >= kClusterSlots) return false;
+  const char* addr = end + 1;
+  const char* colon = std::strrchr(addr, ':');
+  if (!colon) return false;
+  char* pend = nullptr;
+  const long pt = std::strtol(colon + 1, &pend, 10);
+  if (pend == colon + 1 || *pend != '\0' || pt < 1 || pt > 65535) return false;
+  *slot = static_cast<uint16_t>(s);
+  *host = addr;
+  *host_len = static_cast<size_t>(colon - addr);
+  *port = static_cast<uint16_t>(pt);
+  return true;
+}
+
+// The connection to a node failed: it may have died or been failed over.
+bool lost_node(ErrorCode c) {
+  return c == ErrorCode::kConnectFailed || c == ErrorCode::kNotConnected || c == ErrorCode::kIo ||
+         c == ErrorCode::kConnectionClosed || c == ErrorCode::kTimeout;
+}
+
+bool not_sent(ErrorCode c) { return c == ErrorCode::kConnectFailed || c == ErrorCode::kNotConnected; }
+
+Status add_seed(void* ctx, const Endpoint& host) {
+  Cluster* c = static_cast<Cluster*>(ctx);
+  const Result<int> n = c->add_node(host.host, std::strlen(host.host), host.port);
+  return n.status();
+}
+
+}  // namespace
+
+struct Cluster::Call {
+  const Script* script;  // nullptr: a plain command
+  const Bytes* keys;
+  size_t nkeys;
+  const Bytes* args;
+  size_t nargs;
+  uint16_t slot;
+};
+
+Status Cluster::setup(const char* url, const ConnectionOptions& options,
+                      const ClusterOptions& cluster_options) {
+  for (size_t i = 0; i < node_count_; ++i) nodes_[i].close();
+  node_count_ = 0;
+  is_setup_ = false;
+  std::memset(owner_, kNoOwner, sizeof owner_);
+  stats_ = ClusterStats();
+  map_stale_ = false;
+  options_ = options;
+  cluster_options_ = cluster_options;
+  clock_ = options.clock ? options.clock : &default_clock();
+  detail::HostList list;
+  const char* why = nullptr;
+  if (cluster_options.wait_replicas < 0 || cluster_options.wait_timeout <= 0) {
+    set_error(error_, "wait_replicas must be >= 0 and wait_timeout > 0");
+    return ErrorCode::kInvalidArgument;
+  }
+  // Credentials come first in the URL, so they are known before any seed.
+  creds_ = Endpoint();
+  Status s = detail::parse_host_list(url, "redis-cluster://", nullptr, nullptr, &list, &why);
+  if (s.ok() && list.path[0] != '\0') {
+    why = "a cluster URL has no path (cluster mode has only db 0)";
+    s = ErrorCode::kInvalidArgument;
+  }
+  if (s.ok()) {
+    creds_ = list.creds;
+    s = detail::parse_host_list(url, "redis-cluster://", add_seed, this, &list, &why);
+  }
+  if (!s.ok()) {
+    set_error(error_, "bad cluster URL: %s", why ? why : "invalid");
+    node_count_ = 0;
+    return s;
+  }
+  is_setup_ = true;
+  return Status();
+}
+
+Status Cluster::check_key(Bytes key) {
+  uint8_t companion[kMaxKeyLen + 8];
+  const Result<size_t> n = detail::companion_key(key, ":fence", companion, sizeof companion);
+  if (!n.ok()) return n.status();
+  if (key_slot(key) != key_slot(Bytes(companion, n.value()))) {
+    set_error(error_, "key has '{' or '}' but no hash tag covering its companion keys");
+    return ErrorCode::kInvalidArgument;
+  }
+  return Status();
+}
+
+int Cluster::pick_node(uint16_t slot) const {
+  // An unknown slot goes to any node; its MOVED reply names the owner.
+  return owner_[slot] == kNoOwner ? 0 : owner_[slot];
+}
+
+Connection& Cluster::connection_for(Bytes key) { return nodes_[pick_node(key_slot(key))]; }
+
+Status Cluster::note(Connection& conn, Status s) {
+  set_error(error_, "%s", conn.last_error());
+  return s;
+}
+
+Result<const Reply*> Cluster::eval(const Script& script, const Bytes* keys, size_t nkeys,
+                                   const Bytes* args, size_t nargs, bool replicate,
+                                   Deadline deadline) {
+  if (nkeys == 0) return ErrorCode::kInvalidArgument;
+  const Call call{&script, keys, nkeys, args, nargs, key_slot(keys[0])};
+  const Result<const Reply*> r = route(call, deadline);
+  const int want = cluster_options_.wait_replicas;
+  // Only a grant or extension (positive integer) needs its replicas.
+  if (!r.ok() || !replicate || want == 0 || r.value()->type != ReplyType::kInteger ||
+      r.value()->integer <= 0) {
+    return r;
+  }
+  confirmed_ = *r.value();  // WAIT's reply replaces it in the arena
+  const Status s = detail::wait_for_replicas(nodes_[last_node_], want, cluster_options_.wait_timeout,
+                                             deadline, error_);
+  if (s.code() == ErrorCode::kNoQuorum) ++stats_.wait_failures;
+  if (!s.ok()) return s;
+  return static_cast<const Reply*>(&confirmed_);
+}
+
+Result<const Reply*> Cluster::command(Bytes key, const Bytes* args, size_t count,
+                                      Deadline deadline) {
+  const Call call{nullptr, nullptr, 0, args, count, key_slot(key)};
+  return route(call, deadline);
+}
+
+Result<const Reply*> Cluster::send(const Call& call, Connection& conn, bool asking,
+                                   Deadline deadline) {
+  if (asking) {
+    // ASKING covers the next command only, and a NOSCRIPT fallback would
+    // use it up: load the script on the importing node first.
+    if (call.script) {
+      const Bytes load[3] = {Bytes::from_cstr("SCRIPT"), Bytes::from_cstr("LOAD"),
+                             Bytes(call.script->body, call.script->len)};
+      const Result<const Reply*> r = conn.command(load, 3, deadline);
+      if (!r.ok()) return r;
+    }
+    const Bytes ask[1] = {Bytes::from_cstr("ASKING")};
+    const Result<const Reply*> r = conn.command(ask, 1, deadline);
+    if (!r.ok()) return r;
+  }
+  if (call.script) {
+    return conn.eval(*call.script, call.keys, call.nkeys, call.args, call.nargs, deadline);
+  }
+  return conn.command(call.args, call.nargs, deadline);
+}
+
+Result<const Reply*> Cluster::route(const Call& call, Deadline deadline) {
+  if (!is_setup_) {
+    set_error(error_, "cluster used before setup()");
+    return ErrorCode::kInvalidArgument;
+  }
+  if (stats_.refreshes == 0 || map_stale_) {
+    // First use: read the map (seeds connect here; this is setup). After a
+    // lost node: re-read it, keeping the old map if that fails.
+    const Status s = refresh(deadline);
+    if (!s.ok() && stats_.refreshes == 0) return s;
+  }
+  int target = pick_node(call.slot);
+  bool asking = false;
+  int redirects = 0;
+  for (int round = 0; round < kMaxRounds; ++round) {
+    Connection& conn = nodes_[target];
+    const Result<const Reply*> r = send(call, conn, asking, deadline);
+    if (r.ok()) {
+      last_node_ = target;
+      return r;
+    }
+    if (r.status().code() != ErrorCode::kServerError) {
+      const Status s = note(conn, r.status());
+      if (!lost_node(s.code())) return s;
+      // The node may be gone (a cluster failover): the map is re-read before
+      // the next command. Retry now only if nothing was sent and the slot
+      // has a new owner; after an I/O error the outcome is unknown.
+      map_stale_ = true;
+      if (!not_sent(s.code()) || !refresh(deadline).ok() || pick_node(call.slot) == target) {
+        return note(conn, s);
+      }
+      target = pick_node(call.slot);
+      asking = false;
+      continue;
+    }
+    note(conn, r.status()).ignore();
+    const bool redirect = starts_with(error_, "MOVED ") || starts_with(error_, "ASK ");
+    if (redirect && ++redirects > kMaxRedirects) break;
+    EDGELOCK_TRY(follow(call.slot, &target, &asking, deadline));
+  }
+  set_error(error_, "too many redirects for slot %u", call.slot);
+  return ErrorCode::kServerError;
+}
+
+Status Cluster::follow(uint16_t slot, int* target, bool* asking, Deadline deadline) {
+  uint16_t rslot = 0, port = 0;
+  const char* host = nullptr;
+  size_t host_len = 0;
+  const bool moved = starts_with(error_, "MOVED ");
+  if (moved || starts_with(error_, "ASK ")) {
+    if (!parse_redirect(error_, &rslot, &host, &host_len, &port) || rslot != slot) {
+      return ErrorCode::kServerError;
+    }
+    char h[kMaxHostLen + 1];
+    // An empty host means "the node that answered" (its address unknown to it).
+    const Endpoint& from = nodes_[*target].endpoint();
+    const int n = host_len ? std::snprintf(h, sizeof h, "%.*s", static_cast<int>(host_len), host)
+                           : std::snprintf(h, sizeof h, "%s", from.host);
+    const Result<int> node = add_node(h, static_cast<size_t>(n), port);
+    if (!node.ok()) return node.status();
+    if (moved) {
+      ++stats_.moved;
+      // Other slots probably moved too: re-read the map (best effort), then
+      // trust the redirect for this one.
+      refresh(deadline).ignore();
+      owner_[slot] = static_cast<uint8_t>(node.value());
+    } else {
+      ++stats_.ask;
+    }
+    *target = node.value();
+    *asking = !moved;
+    return Status();
+  }
+  if (starts_with(error_, "TRYAGAIN") || starts_with(error_, "CLUSTERDOWN")) {
+    // Mid-migration multi-key script, or a failover in progress: wait.
+    ++stats_.tryagain;
+    const Nanos left = deadline.remaining(*clock_);
+    if (left <= 0) return ErrorCode::kTimeout;
+    clock_->sleep_for(left < kSettlePause ? left : kSettlePause);
+    return Status();
+  }
+  return ErrorCode::kServerError;
+}
+
+}  // namespace edgelock

@@ -1,0 +1,38 @@
+#include "replica_wait.h"
+
+#include <cstdio>
+
+#include "error_text.h"
+
+namespace edgelock {
+namespace detail {
+
+Status wait_for_replicas(Connection& conn, int want, Nanos max_wait, Deadline deadline,
+                         char (&err)[kErrorTextSize]) {
+  Nanos budget = deadline.remaining(conn.clock()) / 2;
+  if (budget > max_wait) budget = max_wait;
+  const long long ms = to_millis(budget) > 0 ? to_millis(budget) : 1;
+  char n_text[12], ms_text[24];
+  const int nl = std::snprintf(n_text, sizeof n_text, "%d", want);
+  const int ml = std::snprintf(ms_text, sizeof ms_text, "%lld", ms);
+  const Bytes args[3] = {Bytes::from_cstr("WAIT"), Bytes(n_text, static_cast<size_t>(nl)),
+                         Bytes(ms_text, static_cast<size_t>(ml))};
+  const Result<const Reply*> r = conn.command(args, 3, deadline);
+  if (!r.ok()) {
+    set_error(err, "%s", conn.last_error());
+    return r.status();
+  }
+  if (r.value()->type != ReplyType::kInteger) {
+    set_error(err, "WAIT: unexpected reply type");
+    return ErrorCode::kProtocol;
+  }
+  if (r.value()->integer < want) {
+    set_error(err, "WAIT: %lld of %d replicas acknowledged within %lld ms",
+              static_cast<long long>(r.value()->integer), want, ms);
+    return ErrorCode::kNoQuorum;
+  }
+  return Status();
+}
+
+}  // namespace detail
+}  // namespace edgelock

@@ -1,0 +1,116 @@
+// Cluster key slots (vectors from `redis-cli cluster keyslot`), the
+// cluster key check, and the cluster/sentinel URL parsers.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "edgelock/cluster.h"
+#include "edgelock/lock.h"
+#include "edgelock/sentinel.h"
+
+namespace edgelock {
+namespace {
+
+// Computed by the compiler: the slot of a constant key costs nothing.
+static_assert(crc16("123456789", 9) == 0x31C3, "CRC16/XMODEM check value");
+static_assert(key_slot("foo") == 12182, "redis-cli cluster keyslot foo");
+static_assert(key_slot("{user1000}.following") == key_slot("{user1000}.followers"), "hash tag");
+
+TEST(KeySlot, MatchesRedis) {
+  EXPECT_EQ(key_slot("foo"), 12182);
+  EXPECT_EQ(key_slot("bar"), 5061);
+  EXPECT_EQ(key_slot("hello"), 866);
+  EXPECT_EQ(key_slot("123456789"), 12739);
+  EXPECT_EQ(key_slot("a"), 15495);
+  EXPECT_EQ(key_slot(""), 0);
+  EXPECT_EQ(key_slot(Bytes::from_cstr("foo")), 12182);
+}
+
+TEST(KeySlot, HashTags) {
+  EXPECT_EQ(key_slot("{user1000}.following"), 3443);
+  EXPECT_EQ(key_slot("{user1000}.followers"), 3443);
+  EXPECT_EQ(key_slot("foo{}{bar}"), 8363) << "empty tag: whole key";
+  EXPECT_EQ(key_slot("foo{{bar}}zap"), 4015) << "tag is '{bar'";
+  EXPECT_EQ(key_slot("{bar"), 4015);
+  EXPECT_EQ(key_slot("foo{bar}{zap}"), 5061) << "first tag only";
+  EXPECT_EQ(key_slot("foo{bar}{zap}"), key_slot("bar"));
+  const char binary[] = {'k', '\0', '{', 'x', '}'};
+  EXPECT_EQ(key_slot(binary, sizeof binary), key_slot("x"));
+}
+
+TEST(ClusterKeys, CompanionKeysMustShareTheSlot) {
+  Cluster cluster;
+  ASSERT_TRUE(cluster.setup("redis-cluster://127.0.0.1:7000").ok());
+  EXPECT_TRUE(cluster.check_key(Bytes::from_cstr("pump-3")).ok());
+  EXPECT_TRUE(cluster.check_key(Bytes::from_cstr("site{7}:pump")).ok());
+  EXPECT_TRUE(cluster.check_key(Bytes::from_cstr("{7}")).ok());
+  EXPECT_EQ(cluster.check_key(Bytes::from_cstr("a{b")).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(cluster.check_key(Bytes::from_cstr("x{}y")).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(cluster.check_key(Bytes::from_cstr("a}b")).code(), ErrorCode::kInvalidArgument)
+      << "'{a}b}:fence' would hash 'a', not 'a}b'";
+  Lock lock(cluster);
+  EXPECT_EQ(lock.init(Bytes::from_cstr("a{b")).code(), ErrorCode::kInvalidArgument);
+  EXPECT_TRUE(lock.init(Bytes::from_cstr("pump-3")).ok());
+}
+
+TEST(ClusterUrl, SeedsAndCredentials) {
+  Cluster c;
+  ASSERT_TRUE(c.setup("redis-cluster://app:p%40ss@10.0.0.1:7000,[::1]:7001,node-c").ok())
+      << c.last_error();
+  ASSERT_EQ(c.node_count(), 3u);
+  EXPECT_STREQ(c.node(0).endpoint().host, "10.0.0.1");
+  EXPECT_EQ(c.node(0).endpoint().port, 7000);
+  EXPECT_STREQ(c.node(0).endpoint().user, "app");
+  EXPECT_STREQ(c.node(0).endpoint().password, "p@ss");
+  EXPECT_STREQ(c.node(1).endpoint().host, "::1");
+  EXPECT_STREQ(c.node(2).endpoint().password, "p@ss");
+  EXPECT_EQ(c.node(2).endpoint().port, 6379);
+  EXPECT_EQ(c.owner_of(0), -1) << "no map before the first refresh";
+  ASSERT_TRUE(c.setup("redis-cluster://h:1,h:1").ok());
+  EXPECT_EQ(c.node_count(), 1u) << "a repeated seed is one node";
+}
+
+TEST(ClusterUrl, Refusals) {
+  Cluster c;
+  EXPECT_EQ(c.setup("redis://h:1").code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(c.setup("redis-cluster://").code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(c.setup("redis-cluster://a:1,,b:2").code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(c.setup("redis-cluster://a:1,").code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(c.setup("redis-cluster://a:1/2").code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(c.setup("redis-cluster://a:99999").code(), ErrorCode::kInvalidArgument);
+  std::string many = "redis-cluster://";
+  for (size_t i = 0; i <= kMaxClusterNodes; ++i) many += (i ? ",h:" : "h:") + std::to_string(1000 + i);
+  EXPECT_EQ(c.setup(many.c_str()).code(), ErrorCode::kBufferTooSmall);
+  EXPECT_NE(std::string(c.last_error()), "");
+  ClusterOptions bad;
+  bad.wait_replicas = -1;
+  EXPECT_EQ(c.setup("redis-cluster://h:1", {}, bad).code(), ErrorCode::kInvalidArgument);
+  Lock lock(c);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr("k")).ok());
+  EXPECT_EQ(lock.try_acquire().code(), ErrorCode::kInvalidArgument) << "not set up";
+}
+
+TEST(SentinelUrl, ParsesSentinelsNameAndDb) {
+  Sentinel s;
+  EXPECT_TRUE(s.setup("redis-sentinel://u:pw@10.0.0.1:26379,10.0.0.2:26380/gw-main?db=3").ok())
+      << s.last_error();
+  EXPECT_TRUE(s.setup("redis-sentinel://10.0.0.1:26379/m").ok());
+  EXPECT_EQ(s.setup("redis-sentinel://10.0.0.1:26379").code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(s.setup("redis-sentinel://10.0.0.1:26379/").code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(s.setup("redis-sentinel://h:1/m?db=x").code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(s.setup("redis-sentinel://h:1/m?x=1").code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(s.setup(("redis-sentinel://h:1/" + std::string(kMaxMasterNameLen + 1, 'n')).c_str()).code(),
+            ErrorCode::kBufferTooSmall);
+  std::string many = "redis-sentinel://";
+  for (size_t i = 0; i <= kMaxSentinels; ++i) many += (i ? ",h:" : "h:") + std::to_string(1000 + i);
+  EXPECT_EQ(s.setup((many + "/m").c_str()).code(), ErrorCode::kInvalidArgument);
+  SentinelOptions bad;
+  bad.wait_replicas = -1;
+  EXPECT_EQ(s.setup("redis-sentinel://h:1/m", {}, bad).code(), ErrorCode::kInvalidArgument);
+  Lock lock(s);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr("k")).ok());
+  EXPECT_EQ(lock.try_acquire().code(), ErrorCode::kInvalidArgument) << "failed setup";
+}
+
+}  // namespace
+}  // namespace edgelock
