@@ -15,6 +15,8 @@ int main() {
   EDGELOCK_SIZE(edgelock::Endpoint);
   EDGELOCK_SIZE(edgelock::ReplyArena);
   EDGELOCK_SIZE(edgelock::ConnectionOptions);
+  EDGELOCK_SIZE(edgelock::QuorumLock);
+  EDGELOCK_SIZE(edgelock::LeaseKeeper);
   EDGELOCK_SIZE(edgelock::Cluster);
   EDGELOCK_SIZE(edgelock::Sentinel);
   std::printf("%-24s %6zu\n", "rx buffer (heap, setup)", edgelock::kRxBufferSize);

@@ -88,12 +88,16 @@ void* reader_create(ReplyArena* arena, size_t capacity) {
   if (!r) return nullptr;
   r->privdata = arena;
   r->maxbuf = 0;  // never free and regrow the buffer: it is sized once, here
-  sds grown = sdsMakeRoomFor(r->buf, capacity);
-  if (!grown) {
+  // sdsnewlen sizes exactly (sdsMakeRoomFor would double): the buffer is
+  // `capacity` bytes, emptied, and never regrown.
+  sds exact = sdsnewlen(nullptr, capacity);
+  if (!exact) {
     redisReaderFree(r);
     return nullptr;
   }
-  r->buf = grown;
+  sdsclear(exact);
+  sdsfree(r->buf);
+  r->buf = exact;
   return r;
 }
 
