@@ -9,6 +9,7 @@
 #include "edgelock/clock.h"
 #include "edgelock/reply.h"
 #include "edgelock/status.h"
+#include "validity.h"
 
 namespace edgelock {
 namespace detail {
@@ -28,14 +29,14 @@ struct DecimalText {
 /// When a lease of `ttl_ms` asked for at `start` stops being safe to use
 /// locally: the server's clock may run faster than ours by `drift_factor`.
 inline Nanos lease_end(Nanos start, int64_t ttl_ms, double drift_factor) {
-  const Nanos ttl = millis(ttl_ms);
-  return start + ttl - static_cast<Nanos>(static_cast<double>(ttl) * drift_factor) - millis(2);
+  return validity_end(start, ttl_ms, drift_factor);
 }
 
 /// Errors an acquire loop may retry within its wait.
 inline bool retryable(ErrorCode c) {
   switch (c) {
     case ErrorCode::kBusy:
+    case ErrorCode::kExpired:
     case ErrorCode::kIo:
     case ErrorCode::kConnectionClosed:
     case ErrorCode::kConnectFailed:

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "lease_util.h"
 #include "lock_keys.h"
 #include "lock_scripts.h"
 #include "metrics_note.h"
@@ -17,23 +18,6 @@ constexpr size_t kTokenRandomBytes = 16;  // 128 bits -> 32 hex chars
 // that got its busy reply but has not reached BLPOP yet, short enough that
 // a stale signal costs at most one extra attempt.
 constexpr const char* kWakeSignalTtlMs = "250";
-
-bool retryable(ErrorCode c) {
-  switch (c) {
-    case ErrorCode::kBusy:
-    case ErrorCode::kExpired:
-    case ErrorCode::kIo:
-    case ErrorCode::kConnectionClosed:
-    case ErrorCode::kConnectFailed:
-    case ErrorCode::kNotConnected:
-    case ErrorCode::kTimeout:
-    case ErrorCode::kLoading:
-    case ErrorCode::kServerBusy:
-      return true;
-    default:
-      return false;
-  }
-}
 
 }  // namespace
 
@@ -84,11 +68,6 @@ Result<const Reply*> Lock::run_command(const Bytes* args, size_t count, Deadline
   return conn_->command(args, count, d);
 }
 
-Nanos Lock::validity_end(Nanos start, int64_t ttl_ms) const {
-  const Nanos ttl = millis(ttl_ms);
-  const Nanos drift = static_cast<Nanos>(static_cast<double>(ttl) * options_.drift_factor) + millis(2);
-  return start + ttl - drift;
-}
 
 Nanos Lock::remaining() const {
   if (!granted_) return 0;
@@ -131,7 +110,7 @@ Status Lock::attempt(Deadline deadline) {
   }
   granted_ = true;
   fence_ = static_cast<uint64_t>(rep->integer);
-  valid_until_ = validity_end(start, options_.ttl_ms);
+  valid_until_ = detail::validity_end(start, options_.ttl_ms, options_.drift_factor);
   if (remaining() <= 0) {
     release().ignore();  // too late to use: hand it back at once
     return ErrorCode::kExpired;
@@ -160,7 +139,7 @@ Status Lock::acquire(Nanos wait) {
   Status s = try_acquire();
   backoff_.reset();
   // Bounded by the deadline; the count is a second guard.
-  for (uint32_t i = 0; !s.ok() && retryable(s.code()) && i < 1000000; ++i) {
+  for (uint32_t i = 0; !s.ok() && detail::retryable(s.code()) && i < 1000000; ++i) {
     const Nanos left = deadline.remaining(clock);
     if (left <= 0) break;
     pause(s, left, op_deadline);  // wake signal, holder's TTL or backoff
@@ -212,7 +191,7 @@ Status Lock::send_extend(int64_t ms, ExtendMode mode) {
     return ErrorCode::kNotOwner;
   }
   granted_ = true;
-  valid_until_ = validity_end(start, rep->integer);
+  valid_until_ = detail::validity_end(start, rep->integer, options_.drift_factor);
   return Status();
 }
 

@@ -8,25 +8,13 @@
 
 #include "edgelock/clock.h"
 #include "edgelock/status.h"
+#include "validity.h"
 
 namespace edgelock {
 namespace detail {
 
 /// A majority of n servers.
 constexpr size_t quorum_of(size_t n) { return n / 2 + 1; }
-
-/// Allowance for the servers' clocks running faster than ours:
-/// ttl * factor + 2 ms (the Redlock paper's figure).
-constexpr Nanos drift_of(int64_t ttl_ms, double factor) {
-  return static_cast<Nanos>(static_cast<double>(millis(ttl_ms)) * factor) + millis(2);
-}
-
-/// The end of a lease whose requests left no earlier than `start`:
-/// validity = ttl - elapsed - drift, so the lease is usable until
-/// start + ttl - drift on our monotonic clock.
-constexpr Nanos validity_end(Nanos start, int64_t ttl_ms, double factor) {
-  return start + millis(ttl_ms) - drift_of(ttl_ms, factor);
-}
 
 /// Per-server outcomes of one round. Every wanted server is in exactly one
 /// of yes / no / failed / unknown once the round is over.

@@ -144,7 +144,6 @@ class Lock {
   Status noted(EventKind kind, Nanos start, Status s);
   Status send_extend(int64_t ms, ExtendMode mode);
   Deadline io_deadline() const;
-  Nanos validity_end(Nanos start, int64_t ttl_ms) const;
   void forget();
   // One path for both back ends: a plain Connection or a Router.
   Clock& clock() const { return router_ ? router_->clock() : conn_->clock(); }
