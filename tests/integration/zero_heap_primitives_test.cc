@@ -1,0 +1,159 @@
+// No heap after init: reentrant lock, semaphore, cooldown, quota, metrics.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "edgelock/cluster.h"
+#include "edgelock/edgelock.h"
+#include "edgelock/fake_clock.h"
+#include "edgelock/lease_keeper.h"
+#include "edgelock/sentinel.h"
+#include "../support/alloc_counter.h"
+#include "../support/redis_server.h"
+#include "../support/redis_topology.h"
+#include "../support/test_util.h"
+#include "../support/tls_server.h"
+
+namespace edgelock {
+namespace {
+
+int cycles() {
+  const char* s = std::getenv("EDGELOCK_ZERO_HEAP_CYCLES");
+  return s ? std::atoi(s) : 10000;
+}
+
+
+int small_cycles() { return cycles() / 10 > 0 ? cycles() / 10 : 1; }
+
+void count_event(const Event& e, void* ctx) {
+  *static_cast<int*>(ctx) += e.status.ok() ? 1 : 2;
+}
+
+TEST(ZeroHeap, ReentrantLockCycles) {
+  test::RedisServer server;
+  ASSERT_TRUE(server.start());
+  Connection a, b;
+  ASSERT_TRUE(test::open(a, server.url()));
+  ASSERT_TRUE(test::open(b, server.url()));
+  ReentrantLock mine(a), other(b);
+  ASSERT_TRUE(mine.init(Bytes::from_cstr("zh-reentrant"), {}, Bytes::from_cstr("me")).ok());
+  ASSERT_TRUE(other.init(Bytes::from_cstr("zh-reentrant")).ok());
+  ASSERT_TRUE(mine.try_acquire().ok());
+  ASSERT_EQ(other.try_acquire().code(), ErrorCode::kBusy);
+  ASSERT_TRUE(mine.extend(5000).ok());
+  ASSERT_TRUE(mine.release().ok());
+  int hook_calls = 0;
+  a.set_event_hook(count_event, &hook_calls);
+  const int n = small_cycles();
+  int failures = 0;
+  test::start_counting();
+  for (int i = 0; i < n; ++i) {
+    failures += !mine.acquire(millis(1000)).ok();
+    failures += !mine.try_acquire().ok();
+    failures += !mine.try_acquire().ok();
+    failures += other.try_acquire().code() != ErrorCode::kBusy;
+    failures += !mine.reacquire().ok();
+    failures += !mine.release().ok();
+    failures += !mine.release().ok();
+    failures += !mine.release().ok();
+    failures += mine.release().code() != ErrorCode::kNotHeld;
+  }
+  const test::AllocCounts c = test::stop_counting();
+  a.set_event_hook(nullptr, nullptr);
+  EXPECT_EQ(failures, 0);
+  EXPECT_GT(hook_calls, 0);
+  EXPECT_EQ(a.stats().connects, 1u);
+  EXPECT_EQ(c.total(), 0u) << "mallocs=" << c.mallocs << " news=" << c.news << " over " << n;
+}
+
+TEST(ZeroHeap, SemaphoreCycles) {
+  test::RedisServer server;
+  ASSERT_TRUE(server.start());
+  Connection a, b;
+  ASSERT_TRUE(test::open(a, server.url()));
+  ASSERT_TRUE(test::open(b, server.url()));
+  SemaphoreOptions o;
+  o.permits = 2;
+  Semaphore sa(a), sb(b);
+  ASSERT_TRUE(sa.init(Bytes::from_cstr("zh-sem"), o).ok());
+  ASSERT_TRUE(sb.init(Bytes::from_cstr("zh-sem"), o).ok());
+  Permit p1, p2, p3;
+  ASSERT_TRUE(sa.try_acquire(&p1).ok());
+  ASSERT_TRUE(sa.extend(&p1, 5000).ok());
+  ASSERT_TRUE(sa.in_use().ok());
+  ASSERT_TRUE(sa.release(&p1).ok());
+  ASSERT_EQ(sb.release_id(Bytes::from_cstr("nobody")).code(), ErrorCode::kNotOwner);
+  const int n = small_cycles();
+  int failures = 0;
+  test::start_counting();
+  for (int i = 0; i < n; ++i) {
+    failures += !sa.acquire(&p1, millis(1000)).ok();
+    failures += !sa.try_acquire(&p2).ok();
+    failures += sb.try_acquire(&p3).code() != ErrorCode::kBusy;
+    failures += !sa.extend(&p1, 5000).ok();
+    const Result<uint32_t> used = sb.in_use();
+    failures += !(used.ok() && used.value() == 2);
+    failures += !sb.release_id(p2.id_bytes()).ok();
+    failures += sa.release(&p2).code() != ErrorCode::kNotOwner;
+    failures += !sa.release(&p1).ok();
+  }
+  const test::AllocCounts c = test::stop_counting();
+  EXPECT_EQ(failures, 0);
+  EXPECT_EQ(a.stats().connects, 1u);
+  EXPECT_EQ(c.total(), 0u) << "mallocs=" << c.mallocs << " news=" << c.news << " over " << n;
+}
+
+TEST(ZeroHeap, CooldownQuotaAndMetrics) {
+  test::RedisServer server;
+  ASSERT_TRUE(server.start());
+  Connection a;
+  ASSERT_TRUE(test::open(a, server.url()));
+  Cooldown cd(a), cd_server(a);
+  CooldownOptions co;
+  co.period_ms = 60000;
+  ASSERT_TRUE(cd.init(Bytes::from_cstr("zh-cooldown"), co).ok());
+  co.local_hint = false;
+  ASSERT_TRUE(cd_server.init(Bytes::from_cstr("zh-cooldown"), co).ok());
+  Quota q(a);
+  QuotaOptions qo;
+  qo.limit = 2;
+  ASSERT_TRUE(q.init(Bytes::from_cstr("zh-quota"), qo).ok());
+  ASSERT_TRUE(cd.try_enter().ok());
+  ASSERT_TRUE(cd.reset().ok());
+  ASSERT_TRUE(q.try_take().ok());
+  ASSERT_TRUE(q.reset().ok());
+  ASSERT_TRUE(cd.retry_after_ms().ok());
+  ASSERT_TRUE(q.peek().ok());
+  const int n = small_cycles();
+  int failures = 0;
+  char line[256];
+  Admission adm;
+  test::start_counting();
+  for (int i = 0; i < n; ++i) {
+    failures += !cd.try_enter(&adm).ok();
+    failures += cd.try_enter(&adm).code() != ErrorCode::kBusy || !adm.local;
+    failures += cd_server.try_enter(&adm).code() != ErrorCode::kBusy || adm.local;
+    failures += cd.enter(millis(1), &adm).code() != ErrorCode::kBusy;
+    failures += !cd.retry_after_ms().ok();
+    failures += !cd.reset().ok();
+    failures += !q.try_take(&adm).ok();
+    failures += !q.take(millis(10), &adm).ok();
+    failures += q.try_take(&adm).code() != ErrorCode::kBusy;
+    failures += !q.peek().ok();
+    failures += !q.reset().ok();
+    failures += !format_metrics(a.metrics(), line, sizeof line).ok();
+  }
+  const test::AllocCounts c = test::stop_counting();
+  EXPECT_EQ(failures, 0);
+  EXPECT_EQ(a.stats().connects, 1u);
+  EXPECT_EQ(c.total(), 0u) << "mallocs=" << c.mallocs << " news=" << c.news << " over " << n;
+  std::printf("zero-heap primitives: %d cycles; %s\n", n, line);
+}
+
+// The contended wait: a waiter blocked in BLPOP is woken by the holder's
+// release, over and over. Threads are started before counting begins.
+}  // namespace
+}  // namespace edgelock

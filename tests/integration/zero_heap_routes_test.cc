@@ -1,0 +1,234 @@
+// No heap after init: cluster, sentinel, quorum and TLS steady states.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "edgelock/cluster.h"
+#include "edgelock/edgelock.h"
+#include "edgelock/fake_clock.h"
+#include "edgelock/lease_keeper.h"
+#include "edgelock/sentinel.h"
+#include "../support/alloc_counter.h"
+#include "../support/redis_server.h"
+#include "../support/redis_topology.h"
+#include "../support/test_util.h"
+#include "../support/tls_server.h"
+
+namespace edgelock {
+namespace {
+
+int cycles() {
+  const char* s = std::getenv("EDGELOCK_ZERO_HEAP_CYCLES");
+  return s ? std::atoi(s) : 10000;
+}
+
+
+int router_cycles() {
+  const int n = cycles() / (10 * test::slowdown());
+  return n > 0 ? n : 1;
+}
+
+// Every steady-state operation of one lock; returns the number of failures.
+int lock_cycle(Lock& lock) {
+  int failures = 0;
+  failures += !lock.acquire(millis(1000)).ok();
+  failures += !lock.extend(5000).ok();
+  failures += !lock.reacquire().ok();
+  const Result<bool> owned = lock.owned();
+  failures += !(owned.ok() && owned.value());
+  failures += !lock.status().ok();
+  failures += !lock.release().ok();
+  return failures;
+}
+
+TEST(ZeroHeap, ClusterCyclesOnEveryPrimary) {
+  test::RedisClusterSetup servers(3);
+  ASSERT_TRUE(servers.start());
+  Cluster cluster;
+  ASSERT_TRUE(cluster.setup(servers.url().c_str()).ok());
+  // Set-up: read the slot map and connect every primary.
+  ASSERT_TRUE(cluster.refresh(Deadline::after(cluster.clock(), millis(5000))).ok());
+  ASSERT_TRUE(cluster.connect_primaries(Deadline::after(cluster.clock(), millis(5000))).ok());
+  Lock locks[3] = {Lock(cluster), Lock(cluster), Lock(cluster)};
+  const uint16_t slots[3] = {0, 8192, 16383};
+  for (int i = 0; i < 3; ++i) {
+    std::string key;
+    for (int n = 0; n < 100000 && key.empty(); ++n) {
+      const std::string k = "zh-" + std::to_string(n);
+      if (cluster.owner_of(key_slot(k.c_str())) == cluster.owner_of(slots[i])) key = k;
+    }
+    ASSERT_TRUE(locks[i].init(Bytes(key.data(), key.size())).ok());
+    ASSERT_EQ(lock_cycle(locks[i]), 0) << cluster.last_error();  // scripts cached on each node
+  }
+  const int n = router_cycles();
+  int failures = 0;
+  test::start_counting();
+  for (int i = 0; i < n; ++i) {
+    for (Lock& l : locks) failures += lock_cycle(l);
+  }
+  const test::AllocCounts c = test::stop_counting();
+  EXPECT_EQ(failures, 0);
+  uint32_t connects = 0;
+  for (size_t i = 0; i < cluster.node_count(); ++i) connects += cluster.node(i).stats().connects;
+  EXPECT_EQ(connects, 3u) << "one connection per primary, no reconnects";
+  EXPECT_EQ(cluster.stats().moved + cluster.stats().ask, 0u);
+  EXPECT_EQ(c.total(), 0u) << "mallocs=" << c.mallocs << " frees=" << c.frees << " news=" << c.news;
+  std::printf("zero-heap cluster: %d cycles x 3 primaries, %llu allocations\n", n,
+              static_cast<unsigned long long>(c.total()));
+}
+
+TEST(ZeroHeap, SentinelCyclesWithWaitAndRechecks) {
+  test::SentinelSetup servers;
+  ASSERT_TRUE(servers.start());
+  Sentinel sentinel;
+  SentinelOptions so;
+  so.wait_replicas = 1;            // WAIT after every acquire and extend
+  so.recheck_interval = millis(1);  // ask a sentinel before nearly every op
+  ASSERT_TRUE(sentinel.setup(servers.url().c_str(), {}, so).ok());
+  Lock lock(sentinel);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr("zero-heap")).ok());
+  ASSERT_EQ(lock_cycle(lock), 0) << sentinel.last_error();  // set-up: connects
+  const uint32_t resolves = sentinel.stats().resolves;
+  const int n = router_cycles();
+  int failures = 0;
+  test::start_counting();
+  for (int i = 0; i < n; ++i) failures += lock_cycle(lock);
+  const test::AllocCounts c = test::stop_counting();
+  EXPECT_EQ(failures, 0) << sentinel.last_error();
+  EXPECT_EQ(sentinel.primary().stats().connects, 1u);
+  EXPECT_GT(sentinel.stats().resolves, resolves) << "the recheck path ran inside the counted loop";
+  EXPECT_EQ(sentinel.stats().wait_failures, 0u);
+  EXPECT_EQ(c.total(), 0u) << "mallocs=" << c.mallocs << " frees=" << c.frees << " news=" << c.news;
+  std::printf("zero-heap sentinel: %d cycles, %u sentinel rechecks, %llu allocations\n", n,
+              sentinel.stats().resolves - resolves, static_cast<unsigned long long>(c.total()));
+}
+
+TEST(ZeroHeap, QuorumCycles) {
+  constexpr size_t kServers = 3;
+  test::RedisServer servers[kServers];
+  Connection conns[kServers], others[kServers];
+  Connection* mine[kServers];
+  Connection* theirs[kServers];
+  for (size_t i = 0; i < kServers; ++i) {
+    ASSERT_TRUE(servers[i].start());
+    ASSERT_TRUE(test::open(conns[i], servers[i].url()));
+    ASSERT_TRUE(test::open(others[i], servers[i].url()));
+    mine[i] = &conns[i];
+    theirs[i] = &others[i];
+  }
+  QuorumOptions o;
+  o.server_timeout = millis(500) * test::slowdown();
+  QuorumLock la, lb;
+  ASSERT_TRUE(la.init(mine, kServers, Bytes::from_cstr("zero-heap-quorum"), o).ok());
+  ASSERT_TRUE(lb.init(theirs, kServers, Bytes::from_cstr("zero-heap-quorum"), o).ok());
+  // Set-up: every connection connected and every script cached.
+  ASSERT_TRUE(la.try_acquire().ok());
+  ASSERT_TRUE(la.extend(1000).ok());
+  ASSERT_TRUE(la.owned().ok());
+  ASSERT_EQ(lb.try_acquire().code(), ErrorCode::kBusy);
+  ASSERT_TRUE(la.release().ok());
+  ASSERT_TRUE(lb.try_acquire().ok());
+  ASSERT_TRUE(lb.release().ok());
+
+  // Each cycle is ~11 fan-out rounds; fewer under qemu.
+  const int n = cycles() / (10 * test::slowdown()) > 0 ? cycles() / (10 * test::slowdown()) : 1;
+  int failures = 0;
+  test::start_counting();
+  for (int i = 0; i < n; ++i) {
+    failures += !la.acquire(millis(1000)).ok();
+    failures += !la.extend(5000).ok();
+    failures += !la.reacquire().ok();
+    const Result<bool> owned = la.owned();
+    failures += !(owned.ok() && owned.value());
+    failures += lb.try_acquire().code() != ErrorCode::kBusy;  // busy + clean-up rounds
+    failures += !la.release().ok();
+    failures += lb.try_acquire().ok() ? !lb.release().ok() : 1;
+  }
+  const test::AllocCounts c = test::stop_counting();
+  EXPECT_EQ(failures, 0);
+  for (size_t i = 0; i < kServers; ++i) {
+    EXPECT_EQ(conns[i].stats().connects, 1u) << "no reconnect in the loop, server " << i;
+    EXPECT_EQ(others[i].stats().connects, 1u) << "no reconnect in the loop, server " << i;
+  }
+  EXPECT_EQ(c.total(), 0u) << "mallocs=" << c.mallocs << " frees=" << c.frees << " news=" << c.news
+                           << " over " << n << " quorum cycles";
+  std::printf("zero-heap quorum: %d cycles over %zu servers, %llu allocations\n", n, kServers,
+              static_cast<unsigned long long>(c.total()));
+}
+
+// --- Issue 9 primitives: every steady-state call, granted and refused. ---
+
+
+#ifdef EDGELOCK_TEST_TLS
+// Over TLS: the handshake allocates (setup), the lock cycles must not.
+TEST(ZeroHeap, TlsCycles) {
+  const test::TestCerts& certs = test::shared_certs();
+  ASSERT_TRUE(certs.ok());
+  test::TlsRedis server(certs, "server");
+  ASSERT_TRUE(server.start());
+  const std::string ca = certs.path("ca.crt");
+  ConnectionOptions o;
+  o.connect_timeout = millis(3000) * test::slowdown();
+  o.command_timeout = millis(3000) * test::slowdown();
+  o.tls.ca_file = ca.c_str();
+  Connection conn;
+  ASSERT_TRUE(conn.setup(server.tls_url().c_str(), o).ok());
+  Lock lock(conn);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr("zero-heap-tls")).ok());
+
+  test::start_counting();
+  test::reset_peak();
+  const Status connected = conn.connect();
+  const uint64_t peak = test::peak_bytes();
+  const test::AllocCounts setup = test::stop_counting();
+  const int64_t retained = test::live_bytes();
+  ASSERT_TRUE(connected.ok()) << conn.last_error();
+  EXPECT_GT(setup.mallocs, 0u) << "the counter must see the handshake allocate";
+  EXPECT_GE(static_cast<int64_t>(peak), retained);
+  std::printf("tls connect+handshake: peak %llu bytes live, "
+              "%lld kept after it, %llu allocations, %llu bytes requested in total\n",
+              static_cast<unsigned long long>(peak), static_cast<long long>(retained),
+              static_cast<unsigned long long>(setup.mallocs),
+              static_cast<unsigned long long>(setup.bytes));
+  // The same connect without TLS, for comparison.
+  Connection plain;
+  ASSERT_TRUE(plain.setup(server.plain_url().c_str(), o).ok());
+  test::start_counting();
+  test::reset_peak();
+  ASSERT_TRUE(plain.connect().ok()) << plain.last_error();
+  const uint64_t plain_peak = test::peak_bytes();
+  const test::AllocCounts plain_setup = test::stop_counting();
+  EXPECT_LT(plain_peak, peak);
+  std::printf("plaintext connect: peak %llu bytes live, %lld kept, %llu allocations\n",
+              static_cast<unsigned long long>(plain_peak),
+              static_cast<long long>(test::live_bytes()),
+              static_cast<unsigned long long>(plain_setup.mallocs));
+  ASSERT_TRUE(lock.try_acquire().ok());
+  ASSERT_TRUE(lock.release().ok());
+
+  const int n = cycles() / 5;
+  int failures = 0;
+  test::start_counting();
+  for (int i = 0; i < n; ++i) {
+    failures += !lock.acquire(millis(1000)).ok();
+    failures += !lock.extend(5000).ok();
+    const Result<bool> owned = lock.owned();
+    failures += !(owned.ok() && owned.value());
+    failures += !lock.status().ok();
+    failures += !lock.release().ok();
+  }
+  const test::AllocCounts c = test::stop_counting();
+  EXPECT_EQ(failures, 0) << conn.last_error();
+  EXPECT_EQ(conn.stats().connects, 1u) << "no reconnect happened in the loop";
+  EXPECT_EQ(c.total(), 0u) << "mallocs=" << c.mallocs << " frees=" << c.frees << " news=" << c.news
+                           << " over " << n << " TLS cycles";
+  std::printf("zero-heap over TLS: %d cycles, %u commands, %llu allocations\n", n,
+              conn.stats().commands, static_cast<unsigned long long>(c.total()));
+}
+#endif
+
+}  // namespace
+}  // namespace edgelock
