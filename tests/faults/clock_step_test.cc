@@ -43,11 +43,22 @@ std::string find_libfaketime() {
 
 // Runs the probe with `env` added; returns its exit status (-1 on timeout)
 // and its stdout in `out`. Bounded: 20 s.
+// EDGELOCK_CLOCK_PROBE (set by meson), else clock_probe next to this test.
+std::string probe_path() {
+  if (const char* p = std::getenv("EDGELOCK_CLOCK_PROBE")) return p;
+  char self[4096] = {};
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  std::string dir = n > 0 ? std::string(self, static_cast<size_t>(n)) : "";
+  dir = dir.substr(0, dir.rfind('/') + 1);
+  return dir + "clock_probe";
+}
+
 int run_probe(const std::string& url, const Env& env, std::string* out) {
-  const char* probe = std::getenv("EDGELOCK_CLOCK_PROBE");
+  const std::string probe_s = probe_path();
+  const char* probe = probe_s.c_str();
   char path[] = "/tmp/edgelock-probe-XXXXXX";
   const int fd = mkstemp(path);
-  if (!probe || fd < 0) return -2;
+  if (fd < 0) return -2;
   const pid_t pid = fork();
   if (pid == 0) {
     for (const auto& kv : env) setenv(kv.first.c_str(), kv.second.c_str(), 1);
@@ -88,6 +99,7 @@ Figures parse(const std::string& out) {
 TEST(ClockSteps, WallClockJumpsChangeNothing) {
   const std::string lib = find_libfaketime();
   if (lib.empty()) GTEST_SKIP() << "libfaketime not installed (apt-get install libfaketime)";
+  ASSERT_EQ(access(probe_path().c_str(), X_OK), 0) << "no clock_probe at " << probe_path();
   test::RedisServer s;
   ASSERT_TRUE(s.start());
   char stepfile[] = "/tmp/edgelock-faketime-XXXXXX";
