@@ -22,7 +22,20 @@ void SystemClock::sleep_for(Nanos ns) {
   ts.tv_nsec = static_cast<long>(until % 1000000000);
   const clockid_t id = count_suspend_ ? CLOCK_BOOTTIME : CLOCK_MONOTONIC;
   for (int i = 0; i < 1000; ++i) {
-    if (clock_nanosleep(id, TIMER_ABSTIME, &ts, nullptr) != EINTR) return;
+    const int rc = clock_nanosleep(id, TIMER_ABSTIME, &ts, nullptr);
+    if (rc == 0) return;
+    if (rc != EINTR) break;
+  }
+  // An absolute sleep refused (seccomp filters, time shims: libfaketime
+  // 0.9.10 returns EINVAL with FAKETIME_DONT_FAKE_MONOTONIC=1) would make
+  // every retry loop spin: sleep relative to the same clock instead.
+  for (int i = 0; i < 1000; ++i) {
+    const Nanos left = until - now();
+    if (left <= 0) return;
+    timespec rel{};
+    rel.tv_sec = static_cast<time_t>(left / 1000000000);
+    rel.tv_nsec = static_cast<long>(left % 1000000000);
+    (void)nanosleep(&rel, nullptr);
   }
 }
 
