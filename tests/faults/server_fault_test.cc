@@ -47,7 +47,9 @@ TEST(ServerFaults, ClientPauseTimesOutWithinDeadlineThenWorks) {
   ASSERT_TRUE(l.release().ok());
   SystemClock clock;
   const int64_t budget = to_millis(kCommandTimeout * test::slowdown());
-  ASSERT_EQ(run(admin, {"CLIENT", "PAUSE", "1500", "ALL"}), "OK");
+  // Long enough to outlast both calls below, also when stretched under qemu.
+  const std::string pause_ms = std::to_string(1500 * test::slowdown());
+  ASSERT_EQ(run(admin, {"CLIENT", "PAUSE", pause_ms, "ALL"}), "OK");
   Nanos t0 = clock.now();
   Status st = l.try_acquire();
   const int64_t try_ms = ms_since(clock, t0);
