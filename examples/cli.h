@@ -23,7 +23,7 @@ constexpr int kExitNotOwner = 5;    // release/extend with a stale token
 
 constexpr int kMaxUrls = 16;
 
-enum class Subcommand { kNone, kRun, kAcquire, kRelease, kExtend, kStatus };
+enum class Subcommand { kNone, kRun, kAcquire, kRelease, kExtend, kStatus, kSemaphore, kCooldown };
 
 struct Options {
   const char* urls[kMaxUrls] = {};
@@ -40,7 +40,16 @@ struct Options {
   Subcommand command = Subcommand::kNone;
   const char* key = nullptr;
   const char* token = nullptr;
-  char** child_argv = nullptr;  // NULL-terminated, run only
+  char** child_argv = nullptr;  // NULL-terminated: run, semaphore, cooldown
+  bool stats = false;            // --stats: metrics on stderr at exit
+  // semaphore
+  int64_t permits = 0;           // --permits N (required)
+  bool count = false;            // --count: print permits in use
+  const char* release_id = nullptr;  // --release PERMIT_ID
+  // cooldown
+  int64_t period_ms = 0;         // --period MS
+  int64_t quota = 0;             // --quota M (with --window)
+  int64_t window_ms = 0;         // --window MS
 };
 
 // Parses argv. Returns -1 to go on, or an exit code (after --help,
@@ -97,6 +106,12 @@ Lease lease_of(LockT& lock, edgelock::Clock& clock) {
   l.error_text = [](const void* p) -> const char* { return static_cast<const LockT*>(p)->connection_error(); };
   return l;
 }
+
+// semaphore and cooldown on one connection (cli_primitives.cc).
+int dispatch_primitive(const Options& o, edgelock::Connection& conn);
+
+// --stats: "edgelock: stats WHAT: name=value ..." on stderr.
+void print_stats(const char* what, const edgelock::Metrics& m);
 
 // The run subcommand, with the lease already acquired: runs COMMAND,
 // keeps the lease, releases it. Returns the exit code.

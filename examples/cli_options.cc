@@ -22,6 +22,10 @@ const char kUsage[] =
     "       edgelock [OPTIONS] release KEY TOKEN\n"
     "       edgelock [OPTIONS] extend KEY TOKEN\n"
     "       edgelock [OPTIONS] status KEY\n"
+    "       edgelock [OPTIONS] semaphore KEY --permits N [-- COMMAND [ARG...]]\n"
+    "       edgelock [OPTIONS] semaphore KEY --permits N --count | --release ID\n"
+    "       edgelock [OPTIONS] cooldown KEY --period MS [-- COMMAND [ARG...]]\n"
+    "       edgelock [OPTIONS] cooldown KEY --quota M --window MS [-- COMMAND...]\n"
     "\n"
     "A Redis lock from the shell: run a command only while holding KEY.\n"
     "\n"
@@ -36,6 +40,14 @@ const char kUsage[] =
     "  release  release KEY if TOKEN still owns it.\n"
     "  extend   reset KEY's TTL to --ttl if TOKEN still owns it.\n"
     "  status   print \"held TTL_MS\" or \"free\" for KEY.\n"
+    "  semaphore  take one of N expiring permits (each lives --ttl). With\n"
+    "           COMMAND: as run (permit renewed, released after, exit 4 if lost;\n"
+    "           EDGELOCK_TOKEN is the permit id). Without: print the permit id.\n"
+    "           --count prints the permits in use; --release ID returns one.\n"
+    "           Every user of KEY must pass the same --permits.\n"
+    "  cooldown at most once per --period (or --quota M per --window MS). If\n"
+    "           allowed, exec COMMAND (or print \"allowed\"); if not, print\n"
+    "           \"retry-after MS\" and exit 1. Waits only if --wait is given.\n"
     "\n"
     "Options:\n"
     "  -u, --url URL          Redis server: redis://[[user]:password@]host[:port][/db],\n"
@@ -53,6 +65,13 @@ const char kUsage[] =
     "      --tls-server-name NAME  name to verify instead of the URL's host.\n"
     "      --json             one JSON object per result on stdout (key, token,\n"
     "                         fence, ttl_ms, validity_ms, held).\n"
+    "      --stats            at exit, print the connection's and the handle's\n"
+    "                         counters (attempts, grants, busy, ...) to stderr.\n"
+    "      --permits N        semaphore: N permits (required).\n"
+    "      --count            semaphore: print the permits in use.\n"
+    "      --release ID       semaphore: return the permit ID.\n"
+    "      --period MS        cooldown: the period.\n"
+    "      --quota M, --window MS  cooldown: at most M times per window instead.\n"
     "  -q, --quiet            print no results and no notices (errors still go\n"
     "                         to stderr).\n"
     "  -h, --help             show this help.\n"
@@ -66,7 +85,10 @@ const char kUsage[] =
     "lost during run; 5 not the owner (stale token). For run, otherwise\n"
     "COMMAND's own status (128+N if it died of signal N, 127 if not found).\n";
 
-enum LongOnly { kGrace = 256, kTlsCa, kTlsCert, kTlsKey, kTlsServerName, kJson, kVersion };
+enum LongOnly {
+  kGrace = 256, kTlsCa, kTlsCert, kTlsKey, kTlsServerName, kJson, kVersion,
+  kStats, kPermits, kCount, kReleaseId, kPeriod, kQuota, kWindow,
+};
 
 const option kLongOptions[] = {
     {"url", required_argument, nullptr, 'u'},
@@ -81,21 +103,37 @@ const option kLongOptions[] = {
     {"quiet", no_argument, nullptr, 'q'},
     {"help", no_argument, nullptr, 'h'},
     {"version", no_argument, nullptr, kVersion},
+    {"stats", no_argument, nullptr, kStats},
+    {"permits", required_argument, nullptr, kPermits},
+    {"count", no_argument, nullptr, kCount},
+    {"release", required_argument, nullptr, kReleaseId},
+    {"period", required_argument, nullptr, kPeriod},
+    {"quota", required_argument, nullptr, kQuota},
+    {"window", required_argument, nullptr, kWindow},
     {nullptr, 0, nullptr, 0},
 };
 
-// Parses a whole decimal string in [lo, hi].
-bool parse_ms(const char* name, const char* text, int64_t lo, int64_t hi, int64_t* out) {
+// Parses a whole decimal string in [lo, hi]; `what` names the unit.
+bool parse_in(const char* name, const char* what, const char* text, int64_t lo, int64_t hi,
+              int64_t* out) {
   errno = 0;
   char* end = nullptr;
   const long long v = std::strtoll(text, &end, 10);
   if (errno != 0 || end == text || *end != '\0' || v < lo || v > hi) {
-    error_line("%s wants a number of milliseconds in %lld..%lld, got '%s'", name,
-               static_cast<long long>(lo), static_cast<long long>(hi), text);
+    error_line("%s wants %s in %lld..%lld, got '%s'", name, what, static_cast<long long>(lo),
+               static_cast<long long>(hi), text);
     return false;
   }
   *out = v;
   return true;
+}
+
+bool parse_ms(const char* name, const char* text, int64_t lo, int64_t hi, int64_t* out) {
+  return parse_in(name, "a number of milliseconds", text, lo, hi, out);
+}
+
+bool parse_num(const char* name, const char* text, int64_t lo, int64_t hi, int64_t* out) {
+  return parse_in(name, "a number", text, lo, hi, out);
 }
 
 // Applies one option; false on a usage error (already reported).
@@ -117,6 +155,13 @@ bool apply_option(int c, const char* arg, Options* o) {
     case kTlsServerName: o->tls_server_name = arg; return true;
     case kJson: o->json = true; return true;
     case 'q': o->quiet = true; return true;
+    case kStats: o->stats = true; return true;
+    case kPermits: return parse_num("--permits", arg, 1, edgelock::kMaxPermits, &o->permits);
+    case kCount: o->count = true; return true;
+    case kReleaseId: o->release_id = arg; return true;
+    case kPeriod: return parse_ms("--period", arg, 1, edgelock::kMaxTtlMs, &o->period_ms);
+    case kQuota: return parse_num("--quota", arg, 1, INT32_MAX, &o->quota);
+    case kWindow: return parse_ms("--window", arg, 1, edgelock::kMaxTtlMs, &o->window_ms);
     default: return false;
   }
 }
@@ -129,12 +174,38 @@ struct Verb {
 const Verb kVerbs[] = {
     {"run", Subcommand::kRun, 1},       {"acquire", Subcommand::kAcquire, 1},
     {"release", Subcommand::kRelease, 2}, {"extend", Subcommand::kExtend, 2},
-    {"status", Subcommand::kStatus, 1},
+    {"status", Subcommand::kStatus, 1}, {"semaphore", Subcommand::kSemaphore, 1},
+    {"cooldown", Subcommand::kCooldown, 1},
 };
+
+// semaphore/cooldown option combinations.
+int check_primitive(const Options& o) {
+  const char* bad = nullptr;
+  if (o.command == Subcommand::kSemaphore) {
+    const int modes = (o.count ? 1 : 0) + (o.release_id ? 1 : 0) + (o.child_argv ? 1 : 0);
+    if (o.permits == 0) bad = "semaphore needs --permits N";
+    if (modes > 1) bad = "semaphore takes one of --count, --release ID or COMMAND";
+    if (o.release_id && (o.release_id[0] == '\0' || std::strlen(o.release_id) > edgelock::kMaxTokenLen)) {
+      error_line("--release wants a permit id of 1..%zu bytes", edgelock::kMaxTokenLen);
+      return kExitUsage;
+    }
+  } else {
+    const bool quota = o.quota != 0 || o.window_ms != 0;
+    if (quota && (o.quota == 0 || o.window_ms == 0)) bad = "--quota and --window go together";
+    if (quota && o.period_ms != 0) bad = "cooldown takes --period or --quota/--window, not both";
+    if (!quota && o.period_ms == 0) bad = "cooldown needs --period MS (or --quota M --window MS)";
+  }
+  if (bad) {
+    error_line("%s", bad);
+    return kExitUsage;
+  }
+  return -1;
+}
 
 int parse_positionals(char** pos, int n, char** command, Options* o) {
   if (n == 0) {
-    error_line("missing subcommand (run, acquire, release, extend or status; see --help)");
+    error_line("missing subcommand (run, acquire, release, extend, status, semaphore or cooldown;"
+               " see --help)");
     return kExitUsage;
   }
   const Verb* verb = nullptr;
@@ -164,6 +235,10 @@ int parse_positionals(char** pos, int n, char** command, Options* o) {
       error_line("run needs a COMMAND after '--'");
       return kExitUsage;
     }
+  } else if (verb->command == Subcommand::kSemaphore || verb->command == Subcommand::kCooldown) {
+    o->child_argv = command ? command : (extra > 0 ? pos + 2 : nullptr);  // optional
+    if (o->child_argv && !o->child_argv[0]) o->child_argv = nullptr;
+    return check_primitive(*o);
   } else if (extra > 0 || command) {
     error_line("unexpected argument '%s' after %s", extra > 0 ? pos[n - extra] : "--", verb->name);
     return kExitUsage;

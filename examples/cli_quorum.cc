@@ -118,10 +118,7 @@ int quorum_status(const Options& o, Servers& sv) {
 
 }  // namespace
 
-int dispatch_quorum(const Options& o) {
-  Servers sv;
-  int rc = open_servers(o, &sv);
-  if (rc != kExitOk) return rc;
+static int quorum_command(const Options& o, Servers& sv) {
   if (o.command == Subcommand::kRelease || o.command == Subcommand::kExtend) {
     return by_token(o, sv, o.command == Subcommand::kExtend);
   }
@@ -136,6 +133,21 @@ int dispatch_quorum(const Options& o) {
   }
   if (o.command == Subcommand::kRun) return cmd_run(o, lock, sv.conns[0].clock());
   return cmd_acquire(o, lock);
+}
+
+int dispatch_quorum(const Options& o) {
+  Servers sv;
+  int rc = open_servers(o, &sv);
+  if (rc != kExitOk) return rc;
+  rc = quorum_command(o, sv);
+  for (size_t i = 0; o.stats && i < sv.n; ++i) {
+    char what[320];
+    char where[300];
+    edgelock::format_endpoint(sv.conns[i].endpoint(), where, sizeof where);
+    std::snprintf(what, sizeof what, "connection %s", where);
+    print_stats(what, sv.conns[i].metrics());
+  }
+  return rc;
 }
 
 #else  // no QuorumLock in this library build

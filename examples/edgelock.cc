@@ -66,11 +66,29 @@ int cmd_status(const Options& o, Lock& lock) {
   return kExitOk;
 }
 
+int run_lock_command(const Options& o, Lock& lock, edgelock::Connection& conn) {
+  switch (o.command) {
+    case Subcommand::kRun: return cmd_run(o, lock, conn.clock());
+    case Subcommand::kAcquire: return cmd_acquire(o, lock);
+    case Subcommand::kRelease: return cmd_release(o, lock);
+    case Subcommand::kExtend: return cmd_extend(o, lock);
+    case Subcommand::kStatus: return cmd_status(o, lock);
+    default: break;
+  }
+  return kExitUsage;
+}
+
 int dispatch(const Options& o) {
+  const bool primitive = o.command == Subcommand::kSemaphore || o.command == Subcommand::kCooldown;
+  if (primitive && o.url_count > 1) {
+    error_line("semaphore and cooldown take one --url (no quorum variant: see docs/primitives.md)");
+    return kExitUsage;
+  }
   if (o.url_count > 1) return dispatch_quorum(o);
   edgelock::Connection conn;
   int rc = open_connection(o, o.urls[0], &conn);
   if (rc != kExitOk) return rc;
+  if (primitive) return dispatch_primitive(o, conn);
   Lock lock(conn);
   edgelock::LockOptions lo;
   lo.ttl_ms = o.ttl_ms;
@@ -83,15 +101,12 @@ int dispatch(const Options& o) {
     error_line("cannot set up the lock: %s", s.to_string());
     return exit_code_for(s.code());
   }
-  switch (o.command) {
-    case Subcommand::kRun: return cmd_run(o, lock, conn.clock());
-    case Subcommand::kAcquire: return cmd_acquire(o, lock);
-    case Subcommand::kRelease: return cmd_release(o, lock);
-    case Subcommand::kExtend: return cmd_extend(o, lock);
-    case Subcommand::kStatus: return cmd_status(o, lock);
-    case Subcommand::kNone: break;
+  rc = run_lock_command(o, lock, conn);
+  if (o.stats) {
+    print_stats("connection", conn.metrics());
+    print_stats("lock", lock.metrics());
   }
-  return kExitUsage;
+  return rc;
 }
 
 }  // namespace
