@@ -80,10 +80,11 @@ const char kUsage[] =
     "Environment: EDGELOCK_URL (default URL), EDGELOCK_PASSWORD (used when the URL\n"
     "has none; passwords are never printed).\n"
     "\n"
-    "Exit status: 0 success; 1 not acquired within --wait (busy); 2 usage or\n"
-    "invalid argument; 3 connection, authentication, TLS or server error; 4 lease\n"
-    "lost during run; 5 not the owner (stale token). For run, otherwise\n"
-    "COMMAND's own status (128+N if it died of signal N, 127 if not found).\n";
+    "Exit status: 0 success; 1 not acquired within --wait (busy), or cooldown\n"
+    "not allowed; 2 usage or invalid argument; 3 connection, authentication, TLS\n"
+    "or server error; 4 lease (or permit) lost during run/semaphore; 5 not the\n"
+    "owner (stale token or permit id). With COMMAND, otherwise COMMAND's own\n"
+    "status (128+N if it died of signal N, 127 if not found).\n";
 
 enum LongOnly {
   kGrace = 256, kTlsCa, kTlsCert, kTlsKey, kTlsServerName, kJson, kVersion,

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 
@@ -88,17 +89,18 @@ TEST_F(CliPrimitivesTest, SemaphoreUsageErrorsExitTwo) {
 }
 
 TEST_F(CliPrimitivesTest, SemaphoreLostPermitKillsCommandAndExitsFour) {
+  const int ttl = 600 * std::min(slowdown(), 4);
   const int64_t t0 = now_ms();
-  const pid_t p = start({"-t", "600", "semaphore", "job", "--permits", "1", "--", "sleep", "30"}, "lost");
+  const pid_t p = start({"-t", std::to_string(ttl), "semaphore", "job", "--permits", "1", "--", "sleep", "30"}, "lost");
   for (int i = 0; i < 400 && redis({"ZCARD", "job"}) != "1"; ++i) usleep(5000);
   ASSERT_EQ(redis({"ZCARD", "job"}), "1");
-  usleep(700 * 1000);  // past one TTL: the keeper renews it
+  usleep(static_cast<useconds_t>(ttl + 100) * 1000);  // past one TTL: the keeper renews it
   ASSERT_EQ(redis({"ZCARD", "job"}), "1") << "renewed past its TTL";
   ASSERT_EQ(redis({"DEL", "job"}), "1");  // taken away: the next renewal fails
   Outcome o = finish(p, "lost", t0, 8000);
   EXPECT_EQ(o.rc, 4) << o.err;
   EXPECT_TRUE(has(o.err, "lost")) << o.err;
-  EXPECT_LT(o.ms, 700 + 3000 * slowdown()) << "stopped within a renewal interval plus grace";
+  EXPECT_LT(o.ms, ttl + 3000 * slowdown()) << "stopped within a renewal interval plus grace";
 }
 
 TEST_F(CliPrimitivesTest, CooldownAllowsOnceThenRefusesUntilThePeriodEnds) {
