@@ -6,6 +6,7 @@
 #include "edgelock/edgelock.h"
 #include "edgelock/fake_clock.h"
 #include "../support/redis_server.h"
+#include "../support/shared_server_test.h"
 #include "../support/test_util.h"
 
 namespace edgelock {
@@ -14,32 +15,14 @@ namespace {
 using test::RedisServer;
 using test::run;
 
-class LockTest : public ::testing::Test {
+class LockTest : public test::SharedServerTest {
  protected:
-  static void SetUpTestSuite() {
-    server_ = new RedisServer();
-    ASSERT_TRUE(server_->start());
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override {
-    ASSERT_TRUE(test::open(a_, server_->url()));
-    ASSERT_TRUE(test::open(b_, server_->url()));
-    ASSERT_TRUE(test::open(admin_, server_->url()));
-    ASSERT_EQ(run(admin_, {"FLUSHALL"}), "OK");
-  }
   LockOptions ttl(int64_t ms) {
     LockOptions o;
     o.ttl_ms = ms;
     return o;
   }
-
-  static RedisServer* server_;
-  Connection a_, b_, admin_;
 };
-RedisServer* LockTest::server_ = nullptr;
 
 TEST_F(LockTest, AcquireReleaseCycle) {
   Lock lock(a_);

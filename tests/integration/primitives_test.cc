@@ -6,6 +6,7 @@
 #include "edgelock/edgelock.h"
 #include "edgelock/fake_clock.h"
 #include "../support/redis_server.h"
+#include "../support/shared_server_test.h"
 #include "../support/test_util.h"
 
 namespace edgelock {
@@ -14,33 +15,15 @@ namespace {
 using test::RedisServer;
 using test::run;
 
-class PrimitivesTest : public ::testing::Test {
+class PrimitivesTest : public test::SharedServerTest {
  protected:
-  static void SetUpTestSuite() {
-    server_ = new RedisServer();
-    ASSERT_TRUE(server_->start());
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override {
-    ASSERT_TRUE(test::open(a_, server_->url()));
-    ASSERT_TRUE(test::open(b_, server_->url()));
-    ASSERT_TRUE(test::open(admin_, server_->url()));
-    ASSERT_EQ(run(admin_, {"FLUSHALL"}), "OK");
-  }
   static ReentrantLockOptions rttl(int64_t ms) {
     ReentrantLockOptions o;
     o.ttl_ms = ms;
     return o;
   }
   int pttl(const std::string& key) { return std::stoi(run(admin_, {"PTTL", key})); }
-
-  static RedisServer* server_;
-  Connection a_, b_, admin_;
 };
-RedisServer* PrimitivesTest::server_ = nullptr;
 
 // --- Reentrant lock -------------------------------------------------------
 

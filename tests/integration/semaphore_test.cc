@@ -11,6 +11,7 @@
 
 #include "edgelock/edgelock.h"
 #include "../support/redis_server.h"
+#include "../support/shared_server_test.h"
 #include "../support/test_util.h"
 
 namespace edgelock {
@@ -27,26 +28,9 @@ SemaphoreOptions opts(uint32_t permits, int64_t ttl_ms) {
   return o;
 }
 
-class SemaphoreTest : public ::testing::Test {
+class SemaphoreTest : public test::SharedServerTest {
  protected:
-  static void SetUpTestSuite() {
-    server_ = new test::RedisServer();
-    ASSERT_TRUE(server_->start());
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override {
-    ASSERT_TRUE(test::open(a_, server_->url()));
-    ASSERT_TRUE(test::open(b_, server_->url()));
-    ASSERT_TRUE(test::open(admin_, server_->url()));
-    ASSERT_EQ(run(admin_, {"FLUSHALL"}), "OK");
-  }
-  static test::RedisServer* server_;
-  Connection a_, b_, admin_;
 };
-test::RedisServer* SemaphoreTest::server_ = nullptr;
 
 TEST_F(SemaphoreTest, CountsReleasesAndExtends) {
   Semaphore sa(a_), sb(b_);

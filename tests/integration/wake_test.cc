@@ -10,6 +10,7 @@
 
 #include "edgelock/edgelock.h"
 #include "../support/redis_server.h"
+#include "../support/shared_server_test.h"
 #include "../support/test_util.h"
 
 namespace edgelock {
@@ -17,33 +18,15 @@ namespace {
 
 using test::run;
 
-class WakeTest : public ::testing::Test {
+class WakeTest : public test::SharedServerTest {
  protected:
-  static void SetUpTestSuite() {
-    server_ = new test::RedisServer();
-    ASSERT_TRUE(server_->start());
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
-  void SetUp() override {
-    ASSERT_TRUE(test::open(a_, server_->url()));
-    ASSERT_TRUE(test::open(b_, server_->url()));
-    ASSERT_TRUE(test::open(admin_, server_->url()));
-    ASSERT_EQ(run(admin_, {"FLUSHALL"}), "OK");
-  }
   static LockOptions ttl(int64_t ms, bool wake = true) {
     LockOptions o;
     o.ttl_ms = ms;
     o.wake_on_release = wake;
     return o;
   }
-
-  static test::RedisServer* server_;
-  Connection a_, b_, admin_;
 };
-test::RedisServer* WakeTest::server_ = nullptr;
 
 // The waiter blocks (the holder's TTL is long), the holder releases: the
 // waiter must be granted within a few ms, far below any polling interval.

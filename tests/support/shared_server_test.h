@@ -1,0 +1,37 @@
+#pragma once
+// A fixture for real-server tests: one redis-server per test suite, and
+// per test three fresh connections (a_, b_, admin_) to a flushed server.
+
+#include <gtest/gtest.h>
+
+#include "edgelock/connection.h"
+#include "redis_server.h"
+#include "test_util.h"
+
+namespace edgelock {
+namespace test {
+
+class SharedServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new RedisServer();
+    ASSERT_TRUE(server_->start());
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_NE(server_, nullptr);
+    ASSERT_TRUE(open(a_, server_->url()));
+    ASSERT_TRUE(open(b_, server_->url()));
+    ASSERT_TRUE(open(admin_, server_->url()));
+    ASSERT_EQ(run(admin_, {"FLUSHALL"}), "OK");
+  }
+
+  inline static RedisServer* server_ = nullptr;
+  Connection a_, b_, admin_;
+};
+
+}  // namespace test
+}  // namespace edgelock
