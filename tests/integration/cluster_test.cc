@@ -209,7 +209,9 @@ int replica_of(test::RedisClusterSetup& servers, int port) {
 }
 
 TEST(ClusterFailover, WaitThenFollowPromotedReplicaAfterKill9) {
-  test::RedisClusterSetup servers(3, 1);
+  // A short node timeout: the replica takes over about a second after the
+  // primary dies.
+  test::RedisClusterSetup servers(3, 1, 1000);
   ASSERT_TRUE(servers.start()) << "could not build a cluster with replicas";
   // With WAIT: a grant is confirmed by the slot's replica, and fails
   // closed while that replica is stopped.

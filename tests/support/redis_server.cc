@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -97,6 +98,22 @@ bool RedisServer::set_config(const std::string& text) {
   return std::fclose(f) == 0 && ok;
 }
 
+namespace {
+
+bool can_bind(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  close(fd);
+  return ok;
+}
+
+}  // namespace
+
 int free_port() {
   for (int attempt = 0; attempt < 50; ++attempt) {
     const int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -111,11 +128,33 @@ int free_port() {
       port = ntohs(a.sin_port);
     }
     close(fd);
-    // Stay below the ephemeral range's top so a server can also get a
-    // cluster bus port (+10000) if a test wants one.
-    if (port > 1024 && port != 6379 && port < 55000) return port;
+    if (port > 1024 && port != 6379) return port;
   }
   return 0;
+}
+
+int free_cluster_port() {
+  // Below the ephemeral range (32768+ on Linux) for both the port and its
+  // bus port (+10000): no client socket or kernel-picked server port of a
+  // test running beside this one can take either of them.
+  static unsigned seed = static_cast<unsigned>(getpid()) * 2654435761u ^ static_cast<unsigned>(time(nullptr));
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    seed = seed * 1103515245u + 12345u;
+    const int port = 20000 + static_cast<int>((seed >> 8) % 2700);
+    if (can_bind(port) && can_bind(port + 10000)) return port;
+  }
+  return 0;
+}
+
+std::string file_tail(const std::string& path, size_t n) {
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  if (!f) return "(no " + path + ")";
+  std::string text;
+  char buf[512];
+  size_t got = 0;
+  while ((got = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, got);
+  std::fclose(f);
+  return text.size() > n ? text.substr(text.size() - n) : text;
 }
 
 int slowdown() {
@@ -140,7 +179,21 @@ RedisServer::~RedisServer() {
 }
 
 bool RedisServer::start() {
-  if (port_ == 0) port_ = free_port();
+  if (port_ != 0) return start_once();
+  // A port found free can be taken before the server binds it (tests run
+  // side by side): try a few fresh ports before giving up.
+  const bool cluster = std::find(extra_.begin(), extra_.end(), "--cluster-enabled") != extra_.end();
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    port_ = cluster ? free_cluster_port() : free_port();
+    if (port_ != 0 && start_once()) return true;
+    std::fprintf(stderr, "redis-server on port %d did not start (attempt %d): %s\n", port_, attempt + 1,
+                 file_tail(dir_ + "/redis.log", 400).c_str());
+  }
+  port_ = 0;
+  return false;
+}
+
+bool RedisServer::start_once() {
   const char* bin = std::getenv("EDGELOCK_REDIS_SERVER");
   std::vector<std::string> args = {bin ? bin : "redis-server"};
   if (!config_.empty()) args.push_back(config_);
@@ -169,6 +222,7 @@ bool RedisServer::start() {
     }
     sleep_ms(25);
   }
+  kill9();  // never answered: do not leave it running
   return false;
 }
 

@@ -21,7 +21,9 @@ class RedisServer {
   /// Writes `text` to <dir>/server.conf and passes that file first on the
   /// command line (redis-sentinel needs a config file it can rewrite).
   bool set_config(const std::string& text);
-  /// Starts the server and waits until it answers PING (bounded: 10 s).
+  /// Starts the server and waits until it answers PING (bounded: 10 s a
+  /// try; on a fresh port up to 5 tries, since a port found free can be
+  /// taken by a test running beside this one).
   bool start();
   /// SIGKILL and reap.
   void kill9();
@@ -40,6 +42,8 @@ class RedisServer {
   const std::string& dir() const { return dir_; }
 
  private:
+  bool start_once();
+
   std::vector<std::string> extra_;
   std::string config_;
   std::string dir_;
@@ -58,6 +62,12 @@ int run_program(const std::vector<std::string>& argv, const std::string& log, in
 
 /// A TCP port on 127.0.0.1 that was free a moment ago (never 6379).
 int free_port();
+/// A port below the ephemeral range that was free a moment ago, with its
+/// cluster bus port (+10000) free too.
+int free_cluster_port();
+
+/// The last `n` bytes of a text file (for failure messages).
+std::string file_tail(const std::string& path, size_t n);
 
 /// How much to stretch timing bounds (EDGELOCK_TEST_SLOWDOWN, e.g. 10 under
 /// qemu); 1 by default.

@@ -1,5 +1,6 @@
 #include "redis_topology.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 
@@ -27,23 +28,24 @@ bool wait_until(int ms, F ok) {
 
 }  // namespace
 
-RedisClusterSetup::RedisClusterSetup(int primaries, int replicas) : replicas_(replicas) {
+RedisClusterSetup::RedisClusterSetup(int primaries, int replicas, int node_timeout_ms) : replicas_(replicas) {
   for (int i = 0; i < primaries * (1 + replicas); ++i) {
     nodes_.emplace_back(new RedisServer({"--cluster-enabled", "yes", "--cluster-config-file",
-                                         "nodes.conf", "--cluster-node-timeout", "1000",
+                                         "nodes.conf", "--cluster-node-timeout", std::to_string(node_timeout_ms),
                                          "--repl-diskless-sync-delay", "0"}));
   }
 }
 
 bool RedisClusterSetup::start() {
   for (auto& n : nodes_) {
-    if (!n->start()) return false;
+    if (!n->start()) return fail("a node did not start");
   }
   std::vector<std::string> cmd = {"redis-cli", "--cluster", "create"};
   for (auto& n : nodes_) cmd.push_back("127.0.0.1:" + std::to_string(n->port()));
   cmd.insert(cmd.end(), {"--cluster-replicas", std::to_string(replicas_), "--cluster-yes"});
-  if (run_program(cmd, nodes_[0]->dir() + "/create.log", 60000 * slowdown()) != 0) return false;
-  return wait_until(20000, [&] {
+  const std::string create_log = nodes_[0]->dir() + "/create.log";
+  if (run_program(cmd, create_log, 60000 * slowdown()) != 0) return fail("redis-cli --cluster create failed", create_log);
+  const bool settled = wait_until(20000, [&] {
     for (auto& n : nodes_) {
       if (!contains(raw_command(n->port(), {"CLUSTER", "INFO"}), "cluster_state:ok")) return false;
       const std::string repl = raw_command(n->port(), {"INFO", "replication"});
@@ -51,6 +53,16 @@ bool RedisClusterSetup::start() {
     }
     return true;
   });
+  return settled ? true : fail("the cluster did not settle", create_log);
+}
+
+bool RedisClusterSetup::fail(const char* what, const std::string& log) {
+  std::fprintf(stderr, "cluster setup: %s\n", what);
+  if (!log.empty()) std::fprintf(stderr, "%s\n", file_tail(log, 1500).c_str());
+  for (auto& n : nodes_) {
+    std::fprintf(stderr, "node %d: %s\n", n->port(), file_tail(n->dir() + "/redis.log", 400).c_str());
+  }
+  return false;
 }
 
 std::string RedisClusterSetup::url() const {

@@ -14,10 +14,13 @@ namespace test {
 
 class RedisClusterSetup {
  public:
-  /// `replicas` per primary (redis-cli --cluster-replicas).
-  explicit RedisClusterSetup(int primaries = 3, int replicas = 0);
+  /// `replicas` per primary (redis-cli --cluster-replicas). The node
+  /// timeout is generous by default, so a loaded machine does not make the
+  /// nodes flag each other as failed; a failover test passes a short one.
+  explicit RedisClusterSetup(int primaries = 3, int replicas = 0, int node_timeout_ms = 5000);
   /// Starts the nodes, creates the cluster and waits (bounded) until every
-  /// node reports cluster_state:ok and every replica is in sync.
+  /// node reports cluster_state:ok and every replica is in sync. On a
+  /// failure, says which step failed on stderr.
   bool start();
   /// redis-cluster://127.0.0.1:p1,127.0.0.1:p2,...
   std::string url() const;
@@ -27,6 +30,8 @@ class RedisClusterSetup {
   std::string node_id(int i);
 
  private:
+  bool fail(const char* what, const std::string& log = "");
+
   std::vector<std::unique_ptr<RedisServer>> nodes_;
   int replicas_ = 0;
 };
