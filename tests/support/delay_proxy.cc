@@ -135,6 +135,17 @@ bool DelayProxy::start() {
   return true;
 }
 
+bool DelayProxy::wait_idle(Nanos limit) const {
+  const Nanos end = now() + limit;
+  int zeros = 0;
+  for (int i = 0; i < 100000 && now() < end; ++i) {
+    zeros = queued() == 0 ? zeros + 1 : 0;
+    if (zeros == 2) return true;
+    SystemClock().sleep_for(millis(5));
+  }
+  return false;
+}
+
 void DelayProxy::accept_one() {
   const int client = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
   if (client < 0) return;
@@ -190,6 +201,9 @@ void DelayProxy::run() {
       return p->done();
     }), pairs_.end());
     open_pairs_.store(static_cast<int>(pairs_.size()));
+    size_t queued = 0;
+    for (const auto& p : pairs_) queued += p->dir[0].queue.size() + p->dir[1].queue.size();
+    queued_.store(static_cast<int>(queued));
     fds.assign(1, pollfd{listen_fd_, POLLIN, 0});
     for (const auto& p : pairs_) {
       for (int i = 0; i < 2; ++i) {

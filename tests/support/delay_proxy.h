@@ -40,6 +40,12 @@ class DelayProxy {
   int accepted() const { return accepted_.load(); }
   /// Connections open now.
   int open_pairs() const { return open_pairs_.load(); }
+  /// Chunks (and end-of-stream marks) read but not yet delivered, as of
+  /// the thread's last pass. 0 twice in a row: all traffic sent a while
+  /// ago has landed.
+  int queued() const { return queued_.load(); }
+  /// Waits (bounded by `limit`) until queued() reads 0 twice 5 ms apart.
+  bool wait_idle(Nanos limit) const;
 
   struct Pair;  // one client connection and its upstream connection
 
@@ -55,6 +61,7 @@ class DelayProxy {
   std::atomic<bool> stop_{false};
   std::atomic<int> accepted_{0};
   std::atomic<int> open_pairs_{0};
+  std::atomic<int> queued_{0};
   std::vector<std::unique_ptr<Pair>> pairs_;  // the proxy thread's only
   std::thread thread_;
 };
