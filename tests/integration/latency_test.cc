@@ -26,7 +26,7 @@ constexpr const char* kKey = "latency-key";
 
 Nanos slow(Nanos t) { return t * test::slowdown(); }
 Nanos now() { return default_clock().now(); }
-// One-way delay of the emulated network; a round trip is 2 * kOneWay().
+// One-way delay of the emulated network; a round trip is 2 * one_way().
 Nanos one_way() { return slow(millis(20)); }
 Nanos rtt() { return 2 * one_way(); }
 
@@ -137,7 +137,8 @@ void check_parallel(bool fencing) {
               "release p50 %.1f ms\n", static_cast<long long>(one_way() / kNanosPerMilli),
               fencing ? "on" : "off", acq / 1e6, static_cast<long long>(rounds), rel / 1e6);
   EXPECT_GE(acq, rounds * rtt()) << "the proxy must delay";
-  EXPECT_LT(acq, rounds * rtt() * 5 / 2) << "a sequential fan-out would take " << 5 * rounds << " round trips";
+  EXPECT_LT(acq, rounds * rtt() * 5 / 2)
+      << "a sequential fan-out would take " << 5 * rounds << " round trips";
   EXPECT_GE(rel, rtt());
   EXPECT_LT(rel, rtt() * 5 / 2);
 }

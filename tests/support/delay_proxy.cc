@@ -109,7 +109,8 @@ struct DelayProxy::Pair {
   }
 };
 
-DelayProxy::DelayProxy(int upstream_port, Nanos delay) : upstream_port_(upstream_port), delay_(delay) {}
+DelayProxy::DelayProxy(int upstream_port, Nanos delay)
+    : upstream_port_(upstream_port), delay_(delay) {}
 
 DelayProxy::~DelayProxy() {
   stop_.store(true);
@@ -125,8 +126,8 @@ bool DelayProxy::start() {
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof a;
-  if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || listen(listen_fd_, 64) != 0 ||
-      getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+  if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      listen(listen_fd_, 64) != 0 || getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
     return false;
   }
   port_ = ntohs(a.sin_port);
@@ -182,7 +183,8 @@ Nanos DelayProxy::wait_budget(Nanos t) const {
   Nanos wait = kMaxWait;
   for (const auto& p : pairs_) {
     for (const Direction& d : p->dir) {
-      if (!d.queue.empty() && !d.blocked) wait = std::min(wait, std::max<Nanos>(0, d.queue.front().due - t));
+      if (d.queue.empty() || d.blocked) continue;
+      wait = std::min(wait, std::max<Nanos>(0, d.queue.front().due - t));
     }
   }
   return wait;
