@@ -156,12 +156,23 @@ Status Connection::abandon() {
 }
 
 Result<const Reply*> Connection::wait(Deadline deadline) {
+  bool may_block = true;
   for (int round = 0; round < kMaxRounds; ++round) {
     const Result<const Reply*> r = advance();
     if (!r.ok() || r.value()) return r;
     if (deadline.expired(*clock_)) return abandon();
     // Decrypted TLS bytes wait in mbedTLS, where poll() cannot see them.
     if (detail::transport_has_pending_input(transport_)) continue;
+    // Waiting for the reply in recv() itself saves the poll() syscall. Only
+    // with a slice's worth of deadline left, and once a slice passes empty
+    // the rest of the wait is poll()'s (an injected clock may not move).
+    if (may_block && phase_ == Phase::kReceiving &&
+        deadline.remaining(*clock_) >= detail::kBlockingReadSlice + detail::kBlockingReadMargin) {
+      const Result<size_t> n = detail::transport_read_blocking(transport_, error_);
+      if (!n.ok()) return fail(n.status());
+      may_block = n.value() > 0;
+      continue;
+    }
     pollfd p{transport_.fd, poll_events(), 0};
     const int rc = poll(&p, 1, deadline.poll_timeout_ms(*clock_));
     if (rc == 0) return abandon();

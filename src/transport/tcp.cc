@@ -50,8 +50,12 @@ Status transport_open(TransportState& t, const Endpoint& ep, const TlsOptions& t
   }
   if (ep.scheme != Scheme::kUnix) redisEnableKeepAlive(c);  // TCP_NODELAY is set by hiredis
   t.fd = c->fd;
+  // The socket stays in blocking mode so transport_read_blocking() can wait
+  // in recv() itself; every other call passes MSG_DONTWAIT.
+  const timeval slice{0, static_cast<suseconds_t>(kBlockingReadSlice / 1000)};
   const int flags = fcntl(t.fd, F_GETFL, 0);
-  if (flags < 0 || fcntl(t.fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+  if (flags < 0 || fcntl(t.fd, F_SETFL, flags & ~O_NONBLOCK) < 0 ||
+      setsockopt(t.fd, SOL_SOCKET, SO_RCVTIMEO, &slice, sizeof slice) < 0) {
     return fail_connect(t, ep, std::strerror(errno), err, ErrorCode::kConnectFailed);
   }
   t.reader = reader_create(&t.arena, kRxBufferSize);
@@ -79,7 +83,7 @@ void transport_close(TransportState& t) {
 Result<size_t> transport_write(TransportState& t, const uint8_t* data, size_t n, ErrorText& err) {
   if (t.tls) return tls_write(t, data, n, err);
   for (;;) {
-    const ssize_t w = send(t.fd, data, n, MSG_NOSIGNAL);
+    const ssize_t w = send(t.fd, data, n, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (w >= 0) return static_cast<size_t>(w);
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) return static_cast<size_t>(0);
@@ -88,33 +92,51 @@ Result<size_t> transport_write(TransportState& t, const uint8_t* data, size_t n,
   }
 }
 
+namespace {
+
+// recv() into the reader's spare space; `flags` decide whether it waits.
+Result<size_t> read_plain(TransportState& t, uint8_t* dst, size_t avail, int flags, ErrorText& err) {
+  const ssize_t n = recv(t.fd, dst, avail, flags);
+  if (n > 0) {
+    reader_commit(t.reader, static_cast<size_t>(n));
+    return static_cast<size_t>(n);
+  }
+  if (n == 0) {
+    set_error(err, "server closed the connection");
+    return ErrorCode::kConnectionClosed;
+  }
+  // EINTR too: the caller's loop checks its deadline and comes back.
+  if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) return static_cast<size_t>(0);
+  set_error(err, "read: %s", std::strerror(errno));
+  return errno == ECONNRESET ? ErrorCode::kConnectionClosed : ErrorCode::kIo;
+}
+
+uint8_t* read_space(TransportState& t, size_t* avail, ErrorText& err) {
+  uint8_t* dst = reader_space(t.reader, avail);
+  if (!dst || *avail == 0) set_error(err, "reply exceeds the %zu-byte receive buffer", kRxBufferSize);
+  return dst && *avail > 0 ? dst : nullptr;
+}
+
+}  // namespace
+
 Result<size_t> transport_read(TransportState& t, ErrorText& err) {
   size_t avail = 0;
-  uint8_t* dst = reader_space(t.reader, &avail);
-  if (!dst || avail == 0) {
-    set_error(err, "reply exceeds the %zu-byte receive buffer", kRxBufferSize);
-    return ErrorCode::kBufferTooSmall;
-  }
+  uint8_t* dst = read_space(t, &avail, err);
+  if (!dst) return ErrorCode::kBufferTooSmall;
   if (t.tls) {
     Result<size_t> r = tls_read(t, dst, avail, err);
     if (r.ok() && r.value() > 0) reader_commit(t.reader, r.value());
     return r;
   }
-  for (;;) {
-    const ssize_t n = recv(t.fd, dst, avail, 0);
-    if (n > 0) {
-      reader_commit(t.reader, static_cast<size_t>(n));
-      return static_cast<size_t>(n);
-    }
-    if (n == 0) {
-      set_error(err, "server closed the connection");
-      return ErrorCode::kConnectionClosed;
-    }
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) return static_cast<size_t>(0);
-    set_error(err, "read: %s", std::strerror(errno));
-    return errno == ECONNRESET ? ErrorCode::kConnectionClosed : ErrorCode::kIo;
-  }
+  return read_plain(t, dst, avail, MSG_DONTWAIT, err);
+}
+
+Result<size_t> transport_read_blocking(TransportState& t, ErrorText& err) {
+  if (t.tls) return static_cast<size_t>(0);
+  size_t avail = 0;
+  uint8_t* dst = read_space(t, &avail, err);
+  if (!dst) return ErrorCode::kBufferTooSmall;
+  return read_plain(t, dst, avail, 0, err);
 }
 
 Result<const Reply*> transport_next_reply(TransportState& t, ErrorText& err) {

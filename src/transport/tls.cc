@@ -26,7 +26,7 @@ constexpr int kMaxHandshakeRounds = 1 << 16;
 int bio_send(void* ctx, const unsigned char* buf, size_t len) {
   TlsSession* s = static_cast<TlsSession*>(ctx);
   for (;;) {
-    const ssize_t n = send(s->fd, buf, len, MSG_NOSIGNAL);
+    const ssize_t n = send(s->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n >= 0) return static_cast<int>(n);
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) return MBEDTLS_ERR_SSL_WANT_WRITE;
@@ -38,7 +38,7 @@ int bio_send(void* ctx, const unsigned char* buf, size_t len) {
 int bio_recv(void* ctx, unsigned char* buf, size_t len) {
   TlsSession* s = static_cast<TlsSession*>(ctx);
   for (;;) {
-    const ssize_t n = recv(s->fd, buf, len, 0);
+    const ssize_t n = recv(s->fd, buf, len, MSG_DONTWAIT);
     if (n >= 0) {
       s->bytes_received += static_cast<size_t>(n);
       return static_cast<int>(n);  // 0 = EOF: mbedTLS reports CONN_EOF

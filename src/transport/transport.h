@@ -1,7 +1,8 @@
 #pragma once
 // Transport (private): hiredis connects the socket and parses replies into
 // the arena; mbedTLS (tls.cc) optionally wraps the same socket. All I/O is
-// non-blocking; callers wait with poll() against their own deadline.
+// non-blocking (MSG_DONTWAIT); callers wait with poll() against their own
+// deadline, except transport_read_blocking(), bounded by SO_RCVTIMEO.
 
 #include <cstddef>
 #include <cstdint>
@@ -18,8 +19,14 @@ namespace detail {
 /// A fixed error text buffer of kErrorTextSize bytes.
 using ErrorText = char[kErrorTextSize];
 
+/// How long one transport_read_blocking() may wait (the socket's
+/// SO_RCVTIMEO): callers block only with at least this much (plus
+/// kBlockingReadMargin for timer slack) left of their deadline.
+constexpr Nanos kBlockingReadSlice = millis(100);
+constexpr Nanos kBlockingReadMargin = millis(10);
+
 /// Connects (TCP or unix via hiredis, then TLS if the scheme says so),
-/// switches the socket to non-blocking and sets up the reply reader.
+/// sets the receive timeout to kBlockingReadSlice and sets up the reader.
 /// Allocates (hiredis context, reader buffer, TLS session): this is setup.
 /// Errors: kConnectFailed, kTimeout, kTls, kTlsUntrusted, kTlsCertTime,
 /// kTlsHostMismatch, kTlsUnavailable, kInvalidArgument, kIo, kBufferTooSmall.
@@ -36,6 +43,13 @@ Result<size_t> transport_write(TransportState& t, const uint8_t* data, size_t n,
 /// Reads what is available into the reader. Returns bytes read (0 = would
 /// block). Errors: kIo, kConnectionClosed, kTls, kBufferTooSmall.
 Result<size_t> transport_read(TransportState& t, ErrorText& err);
+
+/// Like transport_read() but waits up to kBlockingReadSlice for bytes, so
+/// a caller waiting for one reply spends one syscall instead of poll() +
+/// recv(). Returns 0 if nothing came in that time (or on a signal). Plain
+/// sockets only: with TLS it returns 0 at once (mbedTLS may need to write).
+/// Errors: kIo, kConnectionClosed, kBufferTooSmall.
+Result<size_t> transport_read_blocking(TransportState& t, ErrorText& err);
 
 /// The next complete reply, or nullptr if more bytes are needed.
 /// Errors: kProtocol, kBufferTooSmall.
