@@ -19,19 +19,19 @@ namespace {
 constexpr int kMaxRounds = 1 << 20;
 }  // namespace
 
-Status Connection::encode(const Bytes* args, size_t count) {
-  ByteBuilder out(tx_, sizeof tx_);
+Status Connection::encode(const Bytes* args, size_t count, size_t offset) {
+  ByteBuilder out(tx_ + offset, sizeof tx_ - offset);
   const Status s = encode_command(out, Command{args, count});
   if (!s.ok()) {
     set_error(error_, "command of %zu bytes does not fit the %zu-byte buffer",
-                  encoded_length(Command{args, count}), sizeof tx_);
+                  encoded_length(Command{args, count}), sizeof tx_ - offset);
     return s;
   }
-  tx_len_ = out.size();
+  tx_len_ = offset + out.size();
   return Status();
 }
 
-Status Connection::encode_eval(bool by_sha) {
+Status Connection::encode_eval(bool by_sha, size_t offset) {
   eval_by_sha_ = by_sha;
   // EVALSHA sha numkeys key... arg...; at most 2 + keys + args arguments.
   constexpr size_t kMaxArgs = 16;
@@ -45,12 +45,13 @@ Status Connection::encode_eval(bool by_sha) {
   argv[c++] = Bytes(numkeys, static_cast<size_t>(n));
   for (size_t i = 0; i < eval_nkeys_; ++i) argv[c++] = eval_keys_[i];
   for (size_t i = 0; i < eval_nargs_; ++i) argv[c++] = eval_args_[i];
-  return encode(argv, c);
+  return encode(argv, c, offset);
 }
 
 Status Connection::begin() {
   transport_.arena.reset();
   tx_sent_ = 0;
+  replies_due_ = 1;
   phase_ = Phase::kSending;
   ++stats_.commands;
   return Status();
@@ -134,9 +135,10 @@ Result<const Reply*> Connection::advance() {
     const Result<const Reply*> r = detail::transport_next_reply(transport_, error_);
     if (!r.ok()) return fail(r.status());
     if (r.value()) {
-      // One command in flight, so one reply: anything more is unsolicited
-      // and a sign we may be reading someone else's answer.
-      if (detail::transport_unread(transport_) > 0) {
+      // One command in flight (or the last of a pipeline), so one reply:
+      // anything more is unsolicited and a sign we may be reading someone
+      // else's answer.
+      if (replies_due_ == 1 && detail::transport_unread(transport_) > 0) {
         set_error(error_, "server sent more than one reply");
         return fail(ErrorCode::kProtocol);
       }

@@ -94,7 +94,10 @@ Status Lock::attempt(Deadline deadline) {
   // Validity counts from before the request leaves: the server's TTL may
   // have started any time after this.
   const Nanos start = clock().now();
-  const Result<const Reply*> r = run_eval(detail::kAcquireScript, keys, nkeys, args, 2, true, deadline);
+  return on_acquire_reply(run_eval(detail::kAcquireScript, keys, nkeys, args, 2, true, deadline), start);
+}
+
+Status Lock::on_acquire_reply(const Result<const Reply*>& r, Nanos start) {
   if (!r.ok()) {
     // Granted on the primary but not confirmed by its replicas: a failover
     // could lose it, so hand it back rather than report a grant.
@@ -142,9 +145,14 @@ Status Lock::acquire(Nanos wait) {
   for (uint32_t i = 0; !s.ok() && detail::retryable(s.code()) && i < 1000000; ++i) {
     const Nanos left = deadline.remaining(clock);
     if (left <= 0) break;
-    pause(s, left, op_deadline);  // wake signal, holder's TTL or backoff
-    // Same token on retries: the script recognises a grant whose reply we lost.
-    s = counted_attempt(io_deadline().min(op_deadline));
+    // Wake signal, holder's TTL or backoff; with the signal, the attempt
+    // may ride along (pipelined behind the BLPOP).
+    Status next;
+    if (!pause(s, left, op_deadline, &next)) {
+      // Same token on retries: the script recognises a grant whose reply we lost.
+      next = counted_attempt(io_deadline().min(op_deadline));
+    }
+    s = next;
   }
   return s;
 }

@@ -81,6 +81,16 @@ class Connection {
   Result<const Reply*> eval(const Script& script, const Bytes* keys, size_t nkeys,
                             const Bytes* args, size_t nargs, Deadline deadline);
 
+  /// Sends `args` and EVALSHA `script` in one write (a pipeline) and waits
+  /// for both replies; returns the eval's. Redis runs the eval as soon as
+  /// the command is done, even one that blocks (BLPOP): a waiter gets its
+  /// answer one round trip after the wake-up instead of two. `*first` gets
+  /// the command's outcome (ok, or its error reply's code); its reply is
+  /// not kept. Errors: as eval() (for the connection or the eval's reply).
+  Result<const Reply*> command_then_eval(const Bytes* args, size_t count, const Script& script,
+                                         const Bytes* keys, size_t nkeys, const Bytes* eval_args,
+                                         size_t nargs, Deadline deadline, Status* first);
+
   // --- Non-blocking use, for fanning out over many connections with one
   // poll(). Arguments must stay valid until the reply is complete.
 
@@ -133,8 +143,8 @@ class Connection {
   Status ensure_connected(Deadline deadline);
   Status handshake(Deadline deadline);
   Result<const Reply*> wait(Deadline deadline);
-  Status encode(const Bytes* args, size_t count);
-  Status encode_eval(bool by_sha);
+  Status encode(const Bytes* args, size_t count, size_t offset = 0);
+  Status encode_eval(bool by_sha, size_t offset = 0);
   Status begin();
   Result<const Reply*> on_reply(const Reply* reply);
   Status fail(Status s);
@@ -156,6 +166,7 @@ class Connection {
   const Bytes* eval_args_ = nullptr;
   size_t eval_nargs_ = 0;
   bool eval_by_sha_ = false;  // the eval in flight was sent as EVALSHA
+  uint8_t replies_due_ = 1;   // replies still to read for what was sent
   uint32_t failed_connects_ = 0;
   Nanos next_connect_at_ = 0;
   ConnectionStats stats_;

@@ -140,6 +140,7 @@ class Lock {
  private:
   Status attempt(Deadline deadline);
   Status counted_attempt(Deadline deadline);
+  Status on_acquire_reply(const Result<const Reply*>& r, Nanos start);
   Status send_release();
   Status noted(EventKind kind, Nanos start, Status s);
   Status send_extend(int64_t ms, ExtendMode mode);
@@ -154,8 +155,9 @@ class Lock {
                                 const Bytes* args, size_t nargs, bool replicate, Deadline d);
   Result<const Reply*> run_command(const Bytes* args, size_t count, Deadline d);
   Nanos retry_delay(Status last, Nanos left);
-  void pause(Status last, Nanos left, Deadline op_deadline);
+  bool pause(Status last, Nanos left, Deadline op_deadline, Status* attempted);
   bool await_release(Nanos cap, Deadline op_deadline);
+  bool await_and_attempt(Nanos cap, Deadline op_deadline, Status* attempted);
 
   Connection* conn_ = nullptr;
   Router* router_ = nullptr;
