@@ -16,7 +16,7 @@ void usage(const char* program) {
   std::fprintf(stderr,
                "usage: %s [--workload uncontended|contended|handoff|quorum] [--url URL]...\n"
                "          [--cycles N] [--clients K] [--ttl-ms T] [--hold-us H] [--json]\n"
-               "          [--mode seq|par] [--key NAME] [--no-wake]\n",
+               "          [--mode seq|par] [--key NAME] [--no-wake] [--no-fencing]\n",
                program);
 }
 
@@ -36,8 +36,9 @@ bool parse_args(int argc, char** argv, Args* out, const char* program) {
     const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
     long n = 0;
     bool ok = true;
-    if (std::strcmp(f, "--json") == 0 || std::strcmp(f, "--no-wake") == 0) {
-      (f[2] == 'j' ? out->json : out->no_wake) = true;
+    if (std::strcmp(f, "--json") == 0 || std::strcmp(f, "--no-wake") == 0 ||
+        std::strcmp(f, "--no-fencing") == 0) {
+      (f[2] == 'j' ? out->json : f[5] == 'w' ? out->no_wake : out->no_fencing) = true;
       continue;
     }
     if (!v) ok = false;

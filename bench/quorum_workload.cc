@@ -1,5 +1,6 @@
 // The quorum workload of edgelock-bench: one process, one QuorumLock over
-// every --url, try_acquire + release per cycle (fencing on, as by default).
+// every --url, try_acquire + release per cycle (fencing on, as by default;
+// --no-fencing drops the fence write-back round).
 // Built only when the tree has QuorumLock (see bench/meson.build).
 #include <cstdio>
 
@@ -22,6 +23,7 @@ int run_quorum(const Args& a, Histogram& latency) {
   static edgelock::QuorumLock lock;
   edgelock::QuorumOptions o;
   o.ttl_ms = a.ttl_ms;
+  o.fencing = !a.no_fencing;
   if (!lock.init(ptrs, static_cast<size_t>(a.nurls), edgelock::Bytes::from_cstr(a.key), o).ok()) return 1;
   if (!lock.acquire(edgelock::millis(30000)).ok() || !lock.release().ok()) {
     std::fprintf(stderr, "warm-up cycle failed: %s\n", lock.connection_error());
@@ -37,7 +39,7 @@ int run_quorum(const Args& a, Histogram& latency) {
     latency.add(now_ns() - c0);
   }
   Report r;
-  r.workload = "quorum";
+  r.workload = a.no_fencing ? "quorum-nofence" : "quorum";
   r.cycles = a.cycles;
   r.seconds = static_cast<double>(now_ns() - t0) / 1e9;
   r.latency = &latency;

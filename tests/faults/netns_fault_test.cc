@@ -203,7 +203,11 @@ TEST_F(Netns, RejectWithTcpResetFailsFast) {
   const Status st2 = l.try_acquire();  // reconnect: SYN answered by RST
   const int64_t connect_ms = ms_since(clock, t0);
   ASSERT_TRUE(rule("-D " + reject));
-  EXPECT_TRUE(st.code() == ErrorCode::kConnectionClosed || st.code() == ErrorCode::kIo)
+  // The RST usually answers our request; but a delayed ACK of the last
+  // reply can meet the rule first, and then the idle check sees the reset
+  // and the reconnect is refused. Either way: fast, and no grant.
+  EXPECT_TRUE(st.code() == ErrorCode::kConnectionClosed || st.code() == ErrorCode::kIo ||
+              st.code() == ErrorCode::kConnectFailed)
       << st.to_string() << " " << c.last_error();
   EXPECT_LT(rst_ms, 50 * test::slowdown());
   EXPECT_TRUE(st2.code() == ErrorCode::kConnectFailed || st2.code() == ErrorCode::kNotConnected)

@@ -1,0 +1,297 @@
+// Locks over an emulated network: real redis-servers behind DelayProxy
+// (a fixed one-way delay each way; the kernel here has no netem). Checks
+// what only latency shows: the quorum fan-out is parallel, validity counts
+// the round trip, a slow server costs at most its timeout, a deadline
+// shorter than the round trip times out and the connection recovers, and a
+// TTL the round trip eats fails closed.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "edgelock/edgelock.h"
+#include "../support/delay_proxy.h"
+#include "../support/redis_server.h"
+#include "../support/test_util.h"
+#include "validity.h"
+
+namespace edgelock {
+namespace {
+
+using test::DelayProxy;
+
+constexpr const char* kKey = "latency-key";
+
+Nanos slow(Nanos t) { return t * test::slowdown(); }
+Nanos now() { return default_clock().now(); }
+// One-way delay of the emulated network; a round trip is 2 * one_way().
+Nanos one_way() { return slow(millis(20)); }
+Nanos rtt() { return 2 * one_way(); }
+
+long expired_keys_of(int port) {
+  const std::string info = test::raw_command(port, {"INFO", "stats"});
+  const size_t at = info.find("expired_keys:");
+  return at == std::string::npos ? -1000000 : std::atol(info.c_str() + at + 13);
+}
+
+// N servers, each behind its own proxy; lock connections go through the
+// proxies, inspection connections straight to the servers.
+class ProxiedServers {
+ public:
+  bool start(size_t n) {
+    n_ = n;
+    for (size_t i = 0; i < n; ++i) {
+      servers_[i].reset(new test::RedisServer());
+      if (!servers_[i]->start()) return false;
+      proxies_[i].reset(new DelayProxy(servers_[i]->port(), one_way()));
+      if (!proxies_[i]->start()) return false;
+      if (!test::open(conns_[i], proxies_[i]->url())) return false;
+      if (!test::open(admin_[i], servers_[i]->url())) return false;
+      ptrs_[i] = &conns_[i];
+    }
+    return true;
+  }
+  Connection* const* conns() { return ptrs_; }
+  Connection& conn(size_t i) { return conns_[i]; }
+  DelayProxy& proxy(size_t i) { return *proxies_[i]; }
+  test::RedisServer& server(size_t i) { return *servers_[i]; }
+  std::string get(size_t i) { return test::run(admin_[i], {"GET", kKey}); }
+  /// How many servers (but `skip`) hold `token` under the key.
+  size_t holders(Bytes token, size_t skip = kMaxQuorumServers) {
+    const std::string t(reinterpret_cast<const char*>(token.data), token.size);
+    size_t n = 0;
+    for (size_t i = 0; i < n_; ++i) n += i != skip && get(i) == t ? 1 : 0;
+    return n;
+  }
+  /// Waits (bounded) until every proxy has delivered what it read.
+  bool idle(Nanos limit) {
+    for (size_t i = 0; i < n_; ++i) {
+      if (!proxies_[i]->wait_idle(limit)) return false;
+    }
+    return true;
+  }
+  /// Keys the servers let expire (a lock key that expired was left behind).
+  long expired_keys() {
+    long n = 0;
+    for (size_t i = 0; i < n_; ++i) n += expired_keys_of(servers_[i]->port());
+    return n;
+  }
+
+ private:
+  size_t n_ = 0;
+  std::unique_ptr<test::RedisServer> servers_[kMaxQuorumServers];
+  std::unique_ptr<DelayProxy> proxies_[kMaxQuorumServers];
+  Connection conns_[kMaxQuorumServers];
+  Connection admin_[kMaxQuorumServers];
+  Connection* ptrs_[kMaxQuorumServers] = {};
+};
+
+QuorumOptions quorum_opts(bool fencing) {
+  QuorumOptions o;
+  o.ttl_ms = 10000 * test::slowdown();
+  o.server_timeout = 5 * rtt();
+  o.fencing = fencing;
+  return o;
+}
+
+Nanos median(Nanos* v, size_t n) {
+  std::sort(v, v + n);
+  return v[n / 2];
+}
+
+// Sequential clients would pay one round trip per server and round (5x);
+// a parallel fan-out pays one per round. The bound sits halfway, 2.5x.
+void check_parallel(bool fencing) {
+  ProxiedServers s;
+  ASSERT_TRUE(s.start(5));
+  const QuorumOptions o = quorum_opts(fencing);
+  QuorumLock lock;
+  ASSERT_TRUE(lock.init(s.conns(), 5, Bytes::from_cstr(kKey), o).ok());
+  ASSERT_TRUE(lock.acquire(slow(millis(2000))).ok()) << lock.connection_error();  // connects
+  ASSERT_TRUE(lock.release().ok());
+  const Nanos rounds = fencing ? 2 : 1;  // acquire (+ fence write-back)
+  const Nanos drift = detail::drift_of(o.ttl_ms, o.drift_factor);
+  constexpr size_t kCycles = 5;
+  Nanos acquire[kCycles], release[kCycles];
+  for (size_t i = 0; i < kCycles; ++i) {
+    const Nanos t0 = now();
+    ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();
+    const Nanos t1 = now();
+    const Nanos left = lock.remaining();
+    const Nanos t2 = now();
+    acquire[i] = t1 - t0;
+    // Validity runs from before the first request left (>= t0) and at
+    // least `rounds` round trips went by before the grant was known.
+    EXPECT_LE(left, millis(o.ttl_ms) - drift - rounds * rtt()) << "validity must count the round trips";
+    EXPECT_GE(left, millis(o.ttl_ms) - drift - (t2 - t0));
+    EXPECT_EQ(s.holders(lock.token()), 5u);
+    const Nanos t3 = now();
+    ASSERT_TRUE(lock.release().ok());
+    release[i] = now() - t3;
+    EXPECT_EQ(s.holders(lock.token()), 0u);
+  }
+  const Nanos acq = median(acquire, kCycles), rel = median(release, kCycles);
+  std::printf("[latency] 5 servers, %lld ms each way, fencing %s: acquire p50 %.1f ms (%lld rounds), "
+              "release p50 %.1f ms\n", static_cast<long long>(one_way() / kNanosPerMilli),
+              fencing ? "on" : "off", acq / 1e6, static_cast<long long>(rounds), rel / 1e6);
+  EXPECT_GE(acq, rounds * rtt()) << "the proxy must delay";
+  EXPECT_LT(acq, rounds * rtt() * 5 / 2)
+      << "a sequential fan-out would take " << 5 * rounds << " round trips";
+  EXPECT_GE(rel, rtt());
+  EXPECT_LT(rel, rtt() * 5 / 2);
+}
+
+TEST(Latency, QuorumFanOutIsParallel) { check_parallel(false); }
+TEST(Latency, QuorumFanOutIsParallelWithFencing) { check_parallel(true); }
+
+// One of five servers turns slower than the per-server timeout mid-run:
+// the other four decide, the call returns within that timeout, and the
+// slow server's key is removed once it answers again.
+TEST(Latency, OneSlowServerCostsAtMostItsTimeout) {
+  ProxiedServers s;
+  ASSERT_TRUE(s.start(5));
+  QuorumOptions o = quorum_opts(true);
+  o.server_timeout = 4 * rtt();
+  QuorumLock lock;
+  ASSERT_TRUE(lock.init(s.conns(), 5, Bytes::from_cstr(kKey), o).ok());
+  ASSERT_TRUE(lock.acquire(slow(millis(2000))).ok()) << lock.connection_error();
+  ASSERT_TRUE(lock.release().ok());
+  const Nanos slow_way = o.server_timeout;  // round trip 2x the timeout
+  s.proxy(4).set_delay(slow_way);
+  Nanos t0 = now();
+  ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();
+  const Nanos took = now() - t0;
+  const Nanos margin = slow(millis(50));
+  // The acquire round is decided by the four (1 RTT); the fence round
+  // waits for the fastest majority of those that may hold the key.
+  EXPECT_LT(took, o.server_timeout + margin);
+  EXPECT_GE(s.holders(lock.token()), 3u);
+  EXPECT_GE(lock.remaining(), millis(o.ttl_ms) / 2);
+  const std::string token(reinterpret_cast<const char*>(lock.token().data), lock.token().size);
+  EXPECT_NE(s.get(4), token) << "the slow server's SET is still on its way";
+  t0 = now();
+  const Status r = lock.release();
+  EXPECT_LT(now() - t0, o.server_timeout + margin);
+  // The slow server's SET may still be on its way: the outcome there is unknown.
+  EXPECT_TRUE(r.ok() || r.code() == ErrorCode::kIndeterminate) << r.to_string();
+  std::printf("[latency] one slow server: acquire %.1f ms (timeout %.0f ms), first release: %s\n",
+              took / 1e6, o.server_timeout / 1e6, r.to_string());
+  EXPECT_EQ(s.holders(lock.token(), 4), 0u) << "released on the four";
+  // The network heals; the retried release reaches the slow server after
+  // its delayed SET (same connection, in order, or after it landed).
+  s.proxy(4).set_delay(one_way());
+  ASSERT_TRUE(s.proxy(4).wait_idle(slow(millis(3000)))) << "the delayed requests landed";
+  for (int i = 0; i < 5 && r.code() == ErrorCode::kIndeterminate; ++i) {
+    const Status again = lock.release();
+    if (again.code() != ErrorCode::kIndeterminate) {
+      EXPECT_TRUE(again.ok()) << again.to_string() << " " << lock.connection_error();
+      break;
+    }
+  }
+  EXPECT_EQ(s.get(4), "(nil)") << "nothing left on the slow server";
+  EXPECT_EQ(s.holders(lock.token()), 0u);
+}
+
+// A budget shorter than the round trip times out on time; the next call
+// reconnects and cleans up the grant that landed after we gave up.
+TEST(Latency, SingleLockDeadlineShorterThanRoundTrip) {
+  test::RedisServer server;
+  ASSERT_TRUE(server.start());
+  DelayProxy proxy(server.port(), one_way());
+  ASSERT_TRUE(proxy.start());
+  const Nanos budget = 4 * rtt();  // the first EVALSHA costs 2 (NOSCRIPT, EVAL)
+  ConnectionOptions co;
+  co.command_timeout = budget;
+  co.reconnect_min = millis(1);
+  co.reconnect_max = millis(10);
+  Connection conn, admin;
+  ASSERT_TRUE(conn.setup(proxy.url().c_str(), co).ok());
+  ASSERT_TRUE(test::open(admin, server.url()));
+  Lock lock(conn);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr(kKey)).ok());
+  Nanos t0 = now();
+  ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();
+  EXPECT_GE(now() - t0, rtt()) << "the proxy must delay";
+  ASSERT_TRUE(lock.release().ok());
+  EXPECT_EQ(proxy.accepted(), 1);
+
+  proxy.set_delay(budget);  // round trip = 2x the budget
+  t0 = now();
+  EXPECT_EQ(lock.try_acquire().code(), ErrorCode::kTimeout);
+  const Nanos took = now() - t0;
+  EXPECT_GE(took, budget);
+  EXPECT_LT(took, budget + slow(millis(50)));
+  EXPECT_FALSE(lock.held());
+  EXPECT_FALSE(conn.is_connected()) << "a timed-out connection is closed (its reply may still come)";
+  // A plain command with an explicit deadline below the round trip, too.
+  proxy.set_delay(one_way());
+  const Bytes ping = Bytes::from_cstr("PING");
+  t0 = now();
+  EXPECT_EQ(conn.command(&ping, 1, Deadline::after(conn.clock(), one_way())).status().code(),
+            ErrorCode::kTimeout);
+  EXPECT_LT(now() - t0, one_way() + slow(millis(50)));
+
+  // Once the late SET has landed, release() reconnects and removes it.
+  ASSERT_TRUE(proxy.wait_idle(slow(millis(3000))));
+  const std::string token(reinterpret_cast<const char*>(lock.token().data), lock.token().size);
+  EXPECT_EQ(test::run(admin, {"GET", kKey}), token) << "the timed-out SET was applied";
+  const Status r = lock.release();
+  EXPECT_TRUE(r.ok()) << r.to_string() << " " << lock.connection_error();
+  EXPECT_EQ(test::run(admin, {"GET", kKey}), "(nil)");
+  EXPECT_EQ(proxy.accepted(), 3) << "each timeout closed the connection; each next call reconnected";
+  t0 = now();
+  ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();
+  EXPECT_LT(now() - t0, budget);
+  ASSERT_TRUE(lock.release().ok());
+}
+
+// The validity budget (TTL - drift) is just under one round trip: every
+// grant arrives too late to use, so the acquire fails closed and takes its
+// keys back. A control with room for the round trips succeeds (and loads
+// the scripts, so the clean-up round costs one round trip, not two).
+TEST(Latency, TtlEatenByTheRoundTripFailsClosed) {
+  ProxiedServers s;
+  ASSERT_TRUE(s.start(5));
+  QuorumOptions c = quorum_opts(true);
+  c.drift_factor = 0.5;                   // drift = ttl / 2 + 2 ms
+  c.ttl_ms = 8 * rtt() / kNanosPerMilli;  // validity budget 4 rtt - 2 ms
+  c.server_timeout = 3 * rtt();
+  {
+    QuorumLock control;
+    ASSERT_TRUE(control.init(s.conns(), 5, Bytes::from_cstr(kKey), c).ok());
+    ASSERT_TRUE(control.acquire(slow(millis(2000))).ok()) << control.connection_error();
+    EXPECT_GT(control.remaining(), 0);
+    ASSERT_TRUE(control.release().ok());
+  }
+  QuorumOptions o = c;
+  o.ttl_ms = 2 * rtt() / kNanosPerMilli;  // validity budget = rtt - 2 ms
+  o.server_timeout = millis(o.ttl_ms) - millis(1);
+  QuorumLock lock;
+  ASSERT_TRUE(lock.init(s.conns(), 5, Bytes::from_cstr(kKey), o).ok());
+  const long expired_before = s.expired_keys();
+  const Nanos t0 = now();
+  const Status st = lock.try_acquire();
+  const Nanos took = now() - t0;
+  EXPECT_TRUE(st.code() == ErrorCode::kExpired || st.code() == ErrorCode::kIndeterminate ||
+              st.code() == ErrorCode::kNoQuorum) << st.to_string();
+  std::printf("[latency] validity budget %.0f ms < rtt %.0f ms: %s after %.1f ms\n",
+              (millis(o.ttl_ms) - detail::drift_of(o.ttl_ms, o.drift_factor)) / 1e6, rtt() / 1e6,
+              st.to_string(), took / 1e6);
+  EXPECT_FALSE(lock.held());
+  EXPECT_EQ(lock.remaining(), 0);
+  EXPECT_EQ(lock.fence(), 0u);
+  // Gave up when the validity ran out, then the clean-up round.
+  EXPECT_LT(took, millis(o.ttl_ms) + o.server_timeout + slow(millis(50)));
+  const Status r = lock.release();
+  EXPECT_EQ(r.code(), ErrorCode::kNotHeld) << "the clean-up round reached every server";
+  ASSERT_TRUE(s.idle(slow(millis(3000))));
+  EXPECT_EQ(s.holders(lock.token()), 0u) << "nothing left behind";
+  // Deleted, not expired: no key outlived the call to die by its TTL.
+  SystemClock().sleep_for(2 * millis(o.ttl_ms));
+  EXPECT_EQ(s.expired_keys(), expired_before) << "a key was left to expire";
+}
+
+}  // namespace
+}  // namespace edgelock

@@ -1,0 +1,70 @@
+#pragma once
+// Test support: emulated network latency on loopback (the kernel here has
+// no netem). A DelayProxy listens on a free 127.0.0.1 port and forwards
+// every connection to 127.0.0.1:<upstream>, delivering the bytes of each
+// direction a fixed one-way delay after it read them; EOF and resets are
+// passed on after the same delay. One thread, one poll() over all sockets.
+// Tests (and benchmarks) only: it uses threads and the heap freely.
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "edgelock/clock.h"
+
+namespace edgelock {
+namespace test {
+
+class DelayProxy {
+ public:
+  /// Forwards to 127.0.0.1:`upstream_port` with `delay` each way.
+  DelayProxy(int upstream_port, Nanos delay);
+  /// Stops the thread (within ~10 ms) and closes every socket.
+  ~DelayProxy();
+  DelayProxy(const DelayProxy&) = delete;
+  DelayProxy& operator=(const DelayProxy&) = delete;
+
+  /// Binds 127.0.0.1:0 (the kernel picks a free port: no race with other
+  /// tests) and starts the thread. False if it cannot listen.
+  bool start();
+  /// One-way delay for bytes read from now on (bytes already queued keep
+  /// their delivery time). Safe to call from any thread while running.
+  void set_delay(Nanos delay) { delay_.store(delay); }
+  Nanos delay() const { return delay_.load(); }
+
+  int port() const { return port_; }
+  std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+  /// Connections accepted so far (a reconnect shows as one more).
+  int accepted() const { return accepted_.load(); }
+  /// Connections open now.
+  int open_pairs() const { return open_pairs_.load(); }
+  /// Chunks (and end-of-stream marks) read but not yet delivered, as of
+  /// the thread's last pass. 0 twice in a row: all traffic sent a while
+  /// ago has landed.
+  int queued() const { return queued_.load(); }
+  /// Waits (bounded by `limit`) until queued() reads 0 twice 5 ms apart.
+  bool wait_idle(Nanos limit) const;
+
+  struct Pair;  // one client connection and its upstream connection
+
+ private:
+  void run();
+  void accept_one();
+  Nanos wait_budget(Nanos now) const;
+
+  int upstream_port_;
+  std::atomic<Nanos> delay_;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> accepted_{0};
+  std::atomic<int> open_pairs_{0};
+  std::atomic<int> queued_{0};
+  std::vector<std::unique_ptr<Pair>> pairs_;  // the proxy thread's only
+  std::thread thread_;
+};
+
+}  // namespace test
+}  // namespace edgelock
