@@ -8,6 +8,7 @@
 #include "error_text.h"
 #include "lock_keys.h"
 #include "replica_wait.h"
+#include "routed_call.h"
 #include "topology_url.h"
 
 namespace edgelock {
@@ -60,12 +61,7 @@ Status add_seed(void* ctx, const Endpoint& host) {
 
 }  // namespace
 
-struct Cluster::Call {
-  const Script* script;  // nullptr: a plain command
-  const Bytes* keys;
-  size_t nkeys;
-  const Bytes* args;
-  size_t nargs;
+struct Cluster::Call : detail::RoutedCall {
   uint16_t slot;
 };
 
@@ -133,25 +129,19 @@ Result<const Reply*> Cluster::eval(const Script& script, const Bytes* keys, size
                                    const Bytes* args, size_t nargs, bool replicate,
                                    Deadline deadline) {
   if (nkeys == 0) return ErrorCode::kInvalidArgument;
-  const Call call{&script, keys, nkeys, args, nargs, key_slot(keys[0])};
+  const Call call{{&script, keys, nkeys, args, nargs}, key_slot(keys[0])};
   const Result<const Reply*> r = route(call, deadline);
-  const int want = cluster_options_.wait_replicas;
-  // Only a grant or extension (positive integer) needs its replicas.
-  if (!r.ok() || !replicate || want == 0 || r.value()->type != ReplyType::kInteger ||
-      r.value()->integer <= 0) {
-    return r;
-  }
-  confirmed_ = *r.value();  // WAIT's reply replaces it in the arena
-  const Status s = detail::wait_for_replicas(nodes_[last_node_], want, cluster_options_.wait_timeout,
-                                             deadline, error_);
-  if (s.code() == ErrorCode::kNoQuorum) ++stats_.wait_failures;
-  if (!s.ok()) return s;
-  return static_cast<const Reply*>(&confirmed_);
+  if (!r.ok() || !replicate) return r;
+  const Result<const Reply*> c =
+      detail::confirm_write(nodes_[last_node_], r.value(), cluster_options_.wait_replicas,
+                            cluster_options_.wait_timeout, deadline, &confirmed_, error_);
+  if (c.status().code() == ErrorCode::kNoQuorum) ++stats_.wait_failures;
+  return c;
 }
 
 Result<const Reply*> Cluster::command(Bytes key, const Bytes* args, size_t count,
                                       Deadline deadline) {
-  const Call call{nullptr, nullptr, 0, args, count, key_slot(key)};
+  const Call call{{nullptr, nullptr, 0, args, count}, key_slot(key)};
   return route(call, deadline);
 }
 
@@ -170,10 +160,7 @@ Result<const Reply*> Cluster::send(const Call& call, Connection& conn, bool aski
     const Result<const Reply*> r = conn.command(ask, 1, deadline);
     if (!r.ok()) return r;
   }
-  if (call.script) {
-    return conn.eval(*call.script, call.keys, call.nkeys, call.args, call.nargs, deadline);
-  }
-  return conn.command(call.args, call.nargs, deadline);
+  return call.send_on(conn, deadline);
 }
 
 Result<const Reply*> Cluster::route(const Call& call, Deadline deadline) {

@@ -34,5 +34,14 @@ Status wait_for_replicas(Connection& conn, int want, Nanos max_wait, Deadline de
   return Status();
 }
 
+Result<const Reply*> confirm_write(Connection& conn, const Reply* reply, int want, Nanos max_wait,
+                                   Deadline deadline, Reply* keep, char (&err)[kErrorTextSize]) {
+  if (want == 0 || reply->type != ReplyType::kInteger || reply->integer <= 0) return reply;
+  *keep = *reply;
+  const Status s = wait_for_replicas(conn, want, max_wait, deadline, err);
+  if (!s.ok()) return s;
+  return static_cast<const Reply*>(keep);
+}
+
 }  // namespace detail
 }  // namespace edgelock

@@ -14,5 +14,13 @@ namespace detail {
 Status wait_for_replicas(Connection& conn, int want, Nanos max_wait, Deadline deadline,
                          char (&err)[kErrorTextSize]);
 
+/// After a write on `conn` answered `reply`: only a grant or extension (a
+/// positive integer) needs `want` replicas. Then it is copied to *keep
+/// (WAIT's reply replaces it in the arena), WAITed for and returned from
+/// there; any other reply, or want == 0, is returned as it is.
+/// Errors: as wait_for_replicas().
+Result<const Reply*> confirm_write(Connection& conn, const Reply* reply, int want, Nanos max_wait,
+                                   Deadline deadline, Reply* keep, char (&err)[kErrorTextSize]);
+
 }  // namespace detail
 }  // namespace edgelock

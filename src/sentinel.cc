@@ -7,6 +7,7 @@
 
 #include "error_text.h"
 #include "replica_wait.h"
+#include "routed_call.h"
 #include "topology_url.h"
 
 namespace edgelock {
@@ -100,12 +101,7 @@ bool outcome_unknown(ErrorCode c) {
 
 }  // namespace
 
-struct Sentinel::Call {
-  const Script* script;  // nullptr: a plain command
-  const Bytes* keys;
-  size_t nkeys;
-  const Bytes* args;
-  size_t nargs;
+struct Sentinel::Call : detail::RoutedCall {
   bool replicate;
 };
 
@@ -257,13 +253,13 @@ Connection& Sentinel::connection_for(Bytes key) {
 Result<const Reply*> Sentinel::eval(const Script& script, const Bytes* keys, size_t nkeys,
                                     const Bytes* args, size_t nargs, bool replicate,
                                     Deadline deadline) {
-  return run(Call{&script, keys, nkeys, args, nargs, replicate}, deadline);
+  return run(Call{{&script, keys, nkeys, args, nargs}, replicate}, deadline);
 }
 
 Result<const Reply*> Sentinel::command(Bytes key, const Bytes* args, size_t count,
                                        Deadline deadline) {
   (void)key;
-  return run(Call{nullptr, nullptr, 0, args, count, false}, deadline);
+  return run(Call{{nullptr, nullptr, 0, args, count}, false}, deadline);
 }
 
 Result<const Reply*> Sentinel::run(const Call& call, Deadline deadline) {
@@ -283,9 +279,7 @@ Result<const Reply*> Sentinel::run(const Call& call, Deadline deadline) {
       if (!s.ok() && !transient(s.code())) return s;  // e.g. a wrong sentinel password
       if (!s.ok()) continue;
     }
-    const Result<const Reply*> r =
-        call.script ? primary_.eval(*call.script, call.keys, call.nkeys, call.args, call.nargs, deadline)
-                    : primary_.command(call.args, call.nargs, deadline);
+    const Result<const Reply*> r = call.send_on(primary_, deadline);
     if (r.ok()) return call.replicate ? confirm(r.value(), deadline) : r;
     s = note(primary_, r.status());
     if (s.code() == ErrorCode::kReadOnly) ++stats_.readonly;
@@ -302,16 +296,12 @@ Result<const Reply*> Sentinel::run(const Call& call, Deadline deadline) {
 }
 
 Result<const Reply*> Sentinel::confirm(const Reply* reply, Deadline deadline) {
-  const int want = sentinel_options_.wait_replicas;
-  // Only a grant or extension (positive integer) needs its replicas.
-  if (want == 0 || reply->type != ReplyType::kInteger || reply->integer <= 0) return reply;
-  confirmed_ = *reply;  // WAIT's reply replaces it in the arena
-  const Status s =
-      detail::wait_for_replicas(primary_, want, sentinel_options_.wait_timeout, deadline, error_);
-  if (s.code() == ErrorCode::kNoQuorum) ++stats_.wait_failures;
-  if (outcome_unknown(s.code())) stale_ = true;
-  if (!s.ok()) return s;
-  return static_cast<const Reply*>(&confirmed_);
+  const Result<const Reply*> c =
+      detail::confirm_write(primary_, reply, sentinel_options_.wait_replicas,
+                            sentinel_options_.wait_timeout, deadline, &confirmed_, error_);
+  if (c.status().code() == ErrorCode::kNoQuorum) ++stats_.wait_failures;
+  if (outcome_unknown(c.status().code())) stale_ = true;
+  return c;
 }
 
 }  // namespace edgelock

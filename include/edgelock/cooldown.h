@@ -22,7 +22,9 @@
 
 #include "edgelock/admission.h"
 #include "edgelock/bytes.h"
+#include "edgelock/clock.h"
 #include "edgelock/connection.h"
+#include "edgelock/detail/rate_gate.h"
 #include "edgelock/limits.h"
 #include "edgelock/metrics.h"
 #include "edgelock/status.h"
@@ -38,9 +40,9 @@ struct CooldownOptions {
   bool local_hint = true;
 };
 
-class Cooldown {
+class Cooldown : protected detail::RateGate {
  public:
-  explicit Cooldown(Connection& conn) : conn_(&conn) {}
+  explicit Cooldown(Connection& conn) : RateGate(conn) {}
   Cooldown(const Cooldown&) = delete;
   Cooldown& operator=(const Cooldown&) = delete;
 
@@ -61,21 +63,15 @@ class Cooldown {
   /// Errors: kInvalidArgument, kProtocol, Connection::command()'s.
   Status reset();
 
-  Bytes key() const { return Bytes(key_, key_len_); }
-  Connection& connection() const { return *conn_; }
-  const char* connection_error() const { return conn_->last_error(); }
-  const Metrics& metrics() const { return metrics_; }
+  using RateGate::key;
+  using RateGate::connection;
+  using RateGate::connection_error;
+  using RateGate::metrics;
 
  private:
-  Status send_enter(Admission* out);
+  Status send(Admission* out) override;
 
-  Connection* conn_;
   CooldownOptions options_;
-  uint8_t key_[kMaxKeyLen] = {};
-  size_t key_len_ = 0;
-  Nanos refuse_until_ = 0;  // local hint
-  bool hinted_ = false;
-  Metrics metrics_;
 };
 
 }  // namespace edgelock

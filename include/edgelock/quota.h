@@ -23,7 +23,9 @@
 
 #include "edgelock/admission.h"
 #include "edgelock/bytes.h"
+#include "edgelock/clock.h"
 #include "edgelock/connection.h"
+#include "edgelock/detail/rate_gate.h"
 #include "edgelock/limits.h"
 #include "edgelock/metrics.h"
 #include "edgelock/status.h"
@@ -41,9 +43,9 @@ struct QuotaOptions {
   bool local_hint = true;
 };
 
-class Quota {
+class Quota : protected detail::RateGate {
  public:
-  explicit Quota(Connection& conn) : conn_(&conn) {}
+  explicit Quota(Connection& conn) : RateGate(conn) {}
   Quota(const Quota&) = delete;
   Quota& operator=(const Quota&) = delete;
 
@@ -64,22 +66,16 @@ class Quota {
   /// Errors: kInvalidArgument, kProtocol, Connection::command()'s.
   Status reset();
 
-  Bytes key() const { return Bytes(key_, key_len_); }
+  using RateGate::key;
   const QuotaOptions& options() const { return options_; }
-  Connection& connection() const { return *conn_; }
-  const char* connection_error() const { return conn_->last_error(); }
-  const Metrics& metrics() const { return metrics_; }
+  using RateGate::connection;
+  using RateGate::connection_error;
+  using RateGate::metrics;
 
  private:
-  Status send_take(Admission* out);
+  Status send(Admission* out) override;
 
-  Connection* conn_;
   QuotaOptions options_;
-  uint8_t key_[kMaxKeyLen] = {};
-  size_t key_len_ = 0;
-  Nanos refuse_until_ = 0;  // local hint
-  bool hinted_ = false;
-  Metrics metrics_;
 };
 
 }  // namespace edgelock
