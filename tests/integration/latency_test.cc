@@ -7,9 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "edgelock/edgelock.h"
 #include "../support/delay_proxy.h"
@@ -291,6 +293,68 @@ TEST(Latency, TtlEatenByTheRoundTripFailsClosed) {
   // Deleted, not expired: no key outlived the call to die by its TTL.
   SystemClock().sleep_for(2 * millis(o.ttl_ms));
   EXPECT_EQ(s.expired_keys(), expired_before) << "a key was left to expire";
+}
+
+}  // namespace
+}  // namespace edgelock
+
+namespace edgelock {
+namespace {
+
+// Handoff over the emulated network: the release reaches the server one
+// way after the call, and the waiter's BLPOP reply a second one way later.
+// With the acquire pipelined behind the BLPOP the grant comes with it (about
+// one round trip from the release call); a waiter whose TTL is too short to
+// pipeline needs one more round trip for its acquire (the control).
+Nanos handoff_through_proxy(int64_t waiter_ttl_ms, uint32_t* waiter_commands) {
+  test::RedisServer server;
+  if (!server.start()) return -1;
+  DelayProxy proxy(server.port(), one_way());
+  if (!proxy.start()) return -1;
+  Connection holder_conn, waiter_conn;
+  if (!test::open(holder_conn, proxy.url()) || !test::open(waiter_conn, proxy.url())) return -1;
+  LockOptions lo;
+  lo.ttl_ms = 30000 * test::slowdown();
+  Lock holder(holder_conn), waiter(waiter_conn);
+  if (!holder.init(Bytes::from_cstr(kKey), lo).ok()) return -1;
+  lo.ttl_ms = waiter_ttl_ms;
+  // BLPOP caps of 2.5-5 s (scaled): the waiter stays blocked until the release.
+  lo.wake_fallback = slow(millis(5000));
+  if (!waiter.init(Bytes::from_cstr(kKey), lo).ok()) return -1;
+  // Load the scripts on the server first (NOSCRIPT would add round trips).
+  if (!waiter.try_acquire().ok() || !waiter.release().ok()) return -1;
+  if (!holder.try_acquire().ok()) return -1;
+  std::atomic<Nanos> granted_at{0};
+  const uint32_t before = waiter_conn.stats().commands;
+  std::thread t([&] {
+    if (waiter.acquire(slow(millis(5000))).ok()) granted_at = now();
+  });
+  // The waiter's busy attempt (1 round trip), then it blocks in BLPOP.
+  default_clock().sleep_for(3 * rtt());
+  const Nanos released_at = now();
+  const bool released = holder.release().ok();
+  t.join();
+  *waiter_commands = waiter_conn.stats().commands - before;
+  if (!released || granted_at.load() == 0 || !waiter.release().ok()) return -1;
+  return granted_at.load() - released_at;
+}
+
+TEST(Latency, HandoffPipelinesTheAcquireBehindTheWakeUp) {
+  uint32_t commands = 0;
+  const Nanos pipelined = handoff_through_proxy(30000 * test::slowdown(), &commands);
+  ASSERT_GT(pipelined, 0) << "set-up or handoff failed";
+  EXPECT_EQ(commands, 3u) << "busy attempt, then BLPOP + acquire in one write";
+  // Floor: one round trip (release there, wake-up and grant back).
+  EXPECT_GE(pipelined, rtt() - slow(millis(2)));
+  EXPECT_LT(pipelined, rtt() + one_way()) << "the grant rode along with the wake-up";
+  // Control: a 9 s TTL cannot pipeline a BLPOP capped at >= 2.5 s (scaled).
+  const Nanos two_step = handoff_through_proxy(9000 * test::slowdown(), &commands);
+  ASSERT_GT(two_step, 0) << "set-up or handoff failed";
+  EXPECT_EQ(commands, 3u) << "busy attempt, BLPOP, acquire";
+  EXPECT_GE(two_step, 2 * rtt() - slow(millis(2))) << "the control needs its own acquire round trip";
+  std::printf("latency: handoff with %lld ms each way: pipelined %lld ms, two-step %lld ms\n",
+              static_cast<long long>(to_millis(one_way())), static_cast<long long>(to_millis(pipelined)),
+              static_cast<long long>(to_millis(two_step)));
 }
 
 }  // namespace
