@@ -1,7 +1,8 @@
 // Soak / safety checker (issue 7): K processes contend on one key of a real
 // redis-server while a seeded random fault schedule runs: server kill -9 +
 // restart (AOF appendfsync always), server SIGSTOP/SIGCONT, worker
-// SIGSTOP past the TTL, CLIENT KILL, SCRIPT FLUSH. Every grant does a
+// SIGSTOP past the TTL, CLIENT KILL, SCRIPT FLUSH, CLIENT PAUSE, DEBUG SLEEP
+// (the server busy in a command). Every grant does a
 // read-modify-write on a fenced resource; the checker then reports
 // overlapping validity windows, stale fences accepted, lost updates and
 // calls that overran their deadline. --unsafe is the control run (resource
@@ -152,7 +153,7 @@ const char* inject(Prng& rng, std::vector<std::unique_ptr<test::RedisServer>>& s
                    const std::vector<pid_t>& pids, Shared& sh, const Args& a) {
   test::RedisServer& server =
       *servers[static_cast<size_t>(rng.uniform(0, static_cast<int64_t>(servers.size()) - 1))];
-  switch (rng.uniform(0, 5)) {
+  switch (rng.uniform(0, 7)) {
     case 0: {
       server.pause();
       sleep_ms(rng.uniform(20, 2 * a.ttl_ms));
@@ -172,6 +173,18 @@ const char* inject(Prng& rng, std::vector<std::unique_ptr<test::RedisServer>>& s
     }
     case 3: admin(server, {"CLIENT", "KILL", "TYPE", "normal"}); return "client-kill";
     case 4: admin(server, {"SCRIPT", "FLUSH"}); return "script-flush";
+    case 5: {
+      const std::string ms = std::to_string(rng.uniform(20, 2 * a.ttl_ms));
+      admin(server, {"CLIENT", "PAUSE", ms.c_str()});
+      return "client-pause";
+    }
+    case 6: {
+      // The server stuck in one command: nothing else runs meanwhile.
+      char secs[16];
+      std::snprintf(secs, sizeof secs, "%.3f", static_cast<double>(rng.uniform(20, a.ttl_ms)) / 1000.0);
+      admin(server, {"DEBUG", "SLEEP", secs});
+      return "debug-sleep";
+    }
     default: return "none";  // a quiet spell
   }
 }
@@ -218,7 +231,8 @@ int run(int argc, char** argv) {
   std::vector<std::unique_ptr<test::RedisServer>> servers;
   std::vector<std::string> urls;
   for (int i = 0; i < a.servers; ++i) {
-    servers.emplace_back(new test::RedisServer({"--appendonly", "yes", "--appendfsync", "always"}));
+    servers.emplace_back(new test::RedisServer(
+        {"--appendonly", "yes", "--appendfsync", "always", "--enable-debug-command", "local"}));
     if (!servers.back()->start()) return 3;
     urls.push_back(servers.back()->url());
   }
@@ -231,7 +245,8 @@ int run(int argc, char** argv) {
     pids.push_back(p);
   }
   Prng rng(a.seed);
-  int counts[6] = {};
+  constexpr int kKinds = 8;
+  int counts[kKinds] = {};
   // Host scheduling stalls (a 1 ms sleep that wakes late), for judging
   // deadline overruns on a shared, loaded machine.
   std::atomic<bool> done{false};
@@ -253,9 +268,10 @@ int run(int argc, char** argv) {
     while (mono() < next && sh->grants.load() < a.grants) sleep_ms(5);
     if (sh->grants.load() >= a.grants) break;
     const char* f = inject(rng, servers, pids, *sh, a);
-    for (int k = 0; k < 6; ++k) {
-      static const char* names[6] = {"server-sigstop", "server-kill9-restart", "client-sigstop",
-                                     "client-kill", "script-flush", "none"};
+    for (int k = 0; k < kKinds; ++k) {
+      static const char* names[kKinds] = {"server-sigstop", "server-kill9-restart", "client-sigstop",
+                                          "client-kill", "script-flush", "client-pause",
+                                          "debug-sleep", "none"};
       if (std::strcmp(f, names[k]) == 0) ++counts[k];
     }
   }
@@ -271,7 +287,8 @@ int run(int argc, char** argv) {
   const double secs = static_cast<double>(mono() - t0) / 1e9;
   const Verdict v = check_history(*sh);
   std::printf("soak: faults: server-sigstop %d, kill9-restart %d, client-sigstop %d, client-kill %d, "
-              "script-flush %d\n", counts[0], counts[1], counts[2], counts[3], counts[4]);
+              "script-flush %d, client-pause %d, debug-sleep %d\n", counts[0], counts[1], counts[2],
+              counts[3], counts[4], counts[5], counts[6]);
   std::printf("soak: %llu grants in %.1f s, %llu failed attempts, %llu stale writes rejected, "
               "slowest call %.1f ms\n",
               static_cast<unsigned long long>(v.grants), secs,
