@@ -92,7 +92,10 @@ int grant_loop(int id, L& lock, const Args& a, Shared& sh, Nanos call_budget) {
       // Work, and now and then a pause past the lease (a GC pause, a
       // swapped-out process): the write after it must not land.
       const int64_t r = rng.uniform(0, 199);
-      if (r == 0) SystemClock().sleep_for(millis(a.ttl_ms + 20));
+      // Past the lease by more than the lateness of a BLPOP timeout on a
+      // quiet server (its timer runs at `hz`, 100 here), so a waiter has
+      // been granted by the time the late write comes.
+      if (r == 0) SystemClock().sleep_for(millis(a.ttl_ms + 50));
       if (r < 12) SystemClock().sleep_for(millis(rng.uniform(1, 3)));
       if (a.ignore_validity || lock.held()) resource_commit(sh, id, lock.fence(), v + 1, mono());
     }
@@ -232,7 +235,7 @@ int run(int argc, char** argv) {
   std::vector<std::string> urls;
   for (int i = 0; i < a.servers; ++i) {
     servers.emplace_back(new test::RedisServer(
-        {"--appendonly", "yes", "--appendfsync", "always", "--enable-debug-command", "local"}));
+        {"--appendonly", "yes", "--appendfsync", "always", "--enable-debug-command", "local", "--hz", "100"}));
     if (!servers.back()->start()) return 3;
     urls.push_back(servers.back()->url());
   }
