@@ -15,7 +15,9 @@ namespace {
 
 constexpr size_t kTokenRandomBytes = 16;  // 128 bits -> 32 hex chars
 
-bool retryable(ErrorCode c) {
+// Outcomes of a quorum round worth another round within the wait (unlike
+// detail::retryable, which is about one connection's errors).
+bool round_retryable(ErrorCode c) {
   return c == ErrorCode::kBusy || c == ErrorCode::kNoQuorum || c == ErrorCode::kExpired ||
          c == ErrorCode::kIndeterminate;
 }
@@ -127,7 +129,7 @@ Status QuorumLock::acquire(Nanos wait) {
       deadline.is_never() ? deadline : Deadline::at(deadline.when() + server_timeout_);
   Status s = try_acquire();
   backoff_.reset();
-  for (uint32_t i = 0; !s.ok() && retryable(s.code()) && i < 1000000; ++i) {
+  for (uint32_t i = 0; !s.ok() && round_retryable(s.code()) && i < 1000000; ++i) {
     Nanos delay = backoff_.next(rng_);
     if (s.code() == ErrorCode::kBusy && millis(busy_ttl_ms_ + 1) < delay) {
       delay = millis(busy_ttl_ms_ + 1);  // it frees by expiry at the latest
