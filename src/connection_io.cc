@@ -82,13 +82,18 @@ Status Connection::start_eval(const Script& script, const Bytes* keys, size_t nk
   if (busy()) return ErrorCode::kInvalidArgument;
   drop_if_stale();
   EDGELOCK_TRY(ensure_connected(deadline));
+  set_eval(script, keys, nkeys, args, nargs);
+  EDGELOCK_TRY(encode_eval(true));
+  return begin();
+}
+
+void Connection::set_eval(const Script& script, const Bytes* keys, size_t nkeys, const Bytes* args,
+                          size_t nargs) {
   eval_script_ = &script;
   eval_keys_ = keys;
   eval_nkeys_ = nkeys;
   eval_args_ = args;
   eval_nargs_ = nargs;
-  EDGELOCK_TRY(encode_eval(true));
-  return begin();
 }
 
 short Connection::poll_events() const {

@@ -13,11 +13,7 @@ Result<const Reply*> Connection::command_then_eval(const Bytes* args, size_t cou
   if (busy() || !first) return ErrorCode::kInvalidArgument;
   drop_if_stale();
   EDGELOCK_TRY(ensure_connected(deadline));
-  eval_script_ = &script;
-  eval_keys_ = keys;
-  eval_nkeys_ = nkeys;
-  eval_args_ = eval_args;
-  eval_nargs_ = nargs;
+  set_eval(script, keys, nkeys, eval_args, nargs);
   EDGELOCK_TRY(encode(args, count));
   EDGELOCK_TRY(encode_eval(true, tx_len_));
   EDGELOCK_TRY(begin());

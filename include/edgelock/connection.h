@@ -145,6 +145,9 @@ class Connection {
   Result<const Reply*> wait(Deadline deadline);
   Status encode(const Bytes* args, size_t count, size_t offset = 0);
   Status encode_eval(bool by_sha, size_t offset = 0);
+  // Remembers the eval in flight (to re-send it as EVAL after NOSCRIPT).
+  void set_eval(const Script& script, const Bytes* keys, size_t nkeys, const Bytes* args,
+                size_t nargs);
   Status begin();
   Result<const Reply*> on_reply(const Reply* reply);
   Status fail(Status s);
