@@ -18,6 +18,7 @@
 
 #include "edgelock/edgelock.h"
 #include "../support/redis_server.h"
+#include "../support/shared_server_test.h"
 #include "../support/test_util.h"
 
 namespace edgelock {
@@ -63,16 +64,8 @@ inline int64_t now_ms() {
              std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-class CliTest : public ::testing::Test {
+class CliTest : public test::SuiteServerTest {
  protected:
-  static void SetUpTestSuite() {
-    server_ = new RedisServer();
-    ASSERT_TRUE(server_->start());
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
   void SetUp() override {
     const char* cli = std::getenv("EDGELOCK_CLI");
     ASSERT_TRUE(cli && cli[0]) << "EDGELOCK_CLI must name the built tool";
@@ -133,7 +126,6 @@ class CliTest : public ::testing::Test {
   }
   std::string redis(std::initializer_list<std::string> args) { return test::run(admin_, args); }
 
-  static inline RedisServer* server_ = nullptr;
   std::string cli_, dir_;
   Connection admin_;
 };

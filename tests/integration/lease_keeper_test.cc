@@ -7,6 +7,7 @@
 #include "edgelock/fake_clock.h"
 #include "edgelock/lease_keeper.h"
 #include "../support/redis_server.h"
+#include "../support/shared_server_test.h"
 #include "../support/test_util.h"
 
 namespace edgelock {
@@ -141,16 +142,8 @@ TEST_F(KeeperTimingTest, StartNeedsAHeldLock) {
 }
 
 // Against a real server, with time on a FakeClock so TTL/3 is exact.
-class KeeperRedisTest : public ::testing::Test {
+class KeeperRedisTest : public test::SuiteServerTest {
  protected:
-  static void SetUpTestSuite() {
-    server_ = new RedisServer();
-    ASSERT_TRUE(server_->start());
-  }
-  static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
-  }
   void SetUp() override {
     ASSERT_TRUE(test::open(conn_, server_->url(), &clock_));
     ASSERT_TRUE(test::open(admin_, server_->url()));
@@ -166,12 +159,10 @@ class KeeperRedisTest : public ::testing::Test {
     return k.service();
   }
 
-  static RedisServer* server_;
   FakeClock clock_;
   Connection conn_, admin_;
   Lock lock_{conn_};
 };
-RedisServer* KeeperRedisTest::server_ = nullptr;
 
 TEST_F(KeeperRedisTest, RenewsOnTheServer) {
   LeaseKeeper keeper(lock_);

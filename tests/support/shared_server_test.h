@@ -1,6 +1,6 @@
 #pragma once
-// A fixture for real-server tests: one redis-server per test suite, and
-// per test three fresh connections (a_, b_, admin_) to a flushed server.
+// Fixtures for real-server tests: one redis-server per test suite, and
+// (SharedServerTest) per test three fresh connections to a flushed server.
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,9 @@
 namespace edgelock {
 namespace test {
 
-class SharedServerTest : public ::testing::Test {
+/// One redis-server per test suite, started before its first test and
+/// stopped (by PID) after its last.
+class SuiteServerTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     server_ = new RedisServer();
@@ -21,6 +23,14 @@ class SharedServerTest : public ::testing::Test {
     delete server_;
     server_ = nullptr;
   }
+
+  inline static RedisServer* server_ = nullptr;
+};
+
+/// The suite's server plus, per test, three fresh connections (a_, b_,
+/// admin_) to it, flushed.
+class SharedServerTest : public SuiteServerTest {
+ protected:
   void SetUp() override {
     ASSERT_NE(server_, nullptr);
     ASSERT_TRUE(open(a_, server_->url()));
@@ -29,7 +39,6 @@ class SharedServerTest : public ::testing::Test {
     ASSERT_EQ(run(admin_, {"FLUSHALL"}), "OK");
   }
 
-  inline static RedisServer* server_ = nullptr;
   Connection a_, b_, admin_;
 };
 
