@@ -17,7 +17,8 @@ namespace cli {
 constexpr int kExitOk = 0;
 constexpr int kExitBusy = 1;        // not acquired within --wait
 constexpr int kExitUsage = 2;       // usage or invalid argument
-constexpr int kExitServer = 3;      // connection, auth, TLS or server error
+constexpr int kExitServer = 3;      // connection, auth, TLS or server error, no answer
+                                    // within --server-wait, a reply too large
 constexpr int kExitLost = 4;        // lease lost during run
 constexpr int kExitNotOwner = 5;    // release/extend with a stale token
 
@@ -30,6 +31,7 @@ struct Options {
   int url_count = 0;
   int64_t ttl_ms = 10000;
   int64_t wait_ms = -1;  // -1 = wait forever
+  int64_t server_wait_ms = 10000;  // give up after the server is silent this long
   int64_t grace_ms = 2000;
   const char* tls_ca = nullptr;
   const char* tls_cert = nullptr;
@@ -65,8 +67,14 @@ __attribute__((format(printf, 2, 3))) void notice_line(const Options& o, const c
 // host:port: <cause>: <server text>" (or the transport's own line).
 void report_error(const edgelock::Connection& conn, edgelock::Status s, const char* doing);
 
-// The exit code for a library error.
+// The exit code for a library error. Only the tool's own checks of what the
+// caller supplied exit 2: a library error is about the server or the link
+// (a reply too large for the fixed capacities, a grant too late) and exits 3.
 int exit_code_for(edgelock::ErrorCode code);
+// The error line for kExpired: the server answered, but only after the
+// lease (or permit, or new TTL) it set had run out locally. `doing` is
+// "acquire", "extend" or "permit".
+void expired_line(const Options& o, const char* doing);
 
 // Sets up and connects `conn` to `url` with the tool's options (TLS files,
 // EDGELOCK_PASSWORD, timeouts derived from the TTL). Reports errors on

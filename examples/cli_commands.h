@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "cli.h"
+#include "cli_wait.h"
 
 namespace edgelock {
 class QuorumLock;  // defined where the library has it (cli_quorum.cc)
@@ -32,7 +33,9 @@ void print_json_lock(const Options& o, const LockT& lock, bool with_fence) {
 template <typename LockT>
 int lock_error(const Options& o, const LockT& lock, edgelock::Status s, const char* doing) {
   using edgelock::ErrorCode;
-  if (s.code() == ErrorCode::kBusy || s.code() == ErrorCode::kExpired) {
+  if (s.code() == ErrorCode::kExpired) {
+    expired_line(o, doing);
+  } else if (s.code() == ErrorCode::kBusy) {
     if (o.wait_ms == 0) {
       notice_line(o, "%s is held by another owner (%lld ms left)", o.key,
                   static_cast<long long>(lock.busy_ttl_ms()));
@@ -47,16 +50,21 @@ int lock_error(const Options& o, const LockT& lock, edgelock::Status s, const ch
   return exit_code_for(s.code());
 }
 
+// Acquires within --wait and --server-wait (cli_wait.h). `conn` is the
+// lock's only connection (its events show when the server answers), or
+// null. A failure other than busy is cleaned up by release() before
+// returning: the grant may have landed with its reply lost.
 template <typename LockT>
-int acquire(const Options& o, LockT& lock) {
-  const edgelock::Nanos wait = o.wait_ms < 0 ? -1 : edgelock::millis(o.wait_ms);
-  const edgelock::Status s = lock.acquire(wait);
+int acquire(const Options& o, LockT& lock, edgelock::Clock& clock, edgelock::Connection* conn) {
+  const edgelock::Status s = bounded_acquire(
+      o, clock, conn, [&](edgelock::Nanos wait) { return lock.acquire(wait); },
+      [&]() { lock.release().ignore(); });
   return s.ok() ? kExitOk : lock_error(o, lock, s, "acquire");
 }
 
 template <typename LockT>
-int cmd_acquire(const Options& o, LockT& lock) {
-  const int rc = acquire(o, lock);
+int cmd_acquire(const Options& o, LockT& lock, edgelock::Clock& clock, edgelock::Connection* conn) {
+  const int rc = acquire(o, lock, clock, conn);
   if (rc != kExitOk || o.quiet) return rc;
   if (o.json) {
     print_json_lock(o, lock, true);
@@ -69,8 +77,8 @@ int cmd_acquire(const Options& o, LockT& lock) {
 }
 
 template <typename LockT>
-int cmd_run(const Options& o, LockT& lock, edgelock::Clock& clock) {
-  const int rc = acquire(o, lock);
+int cmd_run(const Options& o, LockT& lock, edgelock::Clock& clock, edgelock::Connection* conn) {
+  const int rc = acquire(o, lock, clock, conn);
   return rc != kExitOk ? rc : run_child(o, lease_of(lock, clock));
 }
 

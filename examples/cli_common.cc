@@ -83,13 +83,25 @@ void report_error(const edgelock::Connection& conn, edgelock::Status s, const ch
 int exit_code_for(ErrorCode code) {
   switch (code) {
     case ErrorCode::kOk: return kExitOk;
-    case ErrorCode::kBusy:
-    case ErrorCode::kExpired: return kExitBusy;
-    case ErrorCode::kInvalidArgument:
-    case ErrorCode::kBufferTooSmall: return kExitUsage;
+    case ErrorCode::kBusy: return kExitBusy;
+    // A caller's value out of range; a reply that does not fit the fixed
+    // capacities (kBufferTooSmall) is the server's doing: the default, 3.
+    case ErrorCode::kInvalidArgument: return kExitUsage;
     case ErrorCode::kNotOwner:
     case ErrorCode::kNotHeld: return kExitNotOwner;
     default: return kExitServer;
+  }
+}
+
+void expired_line(const Options& o, const char* doing) {
+  const long long ttl = static_cast<long long>(o.ttl_ms);
+  if (std::strcmp(doing, "extend") == 0) {
+    error_line("%s: extended too late: the new %lld ms TTL ran out before the reply arrived;"
+               " %s may be free already", o.key, ttl, o.key);
+  } else {
+    error_line("%s: %s too late: the %lld ms lease ran out in transit (the reply took longer than"
+               " --ttl allows); released", o.key, std::strcmp(doing, "permit") == 0 ? "permit granted" : "granted",
+               ttl);
   }
 }
 

@@ -55,6 +55,9 @@ const char kUsage[] =
     "                         lock over independent servers. Default: $EDGELOCK_URL,\n"
     "                         else redis://127.0.0.1:6379.\n"
     "  -t, --ttl MS           lease length in milliseconds (default 10000).\n"
+    "      --server-wait MS   give up (exit 3) once the server has given no usable\n"
+    "                         answer for MS (timeouts, failed connects, grants too\n"
+    "                         late), even within --wait (default 10000).\n"
     "  -w, --wait MS          how long to wait for the lock; 0 = fail at once if it\n"
     "                         is held (like flock -n). Default: wait forever.\n"
     "      --grace MS         run: time between SIGTERM and SIGKILL after a lost\n"
@@ -82,13 +85,14 @@ const char kUsage[] =
     "\n"
     "Exit status: 0 success; 1 not acquired within --wait (busy), or cooldown\n"
     "not allowed; 2 usage or invalid argument; 3 connection, authentication, TLS\n"
-    "or server error; 4 lease (or permit) lost during run/semaphore; 5 not the\n"
+    "or server error, no answer within --server-wait, a reply too large, a grant\n"
+    "too late to use; 4 lease (or permit) lost during run/semaphore; 5 not the\n"
     "owner (stale token or permit id). With COMMAND, otherwise COMMAND's own\n"
     "status (128+N if it died of signal N, 127 if not found).\n";
 
 enum LongOnly {
   kGrace = 256, kTlsCa, kTlsCert, kTlsKey, kTlsServerName, kJson, kVersion,
-  kStats, kPermits, kCount, kReleaseId, kPeriod, kQuota, kWindow,
+  kStats, kPermits, kCount, kReleaseId, kPeriod, kQuota, kWindow, kServerWait,
 };
 
 const option kLongOptions[] = {
@@ -111,6 +115,7 @@ const option kLongOptions[] = {
     {"period", required_argument, nullptr, kPeriod},
     {"quota", required_argument, nullptr, kQuota},
     {"window", required_argument, nullptr, kWindow},
+    {"server-wait", required_argument, nullptr, kServerWait},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -163,6 +168,7 @@ bool apply_option(int c, const char* arg, Options* o) {
     case kPeriod: return parse_ms("--period", arg, 1, edgelock::kMaxTtlMs, &o->period_ms);
     case kQuota: return parse_num("--quota", arg, 1, INT32_MAX, &o->quota);
     case kWindow: return parse_ms("--window", arg, 1, edgelock::kMaxTtlMs, &o->window_ms);
+    case kServerWait: return parse_ms("--server-wait", arg, 0, edgelock::kMaxTtlMs, &o->server_wait_ms);
     default: return false;
   }
 }

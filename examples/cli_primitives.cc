@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "cli.h"
+#include "cli_wait.h"
 #include "edgelock/cooldown.h"
 #include "edgelock/quota.h"
 #include "edgelock/semaphore.h"
@@ -32,8 +33,6 @@ using edgelock::PermitLease;
 using edgelock::Semaphore;
 using edgelock::Status;
 
-Nanos wait_of(const Options& o) { return o.wait_ms < 0 ? -1 : edgelock::millis(o.wait_ms); }
-
 void json_key(const Options& o) {
   std::printf("{\"key\":");
   print_json_string(o.key, std::strlen(o.key));
@@ -41,7 +40,9 @@ void json_key(const Options& o) {
 
 // The exit code for a failed semaphore operation, with its message.
 int sem_error(const Options& o, const Semaphore& sem, Status s, const char* doing) {
-  if (s.code() == ErrorCode::kBusy || s.code() == ErrorCode::kExpired) {
+  if (s.code() == ErrorCode::kExpired) {
+    expired_line(o, "permit");
+  } else if (s.code() == ErrorCode::kBusy) {
     notice_line(o, "%s: all %lld permits in use (the first frees in %lld ms)", o.key,
                 static_cast<long long>(o.permits), static_cast<long long>(sem.busy_wait_ms()));
   } else if (s.code() == ErrorCode::kNotOwner || s.code() == ErrorCode::kNotHeld) {
@@ -110,11 +111,14 @@ int cmd_semaphore(const Options& o, edgelock::Connection& conn, Semaphore& sem) 
   if (o.count) return sem_count(o, sem);
   if (o.release_id) return sem_release(o, sem);
   Permit permit;
-  const Status s = sem.acquire(&permit, wait_of(o));
-  if (!s.ok()) {
-    if (permit.id_len > 0 && s.code() != ErrorCode::kBusy) sem.release(&permit).ignore();  // fail closed
-    return sem_error(o, sem, s, "acquire");
-  }
+  // Within --wait and --server-wait; a failure with the permit's fate
+  // unknown hands it back (fail closed).
+  const Status s = bounded_acquire(
+      o, conn.clock(), &conn, [&](Nanos wait) { return sem.acquire(&permit, wait); },
+      [&]() {
+        if (permit.id_len > 0) sem.release(&permit).ignore();
+      });
+  if (!s.ok()) return sem_error(o, sem, s, "acquire");
   if (!o.child_argv) {
     print_permit(o, sem, permit);
     return kExitOk;

@@ -38,17 +38,47 @@ struct Servers {
   size_t quorum() const { return n / 2 + 1; }
 };
 
+// One line for a server that did not answer while a majority did: the
+// command goes on (and may succeed), so it is a notice, not a failure.
+void minority_line(const Options& o, const Connection& conn, const char* doing, size_t ok, size_t n) {
+  char where[300];
+  edgelock::format_endpoint(conn.endpoint(), where, sizeof where);
+  const char* text = conn.last_error();
+  notice_line(o, "%s did not answer the %s (%s); going on with the %zu of %zu servers that did", where,
+              doing, text[0] ? text : "no reply", ok, n);
+}
+
 // Sets up every server and connects to each once: fewer than a majority
 // reachable is a connection error (exit 3), as for one server.
 int open_servers(const Options& o, Servers* sv) {
   sv->n = static_cast<size_t>(o.url_count);
+  bool connected[kMaxUrls] = {};
   size_t up = 0;
   for (size_t i = 0; i < sv->n; ++i) {
     sv->ptrs[i] = &sv->conns[i];
     const int rc = setup_connection(o, o.urls[i], &sv->conns[i]);
     if (rc != kExitOk) return rc;
   }
-  for (size_t i = 0; i < sv->n; ++i) up += connect_now(&sv->conns[i], true) == kExitOk;
+  for (size_t i = 0; i < sv->n; ++i) {
+    connected[i] = connect_now(&sv->conns[i], false) == kExitOk;
+    up += connected[i];
+  }
+  // Reported once the count is known: below a majority they are errors.
+  for (size_t i = 0; i < sv->n; ++i) {
+    if (connected[i]) continue;
+    if (up >= sv->quorum()) {
+      minority_line(o, sv->conns[i], "connect", up, sv->n);
+    } else {
+      char where[300];
+      edgelock::format_endpoint(sv->conns[i].endpoint(), where, sizeof where);
+      const char* text = sv->conns[i].last_error();
+      if (std::strncmp(text, "cannot connect", 14) == 0) {
+        error_line("%s", text);
+      } else {
+        error_line("connect to %s failed: %s", where, text[0] ? text : "no reply");
+      }
+    }
+  }
   if (up < sv->quorum()) {
     error_line("only %zu of %zu servers reachable; a quorum needs %zu", up, sv->n, sv->quorum());
     return kExitServer;
@@ -83,24 +113,40 @@ int by_token(const Options& o, Servers& sv, bool extend) {
 }
 
 // Held if a majority holds the key; ttl_ms is the shortest TTL among them.
+// Servers that do not answer are reported after the count: errors if too
+// few answered (exit 3), notices otherwise.
 int quorum_status(const Options& o, Servers& sv) {
   size_t answered = 0, held = 0;
   int64_t ttl = -1;
+  Status failed[kMaxUrls];
   for (size_t i = 0; i < sv.n; ++i) {
     edgelock::Lock lock(sv.conns[i]);
-    if (!lock.init(Bytes::from_cstr(o.key)).ok()) return kExitUsage;
-    const edgelock::Result<edgelock::KeyStatus> r = lock.status();
-    if (!r.ok()) {
-      report_error(sv.conns[i], r.status(), "status");
-      continue;
+    if (!lock.init(Bytes::from_cstr(o.key)).ok()) {
+      error_line("KEY must be 1..%zu bytes", edgelock::kMaxKeyLen);
+      return kExitUsage;
     }
+    const edgelock::Result<edgelock::KeyStatus> r = lock.status();
+    failed[i] = r.status();
+    if (!r.ok()) continue;
     ++answered;
     if (r->held) {
       ++held;
       if (ttl < 0 || r->ttl_ms < ttl) ttl = r->ttl_ms;
     }
   }
-  if (answered < sv.quorum()) return kExitServer;
+  for (size_t i = 0; i < sv.n; ++i) {
+    if (failed[i].ok()) continue;
+    if (answered >= sv.quorum()) {
+      minority_line(o, sv.conns[i], "status", answered, sv.n);
+    } else {
+      report_error(sv.conns[i], failed[i], "status");
+    }
+  }
+  if (answered < sv.quorum()) {
+    error_line("status of %s: only %zu of %zu servers answered; a quorum needs %zu", o.key, answered, sv.n,
+               sv.quorum());
+    return kExitServer;
+  }
   const bool is_held = held >= sv.quorum();
   if (o.quiet) return kExitOk;
   if (o.json) {
@@ -131,8 +177,9 @@ static int quorum_command(const Options& o, Servers& sv) {
     error_line("cannot set up the quorum lock: %s", s.to_string());
     return exit_code_for(s.code());
   }
-  if (o.command == Subcommand::kRun) return cmd_run(o, lock, sv.conns[0].clock());
-  return cmd_acquire(o, lock);
+  // No per-server events from a QuorumLock: the wait watches each slice.
+  if (o.command == Subcommand::kRun) return cmd_run(o, lock, sv.conns[0].clock(), nullptr);
+  return cmd_acquire(o, lock, sv.conns[0].clock(), nullptr);
 }
 
 int dispatch_quorum(const Options& o) {

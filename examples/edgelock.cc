@@ -68,8 +68,8 @@ int cmd_status(const Options& o, Lock& lock) {
 
 int run_lock_command(const Options& o, Lock& lock, edgelock::Connection& conn) {
   switch (o.command) {
-    case Subcommand::kRun: return cmd_run(o, lock, conn.clock());
-    case Subcommand::kAcquire: return cmd_acquire(o, lock);
+    case Subcommand::kRun: return cmd_run(o, lock, conn.clock(), &conn);
+    case Subcommand::kAcquire: return cmd_acquire(o, lock, conn.clock(), &conn);
     case Subcommand::kRelease: return cmd_release(o, lock);
     case Subcommand::kExtend: return cmd_extend(o, lock);
     case Subcommand::kStatus: return cmd_status(o, lock);

@@ -1,0 +1,96 @@
+// edgelock: the wait for a grant, bounded by --wait and --server-wait.
+#include "cli_wait.h"
+
+namespace cli {
+
+using edgelock::ErrorCode;
+using edgelock::Nanos;
+
+namespace {
+
+// Without the library's events, slices this long keep "last answered" fresh.
+constexpr Nanos kBlindSlice = edgelock::millis(1000);
+
+Nanos min_of(Nanos a, Nanos b) { return a < b ? a : b; }
+
+}  // namespace
+
+bool answered(ErrorCode code) {
+  return code == ErrorCode::kOk || code == ErrorCode::kBusy || code == ErrorCode::kNotOwner;
+}
+
+bool transient(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kTimeout:
+    case ErrorCode::kIo:
+    case ErrorCode::kConnectionClosed:
+    case ErrorCode::kConnectFailed:
+    case ErrorCode::kNotConnected:
+    case ErrorCode::kLoading:
+    case ErrorCode::kServerBusy:
+    case ErrorCode::kNoQuorum:
+    case ErrorCode::kIndeterminate:
+    case ErrorCode::kExpired:  // granted after the lease ran out: too slow to use
+      return true;
+    default:
+      return false;
+  }
+}
+
+ServerWatch::ServerWatch(const Options& o, edgelock::Clock& clock, edgelock::Connection* conn)
+    : o_(o),
+      clock_(clock),
+      conn_(conn),
+      wait_end_(edgelock::Deadline::after(clock, o.wait_ms < 0 ? -1 : edgelock::millis(o.wait_ms))),
+      answered_at_(clock.now()) {
+  if (conn_) conn_->set_event_hook(&ServerWatch::on_event, this);
+}
+
+ServerWatch::~ServerWatch() {
+  if (conn_) conn_->set_event_hook(nullptr, nullptr);
+}
+
+void ServerWatch::on_event(const edgelock::Event& e, void* self) {
+  // A reconnect is no answer: a stopped server still completes TCP connects.
+  if (e.kind != edgelock::EventKind::kReconnect) static_cast<ServerWatch*>(self)->saw(e.status);
+}
+
+void ServerWatch::saw(edgelock::Status s) {
+  const Nanos now = clock_.now();
+  if (answered(s.code())) {
+    if (told_) notice_line(o_, "%s: the server answers again", o_.key);
+    answered_at_ = now;
+    told_ = false;
+    return;
+  }
+  const Nanos budget = answered_at_ + edgelock::millis(o_.server_wait_ms) - now;
+  const Nanos left = min_of(budget, wait_end_.remaining(clock_));
+  if (told_ || !transient(s.code()) || left <= 0) return;
+  notice_line(o_, "%s: the server is not answering (%s); retrying for up to %lld ms (%s)", o_.key,
+              s.to_string(), static_cast<long long>(edgelock::to_millis(left)),
+              budget <= left ? "--server-wait" : "--wait");
+  told_ = true;
+}
+
+Nanos ServerWatch::next_slice() const {
+  Nanos slice = answered_at_ + edgelock::millis(o_.server_wait_ms) - clock_.now();
+  if (!conn_) slice = min_of(slice, kBlindSlice);
+  slice = min_of(slice, wait_end_.remaining(clock_));
+  return slice > 0 ? slice : 0;
+}
+
+bool ServerWatch::go_on(edgelock::Status s) {
+  if (!conn_) saw(s);  // with the hook, every attempt was seen already
+  if (!answered(s.code()) && !transient(s.code())) return false;
+  if (wait_end_.expired(clock_)) return false;
+  const Nanos silent = clock_.now() - answered_at_;
+  if (silent >= edgelock::millis(o_.server_wait_ms)) {
+    error_line("%s: the server is not answering: no usable answer for %lld ms (--server-wait %lld); giving up",
+               o_.key, static_cast<long long>(edgelock::to_millis(silent)),
+               static_cast<long long>(o_.server_wait_ms));
+    return false;
+  }
+  return true;
+}
+
+}  // namespace cli
