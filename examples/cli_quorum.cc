@@ -48,6 +48,26 @@ void minority_line(const Options& o, const Connection& conn, const char* doing, 
               doing, text[0] ? text : "no reply", ok, n);
 }
 
+// Servers that could not be connected, reported once the count is known:
+// notices if a majority is up (the command goes on), errors otherwise.
+void report_connects(const Options& o, const Servers& sv, const bool* connected, size_t up) {
+  for (size_t i = 0; i < sv.n; ++i) {
+    if (connected[i]) continue;
+    if (up >= sv.quorum()) {
+      minority_line(o, sv.conns[i], "connect", up, sv.n);
+      continue;
+    }
+    char where[300];
+    edgelock::format_endpoint(sv.conns[i].endpoint(), where, sizeof where);
+    const char* text = sv.conns[i].last_error();
+    if (std::strncmp(text, "cannot connect", 14) == 0) {
+      error_line("%s", text);
+    } else {
+      error_line("connect to %s failed: %s", where, text[0] ? text : "no reply");
+    }
+  }
+}
+
 // Sets up every server and connects to each once: fewer than a majority
 // reachable is a connection error (exit 3), as for one server.
 int open_servers(const Options& o, Servers* sv) {
@@ -63,22 +83,7 @@ int open_servers(const Options& o, Servers* sv) {
     connected[i] = connect_now(&sv->conns[i], false) == kExitOk;
     up += connected[i];
   }
-  // Reported once the count is known: below a majority they are errors.
-  for (size_t i = 0; i < sv->n; ++i) {
-    if (connected[i]) continue;
-    if (up >= sv->quorum()) {
-      minority_line(o, sv->conns[i], "connect", up, sv->n);
-    } else {
-      char where[300];
-      edgelock::format_endpoint(sv->conns[i].endpoint(), where, sizeof where);
-      const char* text = sv->conns[i].last_error();
-      if (std::strncmp(text, "cannot connect", 14) == 0) {
-        error_line("%s", text);
-      } else {
-        error_line("connect to %s failed: %s", where, text[0] ? text : "no reply");
-      }
-    }
-  }
+  report_connects(o, *sv, connected, up);
   if (up < sv->quorum()) {
     error_line("only %zu of %zu servers reachable; a quorum needs %zu", up, sv->n, sv->quorum());
     return kExitServer;
@@ -112,13 +117,9 @@ int by_token(const Options& o, Servers& sv, bool extend) {
   return kExitServer;
 }
 
-// Held if a majority holds the key; ttl_ms is the shortest TTL among them.
-// Servers that do not answer are reported after the count: errors if too
-// few answered (exit 3), notices otherwise.
-int quorum_status(const Options& o, Servers& sv) {
-  size_t answered = 0, held = 0;
-  int64_t ttl = -1;
-  Status failed[kMaxUrls];
+// status on every server: how many answered and hold the key, the
+// shortest TTL among the holders; per-server outcomes in st[].
+int status_round(const Options& o, Servers& sv, Status* st, size_t* answered, size_t* held, int64_t* ttl) {
   for (size_t i = 0; i < sv.n; ++i) {
     edgelock::Lock lock(sv.conns[i]);
     if (!lock.init(Bytes::from_cstr(o.key)).ok()) {
@@ -126,20 +127,32 @@ int quorum_status(const Options& o, Servers& sv) {
       return kExitUsage;
     }
     const edgelock::Result<edgelock::KeyStatus> r = lock.status();
-    failed[i] = r.status();
+    st[i] = r.status();
     if (!r.ok()) continue;
-    ++answered;
+    ++*answered;
     if (r->held) {
-      ++held;
-      if (ttl < 0 || r->ttl_ms < ttl) ttl = r->ttl_ms;
+      ++*held;
+      if (*ttl < 0 || r->ttl_ms < *ttl) *ttl = r->ttl_ms;
     }
   }
+  return kExitOk;
+}
+
+// Held if a majority holds the key; ttl_ms is the shortest TTL among them.
+// Servers that do not answer are reported after the count: errors if too
+// few answered (exit 3), notices otherwise.
+int quorum_status(const Options& o, Servers& sv) {
+  size_t answered = 0, held = 0;
+  int64_t ttl = -1;
+  Status st[kMaxUrls];
+  const int rc = status_round(o, sv, st, &answered, &held, &ttl);
+  if (rc != kExitOk) return rc;
   for (size_t i = 0; i < sv.n; ++i) {
-    if (failed[i].ok()) continue;
+    if (st[i].ok()) continue;
     if (answered >= sv.quorum()) {
       minority_line(o, sv.conns[i], "status", answered, sv.n);
     } else {
-      report_error(sv.conns[i], failed[i], "status");
+      report_error(sv.conns[i], st[i], "status");
     }
   }
   if (answered < sv.quorum()) {

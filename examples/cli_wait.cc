@@ -66,8 +66,10 @@ void ServerWatch::saw(edgelock::Status s) {
   const Nanos budget = answered_at_ + edgelock::millis(o_.server_wait_ms) - now;
   const Nanos left = min_of(budget, wait_end_.remaining(clock_));
   if (told_ || !transient(s.code()) || left <= 0) return;
-  notice_line(o_, "%s: the server is not answering (%s); retrying for up to %lld ms (%s)", o_.key,
-              s.to_string(), static_cast<long long>(edgelock::to_millis(left)),
+  // kExpired's own name ("expired before grant") would not tell a user much.
+  const char* why = s.code() == ErrorCode::kExpired ? "grants arrive after their lease ran out" : s.to_string();
+  notice_line(o_, "%s: the server is not answering in time (%s); retrying for up to %lld ms (%s)", o_.key, why,
+              static_cast<long long>(edgelock::to_millis(left)),
               budget <= left ? "--server-wait" : "--wait");
   told_ = true;
 }
@@ -85,7 +87,8 @@ bool ServerWatch::go_on(edgelock::Status s) {
   if (wait_end_.expired(clock_)) return false;
   const Nanos silent = clock_.now() - answered_at_;
   if (silent >= edgelock::millis(o_.server_wait_ms)) {
-    error_line("%s: the server is not answering: no usable answer for %lld ms (--server-wait %lld); giving up",
+    error_line("%s: the server is not answering in time: no usable answer for %lld ms (--server-wait %lld);"
+               " giving up",
                o_.key, static_cast<long long>(edgelock::to_millis(silent)),
                static_cast<long long>(o_.server_wait_ms));
     return false;
