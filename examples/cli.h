@@ -75,6 +75,9 @@ int exit_code_for(edgelock::ErrorCode code);
 // lease (or permit, or new TTL) it set had run out locally. `doing` is
 // "acquire", "extend" or "permit".
 void expired_line(const Options& o, const char* doing);
+// After a failed release or extend whose request may have run (no reply):
+// a notice that says so and what to assume.
+void unknown_outcome_line(const Options& o, edgelock::Status s, const char* doing);
 
 // Sets up and connects `conn` to `url` with the tool's options (TLS files,
 // EDGELOCK_PASSWORD, timeouts derived from the TTL). Reports errors on

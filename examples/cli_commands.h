@@ -46,6 +46,7 @@ int lock_error(const Options& o, const LockT& lock, edgelock::Status s, const ch
     error_line("not the owner of %s: the token is stale (expired, released or taken over)", o.key);
   } else {
     report_lock_error(lock, s, doing);
+    unknown_outcome_line(o, s, doing);
   }
   return exit_code_for(s.code());
 }

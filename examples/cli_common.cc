@@ -105,6 +105,16 @@ void expired_line(const Options& o, const char* doing) {
   }
 }
 
+void unknown_outcome_line(const Options& o, edgelock::Status s, const char* doing) {
+  const ErrorCode c = s.code();
+  if (c != ErrorCode::kTimeout && c != ErrorCode::kIo && c != ErrorCode::kConnectionClosed) return;
+  if (std::strcmp(doing, "release") == 0) {
+    notice_line(o, "%s: the release may or may not have happened (no reply); releasing again is safe", o.key);
+  } else if (std::strcmp(doing, "extend") == 0) {
+    notice_line(o, "%s: the extend may or may not have happened (no reply); count on the earlier expiry", o.key);
+  }
+}
+
 int setup_connection(const Options& o, const char* url, edgelock::Connection* conn) {
   edgelock::Endpoint ep;
   const char* why = nullptr;
