@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../integration/cli_fixture.h"
@@ -46,14 +47,15 @@ TEST_F(CliEdges, HungServerEndsAcquireAndRunWithinServerWait) {
     return all;
   };
   const int64_t t0 = now_ms();
-  const pid_t acq = start(with({"acquire", "modem"}), "acq", {}, hung.url());
-  const pid_t run = start(with({"run", "modem", "--", "true"}), "run", {}, hung.url());
-  const pid_t quorum = start(with({"-u", hung.url(), "-u", server_->url(), "acquire", "modem"}), "quorum",
-                             {}, hung.url());
+  const std::vector<std::pair<std::string, pid_t>> started = {
+      {"acq", start(with({"acquire", "modem"}), "acq", {}, hung.url())},
+      {"run", start(with({"run", "modem", "--", "true"}), "run", {}, hung.url())},
+      {"quorum", start(with({"-u", hung.url(), "-u", server_->url(), "acquire", "modem"}), "quorum", {},
+                       hung.url())},
+  };
   // 1500 + 2 x 500 ms, plus 1 s for start-up and scheduling.
   const int64_t bound = (1500 + 2 * 500 + 1000) * slowdown();
-  for (const char* tag : {"acq", "run", "quorum"}) {
-    const pid_t pid = std::string(tag) == "acq" ? acq : std::string(tag) == "run" ? run : quorum;
+  for (const auto& [tag, pid] : started) {
     const Outcome o = finish(pid, tag, t0, bound);
     EXPECT_EQ(o.rc, 3) << tag << ": " << o.err;
     EXPECT_LT(o.ms, bound) << tag;
