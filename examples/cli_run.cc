@@ -218,7 +218,8 @@ int start_keeper(const Options& o, const Lease& lease, LeaseKeeper& keeper) {
   error_line("--ttl %lld is too short to keep: a renewal may take %lld ms and --grace %lld ms plus"
              " %lld ms come out of the validity", static_cast<long long>(o.ttl_ms),
              static_cast<long long>(edgelock::to_millis(keeper.renew_budget())),
-             static_cast<long long>(effective_grace_ms(o)), static_cast<long long>(edgelock::to_millis(kill_margin(o))));
+             static_cast<long long>(effective_grace_ms(o)),
+             static_cast<long long>(edgelock::to_millis(kill_margin(o))));
   return kExitUsage;
 }
 
