@@ -45,7 +45,7 @@ bool connect_with(Connection& c, const std::string& url, Nanos command_timeout) 
 
 // Item 3: a renewal stalled by a partition made the keeper report the
 // loss ~200 ms after another client held the key. Our client's replies
-// are lost (proxy delay 10 s); another client tries directly all along.
+// are lost (proxy delay 30 s); another client tries directly all along.
 TEST(RunEdges, KeeperReportsLossByValidityEndUnderPartition) {
   RedisServer server;
   ASSERT_TRUE(server.start());
@@ -62,7 +62,7 @@ TEST(RunEdges, KeeperReportsLossByValidityEndUnderPartition) {
   LeaseKeeper keeper(lock);
   ASSERT_TRUE(keeper.start().ok());
   const Nanos end = clock.now() + lock.remaining();
-  proxy.set_delay(millis(10000));  // partition: nothing of ours gets through
+  proxy.set_delay(millis(30000) * slowdown());  // partition: nothing of ours gets through
 
   std::atomic<Nanos> granted_at{0};
   std::atomic<bool> stop{false};
@@ -219,7 +219,7 @@ void RunEdgesCli::stubborn_command_stops_in_time(int n) {
   const int64_t t0 = now_ms();
   const pid_t pid = start_bare(args, "stubborn", urls);
   ASSERT_TRUE(wait_for_file(log)) << slurp(dir_ + "/stubborn.err");
-  for (auto& p : proxies) p->set_delay(millis(10000));  // edgelock partitioned
+  for (auto& p : proxies) p->set_delay(millis(30000) * slowdown());  // edgelock partitioned
   std::vector<std::unique_ptr<Connection>> conns;
   std::vector<Connection*> ptrs;
   for (auto& s : servers) {
