@@ -32,7 +32,7 @@ struct Options {
   int64_t ttl_ms = 10000;
   int64_t wait_ms = -1;  // -1 = wait forever
   int64_t server_wait_ms = 10000;  // give up after the server is silent this long
-  int64_t grace_ms = 2000;
+  int64_t grace_ms = -1;  // -1: effective_grace_ms() picks it
   const char* tls_ca = nullptr;
   const char* tls_cert = nullptr;
   const char* tls_key = nullptr;
@@ -123,6 +123,11 @@ int dispatch_primitive(const Options& o, edgelock::Connection& conn);
 
 // --stats: "edgelock: stats WHAT: name=value ..." on stderr.
 void print_stats(const char* what, const edgelock::Metrics& m);
+
+// run's --grace: as given, else min(2000, TTL/4). It comes out of the
+// validity (SIGTERM that long before it ends), so parse_args refuses one
+// above TTL/2.
+int64_t effective_grace_ms(const Options& o);
 
 // The run subcommand, with the lease already acquired: runs COMMAND,
 // keeps the lease, releases it. Returns the exit code.

@@ -33,8 +33,9 @@ const char kUsage[] =
     "  run      acquire KEY, keep it renewed (every TTL/3) while COMMAND runs,\n"
     "           release it when COMMAND exits and exit with COMMAND's status.\n"
     "           COMMAND gets EDGELOCK_KEY, EDGELOCK_TOKEN and EDGELOCK_FENCE.\n"
-    "           If the lease is lost, COMMAND gets SIGTERM, then SIGKILL after\n"
-    "           --grace, and edgelock exits 4.\n"
+    "           COMMAND runs in its own process group. If renewals fail, the\n"
+    "           group gets SIGTERM --grace before the lease's local validity\n"
+    "           ends and SIGKILL just before it ends; edgelock exits 4.\n"
     "  acquire  acquire KEY and print \"TOKEN FENCE\"; the lease expires after\n"
     "           the TTL unless released or extended.\n"
     "  release  release KEY if TOKEN still owns it.\n"
@@ -60,8 +61,8 @@ const char kUsage[] =
     "                         late), even within --wait (default 10000).\n"
     "  -w, --wait MS          how long to wait for the lock; 0 = fail at once if it\n"
     "                         is held (like flock -n). Default: wait forever.\n"
-    "      --grace MS         run: time between SIGTERM and SIGKILL after a lost\n"
-    "                         lease (default 2000).\n"
+    "      --grace MS         run: time between SIGTERM and SIGKILL, taken out of\n"
+    "                         the lease (at most TTL/2; default min(2000, TTL/4)).\n"
     "      --tls-ca FILE      CA certificate(s) to verify the server (PEM).\n"
     "      --tls-cert FILE    client certificate for mutual TLS (PEM).\n"
     "      --tls-key FILE     client key for mutual TLS (PEM).\n"
@@ -294,7 +295,16 @@ int parse_args(int argc, char** argv, Options* o) {
     const char* env = std::getenv("EDGELOCK_URL");
     o->urls[o->url_count++] = env && env[0] ? env : "redis://127.0.0.1:6379";
   }
-  return parse_positionals(argv + optind, split - optind, command, o);
+  const int rc = parse_positionals(argv + optind, split - optind, command, o);
+  // --grace comes out of the lease: SIGTERM and SIGKILL must both fit in it.
+  const bool leased = o->command == Subcommand::kRun || o->command == Subcommand::kSemaphore;
+  if (rc == -1 && leased && o->child_argv && o->grace_ms > o->ttl_ms / 2) {
+    error_line("--grace %lld does not fit --ttl %lld: COMMAND must be stopped within the lease;"
+               " use at most TTL/2 (%lld)", static_cast<long long>(o->grace_ms),
+               static_cast<long long>(o->ttl_ms), static_cast<long long>(o->ttl_ms / 2));
+    return kExitUsage;
+  }
+  return rc;
 }
 
 }  // namespace cli

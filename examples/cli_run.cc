@@ -1,10 +1,18 @@
 // edgelock run: COMMAND runs while the lease keeper renews the lock from a
 // poll() loop. SIGCHLD and the signals to forward arrive on a signalfd, so
 // there is no thread and no async-signal-safety puzzle.
+//
+// COMMAND must never outlive the lease: it runs in its own process group,
+// which gets SIGTERM --grace before the local validity ends (the keeper
+// reports the loss that early) and SIGKILL a small margin before it ends;
+// PR_SET_PDEATHSIG kills COMMAND if edgelock itself dies.
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -21,10 +29,48 @@ using edgelock::Deadline;
 using edgelock::LeaseKeeper;
 using edgelock::LeaseState;
 using edgelock::Nanos;
+using edgelock::millis;
 
 const int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 
-[[noreturn]] void exec_child(const Options& o, const Lease& lease, const sigset_t& old_mask) {
+// The descriptors edgelock inherited (open before main()) pass on to
+// COMMAND; every other one (Redis sockets, whatever a library opened) is
+// closed in the child, whether or not it is close-on-exec.
+constexpr int kTrackedFds = 1024;
+struct InheritedFds {
+  unsigned char open[kTrackedFds] = {};
+  InheritedFds() {
+    for (int fd = 3; fd < kTrackedFds; ++fd) open[fd] = fcntl(fd, F_GETFD) >= 0 ? 1 : 0;
+  }
+};
+const InheritedFds g_inherited;
+
+void close_own_fds() {
+  for (int fd = 3; fd < kTrackedFds; ++fd) {
+    if (!g_inherited.open[fd]) close(fd);
+  }
+}
+
+// True if edgelock runs in the foreground of the terminal on stdin: then
+// COMMAND's group gets the terminal, as a shell does for a job.
+bool owns_terminal() { return isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp(); }
+
+// tcsetpgrp() from a background group raises SIGTTOU unless it is ignored.
+void give_terminal(pid_t pgid) {
+  struct sigaction ignore {}, old {};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGTTOU, &ignore, &old);
+  tcsetpgrp(STDIN_FILENO, pgid);
+  sigaction(SIGTTOU, &old, nullptr);
+}
+
+[[noreturn]] void exec_child(const Options& o, const Lease& lease, const sigset_t& old_mask,
+                             pid_t parent, bool terminal) {
+  setpgid(0, 0);
+  // Die with edgelock; if it is already gone, never start.
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(126);
+  if (terminal) give_terminal(getpid());
+  close_own_fds();
   char token[edgelock::kMaxTokenLen + 1];
   std::snprintf(token, sizeof token, "%.*s", static_cast<int>(lease.token.size),
                 reinterpret_cast<const char*>(lease.token.data));
@@ -49,53 +95,83 @@ int shell_status(int status) {
   return 1;
 }
 
+// SIGKILL goes out this long before the local validity ends: time for
+// edgelock's loop to wake up and for the kernel to deliver it.
+Nanos kill_margin(const Options& o) {
+  int64_t ms = o.ttl_ms / 50;
+  if (ms < 5) ms = 5;
+  if (ms > 50) ms = 50;
+  return millis(ms);
+}
+
 struct Child {
-  pid_t pid = -1;
+  pid_t pid = -1;      // also its process group
   bool exited = false;
   int status = 0;
-  bool lost = false;     // lease lost: stopping the child
-  bool killed = false;   // SIGKILL sent
+  bool lost = false;   // lease lost: stopping the group
+  bool killed = false; // SIGKILL sent
   Nanos kill_at = 0;
 };
 
-// Reads every pending signal: reaps the child, forwards the rest to it.
+// Reads every pending signal: forwards the rest to COMMAND's group, then
+// reaps COMMAND. After a loss, what COMMAND left in its group is killed
+// before COMMAND is reaped (while its pid still names the group).
 void drain_signals(int sfd, Child* child) {
   signalfd_siginfo si;
   for (int i = 0; i < 64; ++i) {
     const ssize_t n = read(sfd, &si, sizeof si);
     if (n != static_cast<ssize_t>(sizeof si)) break;
-    if (si.ssi_signo != SIGCHLD && !child->exited) kill(child->pid, static_cast<int>(si.ssi_signo));
+    if (si.ssi_signo != SIGCHLD && !child->exited) kill(-child->pid, static_cast<int>(si.ssi_signo));
   }
+  siginfo_t info{};
+  if (child->exited || waitid(P_PID, static_cast<id_t>(child->pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 ||
+      info.si_pid != child->pid) {
+    return;
+  }
+  if (child->lost) kill(-child->pid, SIGKILL);
   int status = 0;
-  if (!child->exited && waitpid(child->pid, &status, WNOHANG) == child->pid) {
+  if (waitpid(child->pid, &status, WNOHANG) == child->pid) {
     child->exited = true;
     child->status = status;
   }
 }
 
-void on_lost(const Options& o, const LeaseKeeper& keeper, Nanos now, Child* child) {
+// The lease is (or will be) gone: SIGTERM now, SIGKILL by `valid_end` -
+// kill_margin at the latest (`valid_end`: the validity believed before
+// the loss was found; a not-owner reply may come long before it).
+void on_lost(const Options& o, const LeaseKeeper& keeper, Nanos now, Nanos valid_end, Child* child) {
   child->lost = true;
-  child->kill_at = now + edgelock::millis(o.grace_ms);
+  const Nanos grace = millis(effective_grace_ms(o));
+  child->kill_at = valid_end - kill_margin(o);
+  if (now + grace < child->kill_at) child->kill_at = now + grace;
   const bool not_owner = keeper.last_error().code() == edgelock::ErrorCode::kNotOwner;
-  error_line("lease on %s lost (%s); sending SIGTERM to %s (pid %d)", o.key,
-             not_owner ? "another owner or no key on the server" : "validity ran out without renewal",
-             o.child_argv[0], static_cast<int>(child->pid));
-  kill(child->pid, SIGTERM);
+  error_line("lease on %s lost (%s, %u renewals failed); sending SIGTERM to %s (process group %d),"
+             " SIGKILL in %lld ms", o.key,
+             not_owner ? "another owner or no key on the server" : "no renewal before the validity ends",
+             keeper.stats().failures, o.child_argv[0], static_cast<int>(child->pid),
+             static_cast<long long>(edgelock::to_millis(child->kill_at > now ? child->kill_at - now : 0)));
+  kill(-child->pid, SIGTERM);
+}
+
+void kill_if_due(const Options& o, edgelock::Clock& clock, Child* child) {
+  if (!child->lost || child->killed || clock.now() < child->kill_at) return;
+  notice_line(o, "%s did not stop in time; sending SIGKILL to its process group", o.child_argv[0]);
+  kill(-child->pid, SIGKILL);
+  child->killed = true;
 }
 
 // Keeps the lease until the child exits. Bounded: every iteration either
 // waits in poll() until a deadline or a signal, or ends the loop.
-void supervise(const Options& o, const Lease& lease, int sfd, Child* child) {
+void supervise(const Options& o, const Lease& lease, LeaseKeeper& keeper, int sfd, Child* child) {
   edgelock::Clock& clock = *lease.clock;
-  LeaseKeeper keeper(lease.target, clock);
-  if (!keeper.start().ok()) on_lost(o, keeper, clock.now(), child);
   while (!child->exited) {
     Deadline d = keeper.next_deadline();
     if (child->lost && !child->killed) d = d.min(Deadline::at(child->kill_at));
     pollfd p{sfd, POLLIN, 0};
+    const Nanos valid_end = clock.now() + lease.target.remaining(lease.target.lock);
     if (poll(&p, 1, d.poll_timeout_ms(clock)) < 0 && errno != EINTR) {
       error_line("poll: %s", std::strerror(errno));
-      if (!child->lost) on_lost(o, keeper, clock.now(), child);
+      if (!child->lost) on_lost(o, keeper, clock.now(), valid_end, child);
     }
     drain_signals(sfd, child);
     if (child->exited) {
@@ -107,13 +183,10 @@ void supervise(const Options& o, const Lease& lease, int sfd, Child* child) {
       }
       break;
     }
-    if (!child->lost && keeper.service() == LeaseState::kLost) on_lost(o, keeper, clock.now(), child);
-    if (child->lost && !child->killed && clock.now() >= child->kill_at) {
-      notice_line(o, "%s did not stop within %lld ms; sending SIGKILL", o.child_argv[0],
-                  static_cast<long long>(o.grace_ms));
-      kill(child->pid, SIGKILL);
-      child->killed = true;
+    if (!child->lost && keeper.service() == LeaseState::kLost) {
+      on_lost(o, keeper, clock.now(), valid_end, child);
     }
+    kill_if_due(o, clock, child);
   }
   keeper.stop();
 }
@@ -132,9 +205,57 @@ int finish(const Options& o, const Lease& lease, const Child& child) {
   return shell_status(child.status);
 }
 
+// Starts keeping the lease before COMMAND starts: a lease that cannot be
+// kept with these options is refused rather than run unprotected.
+int start_keeper(const Options& o, const Lease& lease, LeaseKeeper& keeper) {
+  const edgelock::Status s = keeper.start();
+  if (s.ok()) return kExitOk;
+  lease.release(lease.target.lock).ignore();
+  if (s.code() == edgelock::ErrorCode::kNotHeld) {
+    error_line("lease on %s ran out before %s could start", o.key, o.child_argv[0]);
+    return kExitLost;
+  }
+  error_line("--ttl %lld is too short to keep: a renewal may take %lld ms and --grace %lld ms plus"
+             " %lld ms come out of the validity", static_cast<long long>(o.ttl_ms),
+             static_cast<long long>(edgelock::to_millis(keeper.renew_budget())),
+             static_cast<long long>(effective_grace_ms(o)),
+             static_cast<long long>(edgelock::to_millis(kill_margin(o))));
+  return kExitUsage;
+}
+
+int fork_and_supervise(const Options& o, const Lease& lease, LeaseKeeper& keeper, int sfd,
+                       const sigset_t& old_mask) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const bool terminal = owns_terminal();
+  const pid_t parent = getpid();
+  Child child;
+  child.pid = fork();
+  if (child.pid < 0) {
+    error_line("fork: %s", std::strerror(errno));
+    lease.release(lease.target.lock).ignore();
+    return kExitServer;
+  }
+  if (child.pid == 0) exec_child(o, lease, old_mask, parent, terminal);
+  setpgid(child.pid, child.pid);  // also here: no signal may miss the group
+  supervise(o, lease, keeper, sfd, &child);
+  if (terminal) give_terminal(getpgrp());
+  return finish(o, lease, child);
+}
+
 }  // namespace
 
+int64_t effective_grace_ms(const Options& o) {
+  if (o.grace_ms >= 0) return o.grace_ms;
+  return o.ttl_ms / 4 < 2000 ? o.ttl_ms / 4 : 2000;
+}
+
 int run_child(const Options& o, const Lease& lease) {
+  edgelock::KeeperOptions ko;
+  ko.lose_before = millis(effective_grace_ms(o)) + kill_margin(o);
+  LeaseKeeper keeper(lease.target, *lease.clock, ko);
+  const int started = start_keeper(o, lease, keeper);
+  if (started != kExitOk) return started;
   sigset_t mask, old_mask;
   sigemptyset(&mask);
   sigaddset(&mask, SIGCHLD);
@@ -145,23 +266,13 @@ int run_child(const Options& o, const Lease& lease) {
   if (sfd < 0) {
     error_line("signalfd: %s", std::strerror(errno));
     lease.release(lease.target.lock).ignore();
+    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     return kExitServer;
   }
-  std::fflush(stdout);
-  std::fflush(stderr);
-  Child child;
-  child.pid = fork();
-  if (child.pid < 0) {
-    error_line("fork: %s", std::strerror(errno));
-    lease.release(lease.target.lock).ignore();
-    close(sfd);
-    return kExitServer;
-  }
-  if (child.pid == 0) exec_child(o, lease, old_mask);
-  supervise(o, lease, sfd, &child);
+  const int rc = fork_and_supervise(o, lease, keeper, sfd, old_mask);
   close(sfd);
   sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-  return finish(o, lease, child);
+  return rc;
 }
 
 }  // namespace cli

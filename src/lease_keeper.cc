@@ -1,16 +1,30 @@
 // Lease keeper: renewals driven by the caller's poll loop.
 #include "edgelock/lease_keeper.h"
 
+#include <cstdint>
+
 namespace edgelock {
+namespace {
+constexpr Nanos kNoRenewal = INT64_MAX;  // no renewal fits before the end
+}  // namespace
 
 Status LeaseKeeper::start() {
   if (!target_.lock || !target_.renew || !target_.remaining) return ErrorCode::kInvalidArgument;
-  if (options_.renew_every < 0 || options_.retry_every < 0) return ErrorCode::kInvalidArgument;
-  if (validity_left() <= 0) return ErrorCode::kNotHeld;
+  if (options_.renew_every < 0 || options_.retry_every < 0 || options_.lose_before < 0 ||
+      options_.renew_budget < 0) {
+    return ErrorCode::kInvalidArgument;
+  }
+  if (target_.remaining(target_.lock) <= 0) return ErrorCode::kNotHeld;
+  budget_ = options_.renew_budget;
+  if (budget_ == 0 && target_.renew_budget) budget_ = target_.renew_budget(target_.lock);
+  if (budget_ < 0) budget_ = 0;
+  // Not even one renewal could end before the validity does: refuse
+  // rather than promise a keeping that cannot happen.
+  if (usable_left() - budget_ <= 0) return ErrorCode::kInvalidArgument;
   state_ = LeaseState::kKeeping;
   last_error_ = Status();
   lost_at_ = 0;
-  schedule_after_renewal(clock_->now());
+  schedule(clock_->now(), renew_delay());
   return Status();
 }
 
@@ -24,54 +38,68 @@ void LeaseKeeper::lose(Status why, Nanos now) {
   lost_at_ = now;
 }
 
-void LeaseKeeper::schedule_after_renewal(Nanos now) {
-  // A third of a fresh validity leaves two more chances before it ends.
-  Nanos every = options_.renew_every > 0 ? options_.renew_every : validity_left() / 3;
-  if (every < 1) every = 1;
-  next_renew_at_ = now + every;
+Nanos LeaseKeeper::renew_delay() const {
+  if (options_.renew_every > 0) return options_.renew_every;
+  // A third of the fresh validity; with a budget, early enough that a
+  // renewal timing out still leaves room for another before the end.
+  const Nanos every = usable_left() / 3;
+  const Nanos room = usable_left() - budget_;
+  return budget_ > 0 && every > room / 2 ? room / 2 : every;
+}
+
+void LeaseKeeper::schedule(Nanos now, Nanos delay) {
+  // The latest start from which a renewal taking its whole budget still
+  // ends before the keeper's end. Past it, only the loss is left to report.
+  const Nanos latest = now + usable_left() - budget_;
+  if (latest <= now) {
+    next_renew_at_ = kNoRenewal;
+    return;
+  }
+  if (delay < 1) delay = 1;
+  next_renew_at_ = now + delay < latest ? now + delay : latest;
 }
 
 Deadline LeaseKeeper::next_deadline() const {
   if (state_ != LeaseState::kKeeping) return Deadline::never();
-  const Nanos now = clock_->now();
-  // The validity's end is a deadline of its own: a loss must be reported
-  // on time even if no renewal is due (e.g. one is waiting to retry).
-  const Nanos valid_until = now + validity_left();
-  return Deadline::at(next_renew_at_ < valid_until ? next_renew_at_ : valid_until);
+  // The keeper's end is a deadline of its own: a loss must be reported on
+  // time even if no renewal is due (e.g. one is waiting to retry).
+  const Nanos keep_until = clock_->now() + usable_left();
+  return Deadline::at(next_renew_at_ < keep_until ? next_renew_at_ : keep_until);
 }
 
 LeaseState LeaseKeeper::service() {
   if (state_ != LeaseState::kKeeping) return state_;
   Nanos now = clock_->now();
-  const Nanos left = validity_left();
-  if (left <= 0) {
+  const Nanos usable = usable_left();
+  if (usable <= 0) {
     lose(ErrorCode::kExpired, now);
     return state_;
   }
   if (now < next_renew_at_) return state_;
-  const Nanos old_end = now + left;
+  const Nanos keep_until = now + usable;
   const Status s = target_.renew(target_.lock);
   now = clock_->now();
   if (s.code() == ErrorCode::kNotOwner || s.code() == ErrorCode::kNotHeld) {
     lose(ErrorCode::kNotOwner, now);  // gone on the server: never re-create it
     return state_;
   }
-  // A renewal that completes after the old validity ended leaves a gap in
-  // which we could not prove ownership: that counts as lost.
-  if (now >= old_end || validity_left() <= 0) {
+  // A renewal that completes after the keeper's end came too late to
+  // report on time, and an ok that leaves no usable validity proves
+  // nothing: both count as lost.
+  if (now >= keep_until || usable_left() <= 0) {
     lose(ErrorCode::kExpired, now);
     return state_;
   }
   if (s.ok()) {
     ++stats_.renewals;
-    schedule_after_renewal(now);
+    schedule(now, renew_delay());
     return state_;
   }
   ++stats_.failures;
   last_error_ = s;
-  Nanos retry = options_.retry_every > 0 ? options_.retry_every : validity_left() / 4;
+  Nanos retry = options_.retry_every > 0 ? options_.retry_every : usable_left() / 4;
   if (retry < millis(1)) retry = millis(1);
-  next_renew_at_ = now + retry;
+  schedule(now, retry);
   return state_;
 }
 

@@ -17,10 +17,21 @@
 /// only after a failed one: next_deadline() includes the end of validity,
 /// so a poll loop wakes up in time to stop before another holder can start.
 ///
+/// Bounded by the validity, whatever the server does: a renewal blocks the
+/// caller for up to the lock's renew budget (Lock, Semaphore and
+/// ReentrantLock: the connection's command_timeout; QuorumLock: its
+/// server_timeout), so the keeper starts a renewal only while one that
+/// takes the whole budget still ends before the validity does (minus
+/// KeeperOptions::lose_before). It never waits for the lock to cap the
+/// renewal itself. With the default command_timeout (2 s) that works for a
+/// TTL above about 2.1 s; start() refuses (kInvalidArgument) a lease whose
+/// validity cannot hold even one renewal. A shorter command_timeout (e.g.
+/// TTL/4) leaves room for retries after a lost reply.
+///
 /// Works with any lock type offering `Status reacquire()` and
-/// `Nanos remaining() const` (Lock, QuorumLock): the lock is reached through
-/// two plain function pointers, so there is no template bloat in the logic,
-/// no std::function and no heap.
+/// `Nanos remaining() const` (Lock, QuorumLock, ReentrantLock,
+/// PermitLease): the lock is reached through plain function pointers, so
+/// there is no template bloat in the logic, no std::function and no heap.
 
 #include <cstdint>
 
@@ -35,7 +46,34 @@ struct LeaseTarget {
   void* lock = nullptr;
   Status (*renew)(void* lock) = nullptr;
   Nanos (*remaining)(const void* lock) = nullptr;
+  /// The longest one renew() can block (optional; nullptr or 0 = unknown:
+  /// then only the lock's own cap bounds a renewal).
+  Nanos (*renew_budget)(const void* lock) = nullptr;
 };
+
+namespace detail {
+// The renew budget of the known lock types, found by what they offer.
+struct Rank0 {};
+struct Rank1 : Rank0 {};
+struct Rank2 : Rank1 {};
+template <typename L>  // QuorumLock: one round per renewal
+auto renew_budget_of(const L& l, Rank2) -> decltype(Nanos(l.server_timeout())) {
+  return l.server_timeout();
+}
+template <typename L>  // Lock, ReentrantLock: one command per renewal
+auto renew_budget_of(const L& l, Rank1) -> decltype(Nanos(l.connection().options().command_timeout)) {
+  return l.connection().options().command_timeout;
+}
+template <typename L>  // PermitLease
+auto renew_budget_of(const L& l, Rank0)
+    -> decltype(Nanos(l.semaphore->connection().options().command_timeout)) {
+  return l.semaphore->connection().options().command_timeout;
+}
+template <typename L>
+Nanos renew_budget_of(const L&, ...) {
+  return 0;
+}
+}  // namespace detail
 
 /// Builds a LeaseTarget for any lock with reacquire() and remaining().
 template <typename LockT>
@@ -44,6 +82,9 @@ LeaseTarget lease_target(LockT& lock) {
   t.lock = &lock;
   t.renew = [](void* l) -> Status { return static_cast<LockT*>(l)->reacquire(); };
   t.remaining = [](const void* l) -> Nanos { return static_cast<const LockT*>(l)->remaining(); };
+  t.renew_budget = [](const void* l) -> Nanos {
+    return detail::renew_budget_of(*static_cast<const LockT*>(l), detail::Rank2());
+  };
   return t;
 }
 
@@ -54,6 +95,12 @@ struct KeeperOptions {
   /// Delay before retrying a renewal that failed for a transient reason
   /// (timeout, I/O, server busy); 0 = a quarter of the validity left.
   Nanos retry_every = 0;
+  /// Report kLost this long before the local validity ends (0 = at its
+  /// end), e.g. to leave time to stop a child process before another
+  /// holder can start. Every interval above counts from this earlier end.
+  Nanos lose_before = 0;
+  /// The longest one renewal can block; 0 = the target's renew budget.
+  Nanos renew_budget = 0;
 };
 
 enum class LeaseState : uint8_t {
@@ -81,17 +128,23 @@ class LeaseKeeper {
 
   /// Starts keeping a lock the caller holds now. No I/O.
   /// Errors: kNotHeld (no validity left), kInvalidArgument (negative
-  /// intervals, or an incomplete LeaseTarget).
+  /// intervals, an incomplete LeaseTarget, or a validity left that cannot
+  /// hold one renewal: lose_before + renew budget >= remaining()).
   Status start();
   /// Stops renewing (does not release). State becomes kIdle unless lost.
   void stop();
 
   /// When service() next has work: the next renewal or the end of the
-  /// local validity, whichever is first. Never while not keeping.
+  /// local validity (minus lose_before), whichever is first. Never while
+  /// not keeping.
   Deadline next_deadline() const;
   /// Does any work that is due; call it when next_deadline() has passed
-  /// (calling it early is harmless). A renewal blocks for at most the
-  /// lock's command timeout: keep that below TTL/3. Returns the state.
+  /// (calling it early is harmless). Returns the state. A renewal blocks
+  /// for at most the renew budget and is only started if it then still
+  /// ends before the validity (minus lose_before): service() never returns
+  /// later than that end plus the loop's own lateness. kLost is reported
+  /// by that end at the latest (also when a renewal succeeds too late or
+  /// leaves no more than lose_before of validity).
   LeaseState service();
 
   LeaseState state() const { return state_; }
@@ -102,17 +155,22 @@ class LeaseKeeper {
   /// When the loss was detected, on the keeper's clock (0 if not lost).
   Nanos lost_at() const { return lost_at_; }
   const KeeperStats& stats() const { return stats_; }
+  /// The renew budget in use (fixed by start(); 0 = unknown).
+  Nanos renew_budget() const { return budget_; }
 
  private:
   void lose(Status why, Nanos now);
-  void schedule_after_renewal(Nanos now);
-  Nanos validity_left() const { return target_.remaining(target_.lock); }
+  Nanos renew_delay() const;
+  void schedule(Nanos now, Nanos delay);
+  // Validity left before the keeper's own end (may be <= 0).
+  Nanos usable_left() const { return target_.remaining(target_.lock) - options_.lose_before; }
 
   LeaseTarget target_;
   Clock* clock_;
   KeeperOptions options_;
   LeaseState state_ = LeaseState::kIdle;
-  Nanos next_renew_at_ = 0;
+  Nanos budget_ = 0;        // longest renewal, fixed at start()
+  Nanos next_renew_at_ = 0;  // kNoRenewal: none fits before the end
   Nanos lost_at_ = 0;
   Status last_error_;
   KeeperStats stats_;

@@ -230,7 +230,7 @@ TEST_F(CliTest, LostLeaseKillsCommandAndExitsFour) {
     SCOPED_TRACE(variant == 0 ? "key deleted" : "token overwritten");
     const std::string pidfile = dir_ + "/pid" + std::to_string(variant);
     const int64_t t0 = now_ms();
-    const pid_t p = start({"-t", "600", "--grace", "500", "run", "dev", "--", "sh", "-c",
+    const pid_t p = start({"-t", "600", "--grace", "300", "run", "dev", "--", "sh", "-c",
                            "echo $$ > " + pidfile + "; exec sleep 30"}, "lost");
     for (int i = 0; i < 200 && redis({"EXISTS", "dev"}) != "1"; ++i) usleep(5000);
     usleep(100000);

@@ -141,6 +141,64 @@ TEST_F(KeeperTimingTest, StartNeedsAHeldLock) {
   EXPECT_EQ(broken.start().code(), ErrorCode::kInvalidArgument);
 }
 
+// A renewal may block for its whole budget: the keeper starts one only
+// while it would still end before the validity, and reports the loss at
+// the validity's end, never later.
+TEST_F(KeeperTimingTest, RenewalsStartOnlyWhileTheirBudgetFits) {
+  KeeperOptions o;
+  o.renew_budget = millis(2000);
+  lock_.next = ErrorCode::kTimeout;
+  lock_.renew_takes = millis(2000);  // every renewal times out after its budget
+  LeaseKeeper keeper(lease_target(lock_), clock_, o);
+  ASSERT_TRUE(keeper.start().ok());
+  const Nanos end = lock_.valid_until;
+  EXPECT_EQ(keeper.next_deadline().when(), clock_.now() + millis(500)) << "half the slack";
+  for (int i = 0; i < 10 && keeper.state() == LeaseState::kKeeping; ++i) {
+    clock_.sleep_for(keeper.next_deadline().remaining(clock_));
+    keeper.service();
+    EXPECT_LE(clock_.now(), end) << "service() returned after the validity ended";
+  }
+  EXPECT_EQ(keeper.state(), LeaseState::kLost);
+  EXPECT_EQ(keeper.lost_at(), end);
+  EXPECT_EQ(lock_.renews, 1) << "a second renewal could not end in time";
+}
+
+TEST_F(KeeperTimingTest, LoseBeforeReportsEarlyAndRefusesWhatCannotFit) {
+  KeeperOptions o;
+  o.lose_before = millis(500);
+  lock_.next = ErrorCode::kIo;  // renewals fail at once
+  LeaseKeeper keeper(lease_target(lock_), clock_, o);
+  ASSERT_TRUE(keeper.start().ok());
+  const Nanos end = lock_.valid_until;
+  for (int i = 0; i < 100 && keeper.state() == LeaseState::kKeeping; ++i) {
+    clock_.sleep_for(keeper.next_deadline().remaining(clock_));
+    keeper.service();
+  }
+  EXPECT_EQ(keeper.state(), LeaseState::kLost);
+  EXPECT_EQ(keeper.lost_at(), end - millis(500));
+  EXPECT_GE(lock_.renews, 2);
+  // A renewal that succeeds but leaves no more than lose_before is a loss.
+  lock_.valid_until = clock_.now() + lock_.grant;
+  lock_.next = Status();
+  lock_.grant = millis(400);
+  LeaseKeeper thin(lease_target(lock_), clock_, o);
+  ASSERT_TRUE(thin.start().ok());
+  clock_.sleep_for(thin.next_deadline().remaining(clock_));
+  EXPECT_EQ(thin.service(), LeaseState::kLost);
+  // lose_before + budget must leave room for one renewal.
+  o.renew_budget = lock_.remaining() - o.lose_before;
+  LeaseKeeper refused(lease_target(lock_), clock_, o);
+  EXPECT_EQ(refused.start().code(), ErrorCode::kInvalidArgument);
+}
+
+// I/O takes no time on a FakeClock: a small renew budget (instead of the
+// connection's command timeout, scaled up under emulation) keeps TTL/3.
+KeeperOptions fake_io() {
+  KeeperOptions o;
+  o.renew_budget = millis(1);
+  return o;
+}
+
 // Against a real server, with time on a FakeClock so TTL/3 is exact.
 class KeeperRedisTest : public test::SuiteServerTest {
  protected:
@@ -165,7 +223,7 @@ class KeeperRedisTest : public test::SuiteServerTest {
 };
 
 TEST_F(KeeperRedisTest, RenewsOnTheServer) {
-  LeaseKeeper keeper(lock_);
+  LeaseKeeper keeper(lock_, fake_io());
   ASSERT_TRUE(keeper.start().ok());
   EXPECT_EQ(step(keeper), LeaseState::kKeeping);  // also loads the script
   // Shorten the server's TTL behind our back: only a real renewal restores it.
@@ -181,8 +239,25 @@ TEST_F(KeeperRedisTest, RenewsOnTheServer) {
   EXPECT_GT(lock_.remaining(), millis(2900));
 }
 
-TEST_F(KeeperRedisTest, OverwrittenKeyIsLostAndLeftAlone) {
+TEST_F(KeeperRedisTest, RenewBudgetComesFromTheLock) {
   LeaseKeeper keeper(lock_);
+  ASSERT_TRUE(keeper.start().ok());
+  EXPECT_EQ(keeper.renew_budget(), conn_.options().command_timeout);
+  Semaphore sem(conn_);
+  ASSERT_TRUE(sem.init(Bytes::from_cstr("sem")).ok());
+  Permit permit;
+  PermitLease pl{&sem, &permit};
+  EXPECT_EQ(lease_target(pl).renew_budget(&pl), conn_.options().command_timeout);
+  Connection* conns[1] = {&conn_};
+  QuorumOptions qo;
+  qo.server_timeout = millis(77);
+  QuorumLock q;
+  ASSERT_TRUE(q.init(conns, 1, Bytes::from_cstr("q"), qo).ok());
+  EXPECT_EQ(lease_target(q).renew_budget(&q), millis(77));
+}
+
+TEST_F(KeeperRedisTest, OverwrittenKeyIsLostAndLeftAlone) {
+  LeaseKeeper keeper(lock_, fake_io());
   ASSERT_TRUE(keeper.start().ok());
   ASSERT_EQ(run(admin_, {"SET", "modem", "someone-else", "PX", "60000"}), "OK");
   EXPECT_EQ(step(keeper), LeaseState::kLost);
@@ -196,7 +271,7 @@ TEST_F(KeeperRedisTest, OverwrittenKeyIsLostAndLeftAlone) {
 }
 
 TEST_F(KeeperRedisTest, DeletedKeyIsNeverRecreated) {
-  LeaseKeeper keeper(lock_);
+  LeaseKeeper keeper(lock_, fake_io());
   ASSERT_TRUE(keeper.start().ok());
   ASSERT_EQ(run(admin_, {"DEL", "modem"}), "1");
   EXPECT_EQ(step(keeper), LeaseState::kLost);
@@ -215,7 +290,7 @@ TEST_F(KeeperRedisTest, ServerGoneMeansLostAtValidityEnd) {
   o.ttl_ms = 3000;
   ASSERT_TRUE(lock.init(Bytes::from_cstr("modem"), o).ok());
   ASSERT_TRUE(lock.try_acquire().ok());
-  LeaseKeeper keeper(lock);
+  LeaseKeeper keeper(lock, fake_io());
   ASSERT_TRUE(keeper.start().ok());
   const Nanos end = clock.now() + lock.remaining();
   own.kill9();
