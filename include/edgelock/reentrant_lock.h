@@ -85,7 +85,7 @@ class ReentrantLock {
   Status reacquire() { return extend(options_.ttl_ms); }
 
   /// Levels held by this handle (0 = not held).
-  uint32_t depth() const { return depth_; }
+  uint32_t depth() const;
   /// True while depth > 0 and the local validity has not run out.
   bool held() const { return remaining() > 0; }
   /// Conservative validity left (0 if not held).
@@ -109,6 +109,8 @@ class ReentrantLock {
   Status noted(EventKind kind, Nanos start, Status s);
   Deadline io_deadline() const;
   void forget();
+  void maybe_holds(uint32_t levels);
+  void unknown_outcome(uint32_t most, Nanos start, int64_t ttl_ms);
 
   Connection* conn_;
   ReentrantLockOptions options_;
@@ -119,7 +121,8 @@ class ReentrantLock {
   char owner_[kMaxTokenLen] = {};
   size_t owner_len_ = 0;
   char handle_[16] = {};
-  uint32_t depth_ = 0;
+  uint32_t depth_ = 0;  // levels counted (release() drops one)
+  uint32_t most_ = 0;   // levels the server may hold: >= depth_ after unknown outcomes
   Nanos valid_until_ = 0;
   uint64_t fence_ = 0;
   int64_t busy_ttl_ms_ = 0;

@@ -108,6 +108,7 @@ class Semaphore {
   Status send_extend(Permit* permit, int64_t ms);
   Status noted(EventKind kind, Nanos start, Status s);
   Deadline io_deadline() const;
+  static void unclaim(Permit* permit);
 
   Connection* conn_;
   SemaphoreOptions options_;

@@ -406,9 +406,9 @@ TEST_F(PrimitiveEdges, ReentrantFenceCounterAtLimitWritesNothing) {
 // --- Cooldown / Quota ------------------------------------------------------
 
 TEST_F(PrimitiveEdges, CooldownLateEntryIsNotAllowed) {
-  // The entry's reply comes after its period ended (round trip 300 ms >
-  // 200 ms): acting on it would overlap the next entry's period.
-  auto proxy = start_proxy(ms_s(150));
+  // The entry's reply comes after its period ended on the server (250 ms
+  // back > 200 ms): acting on it would overlap the next entry's period.
+  auto proxy = start_proxy(ms_s(250));
   Connection c;
   open_via(c, *proxy, ms_s(2000));
   CooldownOptions o;
@@ -426,7 +426,9 @@ TEST_F(PrimitiveEdges, CooldownLateEntryIsNotAllowed) {
 }
 
 TEST_F(PrimitiveEdges, QuotaLateTakeIsNotAllowed) {
-  auto proxy = start_proxy(ms_s(150));
+  // The take's reply comes after its window ended: acting on it would be a
+  // second action in the next window.
+  auto proxy = start_proxy(ms_s(250));
   Connection c;
   open_via(c, *proxy, ms_s(2000));
   QuotaOptions o;
