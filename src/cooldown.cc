@@ -34,7 +34,7 @@ Status Cooldown::send(Admission* a) {
   // The key was (re)armed no earlier than `start`: it lives at least this
   // long on our clock, less the drift allowance.
   set_hint(true, start, ttl);
-  return a->allowed ? Status() : Status(ErrorCode::kBusy);
+  return admitted(a, start, ttl);
 }
 
 Result<int64_t> Cooldown::retry_after_ms() {

@@ -32,6 +32,43 @@ inline Nanos lease_end(Nanos start, int64_t ttl_ms, double drift_factor) {
   return validity_end(start, ttl_ms, drift_factor);
 }
 
+/// Whether a request that failed with `c` may still have run on the server
+/// (sent, but its reply was lost, late or unreadable): its outcome is
+/// unknown. Only error replies (our scripts check before they write) and
+/// failures before anything was sent are definite "did not run".
+inline bool may_have_run(ErrorCode c) {
+  switch (c) {
+    case ErrorCode::kOk:
+    case ErrorCode::kServerError:
+    case ErrorCode::kReadOnly:
+    case ErrorCode::kOutOfMemory:
+    case ErrorCode::kServerBusy:
+    case ErrorCode::kLoading:
+    case ErrorCode::kNoAuth:
+    case ErrorCode::kAuthFailed:
+    case ErrorCode::kNotConnected:
+    case ErrorCode::kConnectFailed:
+    case ErrorCode::kInvalidArgument:
+      return false;
+    default:
+      return true;
+  }
+}
+
+/// The earlier of `valid_until` and the end a request sent at `start` for
+/// `ttl_ms` may have set: after an unknown outcome (e.g. a shortening
+/// extend whose reply was lost) the validity is the least of the two.
+inline Nanos least_end(Nanos valid_until, Nanos start, int64_t ttl_ms, double drift_factor) {
+  const Nanos could_be = lease_end(start, ttl_ms, drift_factor);
+  return could_be < valid_until ? could_be : valid_until;
+}
+
+/// `d`, but no later than `valid_until` while that is still ahead of `now`:
+/// a renewal must not keep waiting once the validity it renews has ended.
+inline Deadline capped_at(Deadline d, Nanos valid_until, Nanos now) {
+  return valid_until > now ? d.min(Deadline::at(valid_until)) : d;
+}
+
 /// Errors an acquire loop may retry within its wait.
 inline bool retryable(ErrorCode c) {
   switch (c) {

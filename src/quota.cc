@@ -41,7 +41,7 @@ Status Quota::send(Admission* a) {
   a->retry_after_ms = a->remaining > 0 ? 0 : ttl;
   // Used up: the window lasts at least this long on our clock.
   set_hint(a->remaining == 0, start, ttl);
-  return a->allowed ? Status() : Status(ErrorCode::kBusy);
+  return admitted(a, start, ttl);
 }
 
 Result<Admission> Quota::peek() {

@@ -46,7 +46,9 @@ Status RateGate::wait_admit(Nanos wait, Admission* out) {
   Clock& clock = conn_->clock();
   const Deadline deadline = Deadline::after(clock, wait);
   Status s = try_admit(a);
-  for (uint32_t i = 0; s.code() == ErrorCode::kBusy && i < 100000; ++i) {
+  // kExpired: admitted too late to act on; the next try may be in time.
+  for (uint32_t i = 0; (s.code() == ErrorCode::kBusy || s.code() == ErrorCode::kExpired) && i < 100000;
+       ++i) {
     const Nanos left = deadline.remaining(clock);
     if (left <= 0) break;
     // Sleep what the server said (at least 1 ms, so we never spin).
@@ -81,6 +83,14 @@ Status RateGate::reset_key() {
   const Result<const Reply*> r = conn_->command(args, 2, d);
   if (!r.ok()) return r.status();
   return r.value()->type == ReplyType::kInteger ? Status() : Status(ErrorCode::kProtocol);
+}
+
+Status RateGate::admitted(Admission* a, Nanos start, int64_t ttl_ms) {
+  if (!a->allowed) return ErrorCode::kBusy;
+  if (conn_->clock().now() < lease_end(start, ttl_ms, drift_factor_)) return Status();
+  a->allowed = false;  // counted, but too late to act on
+  a->retry_after_ms = 0;
+  return ErrorCode::kExpired;
 }
 
 void RateGate::set_hint(bool on, Nanos start, int64_t ttl_ms) {

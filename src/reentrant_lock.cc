@@ -43,8 +43,13 @@ Status ReentrantLock::init(Bytes key, const ReentrantLockOptions& options, Bytes
 
 void ReentrantLock::forget() {
   depth_ = 0;
+  most_ = 0;
   valid_until_ = 0;
   fence_ = 0;
+}
+
+void ReentrantLock::maybe_holds(uint32_t levels) {
+  if (levels > most_) most_ = levels;
 }
 
 Deadline ReentrantLock::io_deadline() const {
@@ -57,6 +62,8 @@ Nanos ReentrantLock::remaining() const {
   return left > 0 ? left : 0;
 }
 
+uint32_t ReentrantLock::depth() const { return remaining() > 0 ? depth_ : 0; }
+
 Status ReentrantLock::noted(EventKind kind, Nanos start, Status s) {
   detail::note(*conn_, metrics_, kind, s, key(), conn_->clock().now() - start);
   return s;
@@ -68,26 +75,35 @@ Status ReentrantLock::attempt(Deadline deadline) {
 }
 
 Status ReentrantLock::send_acquire(Deadline deadline) {
+  const uint32_t want = depth_ + 1;
   const detail::DecimalText ttl(options_.ttl_ms);
-  const detail::DecimalText want(static_cast<int64_t>(depth_) + 1);
+  const detail::DecimalText want_text(want);
+  const detail::DecimalText most(most_ > want ? most_ : want);
   const Bytes keys[2] = {key(), Bytes(fence_key_, fence_key_len_)};
-  const Bytes args[4] = {owner(), ttl.bytes(), want.bytes(), handle()};
+  const Bytes args[5] = {owner(), ttl.bytes(), want_text.bytes(), handle(), most.bytes()};
   const Nanos start = conn_->clock().now();
-  const Result<const Reply*> r = conn_->eval(detail::kReentrantAcquireScript, keys, 2, args, 4, deadline);
-  if (!r.ok()) return r.status();
+  const Result<const Reply*> r = conn_->eval(detail::kReentrantAcquireScript, keys, 2, args, 5, deadline);
   int64_t code = 0, value = 0;
-  if (!detail::int_at(r.value(), 0, &code) || !detail::int_at(r.value(), 1, &value)) {
-    return ErrorCode::kProtocol;
+  Status s = r.ok() ? Status() : r.status();
+  if (s.ok() && (!detail::int_at(r.value(), 0, &code) || !detail::int_at(r.value(), 1, &value))) {
+    s = ErrorCode::kProtocol;
+  }
+  if (!s.ok()) {
+    // The level may have landed (and re-armed the TTL, maybe shorter):
+    // count it for release(), claim the least validity.
+    if (detail::may_have_run(s.code())) unknown_outcome(want, start, options_.ttl_ms);
+    return s;
   }
   if (code == 0) {
+    most_ = depth_;  // someone else holds it: no level of ours is there
     busy_ttl_ms_ = value;
     return ErrorCode::kBusy;
   }
-  if (code < 0 || code != static_cast<int64_t>(depth_) + 1) {
+  if (code < 0 || code != static_cast<int64_t>(want)) {
     forget();  // expired or changed under us: no level is ours any more
     return ErrorCode::kNotOwner;
   }
-  depth_ = static_cast<uint32_t>(code);
+  depth_ = most_ = want;
   fence_ = static_cast<uint64_t>(value);
   valid_until_ = detail::lease_end(start, options_.ttl_ms, options_.drift_factor);
   if (remaining() <= 0) {
@@ -95,6 +111,11 @@ Status ReentrantLock::send_acquire(Deadline deadline) {
     return ErrorCode::kExpired;
   }
   return Status();
+}
+
+void ReentrantLock::unknown_outcome(uint32_t most, Nanos start, int64_t ttl_ms) {
+  maybe_holds(most);
+  valid_until_ = detail::least_end(valid_until_, start, ttl_ms, options_.drift_factor);
 }
 
 Status ReentrantLock::try_acquire() {
@@ -128,27 +149,42 @@ Status ReentrantLock::release() {
 }
 
 Status ReentrantLock::send_release() {
-  if (depth_ == 0) return ErrorCode::kNotHeld;
-  const detail::DecimalText want(static_cast<int64_t>(depth_) - 1);
+  if (depth_ == 0 && most_ == 0) return ErrorCode::kNotHeld;
+  // After an acquire whose outcome we never learnt the level may be there
+  // even at depth 0: release() removes it too.
+  const uint32_t want = depth_ > 0 ? depth_ - 1 : 0;
+  const detail::DecimalText want_text(want);
   const detail::DecimalText ttl(options_.ttl_ms);
+  const detail::DecimalText most(most_);
   const Bytes keys[1] = {key()};
-  const Bytes args[4] = {owner(), want.bytes(), ttl.bytes(), handle()};
+  const Bytes args[5] = {owner(), want_text.bytes(), ttl.bytes(), handle(), most.bytes()};
   const Nanos start = conn_->clock().now();
-  const Result<const Reply*> r = conn_->eval(detail::kReentrantReleaseScript, keys, 1, args, 4, io_deadline());
-  if (!r.ok()) return r.status();
-  if (r.value()->type != ReplyType::kInteger) return ErrorCode::kProtocol;
+  const Result<const Reply*> r = conn_->eval(detail::kReentrantReleaseScript, keys, 1, args, 5, io_deadline());
+  Status s = r.ok() ? Status() : r.status();
+  if (s.ok() && r.value()->type != ReplyType::kInteger) s = ErrorCode::kProtocol;
+  if (!s.ok()) {
+    if (detail::may_have_run(s.code())) {
+      // The level may be gone: stop counting it (at depth 0 nothing is
+      // claimed), but remember it may be there so release() can retry.
+      depth_ = want;
+      unknown_outcome(most_, start, options_.ttl_ms);
+    }
+    return s;
+  }
   const int64_t d = r.value()->integer;
-  if (d < 0 || d != static_cast<int64_t>(depth_) - 1) {
+  if (d < 0 || d != static_cast<int64_t>(want)) {
     forget();
     return ErrorCode::kNotOwner;
   }
-  depth_ = static_cast<uint32_t>(d);
+  depth_ = most_ = want;
   if (depth_ == 0) {
     forget();
-  } else {
-    valid_until_ = detail::lease_end(start, options_.ttl_ms, options_.drift_factor);
+    return Status();
   }
-  return Status();
+  valid_until_ = detail::lease_end(start, options_.ttl_ms, options_.drift_factor);
+  // The level is released; the others are held but their refreshed TTL
+  // came back too late to claim.
+  return remaining() > 0 ? Status() : Status(ErrorCode::kExpired);
 }
 
 Status ReentrantLock::extend(int64_t ms) {
@@ -163,15 +199,23 @@ Status ReentrantLock::send_extend(int64_t ms) {
   const Bytes keys[1] = {key()};
   const Bytes args[3] = {owner(), ms_text.bytes(), handle()};
   const Nanos start = conn_->clock().now();
-  const Result<const Reply*> r = conn_->eval(detail::kReentrantExtendScript, keys, 1, args, 3, io_deadline());
-  if (!r.ok()) return r.status();
-  if (r.value()->type != ReplyType::kInteger) return ErrorCode::kProtocol;
+  // A renewal is worth waiting for only while the lease is still valid.
+  const Deadline deadline = detail::capped_at(io_deadline(), valid_until_, start);
+  const Result<const Reply*> r = conn_->eval(detail::kReentrantExtendScript, keys, 1, args, 3, deadline);
+  Status s = r.ok() ? Status() : r.status();
+  if (s.ok() && r.value()->type != ReplyType::kInteger) s = ErrorCode::kProtocol;
+  if (!s.ok()) {
+    if (detail::may_have_run(s.code())) unknown_outcome(depth_, start, ms);
+    const bool lapsed = remaining() <= 0 && s.code() == ErrorCode::kTimeout;
+    return lapsed ? Status(ErrorCode::kExpired) : s;
+  }
   if (r.value()->integer <= 0) {
     forget();
     return ErrorCode::kNotOwner;
   }
   valid_until_ = detail::lease_end(start, ms, options_.drift_factor);
-  return Status();
+  // Extended, but for less than the drift allowance: not usable.
+  return remaining() > 0 ? Status() : Status(ErrorCode::kExpired);
 }
 
 }  // namespace edgelock

@@ -10,53 +10,57 @@ namespace edgelock {
 namespace detail {
 
 // ARGV[1] = owner, ARGV[2] = ttl ms, ARGV[3] = depth wanted after the call,
-// ARGV[4] = handle nonce. Returns {depth, fence} when granted (a retry
-// whose grant already landed finds depth == wanted and only re-arms the
-// TTL), {0, pttl} when someone else holds it and we hold nothing, {-1, 0}
+// ARGV[4] = handle nonce, ARGV[5] = the most levels we may hold already
+// (requests whose outcome we never learnt). Returns {depth, fence} when
+// granted: a hash of ours at any depth from want - 1 to ARGV[5] is set to
+// want and re-armed, so a retry whose grant already landed is not counted
+// twice. {0, pttl} when someone else holds it and we hold nothing, {-1, 0}
 // when we held levels and the key is gone or someone else's, {-2, depth}
-// when our depth changed under us.
+// when our depth is outside that range. Checks before it writes: a fence
+// counter that is not a count below 2^53 (beyond, Lua numbers would give two
+// grants one fence) or of the wrong type is an error reply, nothing written.
+// Kept short: after a SCRIPT FLUSH its EVAL must fit the command buffer.
 constexpr Script kReentrantAcquireScript = make_script(
-    "local want = tonumber(ARGV[3])\n"
-    "local o = redis.call('HGET', KEYS[1], 'owner')\n"
-    "if o == false then\n"
-    "  if want ~= 1 then return {-1, 0} end\n"
-    "  local f = redis.call('INCR', KEYS[2])\n"
-    "  redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'handle', ARGV[4], 'depth', 1, 'fence', f)\n"
-    "  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
-    "  return {1, f}\n"
+    "local call, k, w = redis.call, KEYS[1], tonumber(ARGV[3])\n"
+    "local h = call('HMGET', k, 'owner', 'handle', 'depth', 'fence')\n"
+    "if not h[1] then\n"
+    "if w ~= 1 then return {-1, 0} end\n"
+    "local c = tonumber(call('GET', KEYS[2]) or '0')\n"
+    "if not c or c < 0 or c >= 2^53 then\n"
+    "return redis.error_reply('ERR bad fence counter') end\n"
+    "local f = call('INCR', KEYS[2])\n"
+    "call('HSET', k, 'owner', ARGV[1], 'handle', ARGV[4], 'depth', 1, 'fence', f)\n"
+    "call('PEXPIRE', k, ARGV[2])\n"
+    "return {1, f}\n"
     "end\n"
-    "if o ~= ARGV[1] or redis.call('HGET', KEYS[1], 'handle') ~= ARGV[4] then\n"
-    "  if want > 1 then return {-1, 0} end\n"
-    "  local t = redis.call('PTTL', KEYS[1])\n"
-    "  if t < 0 then t = 0 end\n"
-    "  return {0, t}\n"
+    "if h[1] ~= ARGV[1] or h[2] ~= ARGV[4] then\n"
+    "if w > 1 then return {-1, 0} end\n"
+    "return {0, math.max(call('PTTL', k), 0)}\n"
     "end\n"
-    "local d = tonumber(redis.call('HGET', KEYS[1], 'depth'))\n"
-    "if d == want - 1 then\n"
-    "  d = redis.call('HINCRBY', KEYS[1], 'depth', 1)\n"
-    "elseif d ~= want then\n"
-    "  return {-2, d}\n"
-    "end\n"
-    "redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
-    "return {d, tonumber(redis.call('HGET', KEYS[1], 'fence'))}\n");
+    "local d, f = tonumber(h[3]), tonumber(h[4])\n"
+    "if not d or not f or d < w - 1 or d > tonumber(ARGV[5]) then return {-2, d or 0} end\n"
+    "call('HSET', k, 'depth', w)\n"
+    "call('PEXPIRE', k, ARGV[2])\n"
+    "return {w, f}\n");
 
-// ARGV[1] = owner, ARGV[2] = depth wanted after the call (held - 1),
-// ARGV[3] = ttl ms, ARGV[4] = handle nonce. Returns the new depth (0: key
-// deleted), -1 if not ours, -2 if the depth is not the one we hold.
+// ARGV[1] = owner, ARGV[2] = depth wanted after the call, ARGV[3] = ttl ms,
+// ARGV[4] = handle nonce, ARGV[5] = the most levels we may hold. A hash of
+// ours at any depth from want to ARGV[5] is set to want (0: deleted) and
+// otherwise re-armed: a retry whose release landed re-arms the TTL it
+// reports. Returns the new depth, -1 if not ours, -2 if our depth is
+// outside that range.
 constexpr Script kReentrantReleaseScript = make_script(
-    "if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] or\n"
-    "   redis.call('HGET', KEYS[1], 'handle') ~= ARGV[4] then return -1 end\n"
-    "local want = tonumber(ARGV[2])\n"
-    "local d = tonumber(redis.call('HGET', KEYS[1], 'depth'))\n"
-    "if d == want then return want end\n"
-    "if d ~= want + 1 then return -2 end\n"
-    "if want == 0 then\n"
+    "local h = redis.call('HMGET', KEYS[1], 'owner', 'handle', 'depth')\n"
+    "if h[1] ~= ARGV[1] or h[2] ~= ARGV[4] then return -1 end\n"
+    "local w, d = tonumber(ARGV[2]), tonumber(h[3])\n"
+    "if not d or d < w or d > tonumber(ARGV[5]) then return -2 end\n"
+    "if w == 0 then\n"
     "  redis.call('DEL', KEYS[1])\n"
     "  return 0\n"
     "end\n"
-    "redis.call('HSET', KEYS[1], 'depth', want)\n"
+    "redis.call('HSET', KEYS[1], 'depth', w)\n"
     "redis.call('PEXPIRE', KEYS[1], ARGV[3])\n"
-    "return want\n");
+    "return w\n");
 
 // ARGV[1] = owner, ARGV[2] = ms, ARGV[3] = handle nonce. Returns ms if
 // ours (TTL reset), else 0.

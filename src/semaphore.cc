@@ -54,11 +54,14 @@ Status Semaphore::send_acquire(Permit* permit, Deadline deadline) {
   const Bytes args[3] = {permit->id_bytes(), ttl.bytes(), n.bytes()};
   const Nanos start = conn_->clock().now();
   const Result<const Reply*> r = conn_->eval(detail::kSemAcquireScript, keys, 1, args, 3, deadline);
+  // Failed: the grant may still have landed. The permit keeps its id, so a
+  // retry re-arms it and release() removes it.
   if (!r.ok()) return r.status();
   int64_t granted = 0, value = 0;
   if (!detail::int_at(r.value(), 0, &granted) || !detail::int_at(r.value(), 1, &value)) {
     return ErrorCode::kProtocol;
   }
+  if (granted < 0) return ErrorCode::kInvalidArgument;  // the script refused an empty id
   if (granted != 1) {
     busy_wait_ms_ = value > 0 ? value : 0;
     return ErrorCode::kBusy;
@@ -66,10 +69,19 @@ Status Semaphore::send_acquire(Permit* permit, Deadline deadline) {
   permit->granted = true;
   permit->valid_until = detail::lease_end(start, options_.ttl_ms, options_.drift_factor);
   if (remaining(*permit) <= 0) {
-    release(permit).ignore();
+    // Granted too late to use: hand it back, but keep the id. Wiping it
+    // would make the retry ask for the permit "" (shared by every client
+    // doing the same) and lose the permit if the hand-back failed.
+    unclaim(permit);
+    release_id(permit->id_bytes()).ignore();
     return ErrorCode::kExpired;
   }
   return Status();
+}
+
+void Semaphore::unclaim(Permit* permit) {
+  permit->granted = false;
+  permit->valid_until = 0;
 }
 
 Status Semaphore::try_acquire(Permit* permit) {
@@ -103,7 +115,11 @@ Status Semaphore::release(Permit* permit) {
   if (!permit) return ErrorCode::kInvalidArgument;
   const Status s = release_id(permit->id_bytes());
   // Released, or not ours any more: either way this permit is done.
-  if (s.ok() || s.code() == ErrorCode::kNotOwner) *permit = Permit();
+  if (s.ok() || s.code() == ErrorCode::kNotOwner) {
+    *permit = Permit();
+  } else if (detail::may_have_run(s.code())) {
+    unclaim(permit);  // it may be gone: stop claiming it, keep the id to retry
+  }
   return s;
 }
 
@@ -136,16 +152,30 @@ Status Semaphore::send_extend(Permit* permit, int64_t ms) {
   const Bytes keys[1] = {key()};
   const Bytes args[2] = {permit->id_bytes(), ms_text.bytes()};
   const Nanos start = conn_->clock().now();
-  const Result<const Reply*> r = conn_->eval(detail::kSemExtendScript, keys, 1, args, 2, io_deadline());
-  if (!r.ok()) return r.status();
-  if (r.value()->type != ReplyType::kInteger) return ErrorCode::kProtocol;
+  // A renewal is worth waiting for only while the permit is still valid.
+  const Deadline deadline = detail::capped_at(io_deadline(), permit->granted ? permit->valid_until : 0, start);
+  const Result<const Reply*> r = conn_->eval(detail::kSemExtendScript, keys, 1, args, 2, deadline);
+  Status s = r.ok() ? Status() : r.status();
+  if (s.ok() && r.value()->type != ReplyType::kInteger) s = ErrorCode::kProtocol;
+  if (!s.ok()) {
+    // Unknown outcome: the server may now hold the permit for `ms` from
+    // when it ran, which may be less than before.
+    if (detail::may_have_run(s.code())) {
+      permit->valid_until = detail::least_end(permit->valid_until, start, ms, options_.drift_factor);
+    }
+    if (remaining(*permit) > 0) return s;
+    unclaim(permit);
+    return s.code() == ErrorCode::kTimeout ? Status(ErrorCode::kExpired) : s;
+  }
   if (r.value()->integer <= 0) {
     *permit = Permit();
     return ErrorCode::kNotOwner;
   }
   permit->granted = true;
   permit->valid_until = detail::lease_end(start, ms, options_.drift_factor);
-  return Status();
+  if (remaining(*permit) > 0) return Status();
+  unclaim(permit);  // extended, but for less than the drift allowance
+  return ErrorCode::kExpired;
 }
 
 Result<uint32_t> Semaphore::in_use() {

@@ -20,8 +20,10 @@ namespace detail {
 
 // ARGV[1] = permit id, ARGV[2] = ttl ms, ARGV[3] = N. Returns {1, in use}
 // when granted (also when the id already holds a permit: a retry after a
-// lost reply re-arms it), else {0, ms until the first permit expires}.
+// lost reply re-arms it), else {0, ms until the first permit expires}, or
+// {-1, 0} for an empty id (every client sending one would share a permit).
 constexpr Script kSemAcquireScript = make_script(
+    "if ARGV[1] == '' then return {-1, 0} end\n"
     EDGELOCK_SEM_PRELUDE
     "local exp = now + tonumber(ARGV[2])\n"
     "if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then\n"

@@ -48,13 +48,17 @@ class Cooldown : protected detail::RateGate {
 
   /// Sets key and options. No I/O. Errors: kInvalidArgument.
   Status init(Bytes key, const CooldownOptions& options = {});
-  /// One attempt. OK = allowed (the period starts now); *out (optional)
+  /// One attempt. OK = allowed, and the period it started is still running
+  /// on our clock (less the drift allowance): act now. *out (optional)
   /// says how long until the next one. Errors: kBusy (cooling down;
-  /// out->retry_after_ms), kInvalidArgument (not init()ed), kProtocol,
+  /// out->retry_after_ms), kExpired (entered, but the answer came after
+  /// the period could have ended: do not act, another entry may already
+  /// be allowed), kInvalidArgument (not init()ed), kProtocol,
   /// Connection::command()'s (then the entry may have been recorded).
   Status try_enter(Admission* out = nullptr);
   /// Tries until allowed or `wait` has passed (negative = forever),
-  /// sleeping the remaining cooldown. Errors: as try_enter().
+  /// sleeping the remaining cooldown (kBusy and kExpired are retried).
+  /// Errors: as try_enter().
   Status enter(Nanos wait, Admission* out = nullptr);
   /// Ms until an entry would be allowed (0 = now), from the server.
   /// Errors: kInvalidArgument, kProtocol, Connection::command()'s.

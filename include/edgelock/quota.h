@@ -51,13 +51,17 @@ class Quota : protected detail::RateGate {
 
   /// Sets key and options. No I/O. Errors: kInvalidArgument.
   Status init(Bytes key, const QuotaOptions& options = {});
-  /// One attempt. OK = allowed and counted; *out (optional) has what is
-  /// left and when the window ends. Errors: kBusy (used up;
-  /// out->retry_after_ms), kInvalidArgument (not init()ed), kProtocol,
+  /// One attempt. OK = allowed and counted, and the window it was counted
+  /// in is still running on our clock (less the drift allowance); *out
+  /// (optional) has what is left and when the window ends. Errors: kBusy
+  /// (used up; out->retry_after_ms), kExpired (counted, but the answer came
+  /// after that window could have ended: do not act, it would count in the
+  /// next one), kInvalidArgument (not init()ed), kProtocol,
   /// Connection::command()'s (then the attempt may have been counted).
   Status try_take(Admission* out = nullptr);
   /// Tries until allowed or `wait` has passed (negative = forever),
-  /// sleeping until the window ends. Errors: as try_take().
+  /// sleeping until the window ends (kBusy and kExpired are retried).
+  /// Errors: as try_take().
   Status take(Nanos wait, Admission* out = nullptr);
   /// What is left without counting an attempt (allowed = remaining > 0).
   /// Errors: kInvalidArgument, kProtocol, Connection::command()'s.

@@ -10,8 +10,9 @@
 /// keeper calling extend()/held().
 ///
 /// Lost replies: every script carries the depth the handle expects after
-/// the call, so a retry after a lost reply is recognised and not counted
-/// twice. The handle is the unit of re-entry: the hash also records a
+/// the call and the most levels it may hold (from requests whose outcome it
+/// never learnt), so a retry after a lost reply is recognised and not
+/// counted twice, and release() can remove a level that landed unseen. The handle is the unit of re-entry: the hash also records a
 /// random per-handle nonce, so a second handle with the same owner id (say
 /// the same task restarted) is busy until the first one's levels are
 /// released or expire; it never inherits or corrupts them.
@@ -63,29 +64,50 @@ class ReentrantLock {
   /// TTL. Errors: kBusy (another owner holds it), kNotOwner (we held it
   /// but it expired or the depth changed under us: all levels are lost),
   /// kExpired (granted, but the round trip used up the validity; handed
-  /// back),
+  /// back), kServerError (the fence counter is not a count below 2^53 or
+  /// not a string: nothing written; text in connection_error()),
   /// kInvalidArgument (not init()ed, or depth at 2^31), kProtocol, and
-  /// Connection::command()'s (then the level may or may not be taken;
-  /// retrying acquire on this handle is safe).
+  /// Connection::command()'s. After kProtocol and the connection errors
+  /// that leave the outcome unknown (kTimeout, kIo, ...) the level may have
+  /// landed: it is not counted in depth() nor claimed, but the handle
+  /// remembers it, so retrying acquire is safe (not counted twice) and
+  /// release() removes it (at depth 0, or together with the level release()
+  /// drops). The validity then is the lesser of the old one and what the
+  /// attempt may have set (re-entry re-arms the TTL to ttl_ms).
   Status try_acquire();
   /// Tries until `wait` has passed (negative = forever) with backoff.
-  /// Errors: kBusy at the end, the last connection error, or
-  /// try_acquire()'s non-retryable ones.
+  /// Errors: kBusy at the end, the last connection error or kExpired, or
+  /// try_acquire()'s non-retryable ones; after a failure, release() cleans
+  /// up a level that may have landed (see try_acquire()).
   Status acquire(Nanos wait);
   /// Drops one level (the last one deletes the key; others refresh the
-  /// TTL). Errors: kNotHeld (depth 0), kNotOwner (expired or taken: all
-  /// levels are forgotten), kProtocol, Connection::command()'s (the level
-  /// may still be held; release() may be called again).
+  /// TTL, and OK means the levels left have validity). Errors: kNotHeld
+  /// (nothing counted or possibly left), kNotOwner (expired or taken, or a
+  /// retried release that had already landed: all levels are forgotten),
+  /// kExpired (the level was dropped, but the refreshed TTL came back too
+  /// late: the levels left are not claimed; release() them or extend()),
+  /// kProtocol, Connection::command()'s. After kProtocol and the errors
+  /// that leave the outcome unknown the level is no longer counted (at
+  /// depth 1 the lock is no longer held) but remembered: call release()
+  /// again to make sure it is gone.
   Status release();
-  /// Owner-checked TTL reset to `ms` (> 0); keeps the depth.
-  /// Errors: kInvalidArgument, kNotHeld, kNotOwner, kProtocol,
-  /// Connection::command()'s.
+  /// Owner-checked TTL reset to `ms` (> 0); keeps the depth. Waits no
+  /// later than the end of the validity (nor the command timeout): a
+  /// renewal that does not come back in time is a loss. OK only if
+  /// validity is left afterwards.
+  /// Errors: kInvalidArgument, kNotHeld, kNotOwner, kExpired (the validity
+  /// ended before the answer, or `ms` is within the drift allowance: not
+  /// held, the levels are kept for release()), kProtocol,
+  /// Connection::command()'s. When the outcome is unknown the validity
+  /// becomes the lesser of the old one and start + ms - drift.
   Status extend(int64_t ms);
   /// extend(ttl_ms). Errors: as extend().
   Status reacquire() { return extend(options_.ttl_ms); }
 
-  /// Levels held by this handle (0 = not held).
-  uint32_t depth() const { return depth_; }
+  /// Levels held by this handle: 0 while not held() (the validity ran out,
+  /// or the lock was never confirmed), even if release() has levels to
+  /// clean up.
+  uint32_t depth() const;
   /// True while depth > 0 and the local validity has not run out.
   bool held() const { return remaining() > 0; }
   /// Conservative validity left (0 if not held).
@@ -109,6 +131,8 @@ class ReentrantLock {
   Status noted(EventKind kind, Nanos start, Status s);
   Deadline io_deadline() const;
   void forget();
+  void maybe_holds(uint32_t levels);
+  void unknown_outcome(uint32_t most, Nanos start, int64_t ttl_ms);
 
   Connection* conn_;
   ReentrantLockOptions options_;
@@ -119,7 +143,8 @@ class ReentrantLock {
   char owner_[kMaxTokenLen] = {};
   size_t owner_len_ = 0;
   char handle_[16] = {};
-  uint32_t depth_ = 0;
+  uint32_t depth_ = 0;  // levels counted (release() drops one)
+  uint32_t most_ = 0;   // levels the server may hold: >= depth_ after unknown outcomes
   Nanos valid_until_ = 0;
   uint64_t fence_ = 0;
   int64_t busy_ttl_ms_ = 0;

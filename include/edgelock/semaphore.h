@@ -46,6 +46,12 @@ constexpr uint32_t kMaxPermits = 1u << 20;
 
 /// One permit, owned by the caller (several may be held at once). Its id is
 /// all another process needs to release or extend it.
+///
+/// Two things are tracked apart. A non-empty id means the server MAY hold
+/// the permit (a grant, extend or release whose outcome is unknown keeps
+/// it): release() cleans it up. `granted` with validity left means the
+/// permit IS held for at least remaining() (less the drift allowance): only
+/// then may the caller act on it.
 struct Permit {
   char id[kMaxTokenLen] = {};
   size_t id_len = 0;
@@ -63,35 +69,50 @@ class Semaphore {
   /// Sets key and options. No I/O. Errors: kInvalidArgument, kRandomFailed.
   Status init(Bytes key, const SemaphoreOptions& options = {});
 
-  /// One attempt with a new random permit id written to *permit.
+  /// One attempt with a new random permit id written to *permit (whatever
+  /// *permit held is overwritten: release() it first).
   /// Errors: kBusy (N in use; busy_wait_ms() says when the first expires),
-  /// kExpired (granted too late; handed back), kInvalidArgument (not
-  /// init()ed, null permit), kRandomFailed, kProtocol, and
-  /// Connection::command()'s (then the permit may be held: *permit keeps
-  /// its id, so release(*permit) can clean up; it expires anyway).
+  /// kExpired (granted too late to use: handed back; the id is kept, since
+  /// the hand-back itself may have failed), kInvalidArgument (not init()ed,
+  /// null permit), kRandomFailed, kProtocol, and Connection::command()'s.
+  /// After any error but kBusy, kInvalidArgument and kRandomFailed the
+  /// permit may be held on the server: *permit keeps its id, so
+  /// release(*permit) cleans up (else it expires after its TTL).
   Status try_acquire(Permit* permit);
   /// Tries until `wait` has passed (negative = forever), backing off but
-  /// never sleeping past the first permit's expiry. Lost replies are safe:
-  /// retries reuse the permit id and the script recognises it.
-  /// Errors: kBusy at the end, the last connection error, or
-  /// try_acquire()'s non-retryable ones.
+  /// never sleeping past the first permit's expiry. Lost replies and late
+  /// grants are safe: retries reuse the permit id and the script recognises
+  /// it. Errors: kBusy at the end, the last connection error or kExpired,
+  /// or try_acquire()'s non-retryable ones; as with try_acquire(), call
+  /// release(*permit) after a failure to remove a grant that may have landed.
   Status acquire(Permit* permit, Nanos wait);
   /// Returns the permit. Errors: kNotHeld (empty id), kNotOwner (it had
-  /// expired: nothing released), kProtocol, Connection::command()'s.
+  /// expired: nothing released; *permit is cleared), kProtocol,
+  /// Connection::command()'s. After kProtocol, kTimeout, kIo and the other
+  /// errors that leave the outcome unknown, the permit is no longer claimed
+  /// (remaining() is 0) but keeps its id: call release() again.
   Status release(Permit* permit);
   /// Returns a permit by id alone (e.g. from another process or the CLI).
   /// Errors: as release(), kInvalidArgument (id too long, not init()ed).
   Status release_id(Bytes id);
-  /// Sets the permit's lease to `ms` from now (server time).
-  /// Errors: kInvalidArgument, kNotHeld, kNotOwner (expired: gone),
-  /// kProtocol, Connection::command()'s.
+  /// Sets the permit's lease to `ms` from now (server time). Waits no later
+  /// than the end of the permit's validity (nor the command timeout): a
+  /// renewal that does not come back in time is a loss. OK only if the
+  /// permit has validity left afterwards.
+  /// Errors: kInvalidArgument, kNotHeld (empty id), kNotOwner (expired:
+  /// gone; *permit is cleared), kExpired (the validity ended before the
+  /// answer, or `ms` is within the drift allowance: no longer claimed, id
+  /// kept), kProtocol, Connection::command()'s. When the outcome is unknown
+  /// the validity becomes the lesser of the old one and what this request
+  /// may have set (start + ms - drift): a shortening extend is honoured.
   Status extend(Permit* permit, int64_t ms);
   /// Permits in use now (expired ones dropped first).
   /// Errors: kInvalidArgument (not init()ed), kProtocol,
   /// Connection::command()'s.
   Result<uint32_t> in_use();
 
-  /// Conservative validity left on `permit` (0 if none).
+  /// Conservative validity left on `permit` (0 if none or not claimed): the
+  /// server holds it at least this long, less the drift allowance.
   Nanos remaining(const Permit& permit) const;
   /// Until the first permit expires, seen by the last busy attempt (ms).
   int64_t busy_wait_ms() const { return busy_wait_ms_; }
@@ -108,6 +129,7 @@ class Semaphore {
   Status send_extend(Permit* permit, int64_t ms);
   Status noted(EventKind kind, Nanos start, Status s);
   Deadline io_deadline() const;
+  static void unclaim(Permit* permit);
 
   Connection* conn_;
   SemaphoreOptions options_;

@@ -36,7 +36,8 @@ class RateGate {
   ~RateGate() = default;
 
   /// The server's decision on one attempt: fills *out (already cleared) and
-  /// sets the hint. Errors: kBusy (refused), kProtocol, Connection::command()'s.
+  /// sets the hint. Errors: kBusy (refused), kExpired (allowed too late, see
+  /// admitted()), kProtocol, Connection::command()'s.
   virtual Status send(Admission* out) = 0;
 
   /// Checks and copies the key, keeps the hint settings and clears the hint;
@@ -47,7 +48,8 @@ class RateGate {
   /// in the metrics either way. Errors: send()'s, kInvalidArgument (no key).
   Status try_admit(Admission* out);
   /// try_admit() until allowed or `wait` has passed (negative = forever),
-  /// sleeping what the server said between tries. Errors: as try_admit().
+  /// sleeping what the server said between tries (kBusy and kExpired are
+  /// retried). Errors: as try_admit().
   Status wait_admit(Nanos wait, Admission* out);
   /// Runs `script` on the key within one command timeout.
   /// Errors: Connection::command()'s.
@@ -58,6 +60,13 @@ class RateGate {
   /// Deletes the key and clears the hint.
   /// Errors: kInvalidArgument (no key), kProtocol, Connection::command()'s.
   Status reset_key();
+  /// The status of an answer the server gave (*a filled in) to a request
+  /// sent no earlier than `start`, whose period/window had `ttl_ms` left:
+  /// an allowed answer is usable only while that surely lasts on our clock;
+  /// later, acting on it could overlap the next period or window.
+  /// Errors: kBusy (refused), kExpired (allowed too late: `allowed` is
+  /// cleared; the attempt was counted on the server).
+  Status admitted(Admission* a, Nanos start, int64_t ttl_ms);
   /// `on`: refuse locally until the key, (re)armed no earlier than `start`
   /// with `ttl_ms` left, surely still lives on our clock. Else clears it.
   void set_hint(bool on, Nanos start, int64_t ttl_ms);
