@@ -40,7 +40,8 @@ void SystemClock::sleep_for(Nanos ns) {
 }
 
 Clock& default_clock() {
-  static SystemClock clock;
+  // CLOCK_BOOTTIME: a lease runs on while the device is suspended.
+  static SystemClock clock(true);
   return clock;
 }
 

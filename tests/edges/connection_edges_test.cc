@@ -20,6 +20,7 @@
 #include <string>
 
 #include "edgelock/edgelock.h"
+#include "eval_capacity.h"
 #include "../support/fake_server.h"
 #include "../support/redis_server.h"
 #include "../support/shared_server_test.h"
@@ -132,6 +133,15 @@ TEST_F(ConnectionEdges, EveryScriptFitsAfterScriptFlushAtMaxKeyLength) {
   EXPECT_EQ(test::run(a_, {"PING"}), "PONG");
 }
 
+// Item 10 (build check): the figure the static_assert in eval_capacity.h
+// compares with the buffer, printed for whoever sizes tx_buffer_size.
+TEST(ConnectionEdgesCapacity, EvalCapacity) {
+  std::printf("eval capacity: longest EVAL %zu B at max_key_len %zu; tx_buffer_size %zu B\n",
+              detail::kLongestEval, kMaxKeyLen, kTxBufferSize);
+  EXPECT_LE(detail::kLongestEval, kTxBufferSize);
+  EXPECT_GT(detail::kLongestEval, detail::kReentrantAcquireScript.len + kMaxKeyLen);
+}
+
 // Close-on-exec: set only by the command-line tool, and only on the first
 // connect; after a reconnect the Redis socket leaked into every child.
 TEST_F(ConnectionEdges, SocketIsCloseOnExecAfterReconnect) {
@@ -210,6 +220,14 @@ TEST_F(ConnectionEdges, ReconnectDoesNotResolveTheHostNameAgain) {
   }
   EXPECT_GE(c.stats().connects, 4u);
   EXPECT_EQ(g_lookups.load(), lookups) << "reconnects must not call the resolver";
+  EXPECT_EQ(c.stats().lookups, 1u) << "one lookup, at setup";
+  ASSERT_GE(c.addresses().count, 1);
+  EXPECT_NE(c.addresses().addrs[0].family, 0);
+  // Looking up again is explicit, and the connection keeps working.
+  EXPECT_TRUE(c.resolve().ok()) << c.last_error();
+  EXPECT_EQ(c.stats().lookups, 2u);
+  kill_client(admin_, c);
+  EXPECT_EQ(test::run(c, {"PING"}), "PONG") << c.last_error();
 }
 
 // Item 15 (Sentinel): a ROLE reply too large for the reply buffer was taken
