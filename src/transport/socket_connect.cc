@@ -214,7 +214,7 @@ int connect_socket(const Endpoint& ep, const ResolvedHost& addrs, Deadline deadl
   if (n == 0) {
     // Never looked up, or the lookup failed: connects never call the
     // resolver (it has no timeout); setup() or resolve() does.
-    set_error(err, "cannot connect to %s: host not resolved (%s); call resolve()", where,
+    set_error(err, "cannot connect to %s: host name not resolved (%s)", where,
               addrs.lookup_error ? gai_strerror(addrs.lookup_error) : "no address");
     *code = ErrorCode::kConnectFailed;
   } else if (error == ETIMEDOUT || error == 0) {

@@ -35,6 +35,8 @@ std::atomic<int> g_lookups{0};
 extern "C" int getaddrinfo(const char* node, const char* service, const struct addrinfo* hints,
                            struct addrinfo** res) {
   g_lookups.fetch_add(1);
+  // A name that never resolves, without asking a real DNS server.
+  if (node && std::string(node) == "unresolvable.edgelock.test") return EAI_NONAME;
   using Fn = int (*)(const char*, const char*, const struct addrinfo*, struct addrinfo**);
   static const Fn real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "getaddrinfo"));
   return real ? real(node, service, hints, res) : EAI_SYSTEM;
@@ -228,6 +230,18 @@ TEST_F(ConnectionEdges, ReconnectDoesNotResolveTheHostNameAgain) {
   EXPECT_EQ(c.stats().lookups, 2u);
   kill_client(admin_, c);
   EXPECT_EQ(test::run(c, {"PING"}), "PONG") << c.last_error();
+
+  // A name that did not resolve at setup: connects fail fast, never look up.
+  Connection u;
+  ASSERT_TRUE(test::open(u, "redis://unresolvable.edgelock.test:6379"));
+  const int before = g_lookups.load();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(u.connect().code(), ErrorCode::kConnectFailed);
+    EXPECT_NE(std::string(u.last_error()).find("not resolved"), std::string::npos) << u.last_error();
+  }
+  EXPECT_EQ(g_lookups.load(), before);
+  EXPECT_EQ(u.resolve().code(), ErrorCode::kConnectFailed) << "resolve() looks up again";
+  EXPECT_EQ(g_lookups.load(), before + 1);
 }
 
 // Item 15 (Sentinel): a ROLE reply too large for the reply buffer was taken
