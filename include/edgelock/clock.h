@@ -34,8 +34,8 @@ class Clock {
 /// CLOCK_BOOTTIME (the default: a lease keeps running while the device is
 /// suspended, so time asleep must count), or CLOCK_MONOTONIC when
 /// `count_suspend` is false (stops during suspend: never for validity).
-/// sleep_for() sleeps on the same clock (clock_nanosleep, falling back to
-/// relative nanosleep where absolute sleeps are refused).
+/// sleep_for() sleeps on the same clock (relative clock_nanosleep, re-armed
+/// from now() after a signal; plain nanosleep where that is refused).
 class SystemClock final : public Clock {
  public:
   explicit constexpr SystemClock(bool count_suspend = true)
