@@ -15,9 +15,11 @@ namespace demo {
 constexpr int kMaxWorkers = 64;
 constexpr int kMaxWaits = 8192;
 
+// CLOCK_BOOTTIME, the library's default clock: beliefs built from a lock's
+// remaining() are on the clock that measured it (it counts suspend).
 inline int64_t mono_ns() {
   timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(CLOCK_BOOTTIME, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
@@ -25,7 +27,7 @@ inline int64_t mono_ns() {
 // The lock's local validity ends before the server's TTL, so two slots
 // with overlapping beliefs would be a real mutual-exclusion failure.
 struct Belief {
-  std::atomic<int64_t> valid_until{0};  // CLOCK_MONOTONIC ns; 0 = not holding
+  std::atomic<int64_t> valid_until{0};  // CLOCK_BOOTTIME ns; 0 = not holding
   std::atomic<uint64_t> fence{0};
 };
 

@@ -15,32 +15,29 @@ Nanos SystemClock::now() {
 
 void SystemClock::sleep_for(Nanos ns) {
   if (ns <= 0) return;
-  // Sleep to an absolute time so EINTR restarts do not stretch the wait.
+  // Relative sleeps on the same clock, each recomputed from now(), so an
+  // EINTR restart never stretches the wait. Not absolute ones: time shims
+  // refuse or mistranslate them (libfaketime 0.9.10 returns EINVAL for
+  // CLOCK_MONOTONIC with FAKETIME_DONT_FAKE_MONOTONIC=1, and with a faked
+  // CLOCK_BOOTTIME sleeps until the faked deadline: 56 years for +56y).
   const Nanos until = now() + ns;
-  timespec ts{};
-  ts.tv_sec = static_cast<time_t>(until / 1000000000);
-  ts.tv_nsec = static_cast<long>(until % 1000000000);
   const clockid_t id = count_suspend_ ? CLOCK_BOOTTIME : CLOCK_MONOTONIC;
-  for (int i = 0; i < 1000; ++i) {
-    const int rc = clock_nanosleep(id, TIMER_ABSTIME, &ts, nullptr);
-    if (rc == 0) return;
-    if (rc != EINTR) break;
-  }
-  // An absolute sleep refused (seccomp filters, time shims: libfaketime
-  // 0.9.10 returns EINVAL with FAKETIME_DONT_FAKE_MONOTONIC=1) would make
-  // every retry loop spin: sleep relative to the same clock instead.
   for (int i = 0; i < 1000; ++i) {
     const Nanos left = until - now();
     if (left <= 0) return;
     timespec rel{};
     rel.tv_sec = static_cast<time_t>(left / 1000000000);
     rel.tv_nsec = static_cast<long>(left % 1000000000);
-    (void)nanosleep(&rel, nullptr);
+    const int rc = clock_nanosleep(id, 0, &rel, nullptr);
+    // Refused (seccomp filter, shim): sleep relative without a clock id,
+    // or every retry loop would spin.
+    if (rc != 0 && rc != EINTR) (void)nanosleep(&rel, nullptr);
   }
 }
 
 Clock& default_clock() {
-  static SystemClock clock;
+  // CLOCK_BOOTTIME: a lease runs on while the device is suspended.
+  static SystemClock clock(true);
   return clock;
 }
 

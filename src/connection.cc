@@ -63,7 +63,22 @@ Status Connection::setup(const Endpoint& endpoint, const ConnectionOptions& opti
   next_connect_at_ = 0;
   is_setup_ = true;
   error_[0] = '\0';
+  addresses_ = ResolvedHost();
+  // A name that does not resolve now still makes a valid setup (DNS may
+  // come up later): connects fail fast until resolve() succeeds.
+  resolve().ignore();
   return Status();
+}
+
+Status Connection::resolve() {
+  if (!is_setup_) {
+    set_error(error_, "connection used before setup()");
+    return ErrorCode::kInvalidArgument;
+  }
+  bool looked_up = false;
+  const Status s = detail::transport_resolve(endpoint_, &addresses_, &looked_up, error_);
+  if (looked_up) ++stats_.lookups;
+  return s;
 }
 
 void Connection::close() {
@@ -86,7 +101,8 @@ Status Connection::connect(Deadline deadline) {
   // The connect budget caps the caller's deadline: a dead server must not
   // hold an operation longer than connect_timeout.
   const Deadline d = deadline.min(Deadline::after(*clock_, options_.connect_timeout));
-  Status s = detail::transport_open(transport_, endpoint_, options_.tls, d, *clock_, error_);
+  Status s = detail::transport_open(transport_, endpoint_, addresses_, options_.tls, d, *clock_,
+                                    error_);
   if (s.ok()) s = handshake(d);
   if (!s.ok()) {
     close();

@@ -8,6 +8,7 @@
 
 #include "error_text.h"
 #include "edgelock/connection.h"
+#include "eval_capacity.h"  // the build fails if the longest EVAL cannot fit tx_
 #include "resp_encoder.h"
 #include "transport/transport.h"
 
@@ -35,7 +36,10 @@ Status Connection::encode_eval(bool by_sha, size_t offset) {
   eval_by_sha_ = by_sha;
   // EVALSHA sha numkeys key... arg...; at most 2 + keys + args arguments.
   constexpr size_t kMaxArgs = 16;
-  if (eval_nkeys_ + eval_nargs_ + 3 > kMaxArgs) return ErrorCode::kInvalidArgument;
+  if (eval_nkeys_ + eval_nargs_ + 3 > kMaxArgs) {
+    set_error(error_, "EVAL with more than %zu keys and arguments", kMaxArgs - 3);
+    return ErrorCode::kInvalidArgument;
+  }
   Bytes argv[kMaxArgs];
   char numkeys[8];
   const int n = std::snprintf(numkeys, sizeof numkeys, "%zu", eval_nkeys_);
@@ -114,7 +118,14 @@ Result<const Reply*> Connection::on_reply(const Reply* reply) {
   if (noscript && eval_script_ && eval_by_sha_) {
     // The server lost its script cache: send the body once, which reloads it.
     // Only once: an EVAL answered with NOSCRIPT is an error, not a loop.
-    EDGELOCK_TRY(encode_eval(false));
+    const Status s = encode_eval(false);
+    if (!s.ok()) {
+      // Nothing is in flight (NOSCRIPT was the last reply due): the call
+      // fails, the connection stays usable. Built-in scripts always fit
+      // (eval_capacity.h); a caller's own script may not.
+      phase_ = Phase::kIdle;
+      return s;
+    }
     EDGELOCK_TRY(begin());
     return static_cast<const Reply*>(nullptr);
   }

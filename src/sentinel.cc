@@ -188,9 +188,14 @@ Status Sentinel::check_role(Deadline deadline) {
   const Deadline d = deadline.min(Deadline::after(*clock_, options_.command_timeout));
   const Bytes role[1] = {Bytes::from_cstr("ROLE")};
   const Result<const Reply*> r = primary_.command(role, 1, d);
-  // Only a primary's ROLE reply grows (a row per replica): one too big for
-  // the fixed arena (more than 3 replicas) is a primary's.
-  if (r.status().code() == ErrorCode::kBufferTooSmall) return Status();
+  // A reply too big for the fixed arena cannot be read, so the node is not
+  // confirmed (fail closed): a primary with more than 3 replicas, but also
+  // a sentinel or anything else that answers at length.
+  if (r.status().code() == ErrorCode::kBufferTooSmall) {
+    set_error(error_, "%s:%u: ROLE reply too large to verify a primary (over 3 replicas?)",
+              primary_.endpoint().host, primary_.endpoint().port);
+    return ErrorCode::kNotConnected;
+  }
   if (!r.ok()) return note(primary_, r.status());
   const Reply& rep = *r.value();
   if (rep.type != ReplyType::kArray || rep.count == 0 || rep.elements[0].type != ReplyType::kString ||

@@ -1,7 +1,10 @@
 #pragma once
 /// @file clock.h
 /// Monotonic time, injectable. The wall clock never decides anything here:
-/// every timeout, deadline and validity is measured on a Clock.
+/// every timeout, deadline and validity is measured on a Clock. By default
+/// that is CLOCK_BOOTTIME, which (unlike CLOCK_MONOTONIC) keeps counting
+/// while the device is suspended, as the server's TTL does: after a resume
+/// a lease's local validity is not overstated by the time asleep.
 
 #include <cstdint>
 
@@ -28,11 +31,14 @@ class Clock {
   virtual void sleep_for(Nanos ns) = 0;
 };
 
-/// CLOCK_MONOTONIC, or CLOCK_BOOTTIME when `count_suspend` is true (a lease
-/// keeps running while the device is suspended, so time asleep must count).
+/// CLOCK_BOOTTIME (the default: a lease keeps running while the device is
+/// suspended, so time asleep must count), or CLOCK_MONOTONIC when
+/// `count_suspend` is false (stops during suspend: never for validity).
+/// sleep_for() sleeps on the same clock (relative clock_nanosleep, re-armed
+/// from now() after a signal; plain nanosleep where that is refused).
 class SystemClock final : public Clock {
  public:
-  explicit constexpr SystemClock(bool count_suspend = false)
+  explicit constexpr SystemClock(bool count_suspend = true)
       : count_suspend_(count_suspend) {}
   Nanos now() override;
   void sleep_for(Nanos ns) override;
@@ -41,7 +47,7 @@ class SystemClock final : public Clock {
   bool count_suspend_;
 };
 
-/// The process-wide default clock (CLOCK_MONOTONIC).
+/// The process-wide default clock: SystemClock(true), CLOCK_BOOTTIME.
 Clock& default_clock();
 
 /// A point in monotonic time after which an operation must give up.

@@ -3,9 +3,21 @@
 /// One connection to one Redis server: fixed buffers, one deadline per
 /// operation, sticky error text, reconnect with bounded backoff.
 ///
-/// Lifecycle (Mbed TLS style): construct, setup() (no I/O), then use; the
-/// first command connects. Connect/reconnect allocate (hiredis context,
-/// reader buffer, TLS session); commands after that allocate nothing.
+/// Lifecycle (Mbed TLS style): construct, setup() (parses; looks a host
+/// name up once), then use; the first command connects. Connect/reconnect
+/// allocate (reader buffer, TLS session); commands after that allocate
+/// nothing.
+///
+/// Name resolution: a host name is looked up in setup() (getaddrinfo,
+/// which has no timeout of ours and allocates) and again only when you call
+/// resolve() or setup(). Every connect and reconnect goes to the addresses
+/// found then, within its deadline, and never calls the resolver, so a
+/// reconnect during a renewal cannot block on DNS. TLS still verifies (and
+/// sends as SNI) the host name from the URL. After the server moves to a
+/// new address, call resolve().
+///
+/// Sockets are close-on-exec from their creation, on every connect and
+/// reconnect: a child started with fork+exec never inherits one.
 
 #include <cstdint>
 
@@ -30,7 +42,8 @@ struct ConnectionOptions {
   Nanos reconnect_min = millis(20);
   Nanos reconnect_max = millis(2000);
   TlsOptions tls;
-  /// Time source; nullptr = default_clock() (CLOCK_MONOTONIC).
+  /// Time source; nullptr = default_clock() (CLOCK_BOOTTIME: counts time
+  /// suspended, as the server's TTL does).
   Clock* clock = nullptr;
 };
 
@@ -40,6 +53,7 @@ struct ConnectionStats {
   uint32_t connect_failures = 0;
   uint32_t commands = 0;         ///< Commands sent (EVAL retries included).
   uint32_t io_errors = 0;        ///< Connections dropped by an error/timeout.
+  uint32_t lookups = 0;          ///< Host name lookups (setup(), resolve()).
 };
 
 class Connection {
@@ -49,15 +63,33 @@ class Connection {
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  /// Parses `url` and keeps the options. No I/O, no allocation.
+  /// Parses `url`, keeps the options and resolves the host (resolve()).
+  /// An IP literal or a unix socket needs no I/O and no allocation; a host
+  /// name is looked up now (may block on DNS, allocates). A name that does
+  /// not resolve still makes a valid setup (last_error() says why): connects
+  /// then fail with kConnectFailed until resolve() succeeds.
   /// Errors: kInvalidArgument, kBufferTooSmall (bad URL; see last_error()),
   /// kTlsUnavailable (rediss:// in a build without TLS).
   Status setup(const char* url, const ConnectionOptions& options = {});
   /// As above with an already parsed endpoint.
   Status setup(const Endpoint& endpoint, const ConnectionOptions& options = {});
 
-  /// Connects now: socket, TLS, AUTH, SELECT, all within `deadline`.
-  /// Errors: kConnectFailed, kTimeout, kTls, kTlsUntrusted, kTlsCertTime,
+  /// Looks the host name up again (getaddrinfo: blocks on DNS with no
+  /// timeout of ours, allocates); the next connect uses the new addresses,
+  /// an open connection stays as it is. IP literals and unix sockets: no
+  /// I/O. On failure the old addresses are kept.
+  /// Errors: kConnectFailed (the name does not resolve; see last_error()),
+  /// kInvalidArgument (not set up).
+  Status resolve();
+  /// The addresses connects try, in order (empty for unix sockets and
+  /// before a lookup succeeded).
+  const ResolvedHost& addresses() const { return addresses_; }
+
+  /// Connects now: socket, TLS, AUTH, SELECT, all within `deadline` (and
+  /// connect_timeout), to the addresses resolved at setup()/resolve(); it
+  /// never looks a name up.
+  /// Errors: kConnectFailed (refused, unreachable, or the host name never
+  /// resolved), kTimeout, kTls, kTlsUntrusted, kTlsCertTime,
   /// kTlsHostMismatch, kTlsUnavailable, kAuthFailed,
   /// kNoAuth, kServerError, kIo, kConnectionClosed, kProtocol,
   /// kBufferTooSmall, kInvalidArgument (not set up).
@@ -77,7 +109,11 @@ class Connection {
   /// kServerBusy, kLoading.
   Result<const Reply*> command(const Bytes* args, size_t count, Deadline deadline);
   /// EVALSHA `script`, falling back to EVAL on NOSCRIPT (restart, SCRIPT
-  /// FLUSH). Errors: as command().
+  /// FLUSH), all within `deadline`. The library's own scripts always fit
+  /// the command buffer as EVAL (checked at build time); a caller's script
+  /// whose EVAL does not fit fails with kBufferTooSmall after the NOSCRIPT,
+  /// and the connection stays usable. Errors: as command(), kInvalidArgument
+  /// (more than 13 keys and arguments).
   Result<const Reply*> eval(const Script& script, const Bytes* keys, size_t nkeys,
                             const Bytes* args, size_t nargs, Deadline deadline);
 
@@ -155,6 +191,7 @@ class Connection {
 
   Endpoint endpoint_;
   ConnectionOptions options_;
+  ResolvedHost addresses_;  // where connects go (setup()/resolve())
   Clock* clock_ = &default_clock();
   bool is_setup_ = false;
   detail::TransportState transport_;

@@ -23,6 +23,23 @@ struct Endpoint {
   int db = 0;
 };
 
+/// One address a host resolved to (network byte order). Plain data, so
+/// public headers need no socket headers.
+struct HostAddress {
+  uint8_t family = 0;     ///< 4 (IPv4), 6 (IPv6); 0 = none.
+  uint8_t bytes[16] = {}; ///< 4 or 16 bytes of address.
+  uint32_t scope_id = 0;  ///< IPv6 link-local interface index.
+};
+
+/// The addresses of an endpoint's host, in the order connects try them
+/// (IPv4 first, as hiredis does). Fixed size: at most kMaxHostAddresses.
+struct ResolvedHost {
+  HostAddress addrs[kMaxHostAddresses];
+  uint8_t count = 0;
+  /// The last lookup's failure (getaddrinfo's EAI_* code), 0 if it worked.
+  int lookup_error = 0;
+};
+
 /// Parses `redis://[[user]:password@]host[:port][/db]`,
 /// `rediss://…` (same form, TLS) and `unix:///path[?db=N]`. Hosts may be
 /// names, IPv4 or bracketed IPv6 literals. Percent-escapes (%XX) are decoded

@@ -13,7 +13,7 @@ namespace edgelock {
 #define EDGELOCK_MAX_KEY_LEN 256
 #endif
 #ifndef EDGELOCK_TX_BUFFER_SIZE
-#define EDGELOCK_TX_BUFFER_SIZE 1024
+#define EDGELOCK_TX_BUFFER_SIZE 1792
 #endif
 #ifndef EDGELOCK_RX_BUFFER_SIZE
 #define EDGELOCK_RX_BUFFER_SIZE 1024
@@ -29,7 +29,10 @@ namespace edgelock {
 constexpr size_t kMaxKeyLen = EDGELOCK_MAX_KEY_LEN;
 /// Longest owner token, in bytes (ours are 32 hex chars = 128 random bits).
 constexpr size_t kMaxTokenLen = 64;
-/// Bytes of the per-connection command buffer.
+/// Bytes of the per-connection command buffer. It must hold the longest
+/// EVAL a primitive sends (a script's whole body, re-sent after NOSCRIPT,
+/// with keys at kMaxKeyLen): the build checks this (src/eval_capacity.h)
+/// and names the Meson option to raise (tx_buffer_size).
 constexpr size_t kTxBufferSize = EDGELOCK_TX_BUFFER_SIZE;
 /// Bytes of the per-connection receive buffer (inside the hiredis reader,
 /// sized once when the connection is set up).
@@ -45,8 +48,11 @@ constexpr size_t kMaxHostLen = 255;
 constexpr size_t kMaxPathLen = 107;  // sun_path is 108 bytes with the NUL
 constexpr size_t kMaxUserLen = 64;
 constexpr size_t kMaxPasswordLen = 128;
+/// Addresses kept from one host name lookup, IPv4 first (the rest are
+/// dropped): a Redis server's name rarely has more.
+constexpr size_t kMaxHostAddresses = 2;
 /// Cluster nodes a Cluster can hold (seeds and discovered primaries): one
-/// Connection (~3.3 KB) each, in a fixed array (Meson: max_cluster_nodes).
+/// Connection (~4.2 KB on x86-64) each, in a fixed array (Meson: max_cluster_nodes).
 constexpr size_t kMaxClusterNodes = EDGELOCK_MAX_CLUSTER_NODES;
 /// Sentinels a Sentinel can list, and the longest monitored master name.
 constexpr size_t kMaxSentinels = 8;

@@ -69,8 +69,12 @@ class Sentinel final : public Router {
 
   /// Asks the sentinels, starting with the last one that answered, for the
   /// primary and checks with ROLE that it is one. Connects (allocates).
+  /// A node whose ROLE reply does not fit the reply buffer is not
+  /// confirmed (fail closed): a primary with more than 3 replicas cannot be
+  /// verified with the default kReplyNodes.
   /// Errors: kNotConnected (no sentinel named a node that is a primary:
-  /// failover in progress, or unknown master name), kInvalidArgument (not
+  /// failover in progress, unknown master name, or ROLE too large to
+  /// read), kInvalidArgument (not
   /// set up), kTimeout, kProtocol (a malformed address from a sentinel), or
   /// the last sentinel's or the primary's Connection::command() error.
   Status resolve(Deadline deadline);

@@ -1,7 +1,8 @@
-// TCP and unix-socket transport: hiredis connects, we do non-blocking I/O.
+// TCP and unix-socket transport: our own socket (socket_connect.cc), then
+// non-blocking I/O on it.
 #include <fcntl.h>
-#include <hiredis/hiredis.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -16,50 +17,32 @@ namespace detail {
 
 namespace {
 
-redisContext* connect_socket(const Endpoint& ep, Nanos timeout) {
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(timeout / 1000000000);
-  tv.tv_usec = static_cast<suseconds_t>((timeout % 1000000000) / 1000);
-  if (tv.tv_sec == 0 && tv.tv_usec == 0) tv.tv_usec = 1000;  // 0 means "no timeout" to hiredis
-  if (ep.scheme == Scheme::kUnix) return redisConnectUnixWithTimeout(ep.path, tv);
-  return redisConnectWithTimeout(ep.host, ep.port, tv);
-}
-
-Status fail_connect(TransportState& t, const Endpoint& ep, const char* why, ErrorText& err,
-                    ErrorCode code) {
+Status fail_setup(TransportState& t, const Endpoint& ep, const char* why, ErrorText& err) {
   char where[kMaxHostLen + 16];
   format_endpoint(ep, where, sizeof where);
   set_error(err, "cannot connect to %s: %s", where, why);
   transport_close(t);
-  return code;
+  return ErrorCode::kConnectFailed;
 }
 
 }  // namespace
 
-Status transport_open(TransportState& t, const Endpoint& ep, const TlsOptions& tls,
-                      Deadline deadline, Clock& clock, ErrorText& err) {
+Status transport_open(TransportState& t, const Endpoint& ep, const ResolvedHost& addrs,
+                      const TlsOptions& tls, Deadline deadline, Clock& clock, ErrorText& err) {
   transport_close(t);
-  if (deadline.expired(clock)) return fail_connect(t, ep, "timed out", err, ErrorCode::kTimeout);
-  redisContext* c = connect_socket(ep, deadline.is_never() ? millis(60000) : deadline.remaining(clock));
-  if (!c) return fail_connect(t, ep, "out of memory", err, ErrorCode::kConnectFailed);
-  t.ctx = c;
-  if (c->err) {
-    const bool timed_out = std::strstr(c->errstr, "timed out") != nullptr;
-    return fail_connect(t, ep, c->errstr, err,
-                        timed_out ? ErrorCode::kTimeout : ErrorCode::kConnectFailed);
-  }
-  if (ep.scheme != Scheme::kUnix) redisEnableKeepAlive(c);  // TCP_NODELAY is set by hiredis
-  t.fd = c->fd;
-  // The socket stays in blocking mode so transport_read_blocking() can wait
-  // in recv() itself; every other call passes MSG_DONTWAIT.
+  ErrorCode code = ErrorCode::kConnectFailed;
+  t.fd = connect_socket(ep, addrs, deadline, clock, err, &code);
+  if (t.fd < 0) return code;
+  // The socket goes back to blocking mode so transport_read_blocking() can
+  // wait in recv() itself; every other call passes MSG_DONTWAIT.
   const timeval slice{0, static_cast<suseconds_t>(kBlockingReadSlice / 1000)};
   const int flags = fcntl(t.fd, F_GETFL, 0);
   if (flags < 0 || fcntl(t.fd, F_SETFL, flags & ~O_NONBLOCK) < 0 ||
       setsockopt(t.fd, SOL_SOCKET, SO_RCVTIMEO, &slice, sizeof slice) < 0) {
-    return fail_connect(t, ep, std::strerror(errno), err, ErrorCode::kConnectFailed);
+    return fail_setup(t, ep, std::strerror(errno), err);
   }
   t.reader = reader_create(&t.arena, kRxBufferSize);
-  if (!t.reader) return fail_connect(t, ep, "out of memory", err, ErrorCode::kConnectFailed);
+  if (!t.reader) return fail_setup(t, ep, "out of memory", err);
   if (ep.scheme == Scheme::kTls) {
     const Status s = tls_open(t, ep, tls, deadline, clock, err);
     if (!s.ok()) {
@@ -74,8 +57,7 @@ void transport_close(TransportState& t) {
   if (t.tls) tls_close(t);
   reader_free(t.reader);
   t.reader = nullptr;
-  if (t.ctx) redisFree(static_cast<redisContext*>(t.ctx));
-  t.ctx = nullptr;
+  if (t.fd >= 0) ::close(t.fd);
   t.fd = -1;
   t.want_events = 0;
 }

@@ -1,5 +1,6 @@
 #pragma once
-// Transport (private): hiredis connects the socket and parses replies into
+// Transport (private): we connect the socket (close-on-exec from creation,
+// to an address looked up beforehand), hiredis's reader parses replies into
 // the arena; mbedTLS (tls.cc) optionally wraps the same socket. All I/O is
 // non-blocking (MSG_DONTWAIT); callers wait with poll() against their own
 // deadline, except transport_read_blocking(), bounded by SO_RCVTIMEO.
@@ -25,13 +26,32 @@ using ErrorText = char[kErrorTextSize];
 constexpr Nanos kBlockingReadSlice = millis(100);
 constexpr Nanos kBlockingReadMargin = millis(10);
 
-/// Connects (TCP or unix via hiredis, then TLS if the scheme says so),
-/// sets the receive timeout to kBlockingReadSlice and sets up the reader.
-/// Allocates (hiredis context, reader buffer, TLS session): this is setup.
-/// Errors: kConnectFailed, kTimeout, kTls, kTlsUntrusted, kTlsCertTime,
-/// kTlsHostMismatch, kTlsUnavailable, kInvalidArgument, kIo, kBufferTooSmall.
-Status transport_open(TransportState& t, const Endpoint& ep, const TlsOptions& tls,
-                      Deadline deadline, Clock& clock, ErrorText& err);
+/// Looks `ep`'s host up into *out (IPv4 first, at most kMaxHostAddresses).
+/// IP literals and unix sockets need no lookup: no allocation, no I/O.
+/// A name goes to getaddrinfo(), which may block on DNS with no bound of
+/// ours and allocates; *looked_up says whether it was called. On failure
+/// *out keeps its addresses and gets lookup_error.
+/// Errors: kConnectFailed (the name does not resolve; text in err).
+Status transport_resolve(const Endpoint& ep, ResolvedHost* out, bool* looked_up, ErrorText& err);
+
+/// Connects to the first of `addrs` (or ep.path) that accepts, all within
+/// `deadline` (never a lookup), then TLS if the scheme says so; sets the
+/// receive timeout to kBlockingReadSlice and sets up the reader. The socket
+/// is close-on-exec from its creation. Allocates (reader buffer, TLS
+/// session): this is setup.
+/// Errors: kConnectFailed (refused, unreachable, no address), kTimeout,
+/// kTls, kTlsUntrusted, kTlsCertTime, kTlsHostMismatch, kTlsUnavailable,
+/// kInvalidArgument, kIo, kBufferTooSmall.
+Status transport_open(TransportState& t, const Endpoint& ep, const ResolvedHost& addrs,
+                      const TlsOptions& tls, Deadline deadline, Clock& clock, ErrorText& err);
+
+/// The socket part of transport_open(): a non-blocking connect per
+/// address in turn until one is accepted or `deadline` passes. Returns the
+/// connected fd (close-on-exec, still non-blocking, TCP_NODELAY and
+/// keepalive on for TCP) or -1 with *code (kConnectFailed, kTimeout) and
+/// the text in err.
+int connect_socket(const Endpoint& ep, const ResolvedHost& addrs, Deadline deadline, Clock& clock,
+                   ErrorText& err, ErrorCode* code);
 
 /// Closes the socket and frees what transport_open allocated. Idempotent.
 void transport_close(TransportState& t);

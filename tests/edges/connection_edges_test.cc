@@ -2,4 +2,342 @@
 // defect against a real redis-server (through test::DelayProxy where a
 // reply must arrive late or be lost) and asserts the lease invariant at the
 // moment it used to break.
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <sched.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "edgelock/edgelock.h"
+#include "eval_capacity.h"
+#include "../support/fake_server.h"
+#include "../support/redis_server.h"
+#include "../support/shared_server_test.h"
+#include "../support/test_util.h"
+
+// Counts name lookups: the library (and hiredis, a shared library that
+// binds to the executable's definition) resolve through this.
+namespace {
+std::atomic<int> g_lookups{0};
+}  // namespace
+
+extern "C" int getaddrinfo(const char* node, const char* service, const struct addrinfo* hints,
+                           struct addrinfo** res) {
+  g_lookups.fetch_add(1);
+  // A name that never resolves, without asking a real DNS server.
+  if (node && std::string(node) == "unresolvable.edgelock.test") return EAI_NONAME;
+  using Fn = int (*)(const char*, const char*, const struct addrinfo*, struct addrinfo**);
+  static const Fn real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "getaddrinfo"));
+  return real ? real(node, service, hints, res) : EAI_SYSTEM;
+}
+
+namespace edgelock {
+namespace {
+
+using test::FakeServer;
+using test::RedisServer;
+
+Nanos now() { return default_clock().now(); }
+
+Nanos boottime() {
+  timespec ts{};
+  clock_gettime(CLOCK_BOOTTIME, &ts);
+  return static_cast<Nanos>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+// Kills the server side of `c` through `admin` (the next command on `c`
+// finds the connection closed and reconnects).
+void kill_client(Connection& admin, Connection& c) {
+  const std::string id = test::run(c, {"CLIENT", "ID"});
+  ASSERT_EQ(test::run(admin, {"CLIENT", "KILL", "ID", id}), "1");
+}
+
+// The socket's inode, as /proc/<pid>/fd shows it: "socket:[<inode>]".
+std::string socket_name(int fd) {
+  struct stat st{};
+  if (fstat(fd, &st) != 0) return "";
+  return "socket:[" + std::to_string(st.st_ino) + "]";
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class ConnectionEdges : public test::SharedServerTest {};
+
+// Item 10: a NOSCRIPT reply whose EVAL fallback does not fit the command
+// buffer left the command "in flight" for good: every later command on the
+// connection returned kInvalidArgument.
+TEST_F(ConnectionEdges, NoscriptFallbackTooLongLeavesConnectionUsable) {
+  // EVALSHA of this script fits; its EVAL (the whole body) does not.
+  std::string body = "return 'x' -- ";
+  body.append(kTxBufferSize - body.size(), 'p');
+  const Script big = make_script(body.c_str());
+  ASSERT_EQ(test::run(admin_, {"SCRIPT", "FLUSH"}), "OK");
+  const Result<const Reply*> r =
+      a_.eval(big, nullptr, 0, nullptr, 0, Deadline::after(a_.clock(), millis(2000)));
+  EXPECT_EQ(r.status().code(), ErrorCode::kBufferTooSmall) << a_.last_error();
+  EXPECT_FALSE(a_.busy()) << "nothing may stay in flight after a failed fallback";
+  EXPECT_EQ(test::run(a_, {"PING"}), "PONG") << "the connection must stay usable";
+  Lock lock(a_);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr("after-noscript")).ok());
+  EXPECT_TRUE(lock.try_acquire().ok()) << a_.last_error();
+  EXPECT_TRUE(lock.release().ok()) << a_.last_error();
+}
+
+// Item 10 (capacity): after SCRIPT FLUSH every primitive re-sends its
+// script as EVAL; at the longest key the build allows that must fit the
+// command buffer (ReentrantLock with a 64-byte key needed 1,055 bytes of a
+// 1,024-byte buffer).
+TEST_F(ConnectionEdges, EveryScriptFitsAfterScriptFlushAtMaxKeyLength) {
+  const std::string key(kMaxKeyLen, 'k');
+  const std::string owner(kMaxTokenLen, 'o');
+  const Bytes k(key.data(), key.size());
+  ReentrantLock re(a_);
+  ASSERT_TRUE(re.init(k, {}, Bytes(owner.data(), owner.size())).ok());
+  ASSERT_EQ(test::run(admin_, {"SCRIPT", "FLUSH"}), "OK");
+  EXPECT_TRUE(re.try_acquire().ok()) << a_.last_error();
+  ASSERT_EQ(test::run(admin_, {"SCRIPT", "FLUSH"}), "OK");
+  EXPECT_TRUE(re.extend(5000).ok()) << a_.last_error();
+  ASSERT_EQ(test::run(admin_, {"SCRIPT", "FLUSH"}), "OK");
+  EXPECT_TRUE(re.release().ok()) << a_.last_error();
+
+  const std::string lock_key(kMaxKeyLen, 'l');
+  Lock lock(a_);
+  ASSERT_TRUE(lock.init(Bytes(lock_key.data(), lock_key.size())).ok());
+  ASSERT_EQ(test::run(admin_, {"SCRIPT", "FLUSH"}), "OK");
+  EXPECT_TRUE(lock.try_acquire().ok()) << a_.last_error();
+  ASSERT_EQ(test::run(admin_, {"SCRIPT", "FLUSH"}), "OK");
+  EXPECT_TRUE(lock.release().ok()) << a_.last_error();
+
+  const std::string sem_key(kMaxKeyLen, 's');
+  Semaphore sem(a_);
+  ASSERT_TRUE(sem.init(Bytes(sem_key.data(), sem_key.size())).ok());
+  Permit p;
+  ASSERT_EQ(test::run(admin_, {"SCRIPT", "FLUSH"}), "OK");
+  EXPECT_TRUE(sem.try_acquire(&p).ok()) << a_.last_error();
+  ASSERT_EQ(test::run(admin_, {"SCRIPT", "FLUSH"}), "OK");
+  EXPECT_TRUE(sem.release(&p).ok()) << a_.last_error();
+  EXPECT_EQ(test::run(a_, {"PING"}), "PONG");
+}
+
+// Item 10 (build check): the figure the static_assert in eval_capacity.h
+// compares with the buffer, printed for whoever sizes tx_buffer_size.
+TEST(ConnectionEdgesCapacity, EvalCapacity) {
+  std::printf("eval capacity: longest EVAL %zu B at max_key_len %zu; tx_buffer_size %zu B\n",
+              detail::kLongestEval, kMaxKeyLen, kTxBufferSize);
+  EXPECT_LE(detail::kLongestEval, kTxBufferSize);
+  EXPECT_GT(detail::kLongestEval, detail::kReentrantAcquireScript.len + kMaxKeyLen);
+}
+
+// Close-on-exec: set only by the command-line tool, and only on the first
+// connect; after a reconnect the Redis socket leaked into every child.
+TEST_F(ConnectionEdges, SocketIsCloseOnExecAfterReconnect) {
+  ASSERT_EQ(test::run(a_, {"PING"}), "PONG");
+  const int first = fcntl(a_.fd(), F_GETFD);
+  ASSERT_GE(first, 0);
+  EXPECT_TRUE(first & FD_CLOEXEC) << "first connect";
+  const uint32_t connects = a_.stats().connects;
+  kill_client(admin_, a_);
+  ASSERT_EQ(test::run(a_, {"PING"}), "PONG") << a_.last_error();
+  ASSERT_GT(a_.stats().connects, connects) << "the kill must have forced a reconnect";
+  const int flags = fcntl(a_.fd(), F_GETFD);
+  ASSERT_GE(flags, 0);
+  EXPECT_TRUE(flags & FD_CLOEXEC) << "reconnect";
+  // And a child started now does not hold the socket.
+  const std::string log = server_->dir() + "/cloexec.log";
+  std::remove(log.c_str());
+  ASSERT_EQ(test::run_program({"sh", "-c", "ls -l /proc/$$/fd"}, log, 5000 * test::slowdown()), 0);
+  const std::string fds = read_file(log);
+  ASSERT_NE(fds.find("->"), std::string::npos) << fds;
+  EXPECT_EQ(fds.find(socket_name(a_.fd())), std::string::npos) << "inherited: " << fds;
+}
+
+// Suspend: the default clock was CLOCK_MONOTONIC, which stops while the
+// device sleeps; a lease's validity must count time suspended. A time
+// namespace with a BOOTTIME offset tells the two clocks apart.
+TEST(ConnectionEdgesClock, DefaultClockCountsSuspend) {
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // Our children enter a namespace where BOOTTIME is 1000 s ahead.
+    if (unshare(CLONE_NEWTIME) != 0) _exit(3);
+    FILE* f = std::fopen("/proc/self/timens_offsets", "w");
+    if (!f || std::fprintf(f, "boottime 1000 0\n") < 0 || std::fclose(f) != 0) _exit(3);
+    const pid_t child = fork();
+    if (child == 0) {
+      const Nanos before = boottime();
+      const Nanos t = default_clock().now();
+      const Nanos after = boottime();
+      _exit(before <= t && t <= after ? 0 : 1);
+    }
+    int st = 0;
+    if (child < 0 || waitpid(child, &st, 0) != child || !WIFEXITED(st)) _exit(4);
+    _exit(WEXITSTATUS(st));
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 3) {
+    // No time namespaces here (not root, old kernel): bracket only.
+    const Nanos before = boottime();
+    const Nanos t = default_clock().now();
+    EXPECT_TRUE(before <= t && t <= boottime());
+    GTEST_SKIP() << "no time namespace: cannot tell BOOTTIME from MONOTONIC";
+  }
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "default_clock() must read CLOCK_BOOTTIME";
+  // Sleeping on it works (clock_nanosleep on BOOTTIME).
+  const Nanos t0 = boottime();
+  default_clock().sleep_for(millis(30));
+  const Nanos slept = boottime() - t0;
+  EXPECT_GE(slept, millis(30));
+  EXPECT_LT(slept, millis(30) + millis(100) * test::slowdown());
+}
+
+// Name resolution: hiredis looked the host name up on every connect, with
+// no timeout, so a reconnect during a renewal could block past the
+// validity. Resolve once at setup, reconnect to the address.
+TEST_F(ConnectionEdges, ReconnectDoesNotResolveTheHostNameAgain) {
+  Connection c;
+  ASSERT_TRUE(test::open(c, "redis://localhost:" + std::to_string(server_->port())));
+  ASSERT_EQ(test::run(c, {"PING"}), "PONG") << c.last_error();
+  const int lookups = g_lookups.load();
+  for (int i = 0; i < 3; ++i) {
+    kill_client(admin_, c);
+    ASSERT_EQ(test::run(c, {"PING"}), "PONG") << c.last_error();
+  }
+  EXPECT_GE(c.stats().connects, 4u);
+  EXPECT_EQ(g_lookups.load(), lookups) << "reconnects must not call the resolver";
+  EXPECT_EQ(c.stats().lookups, 1u) << "one lookup, at setup";
+  ASSERT_GE(c.addresses().count, 1);
+  EXPECT_NE(c.addresses().addrs[0].family, 0);
+  // Looking up again is explicit, and the connection keeps working.
+  EXPECT_TRUE(c.resolve().ok()) << c.last_error();
+  EXPECT_EQ(c.stats().lookups, 2u);
+  kill_client(admin_, c);
+  EXPECT_EQ(test::run(c, {"PING"}), "PONG") << c.last_error();
+
+  // A name that did not resolve at setup: connects fail fast, never look up.
+  Connection u;
+  ASSERT_TRUE(test::open(u, "redis://unresolvable.edgelock.test:6379"));
+  const int before = g_lookups.load();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(u.connect().code(), ErrorCode::kConnectFailed);
+    EXPECT_NE(std::string(u.last_error()).find("not resolved"), std::string::npos) << u.last_error();
+  }
+  EXPECT_EQ(g_lookups.load(), before);
+  EXPECT_EQ(u.resolve().code(), ErrorCode::kConnectFailed) << "resolve() looks up again";
+  EXPECT_EQ(g_lookups.load(), before + 1);
+}
+
+// Item 15 (Sentinel): a ROLE reply too large for the reply buffer was taken
+// as "is a primary", so an unverified node got the lock commands.
+TEST(ConnectionEdgesSentinel, RoleReplyTooLargeIsNotConfirmed) {
+  FakeServer node([](const FakeServer::Argv& argv) -> std::string {
+    if (!argv.empty() && argv[0] == "ROLE") {
+      // A sentinel watching many masters (or any node) with a huge reply.
+      std::string r = "*2\r\n$8\r\nsentinel\r\n*40\r\n";
+      for (int i = 0; i < 40; ++i) r += "$6\r\nmaster\r\n";
+      return r;
+    }
+    if (!argv.empty() && argv[0] == "PING") return "+PONG\r\n";
+    return ":1\r\n";  // would look like a grant
+  });
+  ASSERT_TRUE(node.start());
+  const int node_port = node.port();
+  FakeServer sentinel([node_port](const FakeServer::Argv& argv) -> std::string {
+    if (argv.size() == 3 && argv[0] == "SENTINEL") {
+      const std::string port = std::to_string(node_port);
+      return "*2\r\n$9\r\n127.0.0.1\r\n$" + std::to_string(port.size()) + "\r\n" + port + "\r\n";
+    }
+    return "-ERR unknown\r\n";
+  });
+  ASSERT_TRUE(sentinel.start());
+  Sentinel s;
+  ConnectionOptions o;
+  o.command_timeout = millis(500) * test::slowdown();
+  ASSERT_TRUE(s.setup(("redis-sentinel://127.0.0.1:" + std::to_string(sentinel.port()) + "/gw").c_str(), o).ok());
+  const Status st = s.resolve(Deadline::after(default_clock(), millis(1000) * test::slowdown()));
+  EXPECT_FALSE(st.ok()) << "a node whose role could not be read is not a primary";
+  Lock lock(s);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr("gate")).ok());
+  EXPECT_FALSE(lock.try_acquire().ok());
+  EXPECT_FALSE(lock.held());
+  for (const auto& argv : node.commands()) {
+    EXPECT_TRUE(argv.empty() || argv[0] == "ROLE") << "sent to an unverified node: " << argv[0];
+  }
+  node.stop();
+  sentinel.stop();
+}
+
+// Item 12 (library): every call ends by its deadline whatever the server
+// does: a frozen server during connect (AUTH, SELECT), during a command,
+// and during the EVAL fallback after NOSCRIPT.
+TEST(ConnectionEdgesDeadline, HungServerEndsEveryCallByItsDeadline) {
+  RedisServer server({"--requirepass", "pw"});
+  ASSERT_TRUE(server.start());
+  const Nanos budget = millis(300);
+  const Nanos slack = millis(100) * test::slowdown();
+  ConnectionOptions o;
+  o.connect_timeout = millis(5000);  // the operation's deadline must win
+  o.command_timeout = millis(5000);
+  Connection c;
+  ASSERT_TRUE(c.setup(("redis://:pw@127.0.0.1:" + std::to_string(server.port()) + "/1").c_str(), o).ok());
+  server.pause();
+  const Bytes ping[1] = {Bytes::from_cstr("PING")};
+  Nanos t0 = now();
+  Result<const Reply*> r = c.command(ping, 1, Deadline::after(c.clock(), budget));
+  Nanos took = now() - t0;
+  EXPECT_EQ(r.status().code(), ErrorCode::kTimeout) << c.last_error();
+  EXPECT_LT(took, budget + slack) << "connect + AUTH + SELECT on a frozen server";
+  t0 = now();
+  EXPECT_EQ(c.connect(Deadline::after(c.clock(), budget)).code(), ErrorCode::kTimeout);
+  EXPECT_LT(now() - t0, budget + slack) << "connect() itself";
+  server.resume();
+  ASSERT_TRUE(c.connect(Deadline::after(c.clock(), millis(2000) * test::slowdown())).ok()) << c.last_error();
+  server.pause();
+  t0 = now();
+  r = c.command(ping, 1, Deadline::after(c.clock(), budget));
+  took = now() - t0;
+  server.resume();
+  EXPECT_EQ(r.status().code(), ErrorCode::kTimeout);
+  EXPECT_GE(took, budget);
+  EXPECT_LT(took, budget + slack) << "a command on a frozen server";
+  EXPECT_EQ(test::run(c, {"PING"}), "PONG") << "reconnects after the timeout";
+
+  // NOSCRIPT, then the EVAL fallback gets no answer.
+  FakeServer fake([](const FakeServer::Argv& argv) -> std::string {
+    if (!argv.empty() && argv[0] == "EVALSHA") return "-NOSCRIPT No matching script.\r\n";
+    return "+PONG\r\n";
+  });
+  fake.script({});
+  ASSERT_TRUE(fake.start());
+  Connection f;
+  ASSERT_TRUE(f.setup(fake.url().c_str(), o).ok());
+  ASSERT_EQ(test::run(f, {"PING"}), "PONG");
+  fake.script({test::reply("-NOSCRIPT No matching script.\r\n"), test::silent()});
+  const Script s = make_script("return 1");
+  t0 = now();
+  r = f.eval(s, nullptr, 0, nullptr, 0, Deadline::after(f.clock(), budget));
+  took = now() - t0;
+  EXPECT_EQ(r.status().code(), ErrorCode::kTimeout) << f.last_error();
+  EXPECT_LT(took, budget + slack) << "the EVAL fallback keeps the operation's deadline";
+  fake.stop();
+}
+
+}  // namespace
+}  // namespace edgelock

@@ -11,10 +11,9 @@ namespace detail {
 struct TlsSession;  // src/transport/tls.cc
 
 struct TransportState {
-  void* ctx = nullptr;     // redisContext*: owns the socket
   void* reader = nullptr;  // redisReader* with arena reply functions
   TlsSession* tls = nullptr;
-  int fd = -1;
+  int fd = -1;             // ours (close-on-exec from creation)
   short want_events = 0;   // extra poll events TLS asked for
   ReplyArena arena;
 };
