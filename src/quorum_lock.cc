@@ -139,7 +139,16 @@ Status QuorumLock::acquire(Nanos wait) {
     const Nanos left = deadline.remaining(c);
     if (left <= 0) break;
     c.sleep_for(delay < left ? delay : left);
-    s = attempt(limit);  // same token: a lost grant reply is re-armed, not busy
+    // Same token when nothing carrying it may still be on its way (a lost
+    // grant is then re-armed, not busy); otherwise a fresh one: a release
+    // left queued on a server (behind an unanswered acquire, or on a
+    // connection given up and reopened) could run after this attempt's
+    // grant there and delete it.
+    if (has_token_) {
+      forget();
+      EDGELOCK_TRY(random_hex(token_, kTokenRandomBytes));
+    }
+    s = attempt(limit);
   }
   return s;
 }

@@ -106,14 +106,18 @@ class QuorumLock {
   /// Errors: kBusy (a majority refused: held by another), kNoQuorum (too
   /// few servers answered), kExpired (granted, but no validity was left;
   /// released again), kIndeterminate (a request went unanswered, so the
-  /// outcome is unknown; a release was attempted), kInvalidArgument (not
+  /// outcome is unknown; a release was sent to, or queued behind the
+  /// acquire on, every server that may hold it), kInvalidArgument (not
   /// init()ed, or already holding), kRandomFailed.
   Status try_acquire();
   /// Retries after random delays until `wait` has passed (negative =
   /// forever). Returns by wait + 2 x server_timeout at the latest. The
   /// delays are the backoff (retry_min .. retry_max), cut short when the
   /// holder's keys expire sooner (busy_ttl_ms()); a holder without a TTL
-  /// gives no such bound and the backoff stands.
+  /// gives no such bound and the backoff stands. A retry keeps the token
+  /// (a lost grant is re-armed) only if no request carrying it may still be
+  /// on its way; otherwise it draws a fresh one, so a late release of the
+  /// old attempt can never delete this attempt's grant.
   /// Errors: as try_acquire(); the last attempt's result when time is up.
   Status acquire(Nanos wait);
   /// Owner-checked delete on every server that may hold the token, in one
