@@ -72,8 +72,11 @@ Status Connection::pipeline_eval(const Script& script, const Bytes* keys, size_t
 Result<const Reply*> Connection::advance_pipeline() {
   const bool was_sending = phase_ == Phase::kSending;
   Result<const Reply*> r = advance();
-  // Written whole just now: an earlier reply may already wait unread.
-  if (was_sending && r.ok() && !r.value() && phase_ == Phase::kReceiving) r = advance();
+  // A pipelined request written whole just now: an earlier reply may
+  // already wait unread (a lone request's reply is a round trip away).
+  if (was_sending && replies_due_ > 1 && r.ok() && !r.value() && phase_ == Phase::kReceiving) {
+    r = advance();
+  }
   if (r.ok() && !r.value()) return r;
   if (replies_due_ > 1 && is_connected()) {
     // An earlier reply of the pipeline: the last one is still due.

@@ -141,7 +141,7 @@ void begin(Round& r) {
   for (int pass = 0; pass < 2; ++pass) {
     for (size_t i = 0; i < r.n; ++i) {
       FanoutSlot& s = r.slots[i];
-      if (!s.want || s.draining || r.conns[i]->is_connected() != (pass == 0)) continue;
+      if (!s.want || s.draining || s.sent || r.conns[i]->is_connected() != (pass == 0)) continue;
       start(r, i);
     }
   }

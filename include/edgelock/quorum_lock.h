@@ -171,7 +171,9 @@ class QuorumLock {
   /// keys expire for a majority to be free, i.e. the (quorum() - granted)-th
   /// shortest TTL among the servers that refused. Not the shortest (one
   /// free server is not enough) nor the longest (a majority is free
-  /// before). 0 if unknown: a holder without TTL, too few answers.
+  /// before). A round decided before every server answered gives an upper
+  /// bound (a majority is free by then at the latest). 0 if unknown: a
+  /// holder without TTL, too few answers.
   int64_t busy_ttl_ms() const { return busy_ttl_ms_; }
   /// From the last release(): servers known not to hold our token (they
   /// deleted it, said it was not ours, or never got it). release() is ok
