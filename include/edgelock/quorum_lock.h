@@ -175,7 +175,8 @@ class QuorumLock {
   /// bound (a majority is free by then at the latest). 0 if unknown: a
   /// holder without TTL, too few answers.
   int64_t busy_ttl_ms() const { return busy_ttl_ms_; }
-  /// From the last release(): servers known not to hold our token (they
+  /// From the last release() (or the clean-up after a failed acquire):
+  /// servers known not to hold our token (they
   /// deleted it, said it was not ours, or never got it). release() is ok
   /// only with at least quorum() of them.
   size_t released_on() const { return released_on_; }
