@@ -80,8 +80,8 @@ int by_token(const Options& o, Servers& sv, bool extend) {
   }
   if (done >= sv.quorum()) {
     if (done < sv.n) {
-      notice_line(o, "%s of %s confirmed by %zu of %zu servers (quorum %zu); the rest end with its TTL",
-                  what, o.key, done, sv.n, sv.quorum());
+      notice_line(o, "%s of %s confirmed by %zu of %zu servers (quorum %zu)%s", what, o.key, done,
+                  sv.n, sv.quorum(), extend ? "" : "; the others free it when its TTL ends");
     }
     return kExitOk;
   }
