@@ -92,9 +92,14 @@ int open_servers(const Options& o, Servers* sv) {
 }
 
 // Counts per-server outcomes of release/extend by token (single-server
-// owner-checked scripts): done on a majority = success.
+// owner-checked scripts): done on a majority = success, as
+// QuorumLock::release() (the others free the key when its TTL ends), so a
+// server that did not confirm is a notice then, and an error only when the
+// whole operation fails.
 int by_token(const Options& o, Servers& sv, bool extend) {
+  const char* what = extend ? "extend" : "release";
   size_t done = 0, not_owner = 0;
+  Status failed[kMaxUrls];
   for (size_t i = 0; i < sv.n; ++i) {
     edgelock::Lock lock(sv.conns[i]);
     edgelock::LockOptions lo;
@@ -106,14 +111,24 @@ int by_token(const Options& o, Servers& sv, bool extend) {
     const Status s = extend ? lock.reacquire() : lock.release();
     done += s.ok();
     not_owner += s.code() == ErrorCode::kNotOwner;
-    if (!s.ok() && s.code() != ErrorCode::kNotOwner) report_error(sv.conns[i], s, extend ? "extend" : "release");
+    if (s.code() != ErrorCode::kNotOwner) failed[i] = s;
   }
-  if (done >= sv.quorum()) return kExitOk;
+  if (done >= sv.quorum()) {
+    if (done < sv.n) {
+      notice_line(o, "%s of %s confirmed by %zu of %zu servers (quorum %zu)%s", what, o.key, done,
+                  sv.n, sv.quorum(), extend ? "" : "; the others free it when its TTL ends");
+    }
+    return kExitOk;
+  }
   if (not_owner > sv.n - sv.quorum()) {
     error_line("not the owner of %s on a majority: the token is stale", o.key);
     return kExitNotOwner;
   }
-  error_line("%s of %s reached only %zu of %zu servers", extend ? "extend" : "release", o.key, done, sv.n);
+  for (size_t i = 0; i < sv.n; ++i) {
+    if (!failed[i].ok()) report_error(sv.conns[i], failed[i], what);
+  }
+  error_line("%s of %s confirmed by only %zu of %zu servers (quorum %zu)", what, o.key, done, sv.n,
+             sv.quorum());
   return kExitServer;
 }
 

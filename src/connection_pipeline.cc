@@ -1,6 +1,8 @@
 // Connection: a command and an eval sent in one write, read back in order.
 // The single-instance lock uses it to queue its acquire behind the BLPOP
-// that waits for the release signal (docs/benchmarks.md, "Handoff").
+// that waits for the release signal (docs/benchmarks.md, "Handoff"). A
+// quorum lock queues a release behind a request still unanswered
+// (pipeline_eval), so a frozen server runs both in order when it resumes.
 #include "edgelock/connection.h"
 
 namespace edgelock {
@@ -28,6 +30,60 @@ Result<const Reply*> Connection::command_then_eval(const Bytes* args, size_t cou
   replies_due_ = 1;
   phase_ = Phase::kReceiving;
   return wait(deadline);
+}
+
+}  // namespace edgelock
+
+namespace edgelock {
+
+Status Connection::pipeline_eval(const Script& script, const Bytes* keys, size_t nkeys,
+                                 const Bytes* args, size_t nargs) {
+  // Only behind a request already written whole: the send buffer is then
+  // free, and a TLS write in progress is never re-armed with other bytes.
+  if (phase_ != Phase::kReceiving || !is_connected() || replies_due_ >= kMaxPipelined) {
+    return ErrorCode::kInvalidArgument;
+  }
+  const Script* script0 = eval_script_;
+  const Bytes* keys0 = eval_keys_;
+  const size_t nkeys0 = eval_nkeys_;
+  const Bytes* args0 = eval_args_;
+  const size_t nargs0 = eval_nargs_;
+  const bool sha0 = eval_by_sha_;
+  set_eval(script, keys, nkeys, args, nargs);
+  // By body: a NOSCRIPT for the earlier request must not re-send anything
+  // (it would land after this one), and this one cannot get NOSCRIPT.
+  const Status s = encode_eval(false);
+  if (!s.ok()) {
+    eval_script_ = script0;  // null after a plain command
+    eval_keys_ = keys0;
+    eval_nkeys_ = nkeys0;
+    eval_args_ = args0;
+    eval_nargs_ = nargs0;
+    eval_by_sha_ = sha0;
+    return s;
+  }
+  tx_sent_ = 0;
+  ++replies_due_;
+  ++stats_.commands;
+  phase_ = Phase::kSending;
+  return Status();
+}
+
+Result<const Reply*> Connection::advance_pipeline() {
+  const bool was_sending = phase_ == Phase::kSending;
+  Result<const Reply*> r = advance();
+  // A pipelined request written whole just now: an earlier reply may
+  // already wait unread (a lone request's reply is a round trip away).
+  if (was_sending && replies_due_ > 1 && r.ok() && !r.value() && phase_ == Phase::kReceiving) {
+    r = advance();
+  }
+  if (r.ok() && !r.value()) return r;
+  if (replies_due_ > 1 && is_connected()) {
+    // An earlier reply of the pipeline: the last one is still due.
+    --replies_due_;
+    phase_ = Phase::kReceiving;
+  }
+  return r;
 }
 
 }  // namespace edgelock

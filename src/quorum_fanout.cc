@@ -60,19 +60,24 @@ void finish(FanoutSlot& s, const Result<const Reply*>& r) {
 
 void start(Round& r, size_t i);
 
-// Moves slot i along without blocking.
+// Moves slot i along without blocking. Replies come oldest first; while the
+// connection is still busy after one, it answered an earlier request.
 void step(Round& r, size_t i) {
   FanoutSlot& s = r.slots[i];
-  const Result<const Reply*> res = r.conns[i]->advance();
-  if (res.ok() && !res.value()) return;
-  if (s.draining) {
-    // The old reply (or its failure) is in: now send this round's request.
+  for (int k = 0; k <= Connection::kMaxPipelined; ++k) {
+    const Result<const Reply*> res = r.conns[i]->advance_pipeline();
+    if (res.ok() && !res.value()) return;
+    if (r.conns[i]->busy()) continue;  // an older round's reply: more to come
+    const bool ours = s.sent;
     s.draining = false;
     s.in_flight = false;
-    start(r, i);
+    if (ours) {
+      finish(s, res);
+    } else {
+      start(r, i);  // the old replies (or their failure) are in: send ours
+    }
     return;
   }
-  finish(s, res);
 }
 
 void start(Round& r, size_t i) {
@@ -107,6 +112,18 @@ void drop_dead_idle(Round& r) {
   }
 }
 
+// Queues this round's request behind the one still in flight, so the
+// server runs both in order even if it never answers within the round.
+// False if it cannot (then the old reply is drained first).
+bool queue_behind(Round& r, size_t i) {
+  const Status st = r.conns[i]->pipeline_eval(*r.req.script, r.req.keys, r.req.nkeys, r.req.args,
+                                              r.req.nargs);
+  if (!st.ok()) return false;
+  r.slots[i].sent = true;
+  step(r, i);  // write now
+  return true;
+}
+
 void begin(Round& r) {
   drop_dead_idle(r);
   for (size_t i = 0; i < r.n; ++i) {
@@ -117,13 +134,14 @@ void begin(Round& r) {
     s.outcome = SlotOutcome::kNone;
     s.in_flight = r.conns[i]->busy();
     s.draining = s.in_flight;
+    if (s.want && s.draining && r.req.pipeline) queue_behind(r, i);
   }
   // Connected servers first: a (re)connect blocks, and must not delay the
   // requests to servers that are ready.
   for (int pass = 0; pass < 2; ++pass) {
     for (size_t i = 0; i < r.n; ++i) {
       FanoutSlot& s = r.slots[i];
-      if (!s.want || s.draining || r.conns[i]->is_connected() != (pass == 0)) continue;
+      if (!s.want || s.draining || s.sent || r.conns[i]->is_connected() != (pass == 0)) continue;
       start(r, i);
     }
   }
@@ -143,13 +161,14 @@ bool settled(const Round& r) {
 }
 
 // Marks what is still in flight when the round ends. An old reply still
-// owed after a whole round is given up; our own request stays in flight.
+// owed after a whole round is given up unless our request was queued behind
+// it; our own request stays in flight (its reply is drained next round).
 void leave(Round& r, bool deadline_passed) {
   for (size_t i = 0; i < r.n; ++i) {
     FanoutSlot& s = r.slots[i];
     if (!s.want || !s.in_flight) continue;
     s.error = ErrorCode::kTimeout;
-    if (!s.draining) {
+    if (s.sent) {
       s.outcome = SlotOutcome::kUnknown;
       continue;
     }

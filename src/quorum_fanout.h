@@ -9,7 +9,11 @@
 // the same connection, then sends its own. That keeps a healthy but slower
 // server's socket (no reconnect, no heap) and keeps a release ordered after
 // an acquire that may still land. A drain that outlives a whole round is
-// given up (the connection is closed).
+// given up (the connection is closed). A release is not made to wait for the
+// drain: it is queued behind the request in flight (pipelined), so a frozen
+// server runs the acquire and then the release when it resumes; its
+// connection stays open and the late replies are drained before the next
+// request.
 
 #include <cstddef>
 #include <cstdint>
@@ -33,6 +37,11 @@ struct FanoutRequest {
   size_t nkeys = 0;
   const Bytes* args = nullptr;
   size_t nargs = 0;
+  /// Queue the request behind one still in flight on the same connection
+  /// (Connection::pipeline_eval) instead of first draining its reply: the
+  /// server runs it after that request even if it never answers in time.
+  /// For releases, which must reach a server that may still run an acquire.
+  bool pipeline = false;
 };
 
 /// When a round may stop: a reply value >= yes_min is a yes; the round

@@ -131,35 +131,47 @@ Status QuorumLock::acquire(Nanos wait) {
   backoff_.reset();
   for (uint32_t i = 0; !s.ok() && round_retryable(s.code()) && i < 1000000; ++i) {
     Nanos delay = backoff_.next(rng_);
-    if (s.code() == ErrorCode::kBusy && millis(busy_ttl_ms_ + 1) < delay) {
-      delay = millis(busy_ttl_ms_ + 1);  // it frees by expiry at the latest
+    // A majority frees by expiry then at the latest; with no such bound (a
+    // holder without TTL) the normal backoff stands.
+    if (s.code() == ErrorCode::kBusy && busy_ttl_ms_ > 0 && millis(busy_ttl_ms_ + 1) < delay) {
+      delay = millis(busy_ttl_ms_ + 1);
     }
     const Nanos left = deadline.remaining(c);
     if (left <= 0) break;
     c.sleep_for(delay < left ? delay : left);
-    s = attempt(limit);  // same token: a lost grant reply is re-armed, not busy
+    // Same token when nothing carrying it may still be on its way (a lost
+    // grant is then re-armed, not busy); otherwise a fresh one: a release
+    // left queued on a server (behind an unanswered acquire, or on a
+    // connection given up and reopened) could run after this attempt's
+    // grant there and delete it.
+    if (has_token_) {
+      forget();
+      EDGELOCK_TRY(random_hex(token_, kTokenRandomBytes));
+    }
+    s = attempt(limit);
   }
   return s;
 }
 
 // Records what the acquire round left behind: who may hold our token, the
-// highest fence counter among the grants, the longest holder TTL.
+// highest fence counter among the grants, and busy_ttl_ms_.
 void QuorumLock::note_acquire() {
   fence_ = 0;
-  busy_ttl_ms_ = 0;
+  int64_t ttls[kMaxQuorumServers];
+  size_t busy = 0;
+  size_t granted = 0;
   for (size_t i = 0; i < n_; ++i) {
     const detail::FanoutSlot& s = slots_[i];
     if (!s.want) continue;
     const bool replied = s.outcome == detail::SlotOutcome::kReplied;
-    if (replied && s.value <= 0) {
-      if (-s.value > busy_ttl_ms_) busy_ttl_ms_ = -s.value;
-    } else if (s.sent) {
-      servers_[i].maybe_holds = true;
-    }
-    if (replied && s.value > 0 && static_cast<uint64_t>(s.value) > fence_) {
-      fence_ = static_cast<uint64_t>(s.value);
-    }
+    // A busy reply is -(holder's PTTL); 0 = no TTL (or expiring now): no bound.
+    if (replied && s.value < 0) ttls[busy++] = -s.value;
+    if (replied && s.value <= 0) continue;
+    if (s.sent) servers_[i].maybe_holds = true;
+    if (replied) ++granted;
+    if (replied && static_cast<uint64_t>(s.value) > fence_) fence_ = static_cast<uint64_t>(s.value);
   }
+  busy_ttl_ms_ = detail::majority_free_ms(ttls, busy, granted < quorum() ? quorum() - granted : 0);
 }
 
 Status QuorumLock::attempt(Deadline limit) {

@@ -46,24 +46,32 @@ void QuorumLock::want_holders(bool skip_down, Nanos now) {
 }
 
 // Releases on every server that may hold our token, waiting for all of
-// them (up to the per-server budget). Returns how many deleted our key.
+// them within one deadline of server_timeout for the whole round. On a
+// server still working on an earlier request the release is queued behind
+// it (it runs after that request, even if the round ends first). Returns
+// how many deleted our key; released_on_ = servers known not to hold it.
 size_t QuorumLock::release_round() {
   Clock& c = clock();
+  const Deadline deadline = Deadline::after(c, server_timeout_);  // before any I/O
   want_holders(false, 0);
+  size_t deleted = 0;
   bool any = false;
   for (size_t i = 0; i < n_; ++i) any = any || slots_[i].want;
-  if (!any) return 0;
-  const detail::FanoutRequest req{&detail::kReleaseScript, keys_, 1, token_args_, 1};
-  const detail::FanoutGoal goal{quorum(), 1, true};
-  const detail::FanoutResult fr =
-      detail::run_fanout(conns_, slots_, n_, req, goal, Deadline::after(c, server_timeout_), c);
-  note_servers(fr.decided_at, fr.timed_out);
-  size_t deleted = 0;
+  if (any) {
+    detail::FanoutRequest req{&detail::kReleaseScript, keys_, 1, token_args_, 1};
+    req.pipeline = true;
+    const detail::FanoutGoal goal{quorum(), 1, true};
+    const detail::FanoutResult fr = detail::run_fanout(conns_, slots_, n_, req, goal, deadline, c);
+    note_servers(fr.decided_at, fr.timed_out);
+  }
+  released_on_ = 0;
   for (size_t i = 0; i < n_; ++i) {
     const detail::FanoutSlot& s = slots_[i];
-    if (!s.want || s.outcome != detail::SlotOutcome::kReplied) continue;
-    servers_[i].maybe_holds = false;
-    deleted += s.value == 1 ? 1 : 0;
+    if (any && s.want && s.outcome == detail::SlotOutcome::kReplied) {
+      servers_[i].maybe_holds = false;
+      deleted += s.value == 1 ? 1 : 0;
+    }
+    released_on_ += servers_[i].maybe_holds ? 0 : 1;
   }
   return deleted;
 }
@@ -77,13 +85,15 @@ void QuorumLock::cleanup() {
   has_token_ = left;
 }
 
+// Released on a majority is released: no other client can be kept from a
+// majority by what is left, and each straggler has the release queued
+// behind its last request, or frees the key when its TTL ends.
 Status QuorumLock::release() {
+  released_on_ = 0;
   if (!has_token_) return ErrorCode::kNotHeld;
   granted_ = false;  // whatever the servers say, we stop using it now
   const size_t deleted = release_round();
-  for (size_t i = 0; i < n_; ++i) {
-    if (servers_[i].maybe_holds) return ErrorCode::kIndeterminate;
-  }
+  if (released_on_ < quorum()) return ErrorCode::kIndeterminate;  // token kept: retry
   forget();
   return deleted > 0 ? Status() : Status(ErrorCode::kNotOwner);
 }
@@ -102,7 +112,7 @@ size_t QuorumLock::note_owners(int64_t yes_min) {
   return possible;
 }
 
-Status QuorumLock::finish_extend(Nanos start, Nanos decided_at) {
+Status QuorumLock::finish_extend(Nanos start, Nanos decided_at, int64_t ms, ExtendMode mode) {
   const detail::FanoutGoal goal{quorum(), 1, false};
   const detail::Tally t = detail::tally_of(slots_, n_, goal);
   const size_t possible = note_owners(1);
@@ -115,7 +125,16 @@ Status QuorumLock::finish_extend(Nanos start, Nanos decided_at) {
       }
     }
     valid_until_ = detail::validity_end(start, shortest, options_.drift_factor);
-    return Status();
+    if (remaining() > 0) return Status();
+    granted_ = false;  // extended to less than the drift allowance: ok needs validity
+    return ErrorCode::kExpired;
+  }
+  // Not decided: the request may have landed on some servers. A replace
+  // may have shortened their TTL (an add only lengthens it), so the
+  // validity is what either could leave: the old one or the new request's.
+  if (mode == ExtendMode::kReplace) {
+    const Nanos could = detail::validity_end(start, ms, options_.drift_factor);
+    if (could < valid_until_) valid_until_ = could;
   }
   const ErrorCode e = detail::keep_failure(t, possible);
   if (e == ErrorCode::kNotOwner || remaining() <= 0) {
@@ -144,7 +163,7 @@ Status QuorumLock::extend(int64_t ms, ExtendMode mode) {
   const detail::FanoutResult fr = detail::run_fanout(
       conns_, slots_, n_, req, goal, round_deadline(Deadline::at(valid_until_)), c);
   note_servers(fr.decided_at, fr.timed_out);
-  return finish_extend(start, fr.decided_at);
+  return finish_extend(start, fr.decided_at, ms, mode);
 }
 
 Status QuorumLock::reacquire() { return extend(options_.ttl_ms, ExtendMode::kReplace); }

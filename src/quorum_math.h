@@ -51,6 +51,23 @@ constexpr ErrorCode keep_failure(const Tally& t, size_t possible) {
   return ErrorCode::kNoQuorum;
 }
 
+/// How long (ms) until `needed` more servers are free by expiry alone: the
+/// needed-th shortest of the busy holders' TTLs ttls[0..n) (sorted in
+/// place). 0 if no bound is known (needed is 0 or exceeds n: too few busy
+/// replies with a TTL). A waiter can win only once a majority is free, so
+/// neither the shortest TTL (too early) nor the longest (too late) is it.
+inline int64_t majority_free_ms(int64_t* ttls, size_t n, size_t needed) {
+  if (needed == 0 || needed > n) return 0;
+  for (size_t i = 1; i < n; ++i) {
+    for (size_t j = i; j > 0 && ttls[j] < ttls[j - 1]; --j) {
+      const int64_t t = ttls[j];
+      ttls[j] = ttls[j - 1];
+      ttls[j - 1] = t;
+    }
+  }
+  return ttls[needed - 1];
+}
+
 /// True if a lease granted with the quorum-th reply read at `decided_at`
 /// and valid until `end` is still usable.
 constexpr bool still_valid(Nanos end, Nanos decided_at) { return end - decided_at > 0; }

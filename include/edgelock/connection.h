@@ -144,6 +144,25 @@ class Connection {
   /// `what` in last_error(). Always returns kProtocol.
   Status reject_reply(const char* what);
 
+  /// Queues an EVAL of `script` (by body, so it never needs the NOSCRIPT
+  /// fallback) behind the request in flight, in one connection: the server
+  /// runs it right after that request, even if that request's reply is
+  /// never read. A quorum lock queues its release behind an acquire left
+  /// unanswered by a frozen server. Read the replies, oldest first, with
+  /// advance_pipeline(). No allocation. Errors: kInvalidArgument (nothing
+  /// in flight, the request in flight not yet written whole, or
+  /// kMaxPipelined replies already due), kBufferTooSmall (the EVAL does
+  /// not fit the command buffer). On error nothing was queued.
+  Status pipeline_eval(const Script& script, const Bytes* keys, size_t nkeys, const Bytes* args,
+                       size_t nargs);
+  /// advance() that returns each reply of a pipeline in turn: busy() stays
+  /// true until the last is in. An error reply to an earlier request is
+  /// returned as its error with the connection still busy; a transport
+  /// failure closes the connection (busy() false: the rest is lost).
+  Result<const Reply*> advance_pipeline();
+  /// Most replies a connection may owe at once (see pipeline_eval()).
+  static constexpr uint8_t kMaxPipelined = 4;
+
   /// Gives up on the command in flight (deadline passed): the connection is
   /// closed since its reply may still arrive. Returns kTimeout.
   Status abandon();

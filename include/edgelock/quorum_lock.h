@@ -13,8 +13,10 @@
 /// drift = TTL * drift_factor + 2 ms. The call returns as soon as the outcome
 /// is decided. On failure it releases on every server that may hold the
 /// token, including those whose reply never came (their SET may have
-/// landed); a late reply is read before the release on the same connection,
-/// so the release stays ordered after it.
+/// landed): there the release is queued (pipelined) behind the acquire on
+/// the same connection, so the server runs it right after the acquire even
+/// if it was frozen and answers only when it resumes. The connection stays
+/// open; the late replies are read and discarded before its next request.
 ///
 /// Fencing across the quorum. Each server keeps its own counter ({key}:fence)
 /// and a grant INCRs it, but one server's counter is not enough: two
@@ -104,24 +106,48 @@ class QuorumLock {
   /// Errors: kBusy (a majority refused: held by another), kNoQuorum (too
   /// few servers answered), kExpired (granted, but no validity was left;
   /// released again), kIndeterminate (a request went unanswered, so the
-  /// outcome is unknown; a release was attempted), kInvalidArgument (not
+  /// outcome is unknown; a release was sent to, or queued behind the
+  /// acquire on, every server that may hold it), kInvalidArgument (not
   /// init()ed, or already holding), kRandomFailed.
   Status try_acquire();
   /// Retries after random delays until `wait` has passed (negative =
-  /// forever). Returns by wait + 2 x server_timeout at the latest.
+  /// forever). Returns by wait + 2 x server_timeout at the latest. The
+  /// delays are the backoff (retry_min .. retry_max), cut short when the
+  /// holder's keys expire sooner (busy_ttl_ms()); a holder without a TTL
+  /// gives no such bound and the backoff stands. A retry keeps the token
+  /// (a lost grant is re-armed) only if no request carrying it may still be
+  /// on its way; otherwise it draws a fresh one, so a late release of the
+  /// old attempt can never delete this attempt's grant.
   /// Errors: as try_acquire(); the last attempt's result when time is up.
   Status acquire(Nanos wait);
-  /// Owner-checked delete on every server that may hold the token.
-  /// Errors: kNotHeld (no token), kNotOwner (no server still had it),
-  /// kIndeterminate (a server that may hold it did not answer: it keeps the
-  /// key until the TTL ends; release() may be called again, while a new
+  /// Owner-checked delete on every server that may hold the token, in one
+  /// round that returns within about server_timeout (one deadline for the
+  /// whole round). held() is false afterwards whatever the outcome.
+  /// Released on a majority is a release: ok once at least quorum() servers
+  /// are known not to hold our token (they deleted it, answered that it was
+  /// not ours, or never got it); released_on() says how many. A server that
+  /// did not answer keeps the key until the release queued behind its last
+  /// request runs, or its TTL ends; no other client needs it for a majority.
+  /// The token is then forgotten.
+  /// Errors: kNotHeld (no token), kNotOwner (a majority confirmed, but none
+  /// deleted it: the lease had already ended), kIndeterminate (fewer than
+  /// quorum() confirmed: it may still be held on a majority until the TTL
+  /// ends; the token is kept and release() may be called again, while a new
   /// acquire forgets it).
   Status release();
   /// Owner-checked TTL change on every server; succeeds only if a majority
-  /// extended before the current validity ran out; `ms` > 0.
-  /// Errors: kInvalidArgument, kNotHeld, kExpired (no validity left),
+  /// extended before the current validity ran out and the new validity
+  /// (shortest new TTL - elapsed - drift) is above 0; `ms` > 0. The round
+  /// stops at the end of the current validity.
+  /// When it does not succeed the request may still have landed on some
+  /// servers: with kReplace the validity becomes the lesser of the current
+  /// one and what the request could have set (start + ms - drift), so a
+  /// shortening extend with an unknown outcome never leaves the old, longer
+  /// validity; kAdd can only lengthen the TTL, so the current one stands.
+  /// Errors: kInvalidArgument, kNotHeld, kExpired (no validity left before,
+  /// or after it: held() is then false; the token is kept for release()),
   /// kNotOwner (a majority no longer holds our token; the lease is gone),
-  /// kNoQuorum, kIndeterminate (the current validity still stands).
+  /// kNoQuorum, kIndeterminate (too few answers: the validity as above).
   Status extend(int64_t ms, ExtendMode mode = ExtendMode::kAdd);
   /// Resets the TTL to ttl_ms on every server. Errors: as extend().
   Status reacquire();
@@ -141,8 +167,19 @@ class QuorumLock {
   size_t quorum() const { return n_ / 2 + 1; }
   /// The per-server round budget in use (after the default is applied).
   Nanos server_timeout() const { return server_timeout_; }
-  /// The shortest holder TTL seen by the last busy attempt (ms).
+  /// From the last acquire attempt: how long (ms) until enough holders'
+  /// keys expire for a majority to be free, i.e. the (quorum() - granted)-th
+  /// shortest TTL among the servers that refused. Not the shortest (one
+  /// free server is not enough) nor the longest (a majority is free
+  /// before). A round decided before every server answered gives an upper
+  /// bound (a majority is free by then at the latest). 0 if unknown: a
+  /// holder without TTL, too few answers.
   int64_t busy_ttl_ms() const { return busy_ttl_ms_; }
+  /// From the last release() (or the clean-up after a failed acquire):
+  /// servers known not to hold our token (they
+  /// deleted it, said it was not ours, or never got it). release() is ok
+  /// only with at least quorum() of them.
+  size_t released_on() const { return released_on_; }
   /// True while server i is skipped after failing to answer.
   bool server_down(size_t i) const;
   const QuorumOptions& options() const { return options_; }
@@ -156,7 +193,7 @@ class QuorumLock {
   Status raise_fence(Deadline limit);
   void note_acquire();
   size_t note_owners(int64_t yes_min);
-  Status finish_extend(Nanos start, Nanos decided_at);
+  Status finish_extend(Nanos start, Nanos decided_at, int64_t ms, ExtendMode mode);
   void want_holders(bool skip_down, Nanos now);
   void cleanup();
   size_t release_round();
@@ -197,6 +234,7 @@ class QuorumLock {
   Nanos valid_until_ = 0;
   uint64_t fence_ = 0;
   int64_t busy_ttl_ms_ = 0;
+  size_t released_on_ = 0;
   size_t last_failed_ = kMaxQuorumServers;
   Prng rng_;
   Backoff backoff_{millis(5), millis(250)};

@@ -3,3 +3,287 @@
 // reply must arrive late or be lost) and asserts the lease invariant at the
 // moment it used to break.
 #include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "edgelock/edgelock.h"
+#include "../support/delay_proxy.h"
+#include "../support/redis_server.h"
+#include "../support/test_util.h"
+
+namespace edgelock {
+namespace {
+
+using test::run;
+
+constexpr const char* kKey = "quorum-edge";
+constexpr size_t kServers = 3;
+
+Nanos now() { return default_clock().now(); }
+Nanos slow(Nanos t) { return t * test::slowdown(); }
+
+// Three servers, each behind its own DelayProxy (delay 0 until a test sets
+// one); the lock talks through the proxies, the inspection connections
+// straight to the servers.
+class Trio {
+ public:
+  bool start() {
+    for (size_t i = 0; i < kServers; ++i) {
+      servers_[i].reset(new test::RedisServer());
+      if (!servers_[i]->start()) return false;
+      proxies_[i].reset(new test::DelayProxy(servers_[i]->port(), 0));
+      if (!proxies_[i]->start()) return false;
+      if (!test::open(conns_[i], proxies_[i]->url())) return false;
+      if (!test::open(admin_[i], servers_[i]->url())) return false;
+      if (!test::open(other_[i], servers_[i]->url())) return false;
+      ptrs_[i] = &conns_[i];
+      other_ptrs_[i] = &other_[i];
+    }
+    return true;
+  }
+  ~Trio() {
+    for (size_t i = 0; i < kServers; ++i) {
+      if (servers_[i]) servers_[i]->resume();  // a failed assertion may leave one stopped
+    }
+  }
+  test::RedisServer& server(size_t i) { return *servers_[i]; }
+  test::DelayProxy& proxy(size_t i) { return *proxies_[i]; }
+  Connection& conn(size_t i) { return conns_[i]; }
+  Connection* const* conns() { return ptrs_; }
+  /// Direct connections for a second client.
+  Connection* const* others() { return other_ptrs_; }
+  std::string cmd(size_t i, std::initializer_list<std::string> args) { return run(admin_[i], args); }
+  /// Servers whose key holds `token`.
+  size_t holders(Bytes token) {
+    const std::string t(reinterpret_cast<const char*>(token.data), token.size);
+    size_t n = 0;
+    for (size_t i = 0; i < kServers; ++i) n += cmd(i, {"GET", kKey}) == t ? 1 : 0;
+    return n;
+  }
+  /// Servers where the key exists at all (PTTL != -2).
+  size_t keyed() {
+    size_t n = 0;
+    for (size_t i = 0; i < kServers; ++i) n += cmd(i, {"PTTL", kKey}) != "-2" ? 1 : 0;
+    return n;
+  }
+
+ private:
+  std::unique_ptr<test::RedisServer> servers_[kServers];
+  std::unique_ptr<test::DelayProxy> proxies_[kServers];
+  Connection conns_[kServers];
+  Connection admin_[kServers];
+  Connection other_[kServers];
+  Connection* ptrs_[kServers] = {};
+  Connection* other_ptrs_[kServers] = {};
+};
+
+QuorumOptions opts(int64_t ttl_ms = 5000) {
+  QuorumOptions o;
+  o.ttl_ms = ttl_ms * test::slowdown();
+  o.server_timeout = slow(millis(100));
+  o.retry_min = millis(10);
+  o.retry_max = millis(100);
+  return o;
+}
+
+// Acquire and release once: scripts cached on every server, so a server
+// that resumes runs the EVALSHA queued in its socket.
+void warm_up(QuorumLock& lock) {
+  ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();
+  ASSERT_TRUE(lock.release().ok()) << lock.connection_error();
+}
+
+// Item 9: two of three servers frozen while the acquire is in flight. The
+// release must reach them too (queued behind the acquire), so when they
+// resume the key is gone long before its TTL.
+TEST(QuorumEdges, FailedAcquireLeavesNoKeyOnAFrozenServer) {
+  Trio t;
+  ASSERT_TRUE(t.start());
+  QuorumLock lock;
+  ASSERT_TRUE(lock.init(t.conns(), kServers, Bytes::from_cstr(kKey), opts(10000)).ok());
+  warm_up(lock);
+  t.server(1).pause();
+  t.server(2).pause();
+  const Status s = lock.try_acquire();
+  EXPECT_FALSE(s.ok());
+  EXPECT_FALSE(lock.held());
+  EXPECT_EQ(t.cmd(0, {"PTTL", kKey}), "-2") << "server 0 answered: released at once";
+  t.server(1).resume();
+  t.server(2).resume();
+  // Bounded poll: the resumed servers run acquire then release.
+  const Nanos limit = now() + slow(millis(500));
+  while (t.keyed() > 0 && now() < limit) SystemClock().sleep_for(millis(5));
+  for (size_t i = 0; i < kServers; ++i) {
+    EXPECT_EQ(t.cmd(i, {"PTTL", kKey}), "-2") << "server " << i << " still holds our key (10 s TTL)";
+  }
+  // The late replies are drained, not taken for the next request's.
+  const Nanos wait_end = now() + slow(millis(1000));
+  Status again = lock.try_acquire();
+  while (!again.ok() && now() < wait_end) {
+    SystemClock().sleep_for(millis(10));
+    again = lock.try_acquire();
+  }
+  ASSERT_TRUE(again.ok()) << again.to_string() << " " << lock.connection_error();
+  EXPECT_EQ(t.holders(lock.token()), kServers);
+  ASSERT_TRUE(lock.release().ok());
+  EXPECT_EQ(t.keyed(), 0u);
+}
+
+// Item 4: extend(300, kReplace) on a 10 s lease with every reply lost. The
+// servers apply it; the lock must not keep claiming the old 10 s.
+TEST(QuorumEdges, LostShorteningExtendDoesNotKeepTheOldValidity) {
+  Trio t;
+  ASSERT_TRUE(t.start());
+  QuorumLock lock;
+  ASSERT_TRUE(lock.init(t.conns(), kServers, Bytes::from_cstr(kKey), opts(10000)).ok());
+  ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();
+  // Caches the extend script: the lost EVALSHA must run, not get NOSCRIPT.
+  ASSERT_TRUE(lock.extend(10000 * test::slowdown(), ExtendMode::kReplace).ok());
+  const Nanos lost = 3 * lock.server_timeout();  // one way: the round ends first
+  for (size_t i = 0; i < kServers; ++i) t.proxy(i).set_delay(lost);
+  const Nanos start = now();
+  const int64_t shorter_ms = 300 * test::slowdown();
+  const Status s = lock.extend(shorter_ms, ExtendMode::kReplace);
+  EXPECT_FALSE(s.ok()) << "no reply came back in time";
+  EXPECT_LE(lock.remaining(), start + millis(shorter_ms) - now())
+      << "still claims the old validity: " << to_millis(lock.remaining()) << " ms";
+  // The invariant where it broke: once the servers' 300 ms run out, another
+  // client gets the lock, and we must not say held() then.
+  for (size_t i = 0; i < kServers; ++i) t.proxy(i).set_delay(0);
+  QuorumLock other;
+  ASSERT_TRUE(other.init(t.others(), kServers, Bytes::from_cstr(kKey), opts(10000)).ok());
+  const Status got = other.acquire(lost + slow(millis(2000)));
+  ASSERT_TRUE(got.ok()) << got.to_string() << " " << t.cmd(0, {"PTTL", kKey}) << " " << to_millis(now() - start);
+  EXPECT_FALSE(lock.held()) << "two holders: " << to_millis(lock.remaining()) << " ms left";
+  ASSERT_TRUE(other.release().ok());
+}
+
+// Item 5: ok from extend means validity > 0 afterwards.
+TEST(QuorumEdges, ExtendOkOnlyWithValidityLeft) {
+  Trio t;
+  ASSERT_TRUE(t.start());
+  QuorumLock lock;
+  ASSERT_TRUE(lock.init(t.conns(), kServers, Bytes::from_cstr(kKey), opts()).ok());
+  ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();
+  // 1 ms is below the 2 ms drift allowance: every server extends, but no
+  // validity can be left.
+  const Status s = lock.extend(1, ExtendMode::kReplace);
+  EXPECT_EQ(s.code(), ErrorCode::kExpired) << s.to_string();
+  EXPECT_FALSE(lock.held());
+  EXPECT_EQ(lock.remaining(), 0);
+  EXPECT_FALSE(s.ok() && lock.remaining() <= 0) << "ok with no validity";
+  EXPECT_NE(lock.release().code(), ErrorCode::kNotHeld) << "the token is kept for clean-up";
+}
+
+// Item 6: a holder without a TTL must not make the waiter poll every 1 ms.
+TEST(QuorumEdges, HolderWithoutTtlGetsTheNormalBackoff) {
+  Trio t;
+  ASSERT_TRUE(t.start());
+  for (size_t i = 0; i < kServers; ++i) ASSERT_EQ(t.cmd(i, {"SET", kKey, "forever"}), "OK");
+  QuorumLock lock;
+  const QuorumOptions o = opts();
+  ASSERT_TRUE(lock.init(t.conns(), kServers, Bytes::from_cstr(kKey), o).ok());
+  const uint32_t before = t.conn(0).stats().commands;
+  const Nanos wait = slow(millis(500));
+  EXPECT_EQ(lock.acquire(wait).code(), ErrorCode::kBusy);
+  const uint32_t attempts = t.conn(0).stats().commands - before;
+  // Every delay is at least retry_min (10 ms): at most wait / retry_min + 1.
+  const uint32_t most = static_cast<uint32_t>(wait / o.retry_min) + 2;
+  EXPECT_LE(attempts, most) << "polling instead of backing off";
+  EXPECT_GE(attempts, 2u);
+  EXPECT_EQ(lock.busy_ttl_ms(), 0) << "no TTL: no bound";
+}
+
+// Item 7: a release whose outcome is unknown on a majority: not held any
+// more, but the token stays so release() can be retried.
+TEST(QuorumEdges, UnknownReleaseIsNotHeldButKeepsTheToken) {
+  Trio t;
+  ASSERT_TRUE(t.start());
+  QuorumLock lock;
+  ASSERT_TRUE(lock.init(t.conns(), kServers, Bytes::from_cstr(kKey), opts()).ok());
+  ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();
+  t.server(1).pause();
+  t.server(2).pause();
+  EXPECT_EQ(lock.release().code(), ErrorCode::kIndeterminate);
+  EXPECT_FALSE(lock.held());
+  EXPECT_EQ(lock.remaining(), 0);
+  EXPECT_EQ(lock.released_on(), 1u);
+  t.server(1).resume();
+  t.server(2).resume();
+  const Status again = lock.release();
+  EXPECT_NE(again.code(), ErrorCode::kNotHeld) << "the token was forgotten";
+  EXPECT_TRUE(again.ok() || again.code() == ErrorCode::kNotOwner) << again.to_string();
+  EXPECT_EQ(t.keyed(), 0u);
+}
+
+// Item 14: released on two of three servers (the third stalled) is a
+// release, reported with how many servers confirmed it.
+TEST(QuorumEdges, ReleaseOnAMajorityIsARelease) {
+  Trio t;
+  ASSERT_TRUE(t.start());
+  QuorumLock lock;
+  ASSERT_TRUE(lock.init(t.conns(), kServers, Bytes::from_cstr(kKey), opts()).ok());
+  warm_up(lock);
+  ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();
+  t.server(2).pause();
+  const Status s = lock.release();
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  EXPECT_EQ(lock.released_on(), 2u);
+  EXPECT_FALSE(lock.held());
+  EXPECT_EQ(lock.release().code(), ErrorCode::kNotHeld) << "a release is final";
+  t.server(2).resume();
+  // The straggler runs the release it was sent.
+  const Nanos limit = now() + slow(millis(500));
+  while (t.keyed() > 0 && now() < limit) SystemClock().sleep_for(millis(5));
+  EXPECT_EQ(t.keyed(), 0u);
+}
+
+// Item 15: the waiter's bound is when a majority frees, not the longest
+// (nor the shortest) holder TTL. Server 0 is free (it grants, then is
+// cleaned up), so one more must expire: the shorter of the other two.
+TEST(QuorumEdges, BusyTtlIsWhenAMajorityFrees) {
+  Trio t;
+  ASSERT_TRUE(t.start());
+  const int64_t ms[kServers] = {0, 3000 * test::slowdown(), 5000 * test::slowdown()};
+  for (size_t i = 1; i < kServers; ++i) {
+    ASSERT_EQ(t.cmd(i, {"SET", kKey, "other", "PX", std::to_string(ms[i])}), "OK");
+  }
+  QuorumLock lock;
+  ASSERT_TRUE(lock.init(t.conns(), kServers, Bytes::from_cstr(kKey), opts()).ok());
+  // Server 0's grant comes first (the others answer 20 ms later), and one
+  // grant and one refusal cannot decide: all three replies are read.
+  t.proxy(1).set_delay(slow(millis(10)));
+  t.proxy(2).set_delay(slow(millis(10)));
+  EXPECT_EQ(lock.try_acquire().code(), ErrorCode::kBusy);
+  EXPECT_LE(lock.busy_ttl_ms(), ms[1]) << "a majority is free once server 1's key expires";
+  EXPECT_GT(lock.busy_ttl_ms(), ms[1] - 500);
+  EXPECT_EQ(t.cmd(0, {"PTTL", kKey}), "-2") << "the grant on server 0 was cleaned up";
+}
+
+// A release with stalled servers (one frozen with a request in flight, one
+// frozen idle, one answering late) returns within its one-round budget.
+TEST(QuorumEdges, ReleaseWithStalledServersKeepsItsBudget) {
+  Trio t;
+  ASSERT_TRUE(t.start());
+  QuorumLock lock;
+  ASSERT_TRUE(lock.init(t.conns(), kServers, Bytes::from_cstr(kKey), opts()).ok());
+  warm_up(lock);
+  t.server(2).pause();
+  ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();  // 2's acquire in flight
+  t.server(1).pause();
+  t.proxy(0).set_delay(2 * lock.server_timeout());
+  const Nanos t0 = now();
+  EXPECT_EQ(lock.release().code(), ErrorCode::kIndeterminate);
+  const Nanos took = now() - t0;
+  EXPECT_LT(took, lock.server_timeout() + slow(millis(50))) << to_millis(took) << " ms";
+  t.proxy(0).set_delay(0);
+  t.server(1).resume();
+  t.server(2).resume();
+  const Nanos limit = now() + slow(millis(1000));
+  while (t.keyed() > 0 && now() < limit) SystemClock().sleep_for(millis(5));
+  EXPECT_EQ(t.keyed(), 0u) << "every server ran the release it was sent";
+}
+
+}  // namespace
+}  // namespace edgelock

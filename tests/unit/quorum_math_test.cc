@@ -88,6 +88,19 @@ TEST(QuorumMath, KeepFailureKinds) {
   EXPECT_EQ(keep_failure(tally(3, 1, 1, 0, 1), 1), ErrorCode::kNotOwner);
 }
 
+// The waiter's bound: when enough holders expire for a majority to be free.
+TEST(QuorumMath, MajorityFreeIsTheNeededShortestTtl) {
+  int64_t a[3] = {5000, 1000, 3000};
+  EXPECT_EQ(majority_free_ms(a, 3, 2), 3000) << "3 servers, none free: the 2nd shortest";
+  int64_t b[2] = {5000, 3000};
+  EXPECT_EQ(majority_free_ms(b, 2, 1), 3000) << "one server free: the shortest of the rest";
+  int64_t c[1] = {4000};
+  EXPECT_EQ(majority_free_ms(c, 1, 2), 0) << "too few TTLs known (no TTL, no answer)";
+  EXPECT_EQ(majority_free_ms(c, 1, 0), 0);
+  int64_t d[5] = {9, 7, 5, 3, 1};
+  EXPECT_EQ(majority_free_ms(d, 5, 3), 5);
+}
+
 }  // namespace
 }  // namespace detail
 }  // namespace edgelock
