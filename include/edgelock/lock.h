@@ -144,6 +144,7 @@ class Lock {
   Status send_release();
   Status noted(EventKind kind, Nanos start, Status s);
   Status send_extend(int64_t ms, ExtendMode mode);
+  Status after_unknown_extend(Nanos start, int64_t ms, Status s);
   Deadline io_deadline() const;
   void forget();
   // One path for both back ends: a plain Connection or a Router.

@@ -60,10 +60,11 @@ class LockEdges : public test::SuiteServerTest {
     return conn_.setup(proxy_->url().c_str(), o).ok();
   }
 
-  // One grant and release at no delay: connects and loads the scripts, so
+  // A grant, extend and release at no delay: connects and loads the scripts, so
   // a later delayed request costs exactly one round trip.
   static void warm(Lock& lock) {
     ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();
+    ASSERT_TRUE(lock.reacquire().ok()) << lock.connection_error();
     ASSERT_TRUE(lock.release().ok()) << lock.connection_error();
     lock.reset_metrics();
   }
@@ -136,7 +137,8 @@ TEST_F(LockEdges, LostShorteningExtendShortensValidity) {
   EXPECT_LE(lock.remaining(), slow(millis(300)));
   Lock rival(other_);
   ASSERT_TRUE(rival.init(Bytes::from_cstr(kKey), ttl(10000)).ok());
-  ASSERT_TRUE(rival.acquire(slow(millis(3000))).ok()) << "the shortened key expires";
+  const Status got = rival.acquire(slow(millis(3000)));
+  ASSERT_TRUE(got.ok()) << got.to_string() << " " << run(admin_, {"PTTL", kKey});
   EXPECT_FALSE(lock.held()) << "two holders: remaining " << to_millis(lock.remaining()) << " ms";
   EXPECT_TRUE(rival.release().ok());
 }
