@@ -91,6 +91,9 @@ Status Lock::attempt(Deadline deadline) {
   const Bytes keys[3] = {key(), Bytes(fence_key_, fence_key_len_), Bytes(wake_key_, wake_key_len_)};
   const Bytes args[2] = {token(), Bytes(ttl_text_, ttl_text_len_)};
   const size_t nkeys = options_.wake_on_release ? 3 : 2;
+  // From here a lost reply may mean the key is ours (also on a retry after
+  // a late grant was handed back): keep the token so release() can clean up.
+  has_token_ = true;
   // Validity counts from before the request leaves: the server's TTL may
   // have started any time after this.
   const Nanos start = clock().now();
@@ -111,6 +114,7 @@ Status Lock::on_acquire_reply(const Result<const Reply*>& r, Nanos start) {
     busy_ttl_ms_ = -rep->integer;
     return ErrorCode::kBusy;
   }
+  has_token_ = true;
   granted_ = true;
   fence_ = static_cast<uint64_t>(rep->integer);
   valid_until_ = detail::validity_end(start, options_.ttl_ms, options_.drift_factor);
@@ -126,9 +130,6 @@ Status Lock::try_acquire() {
   forget();
   EDGELOCK_TRY(random_hex(token_, kTokenRandomBytes));
   token_len_ = 2 * kTokenRandomBytes;
-  // From here a lost reply may mean the key is ours: keep the token so
-  // release() can clean up.
-  has_token_ = true;
   return counted_attempt(io_deadline());
 }
 
@@ -164,6 +165,10 @@ Status Lock::release() {
 
 Status Lock::send_release() {
   if (!has_token_) return ErrorCode::kNotHeld;
+  // Whatever the outcome, the lease is no longer ours to use: the delete
+  // may run even if its reply never comes. The token stays for a retry.
+  granted_ = false;
+  valid_until_ = 0;
   const Bytes keys[2] = {key(), Bytes(wake_key_, wake_key_len_)};
   const Bytes args[2] = {token(), Bytes::from_cstr(kWakeSignalTtlMs)};
   const size_t n = options_.wake_on_release ? 2 : 1;
@@ -188,11 +193,14 @@ Status Lock::send_extend(int64_t ms, ExtendMode mode) {
   const Bytes args[3] = {token(), Bytes(ms_text, static_cast<size_t>(n)),
                          Bytes::from_cstr(mode == ExtendMode::kAdd ? "add" : "set")};
   const Nanos start = clock().now();
-  const Result<const Reply*> r = run_eval(detail::kExtendScript, keys, 1, args, 3, true, io_deadline());
-  if (!r.ok()) return r.status();
+  // A renewal never waits past the lease it renews: at its end the caller
+  // must learn of the loss (e.g. to stop the work it guards).
+  const Deadline d = detail::capped_at_validity(io_deadline(), granted_ ? valid_until_ : 0, start);
+  const Result<const Reply*> r = run_eval(detail::kExtendScript, keys, 1, args, 3, true, d);
+  if (!r.ok()) return after_unknown_extend(start, ms, r.status());
   const Reply* rep = r.value();
   if (rep->type != ReplyType::kInteger || rep->integer < 0 || rep->integer > kMaxTtlMs * 2) {
-    return connection().reject_reply("extend wants a TTL or 0");
+    return after_unknown_extend(start, ms, connection().reject_reply("extend wants a TTL or 0"));
   }
   if (rep->integer == 0) {
     forget();
@@ -200,7 +208,18 @@ Status Lock::send_extend(int64_t ms, ExtendMode mode) {
   }
   granted_ = true;
   valid_until_ = detail::validity_end(start, rep->integer, options_.drift_factor);
+  // ok means usable: a TTL the round trip and drift eat is not (token kept).
+  if (remaining() <= 0) return ErrorCode::kExpired;
   return Status();
+}
+
+Status Lock::after_unknown_extend(Nanos start, int64_t ms, Status s) {
+  // The new TTL may have been applied (timeout, lost reply, WAIT short of
+  // its replicas), or not: the lease lasts until the earlier of the two.
+  if (granted_) {
+    valid_until_ = detail::end_after_unknown_extend(valid_until_, start, ms, options_.drift_factor);
+  }
+  return s;
 }
 
 Status Lock::extend(int64_t ms, ExtendMode mode) {

@@ -10,24 +10,30 @@ namespace edgelock {
 namespace detail {
 
 // ARGV[1] = token, ARGV[2] = ttl ms. Returns the new fencing token (>= 1),
-// or -(holder's PTTL) (<= 0) when busy. Retrying with our own token after a
-// lost reply is safe: it re-arms our key instead of failing as busy. The
-// free-lock path tries SET NX first: one server call fewer than GET + SET.
+// or -(holder's PTTL) (<= 0; 0 also for a holder without TTL) when busy.
+// Retrying with our own token after a lost reply is safe: it re-arms our
+// key instead of failing as busy. All or nothing: the only write that can
+// fail (INCR: counter of the wrong type, not an integer, or at INT64_MAX;
+// or OOM / READONLY at the first write) comes first, and its failure is
+// the server's error reply (its code kept) naming the fence counter, with
+// nothing written.
 // Optional KEYS[3] = the wake list: a grant clears any leftover release
 // signal, since the lock is no longer free (it would only cause a spurious
-// wake-up; our own release will signal again).
+// wake-up; our own release will signal again). DEL works on any type.
 constexpr Script kAcquireScript = make_script(
-    "local ok = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])\n"
-    "if not ok and redis.call('GET', KEYS[1]) == ARGV[1] then\n"
-    "  ok = redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
+    "local cur = redis.call('GET', KEYS[1])\n"
+    "if cur and cur ~= ARGV[1] then\n"
+    "  local t = redis.call('PTTL', KEYS[1])\n"
+    "  if t < 0 then t = 0 end\n"
+    "  return -t\n"
     "end\n"
-    "if ok then\n"
-    "  if KEYS[3] then redis.call('DEL', KEYS[3]) end\n"
-    "  return redis.call('INCR', KEYS[2])\n"
+    "local f = redis.pcall('INCR', KEYS[2])\n"
+    "if type(f) == 'table' then\n"
+    "  return redis.error_reply(tostring(f.err) .. ' (edgelock fence counter)')\n"
     "end\n"
-    "local t = redis.call('PTTL', KEYS[1])\n"
-    "if t < 0 then t = 0 end\n"
-    "return -t\n");
+    "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
+    "if KEYS[3] then redis.call('DEL', KEYS[3]) end\n"
+    "return f\n");
 
 // ARGV[1] = token. Returns 1 if deleted, 0 if not ours (left alone).
 // With KEYS[2] (the wake list, same hash slot) and ARGV[2] (its TTL in ms)
@@ -35,18 +41,18 @@ constexpr Script kAcquireScript = make_script(
 // gets the lock handed over at once instead of polling. The list never
 // grows: grants delete it, LTRIM keeps one signal should two releases meet
 // without a grant between them (adopt()), and PEXPIRE drops a signal
-// nobody waited for. Called with one key it is a plain owner-checked
-// delete (quorum locks).
+// nobody waited for. All or nothing: the only write that can fail (LPUSH
+// on a wake key of another type) comes first; such a key just gets no
+// signal (waiters fall back to their caps) and the delete still happens.
+// Called with one key it is a plain owner-checked delete (quorum locks).
 constexpr Script kReleaseScript = make_script(
-    "if redis.call('GET', KEYS[1]) == ARGV[1] then\n"
-    "  redis.call('DEL', KEYS[1])\n"
-    "  if KEYS[2] then\n"
-    "    if redis.call('LPUSH', KEYS[2], '1') > 1 then redis.call('LTRIM', KEYS[2], 0, 0) end\n"
-    "    redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
-    "  end\n"
-    "  return 1\n"
+    "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
+    "if KEYS[2] and type(redis.pcall('LPUSH', KEYS[2], '1')) == 'number' then\n"
+    "  redis.call('LTRIM', KEYS[2], 0, 0)\n"
+    "  redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
     "end\n"
-    "return 0\n");
+    "redis.call('DEL', KEYS[1])\n"
+    "return 1\n");
 
 // ARGV[1] = token, ARGV[2] = ms, ARGV[3] = 'add' or 'set'. Returns the new
 // TTL in ms (> 0), or 0 if not ours.

@@ -17,7 +17,9 @@ Nanos min_of(Nanos a, Nanos b) { return a < b ? a : b; }
 Nanos Lock::retry_delay(Status last, Nanos left) {
   Nanos delay = backoff_.next(rng_);
   // A busy lock frees by expiry at the latest: no point sleeping past it.
-  if (last.code() == ErrorCode::kBusy && millis(busy_ttl_ms_ + 1) < delay) {
+  // A holder without TTL (reported as 0) gets the plain backoff: capping at
+  // 1 ms would poll it a thousand times a second.
+  if (last.code() == ErrorCode::kBusy && busy_ttl_ms_ > 0 && millis(busy_ttl_ms_ + 1) < delay) {
     delay = millis(busy_ttl_ms_ + 1);
   }
   return min_of(delay, left);
@@ -89,6 +91,7 @@ bool Lock::await_and_attempt(Nanos cap, Deadline op_deadline, Status* attempted)
   const Bytes args[2] = {token(), Bytes(ttl_text_, ttl_text_len_)};
   const Deadline d = Deadline::after(clock(), cap + command_timeout()).min(op_deadline);
   const Nanos start = clock().now();  // the acquire may run any time after this
+  has_token_ = true;                  // a lost reply may mean the key is ours
   Status first;
   const Result<const Reply*> r =
       conn_->command_then_eval(blpop, 3, detail::kAcquireScript, keys, 3, args, 2, d, &first);

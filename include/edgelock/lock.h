@@ -9,6 +9,17 @@
 /// companion counter in the same script). A guarded resource remembers the
 /// highest fence it has accepted and rejects any write that carries a lower
 /// one, so a holder that paused past its TTL cannot clobber the next one.
+///
+/// Companion keys share the lock key's cluster slot and are unique per lock
+/// key: "{key}:fence" and "{key}:wake" for a key without '{'; for a key that
+/// is one whole hash tag, "{X}", they are "fence:{X}" and "wake:{X}" (else
+/// "X" and "{X}" would share them); any other key with '{' gets
+/// "key:fence" and "key:wake".
+///
+/// Unknown outcomes (a timeout, a lost reply, replicas that did not
+/// confirm): for safety the lock assumes it holds less (held() and
+/// remaining() never claim more than the server may have), for cleanup that
+/// it may still hold the key (the token is kept, so release() can remove it).
 
 #include <cstdint>
 
@@ -35,7 +46,7 @@ struct LockOptions {
   Nanos retry_min = millis(2);
   Nanos retry_max = millis(250);
   /// Waiting without polling: release() leaves a signal on a companion list
-  /// ("{key}:wake") and a waiting acquire() blocks on it with BLPOP, so a
+  /// ("{key}:wake", see above) and a waiting acquire() blocks on it with BLPOP, so a
   /// released lock is handed over within about one round trip. Every lock
   /// on a key should agree on this; a releaser with it off (or another
   /// client library) just makes waiters fall back to the caps below.
@@ -73,34 +84,59 @@ class Lock {
   /// (< 2 ms) out of range, or a key the router refuses), kRandomFailed.
   Status init(Bytes key, const LockOptions& options = {});
 
-  /// One attempt, no waiting. Errors: kBusy, kExpired (granted, but the
-  /// round trip used up the validity; released again), kInvalidArgument
-  /// (not init()ed, or already holding: release first), kRandomFailed,
-  /// kProtocol (reply not an integer: the connection is closed, nothing is
-  /// held), Connection::command()'s, and with a Router its eval()'s:
-  /// kNoQuorum (replicas did not confirm the grant in time; the lock was
-  /// released again), kBufferTooSmall.
+  /// One attempt, no waiting, with a fresh token. Errors: kBusy, kExpired
+  /// (granted, but the round trip used up the validity; released again),
+  /// kInvalidArgument (not init()ed, or already holding: release first),
+  /// kRandomFailed, kProtocol (reply not an integer: the connection is
+  /// closed), kServerError (also: the fence counter is of the wrong type or
+  /// at INT64_MAX; the text names it and nothing was written),
+  /// Connection::command()'s, and with a Router its eval()'s: kNoQuorum
+  /// (replicas did not confirm the grant in time; the lock was released
+  /// again), kBufferTooSmall.
+  /// On kTimeout, kIo, kConnectionClosed or kProtocol (and kNoQuorum whose
+  /// hand-back failed) the grant may have landed: held() is false but the
+  /// token is kept, so call release() to remove it (else it stays until
+  /// its TTL). A later try_acquire() starts with a new token.
   Status try_acquire();
   /// Tries until `wait` has passed (negative = forever). While the lock is
   /// busy it blocks on the release signal (see LockOptions::wake_on_release)
   /// for at most the holder's remaining TTL, else it sleeps with capped,
   /// jittered exponential backoff. Connection failures are retried within
-  /// the wait too. Returns by wait + command_timeout at the latest (the
-  /// last round trip's budget). Allocates nothing.
-  /// Errors: kBusy (still held by another at the end), or the last
-  /// connection error, or try_acquire()'s non-retryable ones.
+  /// the wait too. Retries keep the token, so a grant whose reply was lost
+  /// is recognised (and a grant that came too late, handed back, can be
+  /// granted again). A busy key without TTL gets the backoff (retry_min ..
+  /// retry_max). Returns by wait + command_timeout at the latest (the last
+  /// round trip's budget). Allocates nothing.
+  /// Errors: kBusy (still held by another at the end), kExpired (the last
+  /// grant came too late), or the last connection error, or try_acquire()'s
+  /// non-retryable ones. As there: on kTimeout, kIo, kConnectionClosed
+  /// (also from the pipelined wait + attempt) or kProtocol the grant may
+  /// have landed: call release().
   Status acquire(Nanos wait);
-  /// Owner-checked delete. Errors: kNotHeld (nothing to release),
-  /// kNotOwner (expired and maybe taken: the other holder's key is left
-  /// alone), kProtocol (reply other than 0/1: connection closed, token
-  /// kept), and Connection::command()'s (then the lock may still be held
-  /// until its TTL; release() may be called again).
+  /// Owner-checked delete. Afterwards held() is false whatever the outcome
+  /// (the delete may have run even if its reply never came).
+  /// Errors: kNotHeld (no token: nothing to release), kNotOwner (expired and
+  /// maybe taken: the other holder's key is left alone), kProtocol (reply
+  /// other than 0/1: connection closed), and Connection::command()'s. On
+  /// kProtocol and command errors the token is kept and the key may still
+  /// be there until its TTL: release() may be called again (a retry after a
+  /// delete that did run says kNotOwner).
   Status release();
   /// Owner-checked TTL change; `ms` > 0 (0 is refused, never a delete).
-  /// Errors: kInvalidArgument, kNotHeld, kNotOwner, kProtocol (reply not a
-  /// TTL or 0; connection closed), Connection::command()'s, kNoQuorum
-  /// (router with WAIT: applied on the primary, not confirmed by replicas;
-  /// the local validity is left unchanged), kBufferTooSmall.
+  /// While held(), the call waits no later than the current validity end
+  /// (a renewal never outlives the lease it renews); otherwise up to the
+  /// command timeout. ok means held with validity > 0 left.
+  /// Errors: kInvalidArgument, kNotHeld (no token), kNotOwner (not ours any
+  /// more: token dropped), kExpired (applied, but the new TTL minus round
+  /// trip and drift leaves no validity: held() false, token kept),
+  /// kProtocol (reply not a TTL or 0; connection closed),
+  /// Connection::command()'s (kTimeout also when the validity ended first:
+  /// held() is then false), kNoQuorum (router with WAIT: applied on the
+  /// primary, not confirmed by replicas), kBufferTooSmall.
+  /// On the other errors (not kInvalidArgument, kNotHeld, kNotOwner,
+  /// kExpired) the new TTL may or may not have been applied: the local
+  /// validity becomes the earlier of the old end and (call start + ms -
+  /// drift), and the token is kept for release().
   Status extend(int64_t ms, ExtendMode mode = ExtendMode::kAdd);
   /// Resets the TTL to the original ttl_ms. Errors: as extend().
   Status reacquire();
@@ -116,7 +152,8 @@ class Lock {
   /// successful extend. Errors: kInvalidArgument (empty or too long).
   Status adopt(Bytes token);
 
-  /// True while we hold it and the local validity has not run out.
+  /// True while we hold it and the local validity has not run out. False
+  /// from any release() call on, whatever its outcome.
   bool held() const { return remaining() > 0; }
   /// Conservative validity left (0 if not held).
   Nanos remaining() const;
@@ -127,7 +164,8 @@ class Lock {
   void reset_metrics() { metrics_.reset(); }
   Bytes token() const { return Bytes(token_, token_len_); }
   Bytes key() const { return Bytes(key_, key_len_); }
-  /// The holder's TTL seen by the last busy attempt (ms).
+  /// The holder's TTL seen by the last busy attempt (ms); 0 also for a
+  /// holder without TTL.
   int64_t busy_ttl_ms() const { return busy_ttl_ms_; }
   const LockOptions& options() const { return options_; }
   /// The connection serving the key (through the router, if any).
@@ -144,6 +182,7 @@ class Lock {
   Status send_release();
   Status noted(EventKind kind, Nanos start, Status s);
   Status send_extend(int64_t ms, ExtendMode mode);
+  Status after_unknown_extend(Nanos start, int64_t ms, Status s);
   Deadline io_deadline() const;
   void forget();
   // One path for both back ends: a plain Connection or a Router.
