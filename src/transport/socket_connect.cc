@@ -1,17 +1,17 @@
-// Name lookup (only when asked: setup or resolve) and our own socket
-// connect: close-on-exec from creation (a fork+exec in another thread must
-// never inherit it), to addresses looked up beforehand, within one deadline.
+// Name lookup (only when asked: setup or resolve), then hiredis connects
+// to the numeric addresses found then (no lookup on reconnect), within one
+// deadline; the socket is made close-on-exec as soon as hiredis returns it.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
+#include <hiredis/hiredis.h>
+
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "error_text.h"
@@ -21,14 +21,6 @@ namespace edgelock {
 namespace detail {
 
 namespace {
-
-// hiredis 0.14's keepalive (redisKeepAlive with REDIS_KEEPALIVE_INTERVAL).
-constexpr int kKeepIdleSecs = 15;
-constexpr int kKeepIntervalSecs = 5;
-constexpr int kKeepCount = 3;
-// Connect rounds guard against a peer that keeps the socket ready without
-// progress; the deadline ends them first.
-constexpr int kMaxWaitRounds = 1 << 16;
 
 bool literal(const char* host, HostAddress* out) {
   if (inet_pton(AF_INET, host, out->bytes) == 1) {
@@ -67,90 +59,61 @@ void add(ResolvedHost* out, const addrinfo* ai) {
   ++out->count;
 }
 
-// A sockaddr for one address (or the unix path); 0 if it does not fit.
-socklen_t make_sockaddr(const Endpoint& ep, const HostAddress* a, sockaddr_storage* ss) {
-  std::memset(ss, 0, sizeof *ss);
-  if (ep.scheme == Scheme::kUnix) {
-    sockaddr_un* un = reinterpret_cast<sockaddr_un*>(ss);
-    const size_t n = std::strlen(ep.path);
-    if (n == 0 || n >= sizeof un->sun_path) return 0;
-    un->sun_family = AF_UNIX;
-    std::memcpy(un->sun_path, ep.path, n + 1);
-    return static_cast<socklen_t>(sizeof(sockaddr_un));
+// The address as text hiredis can connect to without a name lookup
+// ("192.0.2.1", "fe80::1%3"); false if it does not fit.
+bool numeric_host(const HostAddress& a, char* out, size_t cap) {
+  if (!inet_ntop(a.family == 4 ? AF_INET : AF_INET6, a.bytes, out, static_cast<socklen_t>(cap))) {
+    return false;
   }
-  if (a->family == 4) {
-    sockaddr_in* in = reinterpret_cast<sockaddr_in*>(ss);
-    in->sin_family = AF_INET;
-    in->sin_port = htons(ep.port);
-    std::memcpy(&in->sin_addr, a->bytes, 4);
-    return static_cast<socklen_t>(sizeof(sockaddr_in));
-  }
-  sockaddr_in6* in6 = reinterpret_cast<sockaddr_in6*>(ss);
-  in6->sin6_family = AF_INET6;
-  in6->sin6_port = htons(ep.port);
-  std::memcpy(&in6->sin6_addr, a->bytes, 16);
-  in6->sin6_scope_id = a->scope_id;
-  return static_cast<socklen_t>(sizeof(sockaddr_in6));
+  if (a.family != 6 || a.scope_id == 0) return true;
+  const size_t n = std::strlen(out);
+  const int m = std::snprintf(out + n, cap - n, "%%%u", static_cast<unsigned>(a.scope_id));
+  return m > 0 && static_cast<size_t>(m) < cap - n;
 }
 
-// Waits for a non-blocking connect. Returns 0, an errno, or ETIMEDOUT.
-int wait_connected(int fd, Deadline deadline, Clock& clock) {
-  for (int i = 0; i < kMaxWaitRounds; ++i) {
-    if (deadline.expired(clock)) return ETIMEDOUT;
-    pollfd p{fd, POLLOUT, 0};
-    const int rc = poll(&p, 1, deadline.poll_timeout_ms(clock));
-    if (rc < 0 && errno != EINTR) return errno;
-    if (rc <= 0) continue;
-    int err = 0;
-    socklen_t len = sizeof err;
-    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) return errno;
-    return err;
-  }
-  return ETIMEDOUT;
+timeval to_timeval(Nanos ns) {
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(ns / 1000000000);
+  tv.tv_usec = static_cast<suseconds_t>((ns % 1000000000) / 1000);
+  if (tv.tv_sec == 0 && tv.tv_usec == 0) tv.tv_usec = 1000;  // 0 means "no timeout" to hiredis
+  return tv;
 }
 
-void tune_tcp(int fd) {
-  // Best effort, as hiredis did: a socket without them still works.
-  const int on = 1, idle = kKeepIdleSecs, intvl = kKeepIntervalSecs, cnt = kKeepCount;
-  (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
-  (void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
-  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
-  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
-  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
-}
-
-// One connect attempt. Returns the fd, or -1 with *error set (an errno;
-// ETIMEDOUT when the deadline ended it).
+// One connect attempt through hiredis (the design's socket layer), to a
+// numeric address so hiredis's own getaddrinfo never queries DNS. Returns
+// the fd (hiredis's context freed, the socket kept), or -1 with *error set
+// (an errno; ETIMEDOUT when the deadline ended it).
 int connect_one(const Endpoint& ep, const HostAddress* a, Deadline deadline, Clock& clock,
-                int* error) {
-  sockaddr_storage ss;
-  const socklen_t len = make_sockaddr(ep, a, &ss);
-  if (len == 0) {
-    *error = ENAMETOOLONG;
+                int* error, char (&why)[128]) {
+  const timeval tv = to_timeval(deadline.is_never() ? millis(60000) : deadline.remaining(clock));
+  redisContext* c = nullptr;
+  if (ep.scheme == Scheme::kUnix) {
+    c = redisConnectUnixWithTimeout(ep.path, tv);
+  } else {
+    char host[INET6_ADDRSTRLEN + 16];
+    if (!numeric_host(*a, host, sizeof host)) {
+      *error = EINVAL;
+      return -1;
+    }
+    c = redisConnectWithTimeout(host, ep.port, tv);
+  }
+  if (!c) {
+    *error = ENOMEM;
     return -1;
   }
-  const int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) {
-    *error = errno;
+  if (c->err) {
+    *error = std::strstr(c->errstr, "timed out") ? ETIMEDOUT : ECONNREFUSED;
+    std::snprintf(why, sizeof why, "%s", c->errstr);
+    redisFree(c);
     return -1;
   }
-  int rc = connect(fd, reinterpret_cast<const sockaddr*>(&ss), len);
-  int err = rc == 0 ? 0 : errno;
-  // A unix socket with a full backlog says EAGAIN: no poll() for that.
-  for (int i = 0; err == EAGAIN && ep.scheme == Scheme::kUnix && i < 1000; ++i) {
-    if (deadline.expired(clock)) break;
-    clock.sleep_for(millis(1));
-    rc = connect(fd, reinterpret_cast<const sockaddr*>(&ss), len);
-    err = rc == 0 ? 0 : errno;
-  }
-  if (err == EAGAIN) err = ETIMEDOUT;
-  if (err == EINPROGRESS || err == EINTR) err = wait_connected(fd, deadline, clock);
-  if (err != 0) {
-    ::close(fd);
-    *error = err;
-    return -1;
-  }
-  if (ep.scheme != Scheme::kUnix) tune_tcp(fd);
+  const int fd = c->fd;
+  // At once, on every connect: the command a tool runs must never inherit
+  // the socket. (hiredis has no option to create it close-on-exec; a
+  // fork+exec by another thread in these few instructions is the one gap.)
+  (void)fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC);
+  if (ep.scheme != Scheme::kUnix) redisEnableKeepAlive(c);  // TCP_NODELAY: hiredis set it
+  redisFreeKeepFd(c);  // public API since hiredis 0.13: the fd is ours now
   return fd;
 }
 
@@ -204,10 +167,11 @@ int connect_socket(const Endpoint& ep, const ResolvedHost& addrs, Deadline deadl
   format_endpoint(ep, where, sizeof where);
   const size_t n = ep.scheme == Scheme::kUnix ? 1 : addrs.count;
   int error = 0;
+  char why[128] = "";
   for (size_t i = 0; i < n; ++i) {
     if (deadline.expired(clock)) break;
     const int fd = connect_one(ep, ep.scheme == Scheme::kUnix ? nullptr : &addrs.addrs[i], deadline,
-                               clock, &error);
+                               clock, &error, why);
     if (fd >= 0) return fd;
     if (error == ETIMEDOUT) break;
   }
@@ -221,7 +185,7 @@ int connect_socket(const Endpoint& ep, const ResolvedHost& addrs, Deadline deadl
     set_error(err, "cannot connect to %s: timed out", where);
     *code = ErrorCode::kTimeout;
   } else {
-    set_error(err, "cannot connect to %s: %s", where, std::strerror(error));
+    set_error(err, "cannot connect to %s: %s", where, why[0] ? why : std::strerror(error));
     *code = ErrorCode::kConnectFailed;
   }
   return -1;

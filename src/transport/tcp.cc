@@ -1,4 +1,4 @@
-// TCP and unix-socket transport: our own socket (socket_connect.cc), then
+// TCP and unix-socket transport: hiredis connects (socket_connect.cc), then
 // non-blocking I/O on it.
 #include <fcntl.h>
 #include <sys/socket.h>
