@@ -71,7 +71,9 @@ TEST(RunEdges, KeeperReportsLossByValidityEndUnderPartition) {
     if (!connect_with(oc, server.url(), millis(500) * slowdown())) return;
     Lock ol(oc);
     if (!ol.init(Bytes::from_cstr("modem")).ok()) return;
-    for (int i = 0; i < 2000 && !stop.load(); ++i) {
+    // Bounded by the main thread's stop (time) and a count that a 2 ms
+    // poll cannot use up before the key expires, even under qemu.
+    for (int i = 0; i < 20000 * slowdown() && !stop.load(); ++i) {
       if (ol.try_acquire().ok()) {
         granted_at.store(clock.now());
         return;
@@ -232,7 +234,9 @@ void RunEdgesCli::stubborn_command_stops_in_time(int n) {
   ASSERT_TRUE(n == 1 ? single.init(Bytes::from_cstr("dev")).ok()
                      : quorum.init(ptrs.data(), ptrs.size(), Bytes::from_cstr("dev")).ok());
   int64_t granted = 0;
-  for (int i = 0; i < 2000 && granted == 0 && now_ms() < t0 + 8000 * slowdown(); ++i) {
+  // Time bounds the loop; the count only backs it up (a try costs ~10x
+  // under qemu, so a count of 2000 ran out before the TTL did).
+  for (int i = 0; i < 20000 * slowdown() && granted == 0 && now_ms() < t0 + 8000 * slowdown(); ++i) {
     if ((n == 1 ? single.try_acquire() : quorum.try_acquire()).ok()) granted = wall_ns();
     usleep(2000);
   }

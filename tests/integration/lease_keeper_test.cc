@@ -240,6 +240,13 @@ TEST_F(KeeperRedisTest, RenewsOnTheServer) {
 }
 
 TEST_F(KeeperRedisTest, RenewBudgetComesFromTheLock) {
+  // The fixture's 3 s lease cannot hold one renewal of the command timeout
+  // the tests use under qemu (2 s x slowdown): give this lock a TTL that can.
+  ASSERT_TRUE(lock_.release().ok());
+  LockOptions o;
+  o.ttl_ms = 3 * to_millis(conn_.options().command_timeout);
+  ASSERT_TRUE(lock_.init(Bytes::from_cstr("modem"), o).ok());
+  ASSERT_TRUE(lock_.try_acquire().ok()) << conn_.last_error();
   LeaseKeeper keeper(lock_);
   ASSERT_TRUE(keeper.start().ok());
   EXPECT_EQ(keeper.renew_budget(), conn_.options().command_timeout);
