@@ -34,13 +34,16 @@ constexpr size_t kMaxTokenLen = 64;
 /// with keys at kMaxKeyLen): the build checks this (src/eval_capacity.h)
 /// and names the Meson option to raise (tx_buffer_size).
 constexpr size_t kTxBufferSize = EDGELOCK_TX_BUFFER_SIZE;
-/// Bytes of the per-connection receive buffer (inside the hiredis reader,
-/// sized once when the connection is set up).
+/// Bytes of the per-connection receive buffer (inside the Connection).
+/// Reply strings are read in place there, so a reply must fit it whole.
 constexpr size_t kRxBufferSize = EDGELOCK_RX_BUFFER_SIZE;
-/// Reply nodes per reply (an array and its elements each take one).
+/// Reply nodes for the replies to one command (an array and its elements
+/// each take one).
 constexpr size_t kReplyNodes = 16;
-/// Bytes of string data per reply.
-constexpr size_t kReplyArenaBytes = 512;
+/// Longest bulk or status string accepted in a reply (error replies keep a
+/// prefix instead, see Reply). No reply a primitive reads comes near it; a
+/// longer one is refused with kBufferTooSmall as soon as its header is read.
+constexpr size_t kMaxReplyStringLen = 512;
 /// Bytes of the fixed error text kept by a connection.
 constexpr size_t kErrorTextSize = 128;
 /// Host name / path / credential capacities of an endpoint.
