@@ -55,7 +55,7 @@ constexpr size_t kMaxPasswordLen = 128;
 /// dropped): a Redis server's name rarely has more.
 constexpr size_t kMaxHostAddresses = 2;
 /// Cluster nodes a Cluster can hold (seeds and discovered primaries): one
-/// Connection (~4.2 KB on x86-64) each, in a fixed array (Meson: max_cluster_nodes).
+/// Connection (~4.7 KB on x86-64) each, in a fixed array (Meson: max_cluster_nodes).
 constexpr size_t kMaxClusterNodes = EDGELOCK_MAX_CLUSTER_NODES;
 /// Sentinels a Sentinel can list, and the longest monitored master name.
 constexpr size_t kMaxSentinels = 8;
