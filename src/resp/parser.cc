@@ -58,6 +58,10 @@ int64_t parse_length(const uint8_t* p, size_t n) {
   return v;
 }
 
+// Compared before narrowing: on 32-bit targets a size_t cast of a length
+// like 2^32 + 1 would wrap to a small, acceptable one.
+bool within(int64_t len, size_t limit) { return static_cast<uint64_t>(len) <= limit; }
+
 // The parse in progress: input, position, limits, where nodes come from.
 struct Cursor {
   uint8_t* p;
@@ -106,10 +110,10 @@ Parse read_bulk(Cursor& c, Reply* slot, const uint8_t* text, size_t text_len) {
   const int64_t len = parse_length(text, text_len);
   if (len == -2) return fail(c, Parse::kInvalid, "invalid bulk length");
   if (len == -1) return Parse::kComplete;  // nil: the slot already is
-  const size_t ulen = static_cast<size_t>(len);
-  if (ulen > c.max_string) {
+  if (!within(len, c.max_string)) {
     return fail(c, Parse::kTooLarge, "bulk string longer than the string capacity");
   }
+  const size_t ulen = static_cast<size_t>(len);
   if (c.n - c.pos < ulen + 2) return Parse::kIncomplete;
   if (c.p[c.pos + ulen] != '\r' || c.p[c.pos + ulen + 1] != '\n') {
     return fail(c, Parse::kInvalid, "bulk string not terminated by CRLF");
@@ -127,13 +131,14 @@ Parse read_array(Cursor& c, Reply* slot, const uint8_t* text, size_t text_len, R
   const int64_t len = parse_length(text, text_len);
   if (len == -2) return fail(c, Parse::kInvalid, "invalid array length");
   if (len == -1) return Parse::kComplete;  // nil array: a nil reply
-  const size_t count = static_cast<size_t>(len);
   slot->type = ReplyType::kArray;
-  if (count == 0) return Parse::kComplete;
-  Reply* elements = take_nodes(*c.pool, count);
+  if (len == 0) return Parse::kComplete;
+  Reply* elements = within(len, c.pool->capacity - c.pool->used)
+                        ? take_nodes(*c.pool, static_cast<size_t>(len))
+                        : nullptr;
   if (!elements) return fail(c, Parse::kTooLarge, "more values than the reply node capacity");
   slot->elements = elements;
-  slot->count = count;
+  slot->count = static_cast<size_t>(len);
   *children = elements;
   return Parse::kComplete;
 }

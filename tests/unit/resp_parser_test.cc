@@ -150,6 +150,10 @@ TEST(RespParser, LimitsAndDepth) {
   EXPECT_EQ(check("$64\r\n"), Parse::kIncomplete);
   EXPECT_EQ(check("$65\r\n"), Parse::kTooLarge) << "refused from the header alone";
   EXPECT_EQ(check("$999999999\r\n"), Parse::kTooLarge);
+  // Past 2^32: must not wrap to a small length where size_t is 32 bits.
+  EXPECT_EQ(check("$4294967297\r\n"), Parse::kTooLarge);
+  EXPECT_EQ(check("*4294967297\r\n"), Parse::kTooLarge);
+  EXPECT_EQ(check("$9223372036854775807\r\n"), Parse::kTooLarge);
   EXPECT_EQ(check("*9\r\n"), Parse::kTooLarge);
   EXPECT_EQ(check("*8\r\n"), Parse::kIncomplete);
   EXPECT_EQ(check("*2\r\n*4\r\n*3\r\n"), Parse::kTooLarge) << "nodes count over all levels";
