@@ -248,9 +248,17 @@ TEST_F(LockEdges, FailedAcquireKeepsTokenForCleanup) {
   EXPECT_GE(lock.metrics().attempts, 2u);
   EXPECT_FALSE(lock.held());
   // The lost retry lands (it re-arms our key for 200 ms); release() must
-  // still know the token and remove it.
+  // still know the token and remove it. Wait for the landing itself, not
+  // for the proxy to drain: our closed connection's end-of-stream is still
+  // queued behind the old delay and may come after the key expired again.
   proxy_->set_delay(0);
-  ASSERT_TRUE(proxy_->wait_idle(slow(millis(5000))));
+  bool landed = false;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(slow_ms(5000));
+  for (int i = 0; i < 100000 && !landed && std::chrono::steady_clock::now() < give_up; ++i) {
+    landed = exists(kKey) == "1";
+    if (!landed) sleep_for(millis(2));
+  }
+  ASSERT_TRUE(landed) << "the lost retry never reached the server";
   const Status r = lock.release();
   EXPECT_TRUE(r.ok()) << r.to_string() << " " << lock.connection_error();
   EXPECT_EQ(run(admin_, {"PTTL", kKey}), "-2");
