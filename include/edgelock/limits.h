@@ -5,6 +5,7 @@
 /// needs is known before the program runs. Going over one is an error
 /// (kBufferTooSmall / kInvalidArgument), never a silent truncation.
 
+#include <chrono>
 #include <cstddef>
 
 namespace edgelock {
@@ -63,7 +64,7 @@ constexpr int kMaxRedirects = 16;
 /// Most servers one QuorumLock spans (its fixed per-server arrays).
 constexpr size_t kMaxQuorumServers = EDGELOCK_MAX_QUORUM_SERVERS;
 static_assert(kMaxQuorumServers >= 7, "a quorum lock must span at least 7 servers");
-/// Longest lock TTL accepted (Redis accepts more; a day is plenty for a lease).
-constexpr long long kMaxTtlMs = 24LL * 3600 * 1000 * 365;
+/// Longest lock TTL accepted (Redis accepts more; a year is plenty for a lease).
+constexpr std::chrono::milliseconds kMaxTtl = std::chrono::hours(24 * 365);
 
 }  // namespace edgelock
