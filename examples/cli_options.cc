@@ -16,6 +16,9 @@ namespace cli {
 
 namespace {
 
+// --wait: the longest wait a Nanos can hold, in ms.
+constexpr int64_t kMaxWaitMs = std::chrono::duration_cast<edgelock::Millis>(edgelock::Nanos::max()).count();
+
 const char kUsage[] =
     "Usage: edgelock [OPTIONS] run KEY -- COMMAND [ARG...]\n"
     "       edgelock [OPTIONS] acquire KEY\n"
@@ -154,7 +157,7 @@ bool apply_option(int c, const char* arg, Options* o) {
       o->urls[o->url_count++] = arg;
       return true;
     case 't': return parse_ms("--ttl", arg, 1, edgelock::kMaxTtl.count(), &o->ttl_ms);
-    case 'w': return parse_ms("--wait", arg, 0, std::chrono::duration_cast<edgelock::Millis>(edgelock::Nanos::max()).count(), &o->wait_ms);
+    case 'w': return parse_ms("--wait", arg, 0, kMaxWaitMs, &o->wait_ms);
     case kGrace: return parse_ms("--grace", arg, 0, 3600 * 1000, &o->grace_ms);
     case kTlsCa: o->tls_ca = arg; return true;
     case kTlsCert: o->tls_cert = arg; return true;

@@ -23,6 +23,8 @@ using namespace edgelock;
 
 namespace {
 
+using DoubleMs = std::chrono::duration<double, std::milli>;
+
 struct Args {
   std::vector<const char*> urls;
   int iterations = 2000;
@@ -110,7 +112,7 @@ bool measure(QuorumLock& one, QuorumLock& all, std::vector<std::unique_ptr<Lock>
 // --delay-ms: one proxy per server; returns the URLs to use instead.
 bool start_proxies(Args& a, std::vector<std::unique_ptr<test::DelayProxy>>& proxies,
                    std::vector<std::string>& urls) {
-  const Nanos delay = std::chrono::duration_cast<Nanos>(std::chrono::duration<double, std::milli>(a.delay_ms));
+  const Nanos delay = std::chrono::duration_cast<Nanos>(DoubleMs(a.delay_ms));
   for (const char* url : a.urls) {
     Endpoint e;
     if (!parse_url(url, &e).ok() || e.scheme != Scheme::kTcp ||

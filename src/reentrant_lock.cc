@@ -19,7 +19,9 @@ Status ReentrantLock::init(Bytes key, const ReentrantLockOptions& options, Bytes
   if (key.size == 0 || key.size > kMaxKeyLen || !key.data) return ErrorCode::kInvalidArgument;
   if (options.ttl < Millis(1) || options.ttl > kMaxTtl) return ErrorCode::kInvalidArgument;
   if (!(options.drift_factor >= 0.0 && options.drift_factor <= 0.5)) return ErrorCode::kInvalidArgument;
-  if (options.retry_min <= Nanos::zero() || options.retry_max < options.retry_min) return ErrorCode::kInvalidArgument;
+  if (options.retry_min <= Nanos::zero() || options.retry_max < options.retry_min) {
+    return ErrorCode::kInvalidArgument;
+  }
   if (owner.size > kMaxTokenLen) return ErrorCode::kInvalidArgument;
   const Result<size_t> fk = detail::companion_key(key, ":fence", fence_key_, sizeof fence_key_);
   if (!fk.ok()) return fk.status();

@@ -18,7 +18,9 @@ Status Semaphore::init(Bytes key, const SemaphoreOptions& options) {
   if (options.permits < 1 || options.permits > kMaxPermits) return ErrorCode::kInvalidArgument;
   if (options.ttl < Millis(1) || options.ttl > kMaxTtl) return ErrorCode::kInvalidArgument;
   if (!(options.drift_factor >= 0.0 && options.drift_factor <= 0.5)) return ErrorCode::kInvalidArgument;
-  if (options.retry_min <= Nanos::zero() || options.retry_max < options.retry_min) return ErrorCode::kInvalidArgument;
+  if (options.retry_min <= Nanos::zero() || options.retry_max < options.retry_min) {
+    return ErrorCode::kInvalidArgument;
+  }
   EDGELOCK_TRY(rng_.seed_from_os());
   std::memcpy(key_, key.data, key.size);
   key_len_ = key.size;

@@ -75,7 +75,8 @@ timeval to_timeval(Nanos d) {
   const auto secs = std::chrono::duration_cast<std::chrono::seconds>(d);
   timeval tv{};
   tv.tv_sec = static_cast<time_t>(secs.count());
-  tv.tv_usec = static_cast<suseconds_t>(std::chrono::duration_cast<std::chrono::microseconds>(d - secs).count());
+  const auto usecs = std::chrono::duration_cast<std::chrono::microseconds>(d - secs);
+  tv.tv_usec = static_cast<suseconds_t>(usecs.count());
   if (tv.tv_sec == 0 && tv.tv_usec == 0) tv.tv_usec = 1000;  // 0 means "no timeout" to hiredis
   return tv;
 }

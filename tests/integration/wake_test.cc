@@ -18,6 +18,8 @@ namespace {
 
 using test::run;
 
+int64_t us(Nanos d) { return std::chrono::duration_cast<std::chrono::microseconds>(d).count(); }
+
 class WakeTest : public test::SharedServerTest {
  protected:
   static LockOptions ttl(int64_t ms, bool wake = true) {
@@ -57,8 +59,7 @@ TEST_F(WakeTest, HandoffIsQuick) {
   // polling this late into a wait would sleep tens of ms.
   EXPECT_LT(handoffs[2], Millis(15) * test::slowdown()) << "woken by the release, not by a timer";
   std::printf("wake: handoff median %lld us, worst %lld us\n",
-              static_cast<long long>(std::chrono::duration_cast<std::chrono::microseconds>(handoffs[2]).count()),
-              static_cast<long long>(std::chrono::duration_cast<std::chrono::microseconds>(handoffs[4]).count()));
+              static_cast<long long>(us(handoffs[2])), static_cast<long long>(us(handoffs[4])));
 }
 
 // A holder that never releases: no signal comes, the waiter still gets in
