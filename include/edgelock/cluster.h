@@ -30,8 +30,6 @@
 
 namespace edgelock {
 
-static_assert(kMaxClusterNodes >= 1 && kMaxClusterNodes < 255, "slot owners are stored in a byte");
-
 struct ClusterOptions {
   /// After an acquire or extend that succeeded on a slot's primary, WAIT
   /// until this many of its replicas have it; fewer acknowledgements fail
@@ -113,7 +111,7 @@ class Cluster final : public Router {
 
   Connection nodes_[kMaxClusterNodes];
   size_t node_count_ = 0;
-  uint8_t owner_[kClusterSlots];
+  uint8_t owner_[kClusterSlots];  // node index, or kNoOwner (check_config.h bounds the nodes)
   Endpoint creds_;  // user/password for every node
   ConnectionOptions options_;
   ClusterOptions cluster_options_;

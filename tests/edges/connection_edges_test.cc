@@ -149,9 +149,12 @@ TEST_F(ConnectionEdges, EveryScriptFitsAfterScriptFlushAtMaxKeyLength) {
 // Item 10 (build check): the figure the static_assert in eval_capacity.h
 // compares with the buffer, printed for whoever sizes tx_buffer_size.
 TEST(ConnectionEdgesCapacity, EvalCapacity) {
-  std::printf("eval capacity: longest EVAL %zu B at max_key_len %zu; tx_buffer_size %zu B\n",
-              detail::kLongestEval, kMaxKeyLen, kTxBufferSize);
+  std::printf("eval capacity: longest EVAL %zu B, BLPOP + EVALSHA %zu B at max_key_len %zu; "
+              "tx_buffer_size %zu B (at least %zu)\n",
+              detail::kLongestEval, detail::kLongestPipelinedWait, kMaxKeyLen, kTxBufferSize,
+              detail::kTxBufferNeeded);
   EXPECT_LE(detail::kLongestEval, kTxBufferSize);
+  EXPECT_LE(detail::kLongestPipelinedWait, kTxBufferSize);
   EXPECT_GT(detail::kLongestEval, detail::kReentrantAcquireScript.len + kMaxKeyLen);
 }
 
