@@ -33,23 +33,21 @@ constexpr size_t array_header(size_t n) { return 1 + decimal_digits(n) + 2; }
 constexpr size_t kMaxIntegerFrame = 1 + 20 + 2;
 constexpr size_t max_of(size_t a, size_t b) { return a > b ? a : b; }
 
-/// The longest reply frame the reply arena accepts: kReplyNodes values and
-/// kReplyArenaBytes of string data, each string taking its length + 1. The
-/// longest such frame is an array whose elements are integers (23 bytes,
-/// no string data) but one bulk string holding all the string data:
-/// splitting that string gains at most 9 bytes of framing, a nested array
-/// header is at most 5, both less than an integer in their place. Every
-/// reply a primitive parses is one of these, and most are far shorter:
+/// The bound for the receive buffer: an array of kReplyNodes - 1 values,
+/// all integers at their longest (23 bytes) but one string at the longest
+/// the parser accepts (kMaxReplyStringLen). Every reply a primitive parses
+/// is shorter: at most one long string (a host name, a token, a script's
+/// text answer) next to integers and short strings:
 /// script replies (integers, arrays of a few integers and tokens), CLUSTER
 /// SLOTS pages (14 values, src/cluster_map.cc), SENTINEL
 /// get-master-addr-by-name (2 strings), ROLE (up to 3 replicas: 16 values).
 /// Error replies are the one kind not bounded here (their text is cut to
-/// kErrorTextSize in the arena, but the frame is read whole): a longer one
+/// kErrorTextSize, but the frame is read whole): a longer one
 /// than the buffer fails with kBufferTooSmall; Redis's are a line or two.
 constexpr size_t kLongestReplyFrame =
-    kReplyNodes < 2 ? max_of(kMaxIntegerFrame, bulk_frame(kReplyArenaBytes - 1))
+    kReplyNodes < 2 ? max_of(kMaxIntegerFrame, bulk_frame(kMaxReplyStringLen))
                     : array_header(kReplyNodes - 1) + (kReplyNodes - 2) * kMaxIntegerFrame +
-                          bulk_frame(kReplyArenaBytes - 1);
+                          bulk_frame(kMaxReplyStringLen);
 
 /// The longest command with fixed-size arguments the library sends: AUTH
 /// user password at their capacities (SENTINEL get-master-addr-by-name is
@@ -74,7 +72,7 @@ constexpr bool tx_buffer_size_at_least() {
 template <size_t kMinimum, size_t kConfigured>
 constexpr bool rx_buffer_size_at_least() {
   static_assert(kConfigured >= kMinimum,
-                "rx_buffer_size is too small for the longest reply the reply arena accepts: "
+                "rx_buffer_size is too small for the longest reply a primitive parses: "
                 "raise the Meson option rx_buffer_size to at least kMinimum (see the note)");
   return true;
 }

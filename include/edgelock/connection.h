@@ -5,8 +5,9 @@
 ///
 /// Lifecycle (Mbed TLS style): construct, setup() (parses; looks a host
 /// name up once), then use; the first command connects. Connect/reconnect
-/// allocate (reader buffer, TLS session); commands after that allocate
-/// nothing.
+/// allocate (hiredis's context, freed before connect returns; the TLS
+/// session); commands after that allocate nothing. A reply returned by a
+/// command stays valid until the next command on this connection.
 ///
 /// Name resolution: a host name is looked up in setup() (getaddrinfo,
 /// which has no timeout of ours and allocates) and again only when you call

@@ -29,14 +29,17 @@ constexpr size_t kMaxTokenLen = 64;
 /// re-sent after NOSCRIPT, with keys at kMaxKeyLen): the build checks this
 /// (src/eval_capacity.h) and names the option to raise.
 constexpr size_t kTxBufferSize = config::kTxBufferSize;
-/// Bytes of the per-connection receive buffer (Meson option rx_buffer_size;
-/// inside the hiredis reader, sized once when the connection is set up). It
-/// must hold the longest reply the reply arena accepts (check_config.h).
+/// Bytes of the per-connection receive buffer (Meson option rx_buffer_size),
+/// inside the Connection. Reply strings are read in place there, so a reply
+/// must fit it whole (check_config.h derives the least size).
 constexpr size_t kRxBufferSize = config::kRxBufferSize;
-/// Reply nodes per reply (an array and its elements each take one).
+/// Reply nodes for the replies to one command (an array and its elements
+/// each take one).
 constexpr size_t kReplyNodes = 16;
-/// Bytes of string data per reply.
-constexpr size_t kReplyArenaBytes = 512;
+/// Longest bulk or status string accepted in a reply (error replies keep a
+/// prefix instead, see Reply). No reply a primitive reads comes near it; a
+/// longer one is refused with kBufferTooSmall as soon as its header is read.
+constexpr size_t kMaxReplyStringLen = 512;
 /// Bytes of the fixed error text kept by a connection.
 constexpr size_t kErrorTextSize = 128;
 /// Host name / path / credential capacities of an endpoint.
@@ -48,7 +51,7 @@ constexpr size_t kMaxPasswordLen = 128;
 /// dropped): a Redis server's name rarely has more.
 constexpr size_t kMaxHostAddresses = 2;
 /// Cluster nodes a Cluster can hold (seeds and discovered primaries): one
-/// Connection (~4.2 KB on x86-64) each, in a fixed array (Meson option
+/// Connection (~4.7 KB on x86-64) each, in a fixed array (Meson option
 /// max_cluster_nodes).
 constexpr size_t kMaxClusterNodes = config::kMaxClusterNodes;
 /// Sentinels a Sentinel can list, and the longest monitored master name.

@@ -1,8 +1,8 @@
 // The receive buffer against the bound check_config.h derives for it: the
-// longest reply the reply arena accepts is exactly kLongestReplyFrame bytes
-// and reads whole with the configured rx_buffer_size; one byte more of
-// string data is refused (by the arena) with kBufferTooSmall and the
-// connection stays usable.
+// bound's reply (one string at the parser's longest, integers otherwise) is
+// exactly kLongestReplyFrame bytes and reads whole with the configured
+// rx_buffer_size; one byte more of string data is refused (by the string
+// cap) with kBufferTooSmall and the connection stays usable.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -32,15 +32,15 @@ std::string longest_reply(size_t data, std::string* text) {
   return frame;
 }
 
-TEST(ConfigCheck, LongestReplyTheArenaAcceptsFitsTheReceiveBuffer) {
+TEST(ConfigCheck, LongestBoundReplyFitsTheReceiveBuffer) {
   std::string text;
-  const std::string fits = longest_reply(kReplyArenaBytes - 1, &text);
+  const std::string fits = longest_reply(kMaxReplyStringLen, &text);
   std::string unused;
-  const std::string too_long = longest_reply(kReplyArenaBytes, &unused);
+  const std::string too_long = longest_reply(kMaxReplyStringLen + 1, &unused);
   std::printf("longest reply %zu B (bound %zu B), rx_buffer_size %zu B\n", fits.size(),
               config_check::kLongestReplyFrame, kRxBufferSize);
   ASSERT_EQ(fits.size(), config_check::kLongestReplyFrame) << "the bound must be reachable";
-  ASSERT_LE(too_long.size(), kRxBufferSize) << "the next case must be the arena's refusal";
+  ASSERT_LE(too_long.size(), kRxBufferSize) << "the next case must be the string cap's refusal";
 
   FakeServer server([&](const FakeServer::Argv& argv) {
     if (argv.size() > 1 && argv[0] == "ECHO") return argv[1] == "fits" ? fits : too_long;
