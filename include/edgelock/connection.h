@@ -138,15 +138,19 @@ class Connection final : public Backend {
                                          Deadline deadline, Status* first);
 
   // --- Backend: one server, so every key is fine and served here.
+  /// Always ok (no error).
   Status check_key(Bytes key) override {
     (void)key;
     return Status();
   }
+  /// This connection.
   Connection& connection_for(Bytes key) override {
     (void)key;
     return *this;
   }
+  /// This connection.
   Connection* direct() override { return this; }
+  /// options().command_timeout.
   Nanos command_timeout() const override { return options_.command_timeout; }
 
   // --- Non-blocking use, for fanning out over many connections with one
