@@ -160,7 +160,7 @@ TEST(Connection, ServerKilledMidOperationGivesIoErrorWithinDeadline) {
   ASSERT_TRUE(test::open(sleeper, s.url()));
   const Bytes args[3] = {Bytes::from_cstr("DEBUG"), Bytes::from_cstr("SLEEP"), Bytes::from_cstr("5")};
   SystemClock clock;
-  ASSERT_TRUE(sleeper.start_command(args, 3, Deadline::after(clock, Millis(1000))).ok());
+  ASSERT_TRUE(sleeper.start_command(args, Deadline::after(clock, Millis(1000))).ok());
   (void)sleeper.advance();
   Lock l(c);
   ASSERT_TRUE(l.init(Bytes::from_cstr("k")).ok());

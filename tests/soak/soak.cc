@@ -148,7 +148,7 @@ void admin(test::RedisServer& server, std::initializer_list<const char*> args) {
   Bytes argv[8];
   size_t n = 0;
   for (const char* x : args) argv[n++] = Bytes::from_cstr(x);
-  c.command(argv, n, Deadline::after(c.clock(), Millis(200))).status().ignore();
+  c.command({argv, n}, Deadline::after(c.clock(), Millis(200))).status().ignore();
 }
 
 void sleep_ms(int64_t ms) { SystemClock().sleep_for(Millis(ms)); }
