@@ -1,9 +1,11 @@
 // Prints the fixed RAM of the public types: what one connection or one lock
-// costs, buffers included (they live inside the objects). Connect-time heap
-// (hiredis context, receive buffer, TLS session) is reported separately in
-// README's memory section.
+// costs, buffers included (they live inside the objects: the command
+// buffer, and the receive buffer with the reply nodes in resp::Parser). A
+// plaintext connect keeps no heap; TLS's session is reported in README's
+// memory section.
 #include <cstdio>
 
+#include "edgelock/detail/resp_parser.h"
 #include "edgelock/edgelock.h"
 
 #define EDGELOCK_SIZE(T) std::printf("%-24s %6zu\n", #T, sizeof(T))
@@ -13,12 +15,11 @@ int main() {
   EDGELOCK_SIZE(edgelock::Connection);
   EDGELOCK_SIZE(edgelock::Lock);
   EDGELOCK_SIZE(edgelock::Endpoint);
-  EDGELOCK_SIZE(edgelock::ReplyArena);
+  EDGELOCK_SIZE(edgelock::resp::Parser);
   EDGELOCK_SIZE(edgelock::ConnectionOptions);
   EDGELOCK_SIZE(edgelock::QuorumLock);
   EDGELOCK_SIZE(edgelock::LeaseKeeper);
   EDGELOCK_SIZE(edgelock::Cluster);
   EDGELOCK_SIZE(edgelock::Sentinel);
-  std::printf("%-24s %6zu\n", "rx buffer (heap, setup)", edgelock::kRxBufferSize);
   return 0;
 }

@@ -1,15 +1,14 @@
 // libFuzzer target: the RESP command encoder. The input is split at 0xFF
 // bytes into arguments. Invariants: encoded_length() is exact; an encoding
-// that fits is one valid RESP array of bulk strings (checked by the strict
-// reply checker) with the same arguments; one that does not fit writes
-// nothing and says kBufferTooSmall.
+// that fits is one valid RESP array of bulk strings (read back by the
+// strict parser, with no size limits) holding exactly the arguments; one
+// that does not fit writes nothing and says kBufferTooSmall.
 #include <cstdint>
-
-#include "fuzz_check.h"
 #include <cstring>
 
-#include "resp_encoder.h"
-#include "transport/resp_check.h"
+#include "fuzz_check.h"
+#include "resp/encoder.h"
+#include "resp/parser.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace edgelock;
@@ -26,20 +25,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   static uint8_t buf[2100];
   ByteBuilder out(buf, capacity);
-  const Command cmd{args, count};
-  const size_t want = encoded_length(cmd);
-  const Status s = encode_command(out, cmd);
+  const resp::Command cmd{args, count};
+  const size_t want = resp::encoded_length(cmd);
+  const Status s = resp::encode_command(out, cmd);
   if (!s.ok()) {
     FUZZ_REQUIRE(!(s.code() != ErrorCode::kBufferTooSmall || out.size() != 0 || want <= capacity));
     return 0;
   }
   FUZZ_REQUIRE(!(out.size() != want));
-  detail::RespLimits lim;
-  lim.max_bulk = SIZE_MAX / 4;
-  lim.max_elements = SIZE_MAX / 4;
+  static Reply nodes[65];
+  resp::NodePool pool{nodes, 65, 0};
+  const Reply* root = nullptr;
   size_t frame = 0;
   const char* why = nullptr;
-  FUZZ_REQUIRE(!(detail::resp_check(buf, out.size(), lim, &frame, &why) != detail::RespCheck::kComplete ||
-      frame != out.size()));
+  FUZZ_REQUIRE(resp::parse_frame(buf, out.size(), SIZE_MAX, pool, &root, &frame, &why) ==
+               resp::Parse::kComplete);
+  FUZZ_REQUIRE(frame == out.size() && root->type == ReplyType::kArray && root->count == count);
+  for (size_t i = 0; i < count; ++i) {
+    const Reply& e = root->elements[i];
+    FUZZ_REQUIRE(e.type == ReplyType::kString && e.bytes().equals(args[i]));
+  }
   return 0;
 }

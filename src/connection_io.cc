@@ -9,7 +9,7 @@
 #include "error_text.h"
 #include "edgelock/connection.h"
 #include "eval_capacity.h"  // the build fails if the longest EVAL cannot fit tx_
-#include "resp_encoder.h"
+#include "resp/encoder.h"
 #include "transport/transport.h"
 
 namespace edgelock {
@@ -22,10 +22,10 @@ constexpr int kMaxRounds = 1 << 20;
 
 Status Connection::encode(const Bytes* args, size_t count, size_t offset) {
   ByteBuilder out(tx_ + offset, sizeof tx_ - offset);
-  const Status s = encode_command(out, Command{args, count});
+  const Status s = resp::encode_command(out, resp::Command{args, count});
   if (!s.ok()) {
     set_error(error_, "command of %zu bytes does not fit the %zu-byte buffer",
-                  encoded_length(Command{args, count}), sizeof tx_ - offset);
+                  resp::encoded_length(resp::Command{args, count}), sizeof tx_ - offset);
     return s;
   }
   tx_len_ = offset + out.size();
@@ -53,7 +53,7 @@ Status Connection::encode_eval(bool by_sha, size_t offset) {
 }
 
 Status Connection::begin() {
-  transport_.arena.reset();
+  transport_.parser.release();  // the previous command's replies end here
   tx_sent_ = 0;
   replies_due_ = 1;
   phase_ = Phase::kSending;

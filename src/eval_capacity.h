@@ -4,7 +4,9 @@
 // body, and that frame must fit the command buffer: computed here at compile
 // time from the script texts and the capacities, so a longer script or key
 // limit fails the build instead of failing every call after a SCRIPT FLUSH.
-// A new script belongs in kAllScripts below.
+// The one two-command write (a waiting Lock's BLPOP + EVALSHA) is checked
+// too. The failure names the Meson option tx_buffer_size and the size
+// needed (check_config.h). A new script belongs in kAllScripts below.
 
 #include <cstddef>
 
@@ -26,17 +28,8 @@ constexpr size_t kCompanionKeyOverhead = 16;
 /// decimals and words are shorter.
 constexpr size_t kMaxScriptArgLen = kMaxTokenLen > 24 ? kMaxTokenLen : 24;
 
-constexpr size_t decimal_digits(size_t n) {
-  size_t d = 1;
-  while (n >= 10) {
-    n /= 10;
-    ++d;
-  }
-  return d;
-}
-
-/// RESP size of one bulk string of `n` bytes: "$<n>\r\n<bytes>\r\n".
-constexpr size_t bulk_size(size_t n) { return 1 + decimal_digits(n) + 2 + n + 2; }
+using config_check::bulk_frame;
+using config_check::decimal_digits;
 
 /// The highest N in "<name>[N]" in the script text (0 if none): how many
 /// keys or arguments the script reads.
@@ -55,17 +48,18 @@ constexpr size_t max_index(const Script& s, const char* name) {
   return best;
 }
 
-/// The EVAL frame of `s` with every key and argument it reads at its
-/// longest: EVAL body numkeys key... arg...
-constexpr size_t eval_frame_bound(const Script& s) {
+/// The EVAL (or, by_sha, EVALSHA) frame of `s` with every key and argument
+/// it reads at its longest: EVAL body numkeys key... arg...
+constexpr size_t eval_frame_bound(const Script& s, bool by_sha = false) {
   const size_t nkeys = max_index(s, "KEYS");
   const size_t nargs = max_index(s, "ARGV");
-  size_t n = 1 + decimal_digits(3 + nkeys + nargs) + 2;  // "*<argc>\r\n"
-  n += bulk_size(4) + bulk_size(s.len) + bulk_size(decimal_digits(nkeys));
+  size_t n = config_check::array_header(3 + nkeys + nargs);
+  n += by_sha ? bulk_frame(7) + bulk_frame(40) : bulk_frame(4) + bulk_frame(s.len);
+  n += bulk_frame(decimal_digits(nkeys));
   for (size_t i = 0; i < nkeys; ++i) {
-    n += bulk_size(kMaxKeyLen + (i == 0 ? 0 : kCompanionKeyOverhead));
+    n += bulk_frame(kMaxKeyLen + (i == 0 ? 0 : kCompanionKeyOverhead));
   }
-  return n + nargs * bulk_size(kMaxScriptArgLen);
+  return n + nargs * bulk_frame(kMaxScriptArgLen);
 }
 
 constexpr const Script* kAllScripts[] = {
@@ -88,10 +82,24 @@ constexpr size_t longest_eval() {
 /// Bytes of the longest EVAL frame any primitive sends.
 constexpr size_t kLongestEval = longest_eval();
 
-static_assert(kLongestEval <= kTxBufferSize,
-              "the command buffer cannot hold the longest EVAL (script body + keys at "
-              "max_key_len): raise the Meson option tx_buffer_size (EDGELOCK_TX_BUFFER_SIZE) "
-              "or lower max_key_len; tests print the size needed (EvalCapacity)");
+/// Bytes of the one write that carries two commands: a waiting Lock's
+/// "BLPOP {key}:wake <seconds>" with its acquire queued behind as EVALSHA
+/// (src/lock_wait.cc, Connection::command_then_eval). The timeout is at
+/// most 31 characters (lock_wait.cc formats it into 32 bytes).
+constexpr size_t kLongestPipelinedWait =
+    config_check::array_header(3) + bulk_frame(5) + bulk_frame(kMaxKeyLen + kCompanionKeyOverhead) +
+    bulk_frame(31) + eval_frame_bound(kAcquireScript, true);
+
+/// Bytes the command buffer must hold: the longest single write.
+constexpr size_t kTxBufferNeeded =
+    config_check::max_of(config_check::max_of(kLongestEval, kLongestPipelinedWait),
+                         config_check::kLongestFixedCommand);
+
+// Fails the build naming the Meson option tx_buffer_size; the compiler's
+// note shows kMinimum, the smallest size that works with these scripts at
+// max_key_len.
+static_assert(config_check::tx_buffer_size_at_least<kTxBufferNeeded, kTxBufferSize>(),
+              "tx_buffer_size");
 
 }  // namespace detail
 }  // namespace edgelock

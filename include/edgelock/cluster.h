@@ -30,15 +30,13 @@
 
 namespace edgelock {
 
-static_assert(kMaxClusterNodes >= 1 && kMaxClusterNodes < 255, "slot owners are stored in a byte");
-
 struct ClusterOptions {
   /// After an acquire or extend that succeeded on a slot's primary, WAIT
   /// until this many of its replicas have it; fewer acknowledgements fail
   /// the operation with kNoQuorum (an acquire is released again). 0 = off.
   int wait_replicas = 0;
   /// Longest time WAIT may block (also capped by the operation's deadline).
-  Nanos wait_timeout = millis(200);
+  Nanos wait_timeout = Millis(200);
 };
 
 /// Counters kept by a Cluster (fixed size, no heap).
@@ -113,7 +111,7 @@ class Cluster final : public Router {
 
   Connection nodes_[kMaxClusterNodes];
   size_t node_count_ = 0;
-  uint8_t owner_[kClusterSlots];
+  uint8_t owner_[kClusterSlots];  // node index, or kNoOwner (check_config.h bounds the nodes)
   Endpoint creds_;  // user/password for every node
   ConnectionOptions options_;
   ClusterOptions cluster_options_;

@@ -1,9 +1,12 @@
 #pragma once
 /// @file reply.h
-/// Replies as read-only views into a fixed per-connection arena. hiredis's
-/// reader builds them there through custom reply-object functions, so reading
-/// a reply allocates nothing. A reply is valid until the connection's next
-/// command.
+/// Replies as read-only views. The connection's RESP parser builds them in
+/// one pass over its fixed receive buffer: the nodes live in a fixed node
+/// array and strings point into the received bytes, NUL-terminated in
+/// place, so reading a reply allocates and copies nothing.
+///
+/// Lifetime: a reply (its nodes and strings) stays valid until the next
+/// command starts on the same connection, or the connection closes.
 
 #include <cstddef>
 #include <cstdint>
@@ -15,7 +18,10 @@ namespace edgelock {
 
 enum class ReplyType : uint8_t { kString, kArray, kInteger, kNil, kStatus, kError };
 
-/// One RESP value. Strings point into the arena and are NUL-terminated.
+/// One RESP value. Strings (kString, kStatus, kError) are NUL-terminated at
+/// str[len] and may contain NUL bytes before it (bulk strings are binary
+/// safe). An error keeps at most its first kErrorTextSize - 1 bytes: enough
+/// for its class word and a message, however long the server's text.
 struct Reply {
   ReplyType type = ReplyType::kNil;
   int64_t integer = 0;
@@ -26,29 +32,6 @@ struct Reply {
 
   Bytes bytes() const { return Bytes(str, len); }
   bool is(ReplyType t) const { return type == t; }
-};
-
-/// Fixed storage for one reply: kReplyNodes values and kReplyArenaBytes of
-/// string data. Overflow is recorded and reported as kBufferTooSmall.
-class ReplyArena {
- public:
-  void reset() {
-    used_nodes_ = 0;
-    used_bytes_ = 0;
-    overflow_ = false;
-  }
-  /// `n` contiguous nodes, or nullptr (and the overflow flag) if full.
-  Reply* alloc_nodes(size_t n);
-  /// Copies `len` bytes plus a NUL; nullptr (and overflow) if full.
-  const char* store(const char* s, size_t len);
-  bool overflowed() const { return overflow_; }
-
- private:
-  Reply nodes_[kReplyNodes];
-  char bytes_[kReplyArenaBytes];
-  size_t used_nodes_ = 0;
-  size_t used_bytes_ = 0;
-  bool overflow_ = false;
 };
 
 }  // namespace edgelock

@@ -9,7 +9,6 @@
 #include <cstring>
 
 #include "error_text.h"
-#include "transport/reader.h"
 #include "transport/transport.h"
 
 namespace edgelock {
@@ -35,14 +34,13 @@ Status transport_open(TransportState& t, const Endpoint& ep, const ResolvedHost&
   if (t.fd < 0) return code;
   // The socket goes back to blocking mode so transport_read_blocking() can
   // wait in recv() itself; every other call passes MSG_DONTWAIT.
-  const timeval slice{0, static_cast<suseconds_t>(kBlockingReadSlice / 1000)};
+  const auto slice_us = std::chrono::duration_cast<std::chrono::microseconds>(kBlockingReadSlice);
+  const timeval slice{0, static_cast<suseconds_t>(slice_us.count())};
   const int flags = fcntl(t.fd, F_GETFL, 0);
   if (flags < 0 || fcntl(t.fd, F_SETFL, flags & ~O_NONBLOCK) < 0 ||
       setsockopt(t.fd, SOL_SOCKET, SO_RCVTIMEO, &slice, sizeof slice) < 0) {
     return fail_setup(t, ep, std::strerror(errno), err);
   }
-  t.reader = reader_create(&t.arena, kRxBufferSize);
-  if (!t.reader) return fail_setup(t, ep, "out of memory", err);
   if (ep.scheme == Scheme::kTls) {
     const Status s = tls_open(t, ep, tls, deadline, clock, err);
     if (!s.ok()) {
@@ -55,8 +53,7 @@ Status transport_open(TransportState& t, const Endpoint& ep, const ResolvedHost&
 
 void transport_close(TransportState& t) {
   if (t.tls) tls_close(t);
-  reader_free(t.reader);
-  t.reader = nullptr;
+  t.parser.clear();
   if (t.fd >= 0) ::close(t.fd);
   t.fd = -1;
   t.want_events = 0;
@@ -76,11 +73,11 @@ Result<size_t> transport_write(TransportState& t, const uint8_t* data, size_t n,
 
 namespace {
 
-// recv() into the reader's spare space; `flags` decide whether it waits.
+// recv() into the parser's free space; `flags` decide whether it waits.
 Result<size_t> read_plain(TransportState& t, uint8_t* dst, size_t avail, int flags, ErrorText& err) {
   const ssize_t n = recv(t.fd, dst, avail, flags);
   if (n > 0) {
-    reader_commit(t.reader, static_cast<size_t>(n));
+    t.parser.commit(static_cast<size_t>(n));
     return static_cast<size_t>(n);
   }
   if (n == 0) {
@@ -94,9 +91,9 @@ Result<size_t> read_plain(TransportState& t, uint8_t* dst, size_t avail, int fla
 }
 
 uint8_t* read_space(TransportState& t, size_t* avail, ErrorText& err) {
-  uint8_t* dst = reader_space(t.reader, avail);
-  if (!dst || *avail == 0) set_error(err, "reply exceeds the %zu-byte receive buffer", kRxBufferSize);
-  return dst && *avail > 0 ? dst : nullptr;
+  uint8_t* dst = t.parser.space(avail);
+  if (*avail == 0) set_error(err, "reply exceeds the %zu-byte receive buffer", kRxBufferSize);
+  return *avail > 0 ? dst : nullptr;
 }
 
 }  // namespace
@@ -107,7 +104,7 @@ Result<size_t> transport_read(TransportState& t, ErrorText& err) {
   if (!dst) return ErrorCode::kBufferTooSmall;
   if (t.tls) {
     Result<size_t> r = tls_read(t, dst, avail, err);
-    if (r.ok() && r.value() > 0) reader_commit(t.reader, r.value());
+    if (r.ok() && r.value() > 0) t.parser.commit(r.value());
     return r;
   }
   return read_plain(t, dst, avail, MSG_DONTWAIT, err);
@@ -122,10 +119,19 @@ Result<size_t> transport_read_blocking(TransportState& t, ErrorText& err) {
 }
 
 Result<const Reply*> transport_next_reply(TransportState& t, ErrorText& err) {
-  return reader_next(t.reader, t.arena, err);
+  const Reply* reply = nullptr;
+  const char* why = "";
+  const Status s = t.parser.next(&reply, &why);
+  if (s.ok()) return reply;
+  if (s.code() == ErrorCode::kProtocol) {
+    set_error(err, "protocol error: %s", why);
+  } else {
+    set_error(err, "reply larger than the fixed reply capacities: %s", why);
+  }
+  return s;
 }
 
-size_t transport_unread(const TransportState& t) { return reader_pending(t.reader); }
+size_t transport_unread(const TransportState& t) { return t.parser.unread(); }
 
 bool transport_stale_input(const TransportState& t) {
   if (t.fd < 0) return false;

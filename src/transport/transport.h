@@ -1,7 +1,8 @@
 #pragma once
-// Transport (private): we connect the socket (close-on-exec from creation,
-// to an address looked up beforehand), hiredis's reader parses replies into
-// the arena; mbedTLS (tls.cc) optionally wraps the same socket. All I/O is
+// Transport (private): hiredis connects the socket (close-on-exec from
+// creation, to an address looked up beforehand), bytes are received into the
+// connection's RESP parser (src/resp/), which builds the replies in place;
+// mbedTLS (tls.cc) optionally wraps the same socket. All I/O is
 // non-blocking (MSG_DONTWAIT); callers wait with poll() against their own
 // deadline, except transport_read_blocking(), bounded by SO_RCVTIMEO.
 
@@ -23,8 +24,8 @@ using ErrorText = char[kErrorTextSize];
 /// How long one transport_read_blocking() may wait (the socket's
 /// SO_RCVTIMEO): callers block only with at least this much (plus
 /// kBlockingReadMargin for timer slack) left of their deadline.
-constexpr Nanos kBlockingReadSlice = millis(100);
-constexpr Nanos kBlockingReadMargin = millis(10);
+constexpr Nanos kBlockingReadSlice = Millis(100);
+constexpr Nanos kBlockingReadMargin = Millis(10);
 
 /// Looks `ep`'s host up into *out (IPv4 first, at most kMaxHostAddresses).
 /// IP literals and unix sockets need no lookup: no allocation, no I/O.
@@ -36,9 +37,9 @@ Status transport_resolve(const Endpoint& ep, ResolvedHost* out, bool* looked_up,
 
 /// Connects to the first of `addrs` (or ep.path) that accepts, all within
 /// `deadline` (never a lookup), then TLS if the scheme says so; sets the
-/// receive timeout to kBlockingReadSlice and sets up the reader. The socket
-/// is close-on-exec from its creation. Allocates (reader buffer, TLS
-/// session): this is setup.
+/// receive timeout to kBlockingReadSlice and empties the receive buffer. The
+/// socket is close-on-exec from its creation. Allocates (hiredis's context,
+/// freed before it returns; the TLS session): this is setup.
 /// Errors: kConnectFailed (refused, unreachable, no address), kTimeout,
 /// kTls, kTlsUntrusted, kTlsCertTime, kTlsHostMismatch, kTlsUnavailable,
 /// kInvalidArgument, kIo, kBufferTooSmall.
@@ -60,8 +61,10 @@ void transport_close(TransportState& t);
 /// block). Errors: kIo, kConnectionClosed, kTls.
 Result<size_t> transport_write(TransportState& t, const uint8_t* data, size_t n, ErrorText& err);
 
-/// Reads what is available into the reader. Returns bytes read (0 = would
-/// block). Errors: kIo, kConnectionClosed, kTls, kBufferTooSmall.
+/// Reads what is available into the receive buffer. Returns bytes read (0 =
+/// would block). Errors: kIo, kConnectionClosed, kTls, kBufferTooSmall (the
+/// buffer is full: a reply longer than it, or more replies than it holds
+/// since the last command).
 Result<size_t> transport_read(TransportState& t, ErrorText& err);
 
 /// Like transport_read() but waits up to kBlockingReadSlice for bytes, so
@@ -71,7 +74,8 @@ Result<size_t> transport_read(TransportState& t, ErrorText& err);
 /// Errors: kIo, kConnectionClosed, kBufferTooSmall.
 Result<size_t> transport_read_blocking(TransportState& t, ErrorText& err);
 
-/// The next complete reply, or nullptr if more bytes are needed.
+/// The next complete reply, or nullptr if more bytes are needed. Valid
+/// until t.parser.release() (Connection: the next command) or close.
 /// Errors: kProtocol, kBufferTooSmall.
 Result<const Reply*> transport_next_reply(TransportState& t, ErrorText& err);
 

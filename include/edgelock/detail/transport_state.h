@@ -3,7 +3,7 @@
 // types here, so public headers never include hiredis or mbedTLS; the
 // pointers are owned by src/transport/.
 
-#include "edgelock/reply.h"
+#include "edgelock/detail/resp_parser.h"
 
 namespace edgelock {
 namespace detail {
@@ -11,11 +11,10 @@ namespace detail {
 struct TlsSession;  // src/transport/tls.cc
 
 struct TransportState {
-  void* reader = nullptr;  // redisReader* with arena reply functions
   TlsSession* tls = nullptr;
   int fd = -1;             // ours (close-on-exec from creation)
   short want_events = 0;   // extra poll events TLS asked for
-  ReplyArena arena;
+  resp::Parser parser;     // the receive buffer and the replies read from it
 };
 
 }  // namespace detail

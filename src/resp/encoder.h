@@ -8,6 +8,7 @@
 #include "edgelock/bytes.h"
 
 namespace edgelock {
+namespace resp {
 
 /// A command: an array of binary-safe arguments.
 struct Command {
@@ -23,4 +24,5 @@ size_t encoded_length(Command cmd);
 /// nothing is written).
 Status encode_command(ByteBuilder& out, Command cmd);
 
+}  // namespace resp
 }  // namespace edgelock

@@ -1,6 +1,8 @@
-#include "resp_encoder.h"
+// RESP command encoding; see encoder.h.
+#include "resp/encoder.h"
 
 namespace edgelock {
+namespace resp {
 
 namespace {
 // "*<n>\r\n" or "$<n>\r\n"
@@ -33,4 +35,5 @@ Status encode_command(ByteBuilder& out, Command cmd) {
   return out.status();
 }
 
+}  // namespace resp
 }  // namespace edgelock

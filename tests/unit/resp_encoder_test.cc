@@ -1,11 +1,17 @@
+// The RESP command encoder (src/resp/encoder.h).
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
-#include "resp_encoder.h"
+#include "resp/encoder.h"
 
 namespace edgelock {
 namespace {
+
+using resp::Command;
+using resp::encode_command;
+using resp::encoded_length;
 
 std::string encode(std::initializer_list<std::string> parts, size_t cap, Status* status) {
   std::vector<Bytes> args;
