@@ -305,7 +305,7 @@ TEST(QuorumEdges, ReleaseThatReconnectsKeepsItsBudget) {
     ptrs[i] = &conns[i];
   }
   QuorumOptions o = opts();
-  o.server_timeout = slow(millis(300));
+  o.server_timeout = slow(Millis(300));
   QuorumLock lock;
   ASSERT_TRUE(lock.init(ptrs, kServers, Bytes::from_cstr(kKey), o).ok());
   ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();
@@ -314,12 +314,12 @@ TEST(QuorumEdges, ReleaseThatReconnectsKeepsItsBudget) {
     servers[i]->pause();
   }
   const uint32_t tries = conns[0].stats().connect_failures;
-  const Nanos t0 = now();
+  const TimePoint t0 = now();
   EXPECT_EQ(lock.release().code(), ErrorCode::kIndeterminate);
   const Nanos took = now() - t0;
   for (auto& s : servers) s->resume();
   EXPECT_GT(conns[0].stats().connect_failures, tries) << "the release tried to reconnect";
-  EXPECT_LT(took, lock.server_timeout() + slow(millis(50))) << to_millis(took) << " ms";
+  EXPECT_LT(took, lock.server_timeout() + slow(Millis(50))) << test::ms(took) << " ms";
 }
 
 }  // namespace
