@@ -74,19 +74,22 @@ void ServerCore::run(int id) {
     if (p == RParse::kIncomplete) return;
     if (p == RParse::kInvalid) model_fail("server: a request that is not an array of bulk strings");
     c.in.erase(0, used);
-    if (!execute(id, c, argv, now_us_)) return;
+    if (!execute(id, c, argv, now_us_, used)) return;
   }
 }
 
-bool ServerCore::execute(int id, Conn& c, const std::vector<std::string>& argv, int64_t now_us) {
+bool ServerCore::execute(int id, Conn& c, const std::vector<std::string>& argv, int64_t now_us,
+                         size_t bytes) {
   RVal injected;
   if (interceptor_ && interceptor_->intercept(id, argv, &injected)) {
+    if (observer_) observer_->executed(id, argv, injected, bytes, false);
     send(id, injected);
     return true;
   }
   bool blocks = false;
   const RVal r = dispatch(c, argv, now_us, &blocks);
   ++executed_;
+  if (observer_) observer_->executed(id, argv, r, bytes, blocks);
   if (blocks) {
     c.blocked = true;
     block_order_.push_back(id);

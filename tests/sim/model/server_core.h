@@ -37,10 +37,22 @@ class ServerCore {
     ~Interceptor() = default;
   };
 
+  /// Sees every request parsed (`bytes` long) and, unless it blocked, its
+  /// reply (a blocked BLPOP/WAIT is reported with `blocked` set).
+  class Observer {
+   public:
+    virtual void executed(int conn, const std::vector<std::string>& argv, const RVal& reply,
+                          size_t bytes, bool blocked) = 0;
+
+   protected:
+    ~Observer() = default;
+  };
+
   explicit ServerCore(Sink* sink) : sink_(sink) {}
 
   void set_password(const std::string& pw) { password_ = pw; }
   void set_interceptor(Interceptor* i) { interceptor_ = i; }
+  void set_observer(Observer* o) { observer_ = o; }
 
   /// A new client connection (ids are the caller's, unique while open).
   void open(int conn);
@@ -85,7 +97,7 @@ class ServerCore {
 
   void run(int id);
   // Executes one request; false if the connection blocked on it.
-  bool execute(int id, Conn& c, const std::vector<std::string>& argv, int64_t now_us);
+  bool execute(int id, Conn& c, const std::vector<std::string>& argv, int64_t now_us, size_t bytes);
   RVal dispatch(Conn& c, const std::vector<std::string>& argv, int64_t now_us, bool* blocks);
   RVal eval(Conn& c, const std::vector<std::string>& argv, int64_t now_us, bool by_sha);
   RVal script(const std::vector<std::string>& argv);
@@ -95,6 +107,7 @@ class ServerCore {
 
   Sink* sink_;
   Interceptor* interceptor_ = nullptr;
+  Observer* observer_ = nullptr;
   std::string password_;
   std::map<int, Conn> conns_;
   std::map<int, Keyspace> dbs_;

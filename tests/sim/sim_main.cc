@@ -1,0 +1,224 @@
+// edgelock-sim: deterministic simulation of the real primitives over a
+// simulated network and simulated Redis servers, with an invariant checker
+// after every event. See docs/simulation.md.
+//
+//   edgelock_sim --seed S            replay one run (add --trace for every event)
+//   edgelock_sim --seeds N [--from S] [--max-seconds T]
+//   options: --clients N --servers N --work NAME --data-loss --delayed-restart
+//            --no-faults --fault-scale X --expect-violation --determinism --quiet
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/scripts.h"
+#include "world/checker.h"
+#include "world/world.h"
+#include "world/workloads.h"
+
+namespace {
+
+// Tokens, permit ids and jitter seeds come from getrandom(): the simulation
+// supplies them from the run's seed, so a run replays exactly. (A definition
+// in the executable takes the place of libc's for the library linked in.)
+edgelock::sim::Prng g_random(1);
+
+}  // namespace
+
+extern "C" ssize_t getrandom(void* buf, size_t n, unsigned int flags) {
+  (void)flags;
+  uint8_t* p = static_cast<uint8_t*>(buf);
+  for (size_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(g_random.next() >> 56);
+  return static_cast<ssize_t>(n);
+}
+
+namespace edgelock {
+namespace sim {
+namespace {
+
+struct Options {
+  uint64_t from = 1;
+  uint64_t seeds = 1;
+  bool one = false;
+  bool trace = false;
+  bool expect_violation = false;
+  bool determinism = false;
+  bool quiet = false;
+  double max_seconds = 0;
+  uint64_t min_events = 0;
+  RunOverrides o;
+  std::string flags;  // to print the replay command
+};
+
+int work_index(const char* name) {
+  for (int i = 0; i <= static_cast<int>(Work::kQuota); ++i) {
+    if (std::strcmp(work_name(static_cast<Work>(i)), name) == 0) return i;
+  }
+  return -2;
+}
+
+bool parse(int argc, char** argv, Options* opt) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool has = i + 1 < argc;
+    if (a == "--seed" && has) {
+      opt->from = std::strtoull(argv[++i], nullptr, 10);
+      opt->one = true;
+    } else if (a == "--from" && has) {
+      opt->from = std::strtoull(argv[++i], nullptr, 10);
+    } else if (a == "--seeds" && has) {
+      opt->seeds = std::strtoull(argv[++i], nullptr, 10);
+    } else if (a == "--min-events" && has) {
+      opt->min_events = std::strtoull(argv[++i], nullptr, 10);
+    } else if (a == "--max-seconds" && has) {
+      opt->max_seconds = std::atof(argv[++i]);
+    } else if (a == "--clients" && has) {
+      opt->o.clients = std::atoi(argv[++i]);
+      opt->flags += " --clients " + std::string(argv[i]);
+    } else if (a == "--servers" && has) {
+      opt->o.servers = std::atoi(argv[++i]);
+      opt->flags += " --servers " + std::string(argv[i]);
+    } else if (a == "--work" && has) {
+      opt->o.work = work_index(argv[++i]);
+      if (opt->o.work < 0) return false;
+      opt->flags += " --work " + std::string(argv[i]);
+    } else if (a == "--fault-scale" && has) {
+      opt->o.fault_scale = std::atof(argv[++i]);
+      opt->flags += " --fault-scale " + std::string(argv[i]);
+    } else if (a == "--data-loss") {
+      opt->o.data_loss = true;
+      opt->flags += " --data-loss";
+    } else if (a == "--delayed-restart") {
+      opt->o.delayed_restart = true;
+      opt->flags += " --delayed-restart";
+    } else if (a == "--no-faults") {
+      opt->o.no_faults = true;
+      opt->flags += " --no-faults";
+    } else if (a == "--trace") {
+      opt->trace = true;
+    } else if (a == "--expect-violation") {
+      opt->expect_violation = true;
+    } else if (a == "--determinism") {
+      opt->determinism = true;
+    } else if (a == "--quiet") {
+      opt->quiet = true;
+    } else {
+      return false;
+    }
+  }
+  if (opt->one) opt->seeds = 1;
+  return true;
+}
+
+struct Totals {
+  uint64_t runs = 0, events = 0, requests = 0, grants = 0, resets = 0, long_delays = 0, violations = 0;
+  uint64_t faults[8] = {};
+  double sim_s = 0;
+};
+
+const char* const kFaultNames[] = {"partitions", "server pauses", "server restarts", "client pauses",
+                                   "script flushes", "error-reply spells"};
+
+// One run; returns its trace hash.
+uint64_t run_one(uint64_t seed, const Options& opt, std::vector<std::unique_ptr<Fiber>>& fibers,
+                 Totals* t, bool* violated, std::string* kind) {
+  RunConfig cfg = RunConfig::from_seed(seed, opt.o);
+  cfg.print_trace = opt.trace;
+  cfg.quiet = opt.quiet;
+  while (fibers.size() < static_cast<size_t>(cfg.clients)) fibers.emplace_back(new Fiber());
+  std::vector<Fiber*> f;
+  for (auto& p : fibers) f.push_back(p.get());
+  g_random = Prng(stream_seed(seed, 5));
+  World w(cfg, f);
+  *violated = !w.run(&client_main);
+  *kind = w.checker().failure_kind();
+  const RunStats& s = w.stats();
+  ++t->runs;
+  t->events += s.events;
+  t->requests += s.requests;
+  t->grants += s.grants;
+  t->resets += s.resets;
+  t->long_delays += s.long_delays;
+  t->violations += *violated ? 1 : 0;
+  for (int k = 0; k < 8; ++k) t->faults[k] += s.faults[k];
+  t->sim_s += static_cast<double>(s.sim_ns) / 1e9;
+  return w.trace_hash();
+}
+
+int main_impl(int argc, char** argv) {
+  Options opt;
+  if (!parse(argc, argv, &opt)) {
+    std::fprintf(stderr,
+                 "usage: %s [--seed S | --seeds N [--from S] [--max-seconds T] [--min-events N]]\n"
+                 "  [--clients N] [--servers N] [--work lock|lock+keeper|quorum|quorum+keeper|semaphore|\n"
+                 "   reentrant|cooldown|quota] [--data-loss [--delayed-restart]] [--no-faults]\n"
+                 "  [--fault-scale X] [--trace] [--expect-violation] [--determinism] [--quiet]\n",
+                 argv[0]);
+    return 2;
+  }
+  check_native_scripts();
+  std::vector<std::unique_ptr<Fiber>> fibers;
+  Totals t;
+  const auto t0 = std::chrono::steady_clock::now();
+  uint64_t first_bad = 0;
+  std::string bad_kind;
+  for (uint64_t i = 0; i < opt.seeds || (opt.min_events && t.events < opt.min_events); ++i) {
+    const uint64_t seed = opt.from + i;
+    bool violated = false;
+    std::string kind;
+    const uint64_t h = run_one(seed, opt, fibers, &t, &violated, &kind);
+    if (opt.determinism) {
+      Totals scratch;
+      bool v2 = false;
+      std::string k2;
+      Options quiet = opt;
+      quiet.quiet = true;
+      quiet.trace = false;
+      const uint64_t h2 = run_one(seed, quiet, fibers, &scratch, &v2, &k2);
+      if (h2 != h || v2 != violated) {
+        std::fprintf(stderr, "NOT DETERMINISTIC: seed %llu gave trace hashes %016llx and %016llx\n",
+                     static_cast<unsigned long long>(seed), static_cast<unsigned long long>(h),
+                     static_cast<unsigned long long>(h2));
+        return 1;
+      }
+    }
+    if (opt.one) std::printf("seed %llu: trace hash %016llx\n", static_cast<unsigned long long>(seed),
+                             static_cast<unsigned long long>(h));
+    if (violated && first_bad == 0) {
+      first_bad = seed;
+      bad_kind = kind;
+      std::fprintf(stderr, "replay: %s --seed %llu%s --trace\n", argv[0], static_cast<unsigned long long>(seed),
+                   opt.flags.c_str());
+      if (!opt.expect_violation || opt.quiet) break;
+    }
+    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (opt.max_seconds > 0 && el > opt.max_seconds) break;
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("%llu runs (seeds %llu..%llu), %llu events, %.0f s simulated, %llu requests, %llu grants, "
+              "%llu violations; %.1f s wall, %.0f events/s\n",
+              static_cast<unsigned long long>(t.runs), static_cast<unsigned long long>(opt.from),
+              static_cast<unsigned long long>(opt.from + t.runs - 1), static_cast<unsigned long long>(t.events),
+              t.sim_s, static_cast<unsigned long long>(t.requests), static_cast<unsigned long long>(t.grants),
+              static_cast<unsigned long long>(t.violations), wall, static_cast<double>(t.events) / wall);
+  std::printf("faults:");
+  for (int k = 0; k < 6; ++k) std::printf(" %llu %s,", static_cast<unsigned long long>(t.faults[k]), kFaultNames[k]);
+  std::printf(" %llu connection resets, %llu messages delayed past the TTL\n",
+              static_cast<unsigned long long>(t.resets), static_cast<unsigned long long>(t.long_delays));
+  if (first_bad) std::printf("first violation: seed %llu (%s)\n", static_cast<unsigned long long>(first_bad),
+                             bad_kind.c_str());
+  if (opt.expect_violation) return first_bad ? 0 : 1;
+  return first_bad ? 1 : 0;
+}
+
+}  // namespace
+}  // namespace sim
+}  // namespace edgelock
+
+int main(int argc, char** argv) { return edgelock::sim::main_impl(argc, argv); }

@@ -1,0 +1,360 @@
+#include "world/checker.h"
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+
+#include "lock_scripts.h"
+#include "model/scripts.h"
+#include "reentrant_scripts.h"
+#include "semaphore_scripts.h"
+#include "world/world.h"
+
+namespace edgelock {
+namespace sim {
+
+namespace {
+
+constexpr int64_t kMs = 1000000;
+constexpr int64_t kNever = INT64_MAX;
+// Rounding between the clocks (ns).
+constexpr int64_t kSlack = 1000;
+
+}  // namespace
+
+Checker::Checker(World& w) : w_(w) {
+  acquire_sha_[0] = detail::kAcquireScript.sha1;
+  acquire_sha_[1] = detail::kSemAcquireScript.sha1;
+  acquire_sha_[2] = detail::kReentrantAcquireScript.sha1;
+}
+
+void Checker::violation(const char* kind, const char* fmt, ...) {
+  ++w_.stats().violations;
+  if (failed_) return;
+  failed_ = true;
+  failure_kind_ = kind;
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  w_.trace("VIOLATION %s: %s", kind, msg);
+  if (w_.config().quiet) return;
+  std::fprintf(stderr, "\nVIOLATION (%s) at %.3f ms: %s\n  %s\n  trace before it (shortened):\n", kind,
+               static_cast<double>(w_.now()) / 1e6, msg, w_.config().describe().c_str());
+  const std::vector<std::string> tail = w_.trace_tail();
+  const size_t from = tail.size() > 60 ? tail.size() - 60 : 0;
+  for (size_t i = from; i < tail.size(); ++i) std::fprintf(stderr, "    %s\n", tail[i].c_str());
+}
+
+// --- Workload reports.
+
+void Checker::claim(int client, int slot, const LeaseRef& ref, int64_t end) {
+  if (end <= w_.now()) {
+    unclaim(client, slot);
+    return;
+  }
+  Claim& c = claims_[{client, slot}];
+  c.ref = ref;
+  c.end = end;
+}
+
+void Checker::unclaim(int client, int slot) { claims_.erase({client, slot}); }
+
+int64_t Checker::claim_end(int client, int slot) const {
+  auto it = claims_.find({client, slot});
+  return it == claims_.end() ? 0 : it->second.end;
+}
+
+void Checker::granted(int client, const std::string& key, uint64_t fence) {
+  uint64_t& last = last_fence_[key];
+  if (fence <= last) {
+    violation("fencing", "c%d granted %s with fence %llu, not above the last grant's %llu", client, key.c_str(),
+              static_cast<unsigned long long>(fence), static_cast<unsigned long long>(last));
+  }
+  if (fence > last) last = fence;
+}
+
+void Checker::admitted(int client, const std::string& key) {
+  const uint64_t n = ++client_admits_[{client, key}];
+  const uint64_t s = server_admits_[{client, key}];
+  if (n > s) {
+    violation("rate", "c%d reports admission %llu to %s, the server admitted it %llu times", client,
+              static_cast<unsigned long long>(n), key.c_str(), static_cast<unsigned long long>(s));
+  }
+}
+
+void Checker::waiting(int client, const std::string& key, bool on) { waiters_[key][client] = on; }
+
+void Checker::must_clean(int client, const LeaseRef& ref, int64_t op_start) {
+  if (ref.kind == LeaseKind::kReentrant) return;  // owner and handle are reused by the next cycle
+  Obligation o;
+  o.client = client;
+  o.ref = ref;
+  o.op_start = op_start;
+  const int n = ref.kind == LeaseKind::kQuorum ? static_cast<int>(w_.server_count()) : 1;
+  for (int s = 0; s < n; ++s) o.sent.push_back(w_.bytes_sent(client, s));
+  obligations_.push_back(o);
+}
+
+void Checker::keeper_report(int client, int slot, bool lost, int64_t belief_end, bool paused_since) {
+  (void)slot;
+  if (paused_since || belief_end <= 0) return;
+  if (w_.now() > belief_end + kSlack) {
+    violation("keeper", "c%d's keeper reported %s %.3f ms after the validity it relied on ended", client,
+              lost ? "the loss" : "keeping", static_cast<double>(w_.now() - belief_end) / 1e6);
+  }
+}
+
+// --- Server side.
+
+void Checker::on_request(int server, int client, const std::vector<std::string>& argv, const RVal& reply,
+                         bool blocked) {
+  if (blocked) return;
+  if ((argv[0] == "EVALSHA" || argv[0] == "EVAL") && argv.size() >= 3 && !reply.is_error()) {
+    const std::string sha = argv[0] == "EVAL" ? script_sha1(argv[1]) : argv[1];
+    const NativeEntry* n = find_native(sha);
+    if (n) on_script(server, client, n->name, argv, reply);
+  }
+}
+
+void Checker::on_script(int server, int client, const std::string& name, const std::vector<std::string>& argv,
+                        const RVal& reply) {
+  const int64_t now_ms = w_.server_us(server, w_.now()) / 1000;
+  if (name == "kCooldownScript" && reply.type == RType::kArray && reply.a.size() == 2 && reply.a[0].i == 1) {
+    const std::string& key = argv[3];
+    ++server_admits_[{client, key}];
+    const int64_t period = std::atoll(argv[4].c_str());
+    auto it = cooldown_last_.find(key);
+    if (it != cooldown_last_.end() && now_ms - it->second < period && !data_lost_) {
+      violation("rate", "cooldown %s admitted twice within %lld ms of server time (period %lld ms)", key.c_str(),
+                static_cast<long long>(now_ms - it->second), static_cast<long long>(period));
+    }
+    cooldown_last_[key] = now_ms;
+  } else if (name == "kQuotaScript" && reply.type == RType::kArray && reply.a.size() == 3 && reply.a[0].i == 1) {
+    const std::string& key = argv[3];
+    ++server_admits_[{client, key}];
+    const int m = std::atoi(argv[4].c_str());
+    const int n = ++quota_window_[{key, now_ms + reply.a[2].i}];
+    if (n > m && !data_lost_) {
+      violation("rate", "quota %s admitted %d times in one window (limit %d)", key.c_str(), n, m);
+    }
+  }
+  // Polling: a busy reply is tagged so its arrival at the client is seen.
+  bool busy = false;
+  if (name == "kAcquireScript") busy = reply.type == RType::kInt && reply.i <= 0;
+  if (name == "kSemAcquireScript" || name == "kReentrantAcquireScript") {
+    busy = reply.type == RType::kArray && !reply.a.empty() && reply.a[0].i == 0;
+  }
+  if (busy) w_.tag_next_reply_busy();
+}
+
+void Checker::on_busy_reply(int client) {
+  Poll& p = polls_[client];
+  // The first one: a quorum's stragglers may arrive while it already sleeps.
+  if (p.busy_at < 0) p.busy_at = w_.local_now(client);
+}
+
+void Checker::on_client_send(int client, const std::string& bytes) {
+  Poll& p = polls_[client];
+  if (bytes.find("BLPOP") != std::string::npos) {
+    p.woken = true;
+    return;
+  }
+  const bool attempt = bytes.find(acquire_sha_[0]) != std::string::npos ||
+                       bytes.find(acquire_sha_[1]) != std::string::npos ||
+                       bytes.find(acquire_sha_[2]) != std::string::npos;
+  if (!attempt) return;
+  if (p.busy_at < 0 || p.woken) {
+    p.busy_at = -1;
+    p.woken = false;
+    p.fast = 0;
+    return;
+  }
+  const int64_t gap = w_.local_now(client) - p.busy_at;
+  auto it = retry_min_.find(client);
+  const int64_t min_gap = it == retry_min_.end() ? 0 : it->second;
+  // Three in a row: one quick retry at a key expiring this very ms is fine.
+  p.fast = gap < min_gap ? p.fast + 1 : 0;
+  if (p.fast >= 3) {
+    violation("poll", "c%d retried a busy key %.3f ms after the busy reply, %d times in a row (backoff "
+              "minimum %.3f ms)", client, static_cast<double>(gap) / 1e6, p.fast,
+              static_cast<double>(min_gap) / 1e6);
+  }
+  p.busy_at = -1;
+}
+
+void Checker::on_server_restart(int server, bool data_lost) {
+  (void)server;
+  if (data_lost) data_lost_ = true;
+}
+
+// --- The checks.
+
+int64_t Checker::held_until(int server, const LeaseRef& ref) const {
+  ServerProc& s = w_.server(server);
+  const int64_t now_ms = w_.server_us(server, w_.now()) / 1000;
+  const Entry* e = s.core->db(w_.config().db).peek(ref.key, now_ms);
+  if (!e) return -1;
+  int64_t end = e->expire_at_ms < 0 ? kNever : w_.true_at_server_us(server, (e->expire_at_ms + 1) * 1000);
+  switch (ref.kind) {
+    case LeaseKind::kLock:
+    case LeaseKind::kQuorum:
+      if (e->type != KeyType::kString || e->str != ref.token) return -1;
+      return end;
+    case LeaseKind::kPermit: {
+      if (e->type != KeyType::kZset) return -1;
+      auto it = e->scores.find(ref.token);
+      if (it == e->scores.end()) return -1;
+      const int64_t score_end = w_.true_at_server_us(server, static_cast<int64_t>(it->second) * 1000);
+      return score_end < end ? score_end : end;
+    }
+    case LeaseKind::kReentrant: {
+      if (e->type != KeyType::kHash) return -1;
+      auto o = e->hash.find("owner");
+      auto h = e->hash.find("handle");
+      if (o == e->hash.end() || h == e->hash.end() || o->second != ref.token || h->second != ref.handle) {
+        return -1;
+      }
+      return end;
+    }
+  }
+  return -1;
+}
+
+void Checker::check_claims() {
+  const int64_t now = w_.now();
+  std::map<std::string, int> holders;
+  for (auto it = claims_.begin(); it != claims_.end();) {
+    if (it->second.end <= now) {
+      it = claims_.erase(it);
+      continue;
+    }
+    const Claim& c = it->second;
+    const int client = it->first.first;
+    ++holders[c.ref.key];
+    if (c.ref.kind == LeaseKind::kQuorum) {
+      const int n = static_cast<int>(w_.server_count());
+      int ok = 0;
+      for (int s = 0; s < n; ++s) ok += held_until(s, c.ref) + kSlack >= c.end ? 1 : 0;
+      if (ok < n / 2 + 1) {
+        violation("truth", "c%d claims %s for %.3f ms more, only %d of %d servers hold its token that long", client,
+                  c.ref.key.c_str(), static_cast<double>(c.end - now) / 1e6, ok, n);
+      }
+    } else {
+      const int64_t until = held_until(0, c.ref);
+      if (until + kSlack < c.end) {
+        if (until < 0) {
+          violation("truth", "c%d claims %s for %.3f ms more, the server does not hold its token", client,
+                    c.ref.key.c_str(), static_cast<double>(c.end - now) / 1e6);
+        } else {
+          violation("truth", "c%d claims %s for %.3f ms more, the server holds it only %.3f ms more", client,
+                    c.ref.key.c_str(), static_cast<double>(c.end - now) / 1e6,
+                    static_cast<double>(until - now) / 1e6);
+        }
+      }
+    }
+    ++it;
+  }
+  for (const auto& h : holders) {
+    const bool permits = h.first == "S";
+    const int limit = permits ? w_.config().permits : 1;
+    if (h.second > limit) {
+      violation("exclusion", "%d clients hold %s at once (limit %d)", h.second, h.first.c_str(), limit);
+    }
+  }
+}
+
+void Checker::check_obligations() {
+  for (size_t i = 0; i < obligations_.size();) {
+    Obligation& o = obligations_[i];
+    bool open = false;
+    for (size_t s = 0; s < o.sent.size(); ++s) {
+      if (o.sent[s] == UINT64_MAX) continue;
+      const int si = static_cast<int>(s);
+      if (w_.bytes_settled(o.client, si) < o.sent[s]) {
+        open = true;
+        continue;
+      }
+      o.sent[s] = UINT64_MAX;
+      if (w_.last_unreachable(o.client, si) >= o.op_start) continue;  // a request may never have got there
+      if (held_until(si, o.ref) > w_.now()) {
+        violation("cleanup", "c%d's %s token %.8s... is still on s%d after its release/failed acquire settled",
+                  o.client, o.ref.key.c_str(), o.ref.token.c_str(), si);
+      }
+    }
+    if (open) {
+      ++i;
+    } else {
+      obligations_.erase(obligations_.begin() + static_cast<long>(i));
+    }
+  }
+}
+
+void Checker::check_liveness() {
+  const RunConfig& cfg = w_.config();
+  const int64_t now = w_.now();
+  const int64_t start = cfg.fault_phase_ns + 2 * cfg.ttl_ms * kMs + 1000 * kMs;
+  if (!w_.calm() || now < start) return;
+  int64_t bound = 1000 * kMs + 2 * cfg.command_timeout_ms * kMs;
+  if (cfg.quorum()) bound += 5000 * kMs;
+  for (const auto& k : waiters_) {
+    int n = 0;
+    for (const auto& c : k.second) n += c.second ? 1 : 0;
+    int held = 0;
+    for (const auto& c : claims_) held += c.second.ref.key == k.first && c.second.end > now ? 1 : 0;
+    const int limit = k.first == "S" ? cfg.permits : 1;
+    if (n == 0 || held >= limit || k.first == "C" || k.first == "QT") {
+      starved_since_.erase(k.first);
+      continue;
+    }
+    auto it = starved_since_.find(k.first);
+    if (it == starved_since_.end()) {
+      starved_since_[k.first] = now;
+    } else if (now - it->second > bound) {
+      violation("liveness", "%s free for %.1f ms with %d waiting clients (faults stopped; bound %.1f ms)",
+                k.first.c_str(), static_cast<double>(now - it->second) / 1e6, n, static_cast<double>(bound) / 1e6);
+    }
+  }
+}
+
+void Checker::after_event() {
+  if (failed_) return;
+  check_claims();
+  check_obligations();
+  check_liveness();
+}
+
+void Checker::at_end() {
+  check_obligations();
+  for (const Obligation& o : obligations_) {
+    for (size_t s = 0; s < o.sent.size(); ++s) {
+      if (o.sent[s] != UINT64_MAX && w_.last_unreachable(o.client, static_cast<int>(s)) < o.op_start &&
+          held_until(static_cast<int>(s), o.ref) > w_.now()) {
+        violation("cleanup", "c%d's %s token still on s%zu at the end", o.client, o.ref.key.c_str(), s);
+      }
+    }
+  }
+  // Every workload released before it ended, with faults long stopped.
+  for (size_t s = 0; s < w_.server_count(); ++s) {
+    ServerProc& sp = w_.server(static_cast<int>(s));
+    const int64_t now_ms = w_.server_us(static_cast<int>(s), w_.now()) / 1000;
+    for (const char* key : {"L", "S", "R", "Q"}) {
+      const Entry* e = sp.core->db(w_.config().db).peek(key, now_ms);
+      if (e && !data_lost_) {
+        violation("cleanup", "%s still on s%zu at the end (%lld ms left)", key, s,
+                  static_cast<long long>(e->expire_at_ms < 0 ? -1 : e->expire_at_ms - now_ms));
+      }
+    }
+  }
+  int waiting = 0;
+  for (const auto& k : waiters_) {
+    for (const auto& c : k.second) waiting += c.second ? 1 : 0;
+  }
+  for (int c = 0; c < w_.config().clients; ++c) {
+    if (!w_.client(c).finished) violation("liveness", "c%d never finished (%d clients waiting)", c, waiting);
+  }
+}
+
+}  // namespace sim
+}  // namespace edgelock

@@ -1,0 +1,125 @@
+#pragma once
+// The invariant checker, run after every event of a simulated run.
+//
+// Workloads report what the library told them (claims with their end, fences,
+// admissions, keeper reports, operations that must leave nothing behind);
+// the servers report every request they executed. The checker compares the
+// two with the servers' data in true time:
+//   exclusion  no two clients claim a lock (more than N a semaphore) at once
+//   truth      a claim implies the server (a majority) holds the token until
+//              at least the claim's end
+//   fencing    fences of successive grants of a key strictly increase
+//   rate       Cooldown/Quota admit at most 1/M per period/window of server
+//              time, and every admission a client reports happened there
+//   keeper     a loss is reported no later than the validity end
+//   liveness   with faults stopped, a free lock with waiters is granted within
+//              a bound; no client retries a busy key faster than its backoff
+//   cleanup    after a release or a failed acquire, once the requests sent by
+//              then have run, no key of ours remains (unless a partition,
+//              reset or restart kept a request from the server)
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "model/rval.h"
+
+namespace edgelock {
+namespace sim {
+
+class World;
+
+enum class LeaseKind : uint8_t { kLock, kQuorum, kPermit, kReentrant };
+
+/// What a lease is on the server: the key and our token in it.
+struct LeaseRef {
+  LeaseKind kind = LeaseKind::kLock;
+  std::string key;
+  std::string token;   // lock token, permit id, or reentrant owner
+  std::string handle;  // reentrant handle nonce
+};
+
+class Checker {
+ public:
+  explicit Checker(World& w);
+
+  // --- From workloads (client fibers).
+  /// The library says `client` holds `ref` until true time `end` (slot:
+  /// one per lease a client may hold at once).
+  void claim(int client, int slot, const LeaseRef& ref, int64_t end);
+  void unclaim(int client, int slot);
+  /// The end of the current claim (0 if none).
+  int64_t claim_end(int client, int slot) const;
+  /// An acquire returned ok with this fence.
+  void granted(int client, const std::string& key, uint64_t fence);
+  /// Cooldown/Quota let this client in.
+  void admitted(int client, const std::string& key);
+  /// The client is inside a blocking acquire/enter/take of `key` (liveness).
+  void waiting(int client, const std::string& key, bool on);
+  /// After a release or a failed acquire: once every request the client
+  /// has sent by now has run, `ref` must be gone from every server.
+  void must_clean(int client, const LeaseRef& ref, int64_t op_start);
+  /// A keeper (or any holder loop) learnt of a loss, or renewed, at now;
+  /// `belief_end` is the end of validity it last relied on.
+  void keeper_report(int client, int slot, bool lost, int64_t belief_end, bool paused_since);
+  /// The minimum retry delay of this client's primitive (polling check).
+  void set_retry_min(int client, int64_t ns) { retry_min_[client] = ns; }
+
+  // --- From the world.
+  void on_request(int server, int client, const std::vector<std::string>& argv, const RVal& reply,
+                  bool blocked);
+  void on_server_restart(int server, bool data_lost);
+  /// A busy reply to an acquire reached the client; the client sends bytes.
+  void on_busy_reply(int client);
+  void on_client_send(int client, const std::string& bytes);
+  void after_event();
+  void at_end();
+  void violation(const char* kind, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+  bool failed() const { return failed_; }
+  const std::string& failure_kind() const { return failure_kind_; }
+
+ private:
+  struct Claim {
+    LeaseRef ref;
+    int64_t end = 0;
+  };
+  struct Obligation {
+    int client;
+    LeaseRef ref;
+    int64_t op_start;
+    std::vector<uint64_t> sent;  // per server; UINT64_MAX: done
+  };
+  struct Poll {
+    int64_t busy_at = -1;  // first busy reply since the last attempt (client clock)
+    bool woken = false;    // a BLPOP was sent since
+    int fast = 0;          // consecutive retries faster than the backoff
+  };
+
+  // The true time until which `server` holds `ref` (-1: not at all).
+  int64_t held_until(int server, const LeaseRef& ref) const;
+  void check_claims();
+  void check_obligations();
+  void check_liveness();
+  void on_script(int server, int client, const std::string& name, const std::vector<std::string>& argv,
+                 const RVal& reply);
+
+  World& w_;
+  std::map<std::pair<int, int>, Claim> claims_;
+  std::map<std::string, uint64_t> last_fence_;
+  std::map<std::pair<int, std::string>, uint64_t> client_admits_, server_admits_;
+  std::map<std::string, int64_t> cooldown_last_;                // key -> server ms of last admission
+  std::map<std::pair<std::string, int64_t>, int> quota_window_;  // (key, window end ms) -> admissions
+  std::map<std::string, std::map<int, bool>> waiters_;
+  std::map<std::string, int64_t> starved_since_;
+  std::map<int, Poll> polls_;
+  std::string acquire_sha_[3];
+  std::map<int, int64_t> retry_min_;
+  std::vector<Obligation> obligations_;
+  bool data_lost_ = false;
+  bool failed_ = false;
+  std::string failure_kind_;
+};
+
+}  // namespace sim
+}  // namespace edgelock

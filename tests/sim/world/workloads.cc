@@ -1,0 +1,419 @@
+#include "world/workloads.h"
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "edgelock/connection.h"
+#include "edgelock/cooldown.h"
+#include "edgelock/lease_keeper.h"
+#include "edgelock/lock.h"
+#include "edgelock/quorum_lock.h"
+#include "edgelock/quota.h"
+#include "edgelock/reentrant_lock.h"
+#include "edgelock/semaphore.h"
+#include "world/checker.h"
+#include "world/sim_transport.h"
+#include "world/world.h"
+
+namespace edgelock {
+namespace sim {
+
+namespace {
+
+constexpr int64_t kMs = 1000000;
+
+// One client process: its connections (one per server) and helpers.
+class Env {
+ public:
+  Env(World& w, int c) : w_(w), c_(c), rng_(w.rng_for(c)) {}
+
+  bool setup() {
+    const RunConfig& cfg = w_.config();
+    for (int s = 0; s < cfg.servers; ++s) {
+      transports_.emplace_back(new SimTransport(&w_, c_));
+      conns_.emplace_back(new Connection());
+      ConnectionOptions o;
+      o.clock = &clock();
+      o.transport = transports_.back().get();
+      o.command_timeout = Millis(cfg.command_timeout_ms);
+      o.connect_timeout = Millis(cfg.command_timeout_ms);
+      char url[128];
+      std::snprintf(url, sizeof url, "redis://%s127.0.0.1:%d/%d", cfg.password ? ":sim-secret@" : "",
+                    kSimPortBase + s, cfg.db);
+      if (!conns_.back()->setup(url, o).ok()) {
+        w_.checker().violation("setup", "c%d: connection setup failed: %s", c_, conns_.back()->last_error());
+        return false;
+      }
+    }
+    return true;
+  }
+
+  World& w() { return w_; }
+  Checker& checker() { return w_.checker(); }
+  int id() const { return c_; }
+  Clock& clock() { return *w_.client(c_).sim_clock; }
+  Connection& conn(int s = 0) { return *conns_[static_cast<size_t>(s)]; }
+  Connection* const* conn_array() {
+    ptrs_.clear();
+    for (auto& c : conns_) ptrs_.push_back(c.get());
+    return ptrs_.data();
+  }
+  Prng& rng() { return rng_; }
+  int64_t ttl_ns() const { return w_.config().ttl_ms * kMs; }
+
+  void sleep(int64_t ns) { clock().sleep_for(Nanos(ns)); }
+  /// Sleeps on this client's clock until true time `t`.
+  void sleep_until(int64_t t) {
+    const int64_t d = w_.client(c_).clock.local(t) - w_.local_now(c_);
+    if (d > 0) sleep(d);
+  }
+  /// The true instant `left` from now on this client's clock.
+  int64_t end_after(Nanos left) const {
+    return w_.true_at_local(c_, w_.local_now(c_) + left.count());
+  }
+  /// How long to wait in acquire(): 0 (try once), short, long, or forever.
+  Nanos pick_wait() {
+    switch (rng_.uniform(0, 5)) {
+      case 0:
+        return Nanos(0);
+      case 1:
+        return Nanos(rng_.log_uniform(kMs, ttl_ns()));
+      case 2:
+        return kForever;
+      default:
+        return Nanos(rng_.log_uniform(ttl_ns() / 4, 6 * ttl_ns()));
+    }
+  }
+  /// Time between cycles (never 0: an application retrying at once would
+  /// itself be polling).
+  void think() { sleep(rng_.log_uniform(5 * kMs, ttl_ns())); }
+  /// How long to hold: mostly within the validity, sometimes past it.
+  int64_t pick_hold() { return rng_.log_uniform(kMs / 2, rng_.chance(0.1) ? 3 * ttl_ns() : ttl_ns() / 2); }
+  uint32_t pauses() const { return w_.client(c_).pause_count; }
+
+ private:
+  World& w_;
+  int c_;
+  Prng& rng_;
+  std::vector<std::unique_ptr<SimTransport>> transports_;
+  std::vector<std::unique_ptr<Connection>> conns_;
+  std::vector<Connection*> ptrs_;
+};
+
+LeaseRef lock_ref(LeaseKind kind, const char* key, Bytes token) {
+  LeaseRef r;
+  r.kind = kind;
+  r.key = key;
+  r.token.assign(reinterpret_cast<const char*>(token.data), token.size);
+  return r;
+}
+
+// Sets the claim to what the lock says now.
+template <typename L>
+void report(Env& e, const L& lock, const LeaseRef& ref, int slot = 0) {
+  const Nanos left = lock.remaining();
+  if (left > Nanos::zero()) {
+    e.checker().claim(e.id(), slot, ref, e.end_after(left));
+  } else {
+    e.checker().unclaim(e.id(), slot);
+  }
+}
+
+// Releases as the docs say: again after an unknown outcome, a few times.
+template <typename L>
+void release_all(Env& e, L& lock, const LeaseRef& ref, int64_t op_start) {
+  e.checker().unclaim(e.id(), 0);
+  for (int i = 0; i < 3; ++i) {
+    const Status s = lock.release();
+    if (s.ok() || s.code() == ErrorCode::kNotHeld || s.code() == ErrorCode::kNotOwner) break;
+    e.sleep(e.rng().log_uniform(kMs, e.ttl_ns() / 2));
+  }
+  if (!ref.token.empty()) e.checker().must_clean(e.id(), ref, op_start);
+}
+
+// Holds a granted lock for a while: sleeps, extends, asks the server.
+template <typename L>
+void hold(Env& e, L& lock, const LeaseRef& ref) {
+  const int steps = static_cast<int>(e.rng().uniform(0, 3));
+  for (int i = 0; i <= steps; ++i) {
+    e.sleep(e.pick_hold());
+    report(e, lock, ref);
+    if (i == steps) break;
+    switch (e.rng().uniform(0, 3)) {
+      case 0: {
+        const Millis ttl(e.rng().log_uniform(1, 3 * e.w().config().ttl_ms));
+        lock.extend(ttl, e.rng().chance(0.5) ? ExtendMode::kAdd : ExtendMode::kReplace).ignore();
+        break;
+      }
+      case 1:
+        lock.reacquire().ignore();
+        break;
+      case 2:
+        lock.owned().status().ignore();
+        break;
+      default:
+        break;
+    }
+    report(e, lock, ref);
+  }
+}
+
+// Renews with a LeaseKeeper from a poll-style loop until the hold ends or
+// the keeper reports the loss.
+template <typename L>
+void keep(Env& e, L& lock, const LeaseRef& ref, LeaseKeeper& keeper) {
+  if (!keeper.start().ok()) return;
+  const int64_t stop = e.w().now() + e.rng().log_uniform(e.ttl_ns() / 2, 6 * e.ttl_ns());
+  for (int i = 0; i < 100000 && e.w().now() < stop; ++i) {
+    const int64_t believed = e.checker().claim_end(e.id(), 0);
+    const Deadline next = keeper.next_deadline();
+    const int64_t wake =
+        next.is_never() ? stop : e.w().true_at_local(e.id(), next.when().time_since_epoch().count());
+    e.sleep_until(wake < stop ? wake : stop);
+    if (e.w().now() >= stop) break;
+    const uint32_t pauses = e.pauses();
+    const LeaseState st = keeper.service();
+    const bool paused = e.pauses() != pauses;
+    e.checker().keeper_report(e.id(), 0, st == LeaseState::kLost, believed, paused);
+    if (st == LeaseState::kLost) {
+      e.checker().unclaim(e.id(), 0);
+      return;
+    }
+    // The loop relies on the lease until its next wake-up at the latest.
+    const Deadline d = keeper.next_deadline();
+    Nanos left = lock.remaining();
+    if (!d.is_never()) {
+      const Nanos until_next = d.when() - e.clock().now();
+      if (until_next > left) left = until_next;
+    }
+    if (left > Nanos::zero()) e.checker().claim(e.id(), 0, ref, e.end_after(left));
+  }
+  keeper.stop();
+}
+
+void run_lock(Env& e, bool with_keeper) {
+  Lock lock(e.conn());
+  LockOptions o;
+  o.ttl = Millis(e.w().config().ttl_ms);
+  o.drift_factor = e.w().config().drift_factor;
+  o.wake_on_release = e.w().config().wake_on_release;
+  if (!lock.init(Bytes::from_cstr("L"), o).ok()) return;
+  e.checker().set_retry_min(e.id(), o.retry_min.count());
+  while (!e.w().stopping()) {
+    e.think();
+    if (e.w().stopping()) break;
+    const int64_t start = e.w().now();
+    const Nanos wait = e.pick_wait();
+    e.checker().waiting(e.id(), "L", true);
+    const Status s = wait == Nanos(0) ? lock.try_acquire() : lock.acquire(wait);
+    e.checker().waiting(e.id(), "L", false);
+    const LeaseRef ref = lock_ref(LeaseKind::kLock, "L", lock.token());
+    if (s.ok()) {
+      ++e.w().stats().grants;
+      e.checker().granted(e.id(), "L", lock.fence());
+      report(e, lock, ref);
+      if (with_keeper) {
+        LeaseKeeper keeper(lock);
+        keep(e, lock, ref, keeper);
+      } else {
+        hold(e, lock, ref);
+      }
+    }
+    release_all(e, lock, ref, start);
+  }
+}
+
+void run_quorum(Env& e, bool with_keeper) {
+  QuorumLock lock;
+  QuorumOptions o;
+  o.ttl = Millis(e.w().config().ttl_ms);
+  o.drift_factor = e.w().config().drift_factor;
+  if (!lock.init(e.conn_array(), e.w().server_count(), Bytes::from_cstr("Q"), o).ok()) return;
+  e.checker().set_retry_min(e.id(), Millis(2).count());
+  while (!e.w().stopping()) {
+    e.think();
+    if (e.w().stopping()) break;
+    const int64_t start = e.w().now();
+    const Nanos wait = e.pick_wait();
+    e.checker().waiting(e.id(), "Q", true);
+    const Status s = wait == Nanos(0) ? lock.try_acquire() : lock.acquire(wait);
+    e.checker().waiting(e.id(), "Q", false);
+    const LeaseRef ref = lock_ref(LeaseKind::kQuorum, "Q", lock.token());
+    if (s.ok()) {
+      ++e.w().stats().grants;
+      e.checker().granted(e.id(), "Q", lock.fence());
+      report(e, lock, ref);
+      if (with_keeper) {
+        LeaseKeeper keeper(lease_target(lock), e.clock());
+        keep(e, lock, ref, keeper);
+      } else {
+        hold(e, lock, ref);
+      }
+    }
+    release_all(e, lock, ref, start);
+  }
+}
+
+void run_semaphore(Env& e) {
+  Semaphore sem(e.conn());
+  SemaphoreOptions o;
+  o.ttl = Millis(e.w().config().ttl_ms);
+  o.permits = static_cast<uint32_t>(e.w().config().permits);
+  o.drift_factor = e.w().config().drift_factor;
+  if (!sem.init(Bytes::from_cstr("S"), o).ok()) return;
+  e.checker().set_retry_min(e.id(), o.retry_min.count());
+  while (!e.w().stopping()) {
+    e.think();
+    if (e.w().stopping()) break;
+    const int64_t start = e.w().now();
+    Permit p;
+    const Nanos wait = e.pick_wait();
+    e.checker().waiting(e.id(), "S", true);
+    const Status s = wait == Nanos(0) ? sem.try_acquire(&p) : sem.acquire(&p, wait);
+    e.checker().waiting(e.id(), "S", false);
+    const LeaseRef ref = lock_ref(LeaseKind::kPermit, "S", p.id_bytes());
+    PermitLease lease{&sem, &p};
+    if (s.ok()) {
+      ++e.w().stats().grants;
+      report(e, lease, ref);
+      const int steps = static_cast<int>(e.rng().uniform(0, 2));
+      for (int i = 0; i <= steps; ++i) {
+        e.sleep(e.pick_hold());
+        report(e, lease, ref);
+        if (i < steps) sem.extend(&p, Millis(e.rng().log_uniform(1, 3 * e.w().config().ttl_ms))).ignore();
+        report(e, lease, ref);
+      }
+    }
+    e.checker().unclaim(e.id(), 0);
+    for (int i = 0; i < 3 && p.id_len > 0; ++i) {
+      const Status r = sem.release(&p);
+      if (r.ok() || r.code() == ErrorCode::kNotOwner || r.code() == ErrorCode::kInvalidArgument) break;
+      e.sleep(e.rng().log_uniform(kMs, e.ttl_ns() / 2));
+    }
+    if (!ref.token.empty()) e.checker().must_clean(e.id(), ref, start);
+  }
+}
+
+void run_reentrant(Env& e) {
+  ReentrantLock lock(e.conn());
+  ReentrantLockOptions o;
+  o.ttl = Millis(e.w().config().ttl_ms);
+  o.drift_factor = e.w().config().drift_factor;
+  if (!lock.init(Bytes::from_cstr("R"), o).ok()) return;
+  e.checker().set_retry_min(e.id(), o.retry_min.count());
+  LeaseRef ref;
+  ref.kind = LeaseKind::kReentrant;
+  ref.key = "R";
+  ref.token.assign(reinterpret_cast<const char*>(lock.owner().data), lock.owner().size);
+  ref.handle.assign(reinterpret_cast<const char*>(lock.handle().data), lock.handle().size);
+  while (!e.w().stopping()) {
+    e.think();
+    if (e.w().stopping()) break;
+    const Nanos wait = e.pick_wait();
+    e.checker().waiting(e.id(), "R", true);
+    Status s = wait == Nanos(0) ? lock.try_acquire() : lock.acquire(wait);
+    e.checker().waiting(e.id(), "R", false);
+    if (s.ok()) {
+      ++e.w().stats().grants;
+      e.checker().granted(e.id(), "R", lock.fence());
+      report(e, lock, ref);
+      e.sleep(e.pick_hold());
+      report(e, lock, ref);
+      if (e.rng().chance(0.5)) {
+        // Re-entered: the same fence, one more level.
+        lock.acquire(Nanos(0)).ignore();
+        report(e, lock, ref);
+        e.sleep(e.pick_hold());
+        report(e, lock, ref);
+        if (e.rng().chance(0.3)) lock.extend(Millis(e.rng().log_uniform(1, 2 * e.w().config().ttl_ms))).ignore();
+        report(e, lock, ref);
+        lock.release().ignore();
+        report(e, lock, ref);
+      }
+    }
+    e.checker().unclaim(e.id(), 0);
+    for (int i = 0; i < 4 && lock.depth() > 0; ++i) {
+      if (!lock.release().ok()) e.sleep(e.rng().log_uniform(kMs, e.ttl_ns() / 2));
+    }
+  }
+  for (int i = 0; i < 8 && lock.depth() > 0; ++i) lock.release().ignore();
+}
+
+void run_cooldown(Env& e) {
+  Cooldown cd(e.conn());
+  CooldownOptions o;
+  o.period = Millis(e.w().config().period_ms);
+  if (!cd.init(Bytes::from_cstr("C"), o).ok()) return;
+  while (!e.w().stopping()) {
+    e.think();
+    if (e.w().stopping()) break;
+    const Nanos wait = e.pick_wait();
+    const Nanos w = wait == kForever ? Nanos(3 * o.period) : wait;
+    e.checker().waiting(e.id(), "C", true);
+    const Status s = w == Nanos(0) ? cd.try_enter() : cd.enter(w);
+    e.checker().waiting(e.id(), "C", false);
+    if (s.ok()) {
+      ++e.w().stats().grants;
+      e.checker().admitted(e.id(), "C");
+    }
+  }
+}
+
+void run_quota(Env& e) {
+  Quota q(e.conn());
+  QuotaOptions o;
+  o.window = Millis(e.w().config().period_ms);
+  o.limit = e.w().config().quota_max;
+  if (!q.init(Bytes::from_cstr("QT"), o).ok()) return;
+  while (!e.w().stopping()) {
+    e.think();
+    if (e.w().stopping()) break;
+    const Nanos wait = e.pick_wait();
+    const Nanos w = wait == kForever ? Nanos(3 * o.window) : wait;
+    e.checker().waiting(e.id(), "QT", true);
+    const Status s = w == Nanos(0) ? q.try_take() : q.take(w);
+    e.checker().waiting(e.id(), "QT", false);
+    if (s.ok()) {
+      ++e.w().stats().grants;
+      e.checker().admitted(e.id(), "QT");
+    }
+  }
+}
+
+}  // namespace
+
+void client_main(World& w, int client) {
+  Env e(w, client);
+  if (!e.setup()) return;
+  switch (w.config().work[static_cast<size_t>(client)]) {
+    case Work::kLock:
+      run_lock(e, false);
+      break;
+    case Work::kLockKeeper:
+      run_lock(e, true);
+      break;
+    case Work::kQuorum:
+      run_quorum(e, false);
+      break;
+    case Work::kQuorumKeeper:
+      run_quorum(e, true);
+      break;
+    case Work::kSemaphore:
+      run_semaphore(e);
+      break;
+    case Work::kReentrant:
+      run_reentrant(e);
+      break;
+    case Work::kCooldown:
+      run_cooldown(e);
+      break;
+    case Work::kQuota:
+      run_quota(e);
+      break;
+  }
+}
+
+}  // namespace sim
+}  // namespace edgelock
