@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,11 +51,22 @@ struct Options {
   bool expect_violation = false;
   bool determinism = false;
   bool quiet = false;
+  bool keep_going = false;
   double max_seconds = 0;
   uint64_t min_events = 0;
   RunOverrides o;
   std::string flags;  // to print the replay command
 };
+
+std::string work_summary(uint64_t seed, const Options& opt) {
+  const RunConfig c = RunConfig::from_seed(seed, opt.o);
+  std::string s;
+  for (Work w : c.work) {
+    const std::string n = work_name(w);
+    if (s.find(n) == std::string::npos) s += (s.empty() ? "" : ",") + n;
+  }
+  return s;
+}
 
 int work_index(const char* name) {
   for (int i = 0; i <= static_cast<int>(Work::kQuota); ++i) {
@@ -97,6 +109,13 @@ bool parse(int argc, char** argv, Options* opt) {
     } else if (a == "--delayed-restart") {
       opt->o.delayed_restart = true;
       opt->flags += " --delayed-restart";
+    } else if (a == "--strict") {
+      opt->o.strict = true;
+      opt->o.strict_cleanup = true;
+      opt->flags += " --strict";
+    } else if (a == "--strict-cleanup") {
+      opt->o.strict_cleanup = true;
+      opt->flags += " --strict-cleanup";
     } else if (a == "--no-faults") {
       opt->o.no_faults = true;
       opt->flags += " --no-faults";
@@ -108,6 +127,9 @@ bool parse(int argc, char** argv, Options* opt) {
       opt->determinism = true;
     } else if (a == "--quiet") {
       opt->quiet = true;
+    } else if (a == "--keep-going") {
+      opt->keep_going = true;
+      opt->quiet = true;
     } else {
       return false;
     }
@@ -118,6 +140,7 @@ bool parse(int argc, char** argv, Options* opt) {
 
 struct Totals {
   uint64_t runs = 0, events = 0, requests = 0, grants = 0, resets = 0, long_delays = 0, violations = 0;
+  uint64_t known_defects = 0;
   uint64_t faults[8] = {};
   double sim_s = 0;
 };
@@ -146,6 +169,7 @@ uint64_t run_one(uint64_t seed, const Options& opt, std::vector<std::unique_ptr<
   t->resets += s.resets;
   t->long_delays += s.long_delays;
   t->violations += *violated ? 1 : 0;
+  t->known_defects += s.known_defects;
   for (int k = 0; k < 8; ++k) t->faults[k] += s.faults[k];
   t->sim_s += static_cast<double>(s.sim_ns) / 1e9;
   return w.trace_hash();
@@ -168,6 +192,7 @@ int main_impl(int argc, char** argv) {
   const auto t0 = std::chrono::steady_clock::now();
   uint64_t first_bad = 0;
   std::string bad_kind;
+  std::map<std::string, uint64_t> by_kind, by_kind_count;
   for (uint64_t i = 0; i < opt.seeds || (opt.min_events && t.events < opt.min_events); ++i) {
     const uint64_t seed = opt.from + i;
     bool violated = false;
@@ -190,6 +215,12 @@ int main_impl(int argc, char** argv) {
     }
     if (opt.one) std::printf("seed %llu: trace hash %016llx\n", static_cast<unsigned long long>(seed),
                              static_cast<unsigned long long>(h));
+    if (violated && opt.keep_going) {
+      const std::string label = kind + " (" + work_summary(seed, opt) + ")";
+      if (by_kind.count(label) == 0) by_kind[label] = seed;
+      ++by_kind_count[label];
+      continue;
+    }
     if (violated && first_bad == 0) {
       first_bad = seed;
       bad_kind = kind;
@@ -211,6 +242,14 @@ int main_impl(int argc, char** argv) {
   for (int k = 0; k < 6; ++k) std::printf(" %llu %s,", static_cast<unsigned long long>(t.faults[k]), kFaultNames[k]);
   std::printf(" %llu connection resets, %llu messages delayed past the TTL\n",
               static_cast<unsigned long long>(t.resets), static_cast<unsigned long long>(t.long_delays));
+  if (t.known_defects) {
+    std::printf("leases touched by known defects (not checked; --strict checks them): %llu\n",
+                static_cast<unsigned long long>(t.known_defects));
+  }
+  for (const auto& k : by_kind) {
+    std::printf("  %llu x %s, first at seed %llu\n", static_cast<unsigned long long>(by_kind_count[k.first]),
+                k.first.c_str(), static_cast<unsigned long long>(k.second));
+  }
   if (first_bad) std::printf("first violation: seed %llu (%s)\n", static_cast<unsigned long long>(first_bad),
                              bad_kind.c_str());
   if (opt.expect_violation) return first_bad ? 0 : 1;

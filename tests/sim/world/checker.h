@@ -49,6 +49,8 @@ class Checker {
   /// one per lease a client may hold at once).
   void claim(int client, int slot, const LeaseRef& ref, int64_t end);
   void unclaim(int client, int slot);
+  /// Moves a claim's end earlier (never later).
+  void shorten(int client, int slot, int64_t end);
   /// The end of the current claim (0 if none).
   int64_t claim_end(int client, int slot) const;
   /// An acquire returned ok with this fence.
@@ -67,12 +69,14 @@ class Checker {
   void set_retry_min(int client, int64_t ns) { retry_min_[client] = ns; }
 
   // --- From the world.
+  /// `stale`: it came on a connection the client had already closed (a
+  /// command it gave up on, run late).
   void on_request(int server, int client, const std::vector<std::string>& argv, const RVal& reply,
-                  bool blocked);
+                  bool blocked, bool stale);
   void on_server_restart(int server, bool data_lost);
   /// A busy reply to an acquire reached the client; the client sends bytes.
   void on_busy_reply(int client);
-  void on_client_send(int client, const std::string& bytes);
+  void on_client_send(int client, int server, const std::string& bytes);
   void after_event();
   void at_end();
   void violation(const char* kind, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -83,12 +87,18 @@ class Checker {
   struct Claim {
     LeaseRef ref;
     int64_t end = 0;
+    // A known library defect touched this lease (see taint()): not checked
+    // unless --strict.
+    bool tainted = false;
   };
   struct Obligation {
     int client;
     LeaseRef ref;
     int64_t op_start;
-    std::vector<uint64_t> sent;  // per server; UINT64_MAX: done
+    // Per server: the connections with requests still to settle and the
+    // bytes each had sent; done[s] once they all settled and s was checked.
+    std::vector<std::vector<std::pair<int, uint64_t>>> pending;
+    std::vector<bool> done;
   };
   struct Poll {
     int64_t busy_at = -1;  // first busy reply since the last attempt (client clock)
@@ -100,13 +110,17 @@ class Checker {
   int64_t held_until(int server, const LeaseRef& ref) const;
   void check_claims();
   void check_obligations();
+  bool exempt(const Obligation& o, int server) const;
+  bool refused(const Obligation& o, int server) const;
   void check_liveness();
   void on_script(int server, int client, const std::string& name, const std::vector<std::string>& argv,
-                 const RVal& reply);
+                 const RVal& reply, bool stale);
+  void taint(int client, const std::string& token, const char* what);
 
   World& w_;
   std::map<std::pair<int, int>, Claim> claims_;
   std::map<std::string, uint64_t> last_fence_;
+  std::map<std::string, int> last_fence_client_;
   std::map<std::pair<int, std::string>, uint64_t> client_admits_, server_admits_;
   std::map<std::string, int64_t> cooldown_last_;                // key -> server ms of last admission
   std::map<std::pair<std::string, int64_t>, int> quota_window_;  // (key, window end ms) -> admissions
@@ -116,6 +130,16 @@ class Checker {
   std::string acquire_sha_[3];
   std::map<int, int64_t> retry_min_;
   std::vector<Obligation> obligations_;
+  // Releases written per (client, server), by token; and those the server
+  // refused with an error reply (NOSCRIPT after the round, OOM, ...).
+  struct ReleaseNote {
+    bool refused = false;
+    int64_t last_written = -1;
+  };
+  std::map<std::pair<int, int>, std::map<std::string, ReleaseNote>> releases_;
+  std::map<std::pair<int, std::string>, bool> tainted_;  // (client, token)
+  std::map<std::pair<int, std::string>, int64_t> token_first_sent_;  // first request with it
+  std::map<std::pair<int, std::string>, int64_t> last_release_;      // last release written
   bool data_lost_ = false;
   bool failed_ = false;
   std::string failure_kind_;

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "model/fail.h"
+#include "model/scripts.h"
 #include "world/checker.h"
 #include "world/world.h"
 
@@ -15,6 +16,28 @@ namespace sim {
 
 namespace {
 constexpr int64_t kMs = 1000000;
+
+// "EVALSHA Acquire + BLPOP": what a write carries, for the trace.
+std::string requests_summary(const uint8_t* data, size_t n) {
+  const char* p = reinterpret_cast<const char*>(data);
+  std::string out;
+  size_t off = 0;
+  std::vector<std::string> argv;
+  for (int k = 0; k < 8 && off < n; ++k) {
+    size_t used = 0;
+    if (parse_request(p + off, n - off, &argv, &used) != RParse::kComplete) break;
+    off += used;
+    if (!out.empty()) out += " + ";
+    if ((argv[0] == "EVALSHA" || argv[0] == "EVAL") && argv.size() > 1) {
+      const NativeEntry* e = find_native(argv[0] == "EVAL" ? script_sha1(argv[1]) : argv[1]);
+      out += argv[0] + " " + (e ? e->name + 1 : "?");
+    } else {
+      out += argv[0];
+    }
+  }
+  return out.empty() ? std::to_string(n) + " bytes" : out;
+}
+
 }  // namespace
 
 int64_t World::one_way_delay(bool to_server) {
@@ -98,6 +121,9 @@ void World::client_close(int id) {
   SimConn& c = conn(id);
   if (c.client_closed) return;
   c.client_closed = true;
+  bool unexecuted = !c.c2s.q.empty() || c.delivered > c.consumed;
+  for (const auto& p : server(c.server).pending) unexecuted = unexecuted || p.first == id;
+  if (unexecuted) abandoned_[key(c.client, c.server)].push_back(now_);
   c.rx.clear();
   c.s2c.q.clear();
   if (c.state == SimConn::State::kOpen && c.server_side) {
@@ -112,9 +138,10 @@ void World::client_close(int id) {
 void World::client_send(int id, const uint8_t* data, size_t n) {
   SimConn& c = conn(id);
   if (c.state != SimConn::State::kOpen || c.client_closed) model_fail("send on a connection not open");
-  sent_[key(c.client, c.server)] += n;
+  c.sent += n;
+  trace("conn %d c%d>s%d: %s", id, c.client, c.server, requests_summary(data, n).c_str());
   Chunk ch;
-  checker_->on_client_send(c.client, std::string(reinterpret_cast<const char*>(data), n));
+  checker_->on_client_send(c.client, c.server, std::string(reinterpret_cast<const char*>(data), n));
   ch.bytes.assign(reinterpret_cast<const char*>(data), n);
   ch.ready_at = now_ + one_way_delay(true);
   // Now and then a request arrives in two pieces (the server must wait).
@@ -166,7 +193,15 @@ void World::pump(int id, int dir) {
   }
 }
 
-void World::settle(SimConn& c, uint64_t n) { settled_[key(c.client, c.server)] += n; }
+void World::settle(SimConn& c, uint64_t n) { c.settled += n; }
+
+std::vector<std::pair<int, uint64_t>> World::unsettled(int client, int server) const {
+  std::vector<std::pair<int, uint64_t>> out;
+  for (const auto& p : conns_) {
+    if (p->client == client && p->server == server && p->settled < p->sent) out.emplace_back(p->id, p->sent);
+  }
+  return out;
+}
 
 void World::deliver_to_server(SimConn& c, Chunk& ch) {
   ServerProc& s = server(c.server);

@@ -111,6 +111,8 @@ RunConfig RunConfig::from_seed(uint64_t seed, const RunOverrides& o) {
   c.p_reset_after *= o.fault_scale;
   c.data_loss = o.data_loss;
   c.delayed_restart = o.delayed_restart;
+  c.strict_cleanup = o.strict_cleanup;
+  c.strict = o.strict;
   // The calm phase: long enough for every fault's leftovers to expire and
   // every waiter to be served.
   c.stop_at_ns = c.fault_phase_ns + 4 * c.ttl_ms * kMs + 2000 * kMs;

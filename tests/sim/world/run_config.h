@@ -27,6 +27,8 @@ struct RunOverrides {
   int work = -1;            // -1: from the seed, else a Work for every client
   bool data_loss = false;   // restarts may lose the data (Redlock's limit)
   bool delayed_restart = false;  // ... but stay down longer than a TTL
+  bool strict_cleanup = false;   // no exemption for abandoned single-server commands
+  bool strict = false;           // check leases touched by known defects too
   bool no_faults = false;
   double fault_scale = 1.0; // multiplies every fault rate
 };
@@ -61,6 +63,8 @@ struct RunConfig {
   double faults_per_s = 0;
   bool data_loss = false;
   bool delayed_restart = false;
+  bool strict_cleanup = false;
+  bool strict = false;
   bool print_trace = false;    // every trace line to stdout
   bool quiet = false;          // no violation report (mutation scans)
 

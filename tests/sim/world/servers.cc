@@ -83,7 +83,7 @@ class ServerSink final : public ServerCore::Sink, public ServerCore::Interceptor
     ++w_->stats_.requests;
     w_->trace("s%d c%d: %s -> %s", server_, c.client, request_text(argv).c_str(),
               blocked ? "(blocks)" : describe(reply, 60).c_str());
-    w_->checker().on_request(server_, c.client, argv, reply, blocked);
+    w_->checker().on_request(server_, c.client, argv, reply, blocked, c.client_closed);
   }
 
  private:
@@ -254,6 +254,10 @@ void World::fault_start(int index) {
       break;
     case FaultKind::kErrorReplies:
       server(f.a).error_mode = f.c;
+      // A refused release leaves the key until its TTL: as unreachable.
+      for (int c = 0; c < cfg_.clients; ++c) {
+        if (f.end > unreachable_[key(c, f.a)]) unreachable_[key(c, f.a)] = f.end;
+      }
       trace("fault: s%d replies '%.20s...' until %.3f", f.a, kInjected[f.c], static_cast<double>(f.end) / 1e6);
       break;
   }

@@ -121,6 +121,19 @@ void report(Env& e, const L& lock, const LeaseRef& ref, int slot = 0) {
   }
 }
 
+// Before a call that may shorten the lease (an extend, a reentrant release
+// that re-arms the TTL): from the moment the request may run, the lease is
+// only good until what it could set, so the application relies on no more.
+void may_shorten(Env& e, Millis ttl, int slot = 0) {
+  const int64_t old_end = e.checker().claim_end(e.id(), slot);
+  if (old_end <= e.w().now()) return;
+  const double f = e.w().config().drift_factor;
+  const Nanos valid = Nanos(ttl) - Nanos(static_cast<int64_t>(static_cast<double>(Nanos(ttl).count()) * f)) -
+                      Millis(2);
+  const int64_t could = e.end_after(valid);
+  if (could < old_end) e.checker().shorten(e.id(), slot, could);
+}
+
 // Releases as the docs say: again after an unknown outcome, a few times.
 template <typename L>
 void release_all(Env& e, L& lock, const LeaseRef& ref, int64_t op_start) {
@@ -144,10 +157,12 @@ void hold(Env& e, L& lock, const LeaseRef& ref) {
     switch (e.rng().uniform(0, 3)) {
       case 0: {
         const Millis ttl(e.rng().log_uniform(1, 3 * e.w().config().ttl_ms));
+        may_shorten(e, ttl);
         lock.extend(ttl, e.rng().chance(0.5) ? ExtendMode::kAdd : ExtendMode::kReplace).ignore();
         break;
       }
       case 1:
+        may_shorten(e, Millis(e.w().config().ttl_ms));
         lock.reacquire().ignore();
         break;
       case 2:
@@ -166,6 +181,7 @@ template <typename L>
 void keep(Env& e, L& lock, const LeaseRef& ref, LeaseKeeper& keeper) {
   if (!keeper.start().ok()) return;
   const int64_t stop = e.w().now() + e.rng().log_uniform(e.ttl_ns() / 2, 6 * e.ttl_ns());
+  uint32_t pauses = e.pauses();
   for (int i = 0; i < 100000 && e.w().now() < stop; ++i) {
     const int64_t believed = e.checker().claim_end(e.id(), 0);
     const Deadline next = keeper.next_deadline();
@@ -173,9 +189,10 @@ void keep(Env& e, L& lock, const LeaseRef& ref, LeaseKeeper& keeper) {
         next.is_never() ? stop : e.w().true_at_local(e.id(), next.when().time_since_epoch().count());
     e.sleep_until(wake < stop ? wake : stop);
     if (e.w().now() >= stop) break;
-    const uint32_t pauses = e.pauses();
     const LeaseState st = keeper.service();
+    // A process frozen since it last looked cannot hear of a loss in time.
     const bool paused = e.pauses() != pauses;
+    pauses = e.pauses();
     e.checker().keeper_report(e.id(), 0, st == LeaseState::kLost, believed, paused);
     if (st == LeaseState::kLost) {
       e.checker().unclaim(e.id(), 0);
@@ -282,7 +299,11 @@ void run_semaphore(Env& e) {
       for (int i = 0; i <= steps; ++i) {
         e.sleep(e.pick_hold());
         report(e, lease, ref);
-        if (i < steps) sem.extend(&p, Millis(e.rng().log_uniform(1, 3 * e.w().config().ttl_ms))).ignore();
+        if (i < steps) {
+          const Millis ttl(e.rng().log_uniform(1, 3 * e.w().config().ttl_ms));
+          may_shorten(e, ttl);
+          sem.extend(&p, ttl).ignore();
+        }
         report(e, lease, ref);
       }
     }
@@ -312,25 +333,35 @@ void run_reentrant(Env& e) {
     e.think();
     if (e.w().stopping()) break;
     const Nanos wait = e.pick_wait();
+    // Levels left from a cycle whose releases failed make this a re-entry
+    // (same fence): only a first level is a new grant.
+    const bool fresh = lock.depth() == 0;
     e.checker().waiting(e.id(), "R", true);
     Status s = wait == Nanos(0) ? lock.try_acquire() : lock.acquire(wait);
     e.checker().waiting(e.id(), "R", false);
     if (s.ok()) {
       ++e.w().stats().grants;
-      e.checker().granted(e.id(), "R", lock.fence());
+      if (fresh) e.checker().granted(e.id(), "R", lock.fence());
       report(e, lock, ref);
       e.sleep(e.pick_hold());
       report(e, lock, ref);
       if (e.rng().chance(0.5)) {
         // Re-entered: the same fence, one more level.
-        lock.acquire(Nanos(0)).ignore();
+        const Status again = lock.acquire(Nanos(0));
         report(e, lock, ref);
         e.sleep(e.pick_hold());
         report(e, lock, ref);
-        if (e.rng().chance(0.3)) lock.extend(Millis(e.rng().log_uniform(1, 2 * e.w().config().ttl_ms))).ignore();
+        if (e.rng().chance(0.3)) {
+          const Millis ttl(e.rng().log_uniform(1, 2 * e.w().config().ttl_ms));
+          may_shorten(e, ttl);
+          lock.extend(ttl).ignore();
+        }
         report(e, lock, ref);
-        lock.release().ignore();
-        report(e, lock, ref);
+        if (again.ok() && lock.depth() > 1) {
+          may_shorten(e, Millis(e.w().config().ttl_ms));  // the release re-arms the TTL
+          lock.release().ignore();
+          report(e, lock, ref);
+        }
       }
     }
     e.checker().unclaim(e.id(), 0);

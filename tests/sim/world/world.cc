@@ -45,9 +45,8 @@ World::World(const RunConfig& cfg, std::vector<Fiber*> fibers)
   }
   const size_t links = static_cast<size_t>(cfg.clients) * static_cast<size_t>(cfg.servers);
   link_down_until_.assign(links * 2, -1);
-  sent_.assign(links, 0);
-  settled_.assign(links, 0);
   unreachable_.assign(links, -1);
+  abandoned_.assign(links, {});
   checker_.reset(new Checker(*this));
   init_servers();
 }

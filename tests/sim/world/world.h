@@ -81,6 +81,8 @@ struct SimConn {
   Pipe c2s, s2c;
   uint64_t delivered = 0;       // bytes handed to the server process
   uint64_t consumed = 0;        // of those, parsed as requests
+  uint64_t sent = 0;            // bytes the client wrote
+  uint64_t settled = 0;         // of those, parsed by the server or lost
 };
 
 enum class FaultKind : uint8_t {
@@ -137,6 +139,7 @@ struct RunStats {
   uint64_t long_delays = 0;  // messages delayed past the TTL
   uint64_t grants = 0;       // acquire/enter/take ok (workloads)
   uint64_t violations = 0;
+  uint64_t known_defects = 0;  // leases a known defect touched (not checked)
   int64_t sim_ns = 0;
 };
 
@@ -183,13 +186,21 @@ class World {
   int64_t true_at_server_us(int s, int64_t us) const {
     return servers_[static_cast<size_t>(s)].clock.true_at(us * 1000);
   }
-  /// Bytes client c sent to server s, and of those how many the server has
-  /// parsed or the network dropped (for "once in-flight requests settle").
-  uint64_t bytes_sent(int c, int s) const { return sent_[key(c, s)]; }
-  uint64_t bytes_settled(int c, int s) const { return settled_[key(c, s)]; }
+  /// The connections from client c to server s with bytes not yet parsed
+  /// by the server nor lost, and how many bytes each has sent so far (for
+  /// "once in-flight requests settle").
+  std::vector<std::pair<int, uint64_t>> unsettled(int c, int s) const;
   /// True time of the last fault on the link c-s or server s that can keep
   /// a request from being executed (partition, reset, restart), or -1.
   int64_t last_unreachable(int c, int s) const { return unreachable_[key(c, s)]; }
+  /// Whether client c closed a connection to s with a request still
+  /// unexecuted on it (a timed-out command) at a true time in [from, to].
+  bool abandoned_between(int c, int s, int64_t from, int64_t to) const {
+    for (int64_t t : abandoned_[key(c, s)]) {
+      if (t >= from && t <= to) return true;
+    }
+    return false;
+  }
   int client_of_server_conn(int conn) const { return conns_[static_cast<size_t>(conn)]->client; }
   Checker& checker() { return *checker_; }
   /// The reply about to be sent answers an acquire with "busy".
@@ -248,8 +259,8 @@ class World {
   Prng net_rng_;
   Prng fault_rng_;
   std::vector<int64_t> link_down_until_;  // [client][server][dir 0/1]
-  mutable std::vector<uint64_t> sent_, settled_;
   mutable std::vector<int64_t> unreachable_;
+  std::vector<std::vector<int64_t>> abandoned_;
   std::unique_ptr<Checker> checker_;
   std::vector<ServerSink*> sinks_;
   bool next_reply_busy_ = false;
