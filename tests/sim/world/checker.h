@@ -20,6 +20,8 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -69,14 +71,14 @@ class Checker {
   void set_retry_min(int client, int64_t ns) { retry_min_[client] = ns; }
 
   // --- From the world.
-  /// `stale`: it came on a connection the client had already closed (a
-  /// command it gave up on, run late).
+  /// `closed_at` >= 0: it came on a connection the client had closed then
+  /// (a command it gave up on, run late).
   void on_request(int server, int client, const std::vector<std::string>& argv, const RVal& reply,
-                  bool blocked, bool stale);
+                  bool blocked, int64_t closed_at);
   void on_server_restart(int server, bool data_lost);
   /// A busy reply to an acquire reached the client; the client sends bytes.
   void on_busy_reply(int client);
-  void on_client_send(int client, int server, const std::string& bytes);
+  void on_client_send(int client, int server, int conn, const std::string& bytes);
   void after_event();
   void at_end();
   void violation(const char* kind, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -112,9 +114,11 @@ class Checker {
   void check_obligations();
   bool exempt(const Obligation& o, int server) const;
   bool refused(const Obligation& o, int server) const;
+  bool straggler(const Obligation& o, int server) const;
+  void note_release_written(int client, int server, int conn, const std::string& token);
   void check_liveness();
   void on_script(int server, int client, const std::string& name, const std::vector<std::string>& argv,
-                 const RVal& reply, bool stale);
+                 const RVal& reply, int64_t closed_at);
   void taint(int client, const std::string& token, const char* what);
 
   World& w_;
@@ -140,6 +144,12 @@ class Checker {
   std::map<std::pair<int, std::string>, bool> tainted_;  // (client, token)
   std::map<std::pair<int, std::string>, int64_t> token_first_sent_;  // first request with it
   std::map<std::pair<int, std::string>, int64_t> last_release_;      // last release written
+  std::map<std::pair<int, std::string>, int64_t> fresh_exec_;        // last run on an open connection
+  // Quorum: the connection to each server that had a request in flight
+  // when the client began releasing a token (the release must be queued
+  // behind it), and the tokens whose release each connection carried.
+  std::map<std::tuple<int, std::string, int>, int> must_queue_;  // (client, token, server) -> conn
+  std::map<int, std::set<std::string>> released_on_conn_;
   bool data_lost_ = false;
   bool failed_ = false;
   std::string failure_kind_;

@@ -77,6 +77,9 @@ int World::connect(int client, int server, int64_t deadline_true, ErrorCode* why
   }
   if (c.state == SimConn::State::kOpen) return id;
   *why = c.state == SimConn::State::kConnecting ? ErrorCode::kTimeout : ErrorCode::kConnectFailed;
+  // Whatever the cause (slow network, a server down), a request (a
+  // release) could not reach the server now.
+  unreachable_[key(client, server)] = now_;
   trace("conn %d c%d-s%d: connect %s", id, client, server,
         *why == ErrorCode::kTimeout ? "timed out" : "refused");
   client_close(id);
@@ -121,9 +124,11 @@ void World::client_close(int id) {
   SimConn& c = conn(id);
   if (c.client_closed) return;
   c.client_closed = true;
+  c.closed_at = now_;
   bool unexecuted = !c.c2s.q.empty() || c.delivered > c.consumed;
   for (const auto& p : server(c.server).pending) unexecuted = unexecuted || p.first == id;
   if (unexecuted) abandoned_[key(c.client, c.server)].push_back(now_);
+  if (unexecuted || !c.s2c.q.empty()) timed_out_[key(c.client, c.server)].push_back(now_);
   c.rx.clear();
   c.s2c.q.clear();
   if (c.state == SimConn::State::kOpen && c.server_side) {
@@ -141,7 +146,7 @@ void World::client_send(int id, const uint8_t* data, size_t n) {
   c.sent += n;
   trace("conn %d c%d>s%d: %s", id, c.client, c.server, requests_summary(data, n).c_str());
   Chunk ch;
-  checker_->on_client_send(c.client, c.server, std::string(reinterpret_cast<const char*>(data), n));
+  checker_->on_client_send(c.client, c.server, id, std::string(reinterpret_cast<const char*>(data), n));
   ch.bytes.assign(reinterpret_cast<const char*>(data), n);
   ch.ready_at = now_ + one_way_delay(true);
   // Now and then a request arrives in two pieces (the server must wait).

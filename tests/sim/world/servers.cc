@@ -83,7 +83,7 @@ class ServerSink final : public ServerCore::Sink, public ServerCore::Interceptor
     ++w_->stats_.requests;
     w_->trace("s%d c%d: %s -> %s", server_, c.client, request_text(argv).c_str(),
               blocked ? "(blocks)" : describe(reply, 60).c_str());
-    w_->checker().on_request(server_, c.client, argv, reply, blocked, c.client_closed);
+    w_->checker().on_request(server_, c.client, argv, reply, blocked, c.client_closed ? c.closed_at : -1);
   }
 
  private:

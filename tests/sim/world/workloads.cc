@@ -364,12 +364,17 @@ void run_reentrant(Env& e) {
         }
       }
     }
+    // Every level, also those whose validity ran out or whose outcome is
+    // unknown (depth() no longer counts them): until there is nothing left.
     e.checker().unclaim(e.id(), 0);
-    for (int i = 0; i < 4 && lock.depth() > 0; ++i) {
-      if (!lock.release().ok()) e.sleep(e.rng().log_uniform(kMs, e.ttl_ns() / 2));
+    for (int i = 0; i < 6; ++i) {
+      const Status r = lock.release();
+      if (r.code() == ErrorCode::kNotHeld) break;
+      if (!r.ok()) e.sleep(e.rng().log_uniform(kMs, e.ttl_ns() / 2));
     }
   }
-  for (int i = 0; i < 8 && lock.depth() > 0; ++i) lock.release().ignore();
+  for (int i = 0; i < 8 && lock.release().code() != ErrorCode::kNotHeld; ++i) {
+  }
 }
 
 void run_cooldown(Env& e) {

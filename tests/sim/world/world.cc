@@ -47,6 +47,7 @@ World::World(const RunConfig& cfg, std::vector<Fiber*> fibers)
   link_down_until_.assign(links * 2, -1);
   unreachable_.assign(links, -1);
   abandoned_.assign(links, {});
+  timed_out_.assign(links, {});
   checker_.reset(new Checker(*this));
   init_servers();
 }

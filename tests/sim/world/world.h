@@ -75,6 +75,7 @@ struct SimConn {
   int server = 0;
   State state = State::kConnecting;
   bool client_closed = false;   // the client closed it (FIN follows its bytes)
+  int64_t closed_at = -1;       // when
   bool server_side = false;     // the server process has it open
   bool server_fin = false;      // the server closed it (restart): EOF after rx
   std::string rx;               // received, not yet read by the client
@@ -196,10 +197,11 @@ class World {
   /// Whether client c closed a connection to s with a request still
   /// unexecuted on it (a timed-out command) at a true time in [from, to].
   bool abandoned_between(int c, int s, int64_t from, int64_t to) const {
-    for (int64_t t : abandoned_[key(c, s)]) {
-      if (t >= from && t <= to) return true;
-    }
-    return false;
+    return any_between(abandoned_[key(c, s)], from, to);
+  }
+  /// Whether it closed one with a reply still on its way (a timeout) then.
+  bool timed_out_between(int c, int s, int64_t from, int64_t to) const {
+    return any_between(timed_out_[key(c, s)], from, to);
   }
   int client_of_server_conn(int conn) const { return conns_[static_cast<size_t>(conn)]->client; }
   Checker& checker() { return *checker_; }
@@ -261,6 +263,13 @@ class World {
   std::vector<int64_t> link_down_until_;  // [client][server][dir 0/1]
   mutable std::vector<int64_t> unreachable_;
   std::vector<std::vector<int64_t>> abandoned_;
+  std::vector<std::vector<int64_t>> timed_out_;
+  static bool any_between(const std::vector<int64_t>& v, int64_t from, int64_t to) {
+    for (int64_t t : v) {
+      if (t >= from && t <= to) return true;
+    }
+    return false;
+  }
   std::unique_ptr<Checker> checker_;
   std::vector<ServerSink*> sinks_;
   bool next_reply_busy_ = false;
