@@ -140,7 +140,7 @@ bool parse(int argc, char** argv, Options* opt) {
 
 struct Totals {
   uint64_t runs = 0, events = 0, requests = 0, grants = 0, resets = 0, long_delays = 0, violations = 0;
-  uint64_t known_defects = 0;
+  uint64_t known_defects = 0, fence_regressions = 0;
   uint64_t faults[8] = {};
   double sim_s = 0;
 };
@@ -170,6 +170,7 @@ uint64_t run_one(uint64_t seed, const Options& opt, std::vector<std::unique_ptr<
   t->long_delays += s.long_delays;
   t->violations += *violated ? 1 : 0;
   t->known_defects += s.known_defects;
+  t->fence_regressions += s.fence_regressions;
   for (int k = 0; k < 8; ++k) t->faults[k] += s.faults[k];
   t->sim_s += static_cast<double>(s.sim_ns) / 1e9;
   return w.trace_hash();
@@ -242,6 +243,10 @@ int main_impl(int argc, char** argv) {
   for (int k = 0; k < 6; ++k) std::printf(" %llu %s,", static_cast<unsigned long long>(t.faults[k]), kFaultNames[k]);
   std::printf(" %llu connection resets, %llu messages delayed past the TTL\n",
               static_cast<unsigned long long>(t.resets), static_cast<unsigned long long>(t.long_delays));
+  if (t.fence_regressions) {
+    std::printf("fences that went back after a restart lost the counters: %llu\n",
+                static_cast<unsigned long long>(t.fence_regressions));
+  }
   if (t.known_defects) {
     std::printf("leases touched by known defects (not checked; --strict checks them): %llu\n",
                 static_cast<unsigned long long>(t.known_defects));

@@ -98,6 +98,11 @@ RunConfig RunConfig::from_seed(uint64_t seed, const RunOverrides& o) {
   c.p_reset_after = r.pick(resets);
   const double rates[] = {0, 0.5, 2, 8};
   c.faults_per_s = r.pick(rates) * 1000.0 / static_cast<double>(c.ttl_ms < 250 ? 250 : c.ttl_ms);
+  // A command (and a reconnect's three round trips: connect, AUTH, SELECT)
+  // must fit the per-command budget when the network is not delaying
+  // anything on purpose, or nothing ever works.
+  const int64_t floor_ms = 6 * c.delay_max_ns / kMs + 2;
+  if (c.command_timeout_ms < floor_ms) c.command_timeout_ms = floor_ms;
   const int64_t phases[] = {3, 6, 12};
   c.fault_phase_ns = r.pick(phases) * c.ttl_ms * kMs + 300 * kMs;
   if (o.no_faults) {

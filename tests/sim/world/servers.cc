@@ -139,6 +139,7 @@ void World::server_crash(ServerProc& s, bool lose_data) {
   }
   for (auto& p : s.pending) settle(conn(p.first), p.second.bytes.size());
   s.pending.clear();
+  if (lose_data) s.lost.reset(new Keyspace(s.core->db(cfg_.db)));
   s.core->restart(lose_data);
   s.state = ServerProc::State::kDown;
   ++s.restarts;
@@ -283,7 +284,12 @@ void World::fault_end(int index) {
     case FaultKind::kServerRestart: {
       ServerProc& s = server(f.a);
       if (s.state != ServerProc::State::kDown) break;
+      // Overlapping restarts: up again at the last one's end.
+      for (const Fault& g : faults_) {
+        if (g.kind == FaultKind::kServerRestart && g.a == f.a && g.start <= now_ && g.end > now_) return;
+      }
       s.state = ServerProc::State::kUp;
+      s.lost.reset();
       trace("fault over: s%d up again", f.a);
       break;
     }

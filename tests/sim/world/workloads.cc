@@ -1,5 +1,6 @@
 #include "world/workloads.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -247,6 +248,11 @@ void run_quorum(Env& e, bool with_keeper) {
   QuorumOptions o;
   o.ttl = Millis(e.w().config().ttl_ms);
   o.drift_factor = e.w().config().drift_factor;
+  // The default round budget (TTL / 50, at least 5 ms) must also hold a
+  // reconnect's handshake; with a few ms per round trip it cannot
+  // (docs/simulation.md, findings): use the command budget, below the TTL.
+  const int64_t budget = std::min(e.w().config().command_timeout_ms, e.w().config().ttl_ms / 2);
+  o.server_timeout = Millis(budget);
   if (!lock.init(e.conn_array(), e.w().server_count(), Bytes::from_cstr("Q"), o).ok()) return;
   e.checker().set_retry_min(e.id(), Millis(2).count());
   while (!e.w().stopping()) {

@@ -114,6 +114,10 @@ struct ServerProc {
   int error_mode = 0;                         // 0 none, else an injected error
   int64_t timer_at = -1;                      // scheduled kServerTimer
   uint32_t restarts = 0;
+  // While down after a crash that lost the data: what it held. Nothing can
+  // be granted there until it is back, so until then leases on it count as
+  // held (the checker's view); back up, it holds nothing.
+  std::unique_ptr<Keyspace> lost;
 };
 
 struct ClientProc {
@@ -141,6 +145,7 @@ struct RunStats {
   uint64_t grants = 0;       // acquire/enter/take ok (workloads)
   uint64_t violations = 0;
   uint64_t known_defects = 0;  // leases a known defect touched (not checked)
+  uint64_t fence_regressions = 0;  // after a restart that lost the counters
   int64_t sim_ns = 0;
 };
 
