@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "../integration/cli_fixture.h"
-#include "../support/delay_proxy.h"
+#include "delay_proxy.h"
 #include "../support/fake_server.h"
 
 namespace edgelock {
