@@ -111,7 +111,7 @@ int lock_command(const Options& o, Target& target) {
     if (s.code() == ErrorCode::kInvalidArgument && target.topology() == Topology::kCluster) {
       return fail("usage", kExitUsage, "KEY '%s' cannot be used in a cluster: %s", o.key, error_text(lock));
     }
-    return fail_with(s.code(), "cannot set up the lock: %s", s.to_string());
+    return fail_with(s.code(), "cannot set up the lock: %s", cause_text(s));
   }
   const int rc = run_lock_command(o, lock, target);
   if (o.stats) {

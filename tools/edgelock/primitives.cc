@@ -121,7 +121,7 @@ int semaphore(const Options& o, B& backend, Target& t) {
   so.permits = static_cast<uint32_t>(o.permits);
   so.ttl = from_ms(o.ttl_ms);
   const Status s = sem.init(Bytes::from_cstr(o.key), so);
-  if (!s.ok()) return fail_with(s.code(), "cannot set up the semaphore: %s", s.to_string());
+  if (!s.ok()) return fail_with(s.code(), "cannot set up the semaphore: %s", cause_text(s));
   const int rc = cmd_semaphore(o, t, sem);
   if (o.stats) {
     t.print_stats(o.key);
@@ -205,7 +205,7 @@ int cooldown(const Options& o, B& backend, Target& t) {
   edgelock::CooldownOptions co;
   co.period = from_ms(o.period_ms);
   const Status s = c.init(Bytes::from_cstr(o.key), co);
-  if (!s.ok()) return fail_with(s.code(), "cannot set up the cooldown: %s", s.to_string());
+  if (!s.ok()) return fail_with(s.code(), "cannot set up the cooldown: %s", cause_text(s));
   return admit(
       o, t, c, "cooldown", [&](Nanos wait, Admission* a) { return c.enter(wait, a); },
       [&](Admission* a) -> Status {
@@ -224,7 +224,7 @@ int quota(const Options& o, B& backend, Target& t) {
   qo.limit = o.quota;
   qo.window = from_ms(o.window_ms);
   const Status s = q.init(Bytes::from_cstr(o.key), qo);
-  if (!s.ok()) return fail_with(s.code(), "cannot set up the quota: %s", s.to_string());
+  if (!s.ok()) return fail_with(s.code(), "cannot set up the quota: %s", cause_text(s));
   return admit(
       o, t, q, "quota", [&](Nanos wait, Admission* a) { return q.take(wait, a); },
       [&](Admission* a) -> Status {

@@ -17,7 +17,7 @@ using edgelock::Status;
 int report_lock_error(const edgelock::QuorumLock& lock, Status s, const char* doing) {
   const char* text = error_text(lock);
   return fail_with(s.code(), "%s failed on %zu servers (quorum %zu): %s%s%s", doing, lock.size(), lock.quorum(),
-                   s.to_string(), text[0] ? ": " : "", text);
+                   cause_text(s), text[0] ? ": " : "", text);
 }
 
 namespace {
@@ -187,7 +187,7 @@ int quorum_command(const Options& o, Servers& sv, edgelock::QuorumLock& lock) {
   edgelock::QuorumOptions qo;
   qo.ttl = from_ms(o.ttl_ms);
   const Status s = lock.init(sv.ptrs, sv.n, Bytes::from_cstr(o.key), qo);
-  if (!s.ok()) return fail_with(s.code(), "cannot set up the quorum lock: %s", s.to_string());
+  if (!s.ok()) return fail_with(s.code(), "cannot set up the quorum lock: %s", cause_text(s));
   // No per-server events from a QuorumLock: the wait watches each slice.
   if (o.command == Subcommand::kRun) return cmd_run(o, lock, sv.conns[0].clock(), nullptr);
   return cmd_acquire(o, lock, sv.conns[0].clock(), nullptr);

@@ -79,6 +79,12 @@ ErrorKind error_kind(ErrorCode code) {
   }
 }
 
+const char* cause_text(edgelock::Status s) {
+  // The answer came, but after the lease (or renewal) it gave had run out.
+  if (s.code() == ErrorCode::kExpired) return "granted too late";
+  return s.to_string();
+}
+
 void set_output(const Options& o) {
   g_out.json = o.json;
   g_out.quiet = o.quiet;

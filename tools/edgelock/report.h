@@ -17,6 +17,9 @@ struct ErrorKind {
   int exit;
 };
 ErrorKind error_kind(edgelock::ErrorCode code);
+// The cause as a user reads it: the library's name for the code, except
+// where that name would mislead (kExpired: "granted too late").
+const char* cause_text(edgelock::Status s);
 
 // Output modes, set once from the options.
 void set_output(const Options& o);

@@ -196,7 +196,7 @@ int finish(const Options& o, const Lease& lease, const Child& child) {
     if (s.code() == edgelock::ErrorCode::kNotOwner) {
       return fail("lost", kExitLost, "lease on %s was lost just before %s exited", o.key, o.child_argv[0]);
     }
-    error_line("release of %s failed: %s: %s", o.key, s.to_string(), lease.error_text(lease.target.lock));
+    error_line("release of %s failed: %s: %s", o.key, cause_text(s), lease.error_text(lease.target.lock));
     notice_line("the lease on %s ends by itself within %lld ms", o.key, static_cast<long long>(o.ttl_ms));
   }
   return shell_status(child.status);

@@ -122,8 +122,8 @@ int report_error(const edgelock::Connection& conn, const char* text, Status s, c
   note_where(where);
   // Transport errors already name the server ("cannot connect to ...").
   if (std::strncmp(text, "cannot connect", 14) == 0) return fail_with(s.code(), "%s", text);
-  if (text[0]) return fail_with(s.code(), "%s failed at %s: %s: %s", doing, where, s.to_string(), text);
-  return fail_with(s.code(), "%s failed at %s: %s", doing, where, s.to_string());
+  if (text[0]) return fail_with(s.code(), "%s failed at %s: %s: %s", doing, where, cause_text(s), text);
+  return fail_with(s.code(), "%s failed at %s: %s", doing, where, cause_text(s));
 }
 
 int setup_server(const Options& o, const char* url, edgelock::Connection* conn) {
@@ -183,7 +183,7 @@ int Target::open_sentinel(const Options& o, const char* url) {
   if (!s.ok()) return bad_url(url, sentinel_->last_error());
   s = sentinel_->resolve(Deadline::after(sentinel_->clock(), co.connect_timeout + co.command_timeout));
   if (!s.ok()) {
-    return fail_with(s.code(), "no primary found through the sentinels: %s: %s", s.to_string(),
+    return fail_with(s.code(), "no primary found through the sentinels: %s: %s", cause_text(s),
                      sentinel_->last_error());
   }
   return kExitOk;
@@ -204,7 +204,7 @@ int Target::open_cluster(const Options& o, const char* url) {
   s = cluster_->refresh(d);
   if (s.ok()) s = cluster_->connect_primaries(d);
   if (!s.ok()) {
-    return fail_with(s.code(), "cannot reach the cluster: %s: %s", s.to_string(), cluster_->last_error());
+    return fail_with(s.code(), "cannot reach the cluster: %s: %s", cause_text(s), cluster_->last_error());
   }
   return kExitOk;
 }

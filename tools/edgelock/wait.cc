@@ -70,7 +70,7 @@ void ServerWatch::saw(edgelock::Status s) {
   const Nanos budget = answered_at_ + from_ms(o_.server_wait_ms) - now;
   const Nanos left = min_of(budget, wait_end_.remaining(clock_));
   if (told_ || !transient(s.code()) || left <= Nanos::zero()) return;
-  const char* why = s.code() == ErrorCode::kExpired ? "grants arrive after their lease ran out" : s.to_string();
+  const char* why = s.code() == ErrorCode::kExpired ? "grants arrive after their lease ran out" : cause_text(s);
   notice_line("%s: the server is not answering in time (%s); retrying for up to %lld ms (%s)", o_.key, why,
               to_ms(left), budget <= left ? "--server-wait" : "--wait");
   told_ = true;
