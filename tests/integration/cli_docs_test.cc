@@ -4,7 +4,6 @@
 // "Examples in these docs are tested"): fenced blocks, `$ ` prompts,
 // `# exit N`, `# not run: REASON`, `<name>` and `...` in outputs, URLs
 // replaced by test servers of the same kind. One test per block.
-#include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -24,6 +23,7 @@
 #include <vector>
 
 #include "cli_fixture.h"
+#include "../support/doc_examples.h"
 #include "../support/redis_topology.h"
 
 namespace edgelock {
@@ -35,155 +35,11 @@ using test::slowdown;
 
 constexpr const char* kPassword = "docs-test-pw";
 
-struct Command {
-  int line = 0;
-  std::string text;  // without the prompt
-  bool prompted = false;
-  int exit = 0;
-  std::string not_run;            // the reason, if marked
-  std::vector<std::string> shown;  // output lines shown after it
-};
-
-struct Block {
-  std::string file;
-  int line = 0;  // of the opening fence
-  std::vector<Command> commands;
-};
-
-const std::regex kCommandLine(R"(^(\$ )?((?:[A-Z_][A-Z0-9_]*=\S*\s+)*edgelock(\s.*)?)$)");
-const std::regex kExitNote(R"(\s#\s*exit\s+(\d+)\s*$)");
-const std::regex kNotRunNote(R"(\s#\s*not run:\s*(\S.*)$)");
-
-std::string strip_indent(const std::string& line, size_t indent) {
-  size_t i = 0;
-  while (i < indent && i < line.size() && line[i] == ' ') ++i;
-  return line.substr(i);
-}
-
-// The commands of one block's lines (`first` is the line number of the
-// first). In a block with `$ ` prompts only prompted lines are commands
-// (an output line may start with "edgelock "), and the lines after one
-// are its output.
-std::vector<Command> parse_commands(const std::vector<std::string>& lines, int first) {
-  bool prompted = false;
-  for (const std::string& l : lines) {
-    std::smatch m;
-    if (std::regex_match(l, m, kCommandLine) && m[1].matched) prompted = true;
-  }
-  std::vector<Command> commands;
-  bool ours = false;  // the lines after a command of ours are its output
-  for (size_t i = 0; i < lines.size(); ++i) {
-    const std::string& line = lines[i];
-    std::smatch m;
-    const bool command = std::regex_match(line, m, kCommandLine) && m[1].matched == prompted;
-    if (command) {
-      Command c;
-      c.line = first + static_cast<int>(i);
-      c.prompted = prompted;
-      c.text = m[2].str();
-      std::smatch note;
-      if (std::regex_search(c.text, note, kExitNote)) c.exit = std::stoi(note[1].str());
-      if (std::regex_search(c.text, note, kNotRunNote)) c.not_run = note[1].str();
-      commands.push_back(c);
-      ours = true;
-    } else if (line.rfind("$ ", 0) == 0) {
-      ours = false;  // another program's command: its output is not ours
-    } else if (ours && prompted && !line.empty()) {
-      commands.back().shown.push_back(line);
-    }
-  }
-  return commands;
-}
-
-// The fenced blocks of one markdown file and the commands in each.
-std::vector<Block> parse_blocks(const std::string& file, const std::string& text) {
-  std::vector<Block> blocks;
-  std::istringstream in(text);
-  std::string raw;
-  int n = 0;
-  bool inside = false, skip = false;
-  size_t indent = 0;
-  int opened = 0;
-  std::vector<std::string> lines;
-  while (std::getline(in, raw)) {
-    ++n;
-    const size_t first = raw.find_first_not_of(' ');
-    const bool fence = first != std::string::npos && raw.compare(first, 3, "```") == 0;
-    if (fence && !inside) {
-      inside = true;
-      indent = first;
-      skip = raw.substr(first + 3) == "text";
-      opened = n;
-      lines.clear();
-    } else if (fence) {
-      inside = false;
-      Block b{file, opened, skip ? std::vector<Command>() : parse_commands(lines, opened + 1)};
-      if (!b.commands.empty()) blocks.push_back(b);
-    } else if (inside) {
-      lines.push_back(strip_indent(raw, indent));
-    }
-  }
-  return blocks;
-}
-
-// gtest prints a block by where it is.
-void PrintTo(const Block& b, std::ostream* os) { *os << b.file << ":" << b.line; }
+using Vars = std::map<std::string, std::string>;
 
 std::string source_root() {
   const char* root = std::getenv("EDGELOCK_SOURCE_ROOT");
   return root ? root : "";
-}
-
-std::vector<Block> all_blocks() {
-  std::vector<std::string> files = {"README.md"};
-  const std::string docs = source_root() + "/docs";
-  if (DIR* d = opendir(docs.c_str())) {
-    std::vector<std::string> names;
-    while (dirent* e = readdir(d)) {
-      const std::string name = e->d_name;
-      if (name.size() > 3 && name.compare(name.size() - 3, 3, ".md") == 0) names.push_back("docs/" + name);
-    }
-    closedir(d);
-    std::sort(names.begin(), names.end());
-    files.insert(files.end(), names.begin(), names.end());
-  }
-  std::vector<Block> blocks;
-  for (const std::string& f : files) {
-    for (Block& b : parse_blocks(f, slurp(source_root() + "/" + f))) blocks.push_back(b);
-  }
-  return blocks;
-}
-
-// A shown output line as a regular expression: `<name>` is one word (its
-// value captured under that name), `...` any text, the rest literal.
-std::string to_pattern(const std::string& shown, std::vector<std::string>* names) {
-  static const std::regex placeholder(R"(^<([A-Za-z][A-Za-z0-9_-]*)>)");
-  std::string re;
-  for (size_t i = 0; i < shown.size();) {
-    std::smatch m;
-    const std::string rest = shown.substr(i);
-    if (std::regex_search(rest, m, placeholder)) {
-      names->push_back(m[1].str());
-      re += "([^ \",]+)";
-      i += m[0].length();
-    } else if (shown.compare(i, 3, "...") == 0) {
-      re += ".*";
-      i += 3;
-    } else {
-      if (std::strchr("\\^$.|?*+()[]{}", shown[i])) re += '\\';
-      re += shown[i];
-      ++i;
-    }
-  }
-  return re;
-}
-
-bool match_line(const std::string& shown, const std::string& actual, std::map<std::string, std::string>* vars) {
-  std::vector<std::string> names;
-  std::smatch m;
-  if (!std::regex_match(actual, m, std::regex(to_pattern(shown, &names)))) return false;
-  for (size_t i = 0; i < names.size(); ++i) (*vars)[names[i]] = m[i + 1].str();
-  return true;
 }
 
 std::vector<std::string> lines_of(const std::string& text) {
@@ -209,7 +65,7 @@ bool write_script(const std::string& path, const std::string& body) {
   return f.good() && chmod(path.c_str(), 0755) == 0;
 }
 
-class CliDocs : public ::testing::TestWithParam<Block> {
+class CliDocs : public ::testing::TestWithParam<test::DocBlock> {
  protected:
   static void SetUpTestSuite() {
     char tmpl[] = "/tmp/edgelock-docs-test-XXXXXX";
@@ -265,7 +121,9 @@ class CliDocs : public ::testing::TestWithParam<Block> {
   bool substitute_urls(std::string* text, bool* topology);
   // Stubs for a COMMAND after "--" that does not exist here.
   bool stub_command(const std::string& text);
-  void run_command(const Command& c, std::map<std::string, std::string>* vars);
+  bool prepare(const test::DocCommand& c, const Vars& vars, std::string* text, bool* topology);
+  bool execute(bool topology, struct Ran* r);
+  void run_command(const test::DocCommand& c, Vars* vars);
 
   inline static std::string dir_;
   inline static std::vector<std::unique_ptr<test::RedisServer>> servers_;
@@ -335,24 +193,37 @@ bool CliDocs::stub_command(const std::string& text) {
   return std::system(("mkdir -p '" + parent + "'").c_str()) == 0 && write_script(path, "exit 0");
 }
 
-void CliDocs::run_command(const Command& c, std::map<std::string, std::string>* vars) {
-  std::string text = c.text;
-  // Values shown earlier in the block.
+// What one command did.
+struct Ran {
+  std::string text;  // the line as run (values and URLs filled in)
+  int rc = -1;
+  std::string out, err;
+  std::string where() const { return "ran: " + text + "\nstdout:\n" + out + "stderr:\n" + err; }
+};
+
+// The line with shown values and test back ends filled in.
+bool CliDocs::prepare(const test::DocCommand& c, const Vars& vars, std::string* text, bool* topology) {
+  *text = c.text;
   static const std::regex ref(R"(<([A-Za-z][A-Za-z0-9_-]*)>)");
   std::smatch m;
-  while (std::regex_search(text, m, ref)) {
-    const auto v = vars->find(m[1].str());
-    ASSERT_NE(v, vars->end()) << "line " << c.line << " uses " << m[0] << " before an output shows it";
-    text.replace(static_cast<size_t>(m.position()), static_cast<size_t>(m.length()), v->second);
+  while (std::regex_search(*text, m, ref)) {
+    const auto v = vars.find(m[1].str());
+    if (v == vars.end()) {
+      ADD_FAILURE() << "line " << c.line << " uses " << m[0] << " before an output shows it";
+      return false;
+    }
+    text->replace(static_cast<size_t>(m.position()), static_cast<size_t>(m.length()), v->second);
   }
-  bool topology = false;
-  ASSERT_TRUE(substitute_urls(&text, &topology)) << "line " << c.line;
-  ASSERT_TRUE(ensure_servers(1));
-  if (!topology) {
+  if (!substitute_urls(text, topology) || !ensure_servers(1)) return false;
+  if (!*topology) {
     static const std::regex secret(R"(\b(EDGELOCK_PASSWORD|REDISCLI_AUTH)=\S+)");
-    text = std::regex_replace(text, secret, std::string("$1=") + kPassword);
+    *text = std::regex_replace(*text, secret, std::string("$1=") + kPassword);
   }
-  ASSERT_TRUE(stub_command(text)) << "line " << c.line;
+  return stub_command(*text);
+}
+
+// Runs `text` with sh -c in the scratch directory (bounded: 30 s).
+bool CliDocs::execute(bool topology, Ran* r) {
   const std::string out = dir_ + "/out", err = dir_ + "/err";
   const int64_t t0 = now_ms();
   const pid_t pid = fork();
@@ -369,7 +240,7 @@ void CliDocs::run_command(const Command& c, std::map<std::string, std::string>* 
     }
     unsetenv("REDISCLI_AUTH");
     if (!freopen(out.c_str(), "w", stdout) || !freopen(err.c_str(), "w", stderr)) _exit(99);
-    execl("/bin/sh", "sh", "-c", text.c_str(), static_cast<char*>(nullptr));
+    execl("/bin/sh", "sh", "-c", r->text.c_str(), static_cast<char*>(nullptr));
     _exit(98);
   }
   int status = 0;
@@ -377,37 +248,49 @@ void CliDocs::run_command(const Command& c, std::map<std::string, std::string>* 
     if (now_ms() - t0 > 30000 * slowdown()) {
       kill(-pid, SIGKILL);
       waitpid(pid, &status, 0);
-      ADD_FAILURE() << "line " << c.line << " overran 30 s: " << c.text;
-      return;
+      return false;
     }
     usleep(2000);
   }
-  const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  const std::string got_out = slurp(out), got_err = slurp(err);
-  const std::string where = "line " + std::to_string(c.line) + ": " + c.text + "\nran: " + text +
-                            "\nstdout:\n" + got_out + "stderr:\n" + got_err;
-  EXPECT_EQ(rc, c.exit) << where;
-  if (!c.prompted) return;
+  r->rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r->out = slurp(out);
+  r->err = slurp(err);
+  return true;
+}
+
+// stdout has exactly the shown lines; the shown stderr lines appear in
+// order among stderr's.
+void check_output(const test::DocCommand& c, const Ran& r, Vars* vars) {
   std::vector<std::string> shown_out, shown_err;
   for (const std::string& s : c.shown) (s.rfind("edgelock: ", 0) == 0 ? shown_err : shown_out).push_back(s);
-  const std::vector<std::string> actual_out = lines_of(got_out), actual_err = lines_of(got_err);
-  ASSERT_EQ(actual_out.size(), shown_out.size()) << "stdout lines; " << where;
+  const std::vector<std::string> actual_out = lines_of(r.out), actual_err = lines_of(r.err);
+  ASSERT_EQ(actual_out.size(), shown_out.size()) << "stdout lines; " << r.where();
   for (size_t i = 0; i < shown_out.size(); ++i) {
-    EXPECT_TRUE(match_line(shown_out[i], actual_out[i], vars)) << "shown: " << shown_out[i] << "\n" << where;
+    EXPECT_TRUE(test::match_shown(shown_out[i], actual_out[i], vars)) << "shown: " << shown_out[i] << "\n"
+                                                                       << r.where();
   }
   size_t next = 0;
   for (const std::string& s : shown_err) {
-    while (next < actual_err.size() && !match_line(s, actual_err[next], vars)) ++next;
-    EXPECT_LT(next, actual_err.size()) << "stderr lacks: " << s << "\n" << where;
+    while (next < actual_err.size() && !test::match_shown(s, actual_err[next], vars)) ++next;
+    EXPECT_LT(next, actual_err.size()) << "stderr lacks: " << s << "\n" << r.where();
     ++next;
   }
 }
 
+void CliDocs::run_command(const test::DocCommand& c, Vars* vars) {
+  Ran r;
+  bool topology = false;
+  ASSERT_TRUE(prepare(c, *vars, &r.text, &topology)) << c.text;
+  ASSERT_TRUE(execute(topology, &r)) << "overran 30 s: " << c.text;
+  EXPECT_EQ(r.rc, c.exit) << r.where();
+  if (c.prompted) check_output(c, r, vars);
+}
+
 TEST_P(CliDocs, CommandsRunAsShown) {
-  const Block& b = GetParam();
+  const test::DocBlock& b = GetParam();
   flush_all();
-  std::map<std::string, std::string> vars;
-  for (const Command& c : b.commands) {
+  Vars vars;
+  for (const test::DocCommand& c : b.commands) {
     SCOPED_TRACE(b.file + ":" + std::to_string(c.line));
     if (!c.not_run.empty()) continue;
     run_command(c, &vars);
@@ -415,7 +298,7 @@ TEST_P(CliDocs, CommandsRunAsShown) {
   }
 }
 
-std::string block_name(const ::testing::TestParamInfo<Block>& info) {
+std::string block_name(const ::testing::TestParamInfo<test::DocBlock>& info) {
   std::string name = info.param.file + "_" + std::to_string(info.param.line);
   for (char& ch : name) {
     if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
@@ -423,17 +306,17 @@ std::string block_name(const ::testing::TestParamInfo<Block>& info) {
   return name;
 }
 
-INSTANTIATE_TEST_SUITE_P(Docs, CliDocs, ::testing::ValuesIn(all_blocks()), block_name);
+INSTANTIATE_TEST_SUITE_P(Docs, CliDocs, ::testing::ValuesIn(test::doc_blocks(source_root())), block_name);
 
 // The extraction itself: the docs have examples, and the convention's
 // markers are read.
 TEST(CliDocsExtraction, FindsTheExamples) {
-  const std::vector<Block> blocks = all_blocks();
+  const std::vector<test::DocBlock> blocks = test::doc_blocks(source_root());
   size_t commands = 0, not_run = 0, with_output = 0, failing = 0;
   std::set<std::string> files;
-  for (const Block& b : blocks) {
+  for (const test::DocBlock& b : blocks) {
     files.insert(b.file);
-    for (const Command& c : b.commands) {
+    for (const test::DocCommand& c : b.commands) {
       ++commands;
       not_run += !c.not_run.empty();
       with_output += !c.shown.empty();
@@ -446,7 +329,7 @@ TEST(CliDocsExtraction, FindsTheExamples) {
   EXPECT_GE(with_output, 10u);
   EXPECT_GE(failing, 5u);
   EXPECT_GE(not_run, 1u);
-  const std::vector<Block> fake = parse_blocks("x.md",
+  const std::vector<test::DocBlock> fake = test::parse_doc_blocks("x.md",
                                                "```text\nedgelock synopsis\n```\n"
                                                "```console\n$ edgelock -w 0 acquire k   # exit 1\n"
                                                "edgelock: busy\nedgelock <a> <b>\n$ ls\nnot ours\n```\n"
@@ -457,10 +340,10 @@ TEST(CliDocsExtraction, FindsTheExamples) {
   EXPECT_EQ(fake[0].commands[0].shown, (std::vector<std::string>{"edgelock: busy", "edgelock <a> <b>"}));
   EXPECT_EQ(fake[1].commands[0].not_run, "why");
   std::map<std::string, std::string> vars;
-  EXPECT_TRUE(match_line("<token> <fence>", "abc 17", &vars));
+  EXPECT_TRUE(test::match_shown("<token> <fence>", "abc 17", &vars));
   EXPECT_EQ(vars["token"], "abc");
-  EXPECT_FALSE(match_line("held <ms>", "free", &vars));
-  EXPECT_TRUE(match_line("{\"a\":<n>,...}", "{\"a\":3,\"b\":true}", &vars));
+  EXPECT_FALSE(test::match_shown("held <ms>", "free", &vars));
+  EXPECT_TRUE(test::match_shown("{\"a\":<n>,...}", "{\"a\":3,\"b\":true}", &vars));
 }
 
 }  // namespace
