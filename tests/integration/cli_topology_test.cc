@@ -137,6 +137,17 @@ TEST_F(CliSentinel, LockSubcommandsAndExitCodes) {
 
 TEST_F(CliSentinel, RunKeepsTheLeasePastItsTtl) { run_keeps_the_lease(*this, setup_->url()); }
 
+// --wait-replicas: the grant counts once the replica has it.
+TEST_F(CliSentinel, WaitReplicasConfirmsWithTheReplica) {
+  Outcome a = run_cli({"--wait-replicas", "1", "acquire", "valve"}, {}, setup_->url());
+  ASSERT_EQ(a.rc, 0) << a.err;
+  EXPECT_EQ(get_on(setup_->replica().port(), "valve"), first_word(a.out)) << "on the replica before it was reported";
+  Outcome two = run_cli({"--json", "--wait-replicas", "2", "-t", "2000", "acquire", "hatch"}, {}, setup_->url());
+  EXPECT_EQ(two.rc, 3) << "only one replica: " << two.err;
+  EXPECT_TRUE(has(two.out, "{\"error\":\"no_quorum\",\"exit\":3")) << two.out;
+  EXPECT_EQ(primary_value("hatch"), "") << "an unconfirmed grant is handed back";
+}
+
 TEST_F(CliSentinel, SemaphoreAndCooldown) { primitives(*this, setup_->url(), "redis-sentinel://"); }
 
 TEST_F(CliSentinel, PasswordComesFromTheEnvironment) {
@@ -236,6 +247,14 @@ TEST_F(CliCluster, LockSubcommandsAndExitCodes) {
   Outcome bad = run_cli({"acquire", "a{b"}, {}, setup_->url());
   EXPECT_EQ(bad.rc, 2) << "companion keys would land in another slot: " << bad.err;
   EXPECT_TRUE(has(bad.err, "cannot be used in a cluster")) << bad.err;
+}
+
+// A cluster without replicas cannot confirm a grant with one.
+TEST_F(CliCluster, WaitReplicasWithoutReplicasFailsClosed) {
+  Outcome o = run_cli({"--json", "--wait-replicas", "1", "-t", "2000", "acquire", "valve"}, {}, setup_->url());
+  EXPECT_EQ(o.rc, 3) << o.err;
+  EXPECT_TRUE(has(o.out, "{\"error\":\"no_quorum\",\"exit\":3")) << o.out;
+  EXPECT_EQ(value("valve"), "") << "an unconfirmed grant is handed back";
 }
 
 TEST_F(CliCluster, RunKeepsTheLeasePastItsTtl) { run_keeps_the_lease(*this, setup_->url()); }

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <type_traits>
 
 #include "handles.h"
 #include "report.h"
@@ -66,8 +67,9 @@ int lock_error(const Options& o, const LockT& lock, edgelock::Status s, const ch
 // grant may have landed with its reply lost.
 template <typename LockT>
 int acquire(const Options& o, LockT& lock, edgelock::Clock& clock, edgelock::Connection* conn) {
+  constexpr bool quorum = std::is_same<LockT, edgelock::QuorumLock>::value;
   const WaitResult r = bounded_acquire(
-      o, clock, conn, [&](edgelock::Nanos wait) { return lock.acquire(wait); },
+      o, clock, conn, quorum, [&](edgelock::Nanos wait) { return lock.acquire(wait); },
       [&]() { lock.release().ignore(); });
   if (r.status.ok()) return kExitOk;
   const int rc = lock_error(o, lock, r.status, "acquire");

@@ -96,7 +96,7 @@ int cmd_semaphore(const Options& o, Target& t, Semaphore& sem) {
   // Within --wait and --server-wait; a failure with the permit's fate
   // unknown hands it back (fail closed).
   const WaitResult r = bounded_acquire(
-      o, t.clock(), t.direct(), [&](Nanos wait) { return sem.acquire(&permit, wait); },
+      o, t.clock(), t.direct(), false, [&](Nanos wait) { return sem.acquire(&permit, wait); },
       [&]() {
         if (permit.id_len > 0) sem.release(&permit).ignore();
       });

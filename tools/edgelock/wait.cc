@@ -22,7 +22,8 @@ bool answered(ErrorCode code) {
   return code == ErrorCode::kOk || code == ErrorCode::kBusy || code == ErrorCode::kNotOwner;
 }
 
-bool transient(ErrorCode code) {
+bool transient(ErrorCode code, bool quorum) {
+  if (code == ErrorCode::kNoQuorum) return quorum;
   switch (code) {
     case ErrorCode::kTimeout:
     case ErrorCode::kIo:
@@ -31,7 +32,6 @@ bool transient(ErrorCode code) {
     case ErrorCode::kNotConnected:
     case ErrorCode::kLoading:
     case ErrorCode::kServerBusy:
-    case ErrorCode::kNoQuorum:
     case ErrorCode::kIndeterminate:
     case ErrorCode::kExpired:  // granted after the lease ran out: too slow to use
       return true;
@@ -40,10 +40,11 @@ bool transient(ErrorCode code) {
   }
 }
 
-ServerWatch::ServerWatch(const Options& o, edgelock::Clock& clock, edgelock::Connection* conn)
+ServerWatch::ServerWatch(const Options& o, edgelock::Clock& clock, edgelock::Connection* conn, bool quorum)
     : o_(o),
       clock_(clock),
       conn_(conn),
+      quorum_(quorum),
       wait_end_(edgelock::Deadline::after(clock, o.wait_ms == kForeverMs ? edgelock::kForever
                                                                            : Nanos(from_ms(o.wait_ms)))),
       answered_at_(clock.now()) {
@@ -69,7 +70,7 @@ void ServerWatch::saw(edgelock::Status s) {
   }
   const Nanos budget = answered_at_ + from_ms(o_.server_wait_ms) - now;
   const Nanos left = min_of(budget, wait_end_.remaining(clock_));
-  if (told_ || !transient(s.code()) || left <= Nanos::zero()) return;
+  if (told_ || !transient(s.code(), quorum_) || left <= Nanos::zero()) return;
   const char* why = s.code() == ErrorCode::kExpired ? "grants arrive after their lease ran out" : cause_text(s);
   notice_line("%s: the server is not answering in time (%s); retrying for up to %lld ms (%s)", o_.key, why,
               to_ms(left), budget <= left ? "--server-wait" : "--wait");
@@ -85,7 +86,7 @@ Nanos ServerWatch::next_slice() const {
 
 bool ServerWatch::go_on(edgelock::Status s, WaitResult* out) {
   if (!conn_) saw(s);  // with the hook, every attempt was seen already
-  if (!answered(s.code()) && !transient(s.code())) return false;
+  if (!answered(s.code()) && !transient(s.code(), quorum_)) return false;
   if (wait_end_.expired(clock_)) return false;
   const Nanos silent = clock_.now() - answered_at_;
   if (silent >= from_ms(o_.server_wait_ms)) {

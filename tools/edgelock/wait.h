@@ -18,8 +18,10 @@ namespace cli {
 
 // The server gave a usable answer: granted, or held by someone else.
 bool answered(edgelock::ErrorCode code);
-// No usable answer yet, worth another try within the bounds.
-bool transient(edgelock::ErrorCode code);
+// No usable answer yet, worth another try within the bounds. kNoQuorum is
+// one for a quorum lock (too few servers answered), not for replicas that
+// did not confirm a grant (--wait-replicas): that would fail the same.
+bool transient(edgelock::ErrorCode code, bool quorum);
 
 // The end of a bounded wait.
 struct WaitResult {
@@ -32,8 +34,9 @@ struct WaitResult {
 // hook (every attempt, single server) or from each slice's result.
 class ServerWatch {
  public:
-  // `conn` may be null (the library reports no per-server events).
-  ServerWatch(const Options& o, edgelock::Clock& clock, edgelock::Connection* conn);
+  // `conn` may be null (the library reports no per-server events);
+  // `quorum`: waiting for a QuorumLock.
+  ServerWatch(const Options& o, edgelock::Clock& clock, edgelock::Connection* conn, bool quorum);
   ~ServerWatch();
   ServerWatch(const ServerWatch&) = delete;
   ServerWatch& operator=(const ServerWatch&) = delete;
@@ -51,6 +54,7 @@ class ServerWatch {
   const Options& o_;
   edgelock::Clock& clock_;
   edgelock::Connection* conn_;
+  bool quorum_;
   edgelock::Deadline wait_end_;
   edgelock::TimePoint answered_at_;
   bool told_ = false;  // "not answering" printed for this silence
@@ -62,9 +66,9 @@ class ServerWatch {
 // (a grant whose reply was lost) while its token is still known: the next
 // slice draws a new one.
 template <typename AttemptFn, typename CleanUpFn>
-WaitResult bounded_acquire(const Options& o, edgelock::Clock& clock, edgelock::Connection* conn,
+WaitResult bounded_acquire(const Options& o, edgelock::Clock& clock, edgelock::Connection* conn, bool quorum,
                            AttemptFn attempt, CleanUpFn clean_up) {
-  ServerWatch watch(o, clock, conn);
+  ServerWatch watch(o, clock, conn, quorum);
   WaitResult r;
   // Every slice takes at least one round trip or sleep; the count is a
   // second guard on top of the time bounds.
