@@ -100,7 +100,7 @@ Lease lease_of(LockT& lock, edgelock::Clock& clock) {
 
 // The semaphore permit as a lease: renewed by the keeper, released after
 // COMMAND.
-template <typename Sem, typename PermitLeaseT>
+template <typename PermitLeaseT>
 Lease permit_lease_of(PermitLeaseT& pl, edgelock::Clock& clock) {
   Lease l;
   l.target = edgelock::lease_target(pl);

@@ -111,7 +111,7 @@ int cmd_semaphore(const Options& o, Target& t, Semaphore& sem) {
   edgelock::PermitLease pl;
   pl.semaphore = &sem;
   pl.permit = &permit;
-  return run_child(o, permit_lease_of<Semaphore>(pl, t.clock()));
+  return run_child(o, permit_lease_of(pl, t.clock()));
 }
 
 template <typename B>
