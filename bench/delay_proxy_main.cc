@@ -22,7 +22,8 @@ int main(int argc, char** argv) {
   }
   const double delay_ms = std::atof(argv[1]);
   if (!(delay_ms >= 0 && delay_ms <= 10000)) return 2;
-  const edgelock::Nanos delay = static_cast<edgelock::Nanos>(delay_ms * 1e6);
+  const std::chrono::duration<double, std::milli> ms(delay_ms);
+  const edgelock::Nanos delay = std::chrono::duration_cast<edgelock::Nanos>(ms);
   std::vector<std::unique_ptr<edgelock::test::DelayProxy>> proxies;
   for (int i = 2; i < argc; ++i) {
     const int upstream = std::atoi(argv[i]);

@@ -58,11 +58,11 @@ bool open_lock(const Args& a, edgelock::Connection& conn, edgelock::Lock& lock) 
     return false;
   }
   edgelock::LockOptions o;
-  o.ttl_ms = a.ttl_ms;
+  o.ttl = edgelock::Millis(a.ttl_ms);
   o.wake_on_release = !a.no_wake;
   if (!lock.init(edgelock::Bytes::from_cstr(a.key), o).ok()) return false;
   // Warm-up: the scripts get cached on the server (EVALSHA from here on).
-  if (!lock.acquire(edgelock::millis(30000)).ok() || !lock.release().ok()) {
+  if (!lock.acquire(edgelock::Millis(30000)).ok() || !lock.release().ok()) {
     std::fprintf(stderr, "warm-up cycle failed: %s\n", conn.last_error());
     return false;
   }
@@ -143,7 +143,7 @@ int client(const Args& a, Shared& sh, long hold_us, int me, bool handoff) {
   if (!ok) return 1;
   for (long i = 0; i < 10 * a.cycles + 1000; ++i) {
     const int64_t t0 = now_ns();
-    if (!lock.acquire(edgelock::millis(30000)).ok()) {
+    if (!lock.acquire(edgelock::Millis(30000)).ok()) {
       sh.errors.fetch_add(1);
       break;
     }

@@ -22,10 +22,10 @@ int run_quorum(const Args& a, Histogram& latency) {
   }
   static edgelock::QuorumLock lock;
   edgelock::QuorumOptions o;
-  o.ttl_ms = a.ttl_ms;
+  o.ttl = edgelock::Millis(a.ttl_ms);
   o.fencing = !a.no_fencing;
   if (!lock.init(ptrs, static_cast<size_t>(a.nurls), edgelock::Bytes::from_cstr(a.key), o).ok()) return 1;
-  if (!lock.acquire(edgelock::millis(30000)).ok() || !lock.release().ok()) {
+  if (!lock.acquire(edgelock::Millis(30000)).ok() || !lock.release().ok()) {
     std::fprintf(stderr, "warm-up cycle failed: %s\n", lock.connection_error());
     return 1;
   }

@@ -6,6 +6,7 @@
 // matter: no exceptions, monotonic time, a lease it cannot prove is treated
 // as lost.
 
+#include <chrono>
 #include <cstdint>
 
 #include "edgelock/edgelock.h"
@@ -25,6 +26,14 @@ constexpr int kExitNotOwner = 5;    // release/extend with a stale token
 constexpr int kMaxUrls = 16;
 
 enum class Subcommand { kNone, kRun, kAcquire, kRelease, kExtend, kStatus, kSemaphore, kCooldown };
+
+// The flags count whole milliseconds; the library takes std::chrono
+// durations. These convert at that boundary.
+inline edgelock::Millis from_ms(int64_t ms) { return edgelock::Millis(ms); }
+// For printing: whole ms, rounded down (a validity is never overstated).
+inline long long to_ms(edgelock::Nanos d) {
+  return static_cast<long long>(std::chrono::floor<edgelock::Millis>(d).count());
+}
 
 struct Options {
   const char* urls[kMaxUrls] = {};

@@ -27,7 +27,7 @@ void print_json_lock(const Options& o, const LockT& lock, bool with_fence) {
   print_json_string(reinterpret_cast<const char*>(lock.token().data), lock.token().size);
   if (with_fence) std::printf(",\"fence\":%llu", static_cast<unsigned long long>(lock.fence()));
   std::printf(",\"ttl_ms\":%lld,\"validity_ms\":%lld,\"held\":%s}\n", static_cast<long long>(o.ttl_ms),
-              static_cast<long long>(edgelock::to_millis(lock.remaining())), lock.held() ? "true" : "false");
+              to_ms(lock.remaining()), lock.held() ? "true" : "false");
 }
 
 template <typename LockT>
@@ -38,7 +38,7 @@ int lock_error(const Options& o, const LockT& lock, edgelock::Status s, const ch
   } else if (s.code() == ErrorCode::kBusy) {
     if (o.wait_ms == 0) {
       notice_line(o, "%s is held by another owner (%lld ms left)", o.key,
-                  static_cast<long long>(lock.busy_ttl_ms()));
+                  to_ms(lock.busy_ttl()));
     } else {
       notice_line(o, "%s not acquired within %lld ms", o.key, static_cast<long long>(o.wait_ms));
     }

@@ -44,7 +44,7 @@ edgelock::Nanos command_budget(int64_t ttl_ms) {
   int64_t ms = ttl_ms / 4;
   if (ms > 2000) ms = 2000;
   if (ms < 5) ms = 5;
-  return edgelock::millis(ms);
+  return from_ms(ms);
 }
 
 }  // namespace

@@ -16,6 +16,9 @@ namespace cli {
 
 namespace {
 
+// --wait: the longest wait a Nanos can hold, in ms.
+constexpr int64_t kMaxWaitMs = std::chrono::duration_cast<edgelock::Millis>(edgelock::Nanos::max()).count();
+
 const char kUsage[] =
     "Usage: edgelock [OPTIONS] run KEY -- COMMAND [ARG...]\n"
     "       edgelock [OPTIONS] acquire KEY\n"
@@ -153,8 +156,8 @@ bool apply_option(int c, const char* arg, Options* o) {
       }
       o->urls[o->url_count++] = arg;
       return true;
-    case 't': return parse_ms("--ttl", arg, 1, edgelock::kMaxTtlMs, &o->ttl_ms);
-    case 'w': return parse_ms("--wait", arg, 0, INT64_MAX / edgelock::kNanosPerMilli, &o->wait_ms);
+    case 't': return parse_ms("--ttl", arg, 1, edgelock::kMaxTtl.count(), &o->ttl_ms);
+    case 'w': return parse_ms("--wait", arg, 0, kMaxWaitMs, &o->wait_ms);
     case kGrace: return parse_ms("--grace", arg, 0, 3600 * 1000, &o->grace_ms);
     case kTlsCa: o->tls_ca = arg; return true;
     case kTlsCert: o->tls_cert = arg; return true;
@@ -166,10 +169,10 @@ bool apply_option(int c, const char* arg, Options* o) {
     case kPermits: return parse_num("--permits", arg, 1, edgelock::kMaxPermits, &o->permits);
     case kCount: o->count = true; return true;
     case kReleaseId: o->release_id = arg; return true;
-    case kPeriod: return parse_ms("--period", arg, 1, edgelock::kMaxTtlMs, &o->period_ms);
+    case kPeriod: return parse_ms("--period", arg, 1, edgelock::kMaxTtl.count(), &o->period_ms);
     case kQuota: return parse_num("--quota", arg, 1, INT32_MAX, &o->quota);
-    case kWindow: return parse_ms("--window", arg, 1, edgelock::kMaxTtlMs, &o->window_ms);
-    case kServerWait: return parse_ms("--server-wait", arg, 0, edgelock::kMaxTtlMs, &o->server_wait_ms);
+    case kWindow: return parse_ms("--window", arg, 1, edgelock::kMaxTtl.count(), &o->window_ms);
+    case kServerWait: return parse_ms("--server-wait", arg, 0, edgelock::kMaxTtl.count(), &o->server_wait_ms);
     default: return false;
   }
 }

@@ -44,7 +44,7 @@ int sem_error(const Options& o, const Semaphore& sem, Status s, const char* doin
     expired_line(o, "permit");
   } else if (s.code() == ErrorCode::kBusy) {
     notice_line(o, "%s: all %lld permits in use (the first frees in %lld ms)", o.key,
-                static_cast<long long>(o.permits), static_cast<long long>(sem.busy_wait_ms()));
+                static_cast<long long>(o.permits), to_ms(sem.busy_wait()));
   } else if (s.code() == ErrorCode::kNotOwner || s.code() == ErrorCode::kNotHeld) {
     error_line("not the owner of a permit of %s: the id is stale (expired, released or unknown)", o.key);
   } else {
@@ -88,7 +88,7 @@ void print_permit(const Options& o, const Semaphore& sem, const Permit& p) {
   std::printf(",\"permit\":");
   print_json_string(p.id, p.id_len);
   std::printf(",\"permits\":%lld,\"ttl_ms\":%lld,\"validity_ms\":%lld}\n", static_cast<long long>(o.permits),
-              static_cast<long long>(o.ttl_ms), static_cast<long long>(edgelock::to_millis(sem.remaining(p))));
+              static_cast<long long>(o.ttl_ms), to_ms(sem.remaining(p)));
 }
 
 // The permit as a run lease: renewed by the keeper, released after COMMAND.
@@ -133,7 +133,7 @@ int semaphore(const Options& o, edgelock::Connection& conn) {
   Semaphore sem(conn);
   edgelock::SemaphoreOptions so;
   so.permits = static_cast<uint32_t>(o.permits);
-  so.ttl_ms = o.ttl_ms;
+  so.ttl = from_ms(o.ttl_ms);
   const Status s = sem.init(Bytes::from_cstr(o.key), so);
   if (!s.ok()) {
     error_line("cannot set up the semaphore: %s", s.to_string());
@@ -175,21 +175,21 @@ int admitted(const Options& o, const edgelock::Connection& conn, Status s, const
   if (!o.quiet && o.json) {
     json_key(o);
     std::printf(",\"allowed\":%s,\"retry_after_ms\":%lld", s.ok() ? "true" : "false",
-                static_cast<long long>(a.retry_after_ms));
+                to_ms(a.retry_after));
     if (quota) std::printf(",\"remaining\":%lld", static_cast<long long>(a.remaining));
     std::printf("}\n");
   } else if (!o.quiet && !o.child_argv) {
     if (s.ok()) std::printf("allowed\n");
-    else std::printf("retry-after %lld\n", static_cast<long long>(a.retry_after_ms));
+    else std::printf("retry-after %lld\n", to_ms(a.retry_after));
   } else if (!s.ok()) {
-    notice_line(o, "%s: not allowed for %lld ms more", o.key, static_cast<long long>(a.retry_after_ms));
+    notice_line(o, "%s: not allowed for %lld ms more", o.key, to_ms(a.retry_after));
   }
   if (!s.ok()) return kExitBusy;
   return o.child_argv ? exec_command(o) : kExitOk;
 }
 
 // cooldown waits only when --wait is given (unset = 0, unlike locks).
-Nanos admit_wait(const Options& o) { return o.wait_ms < 0 ? 0 : edgelock::millis(o.wait_ms); }
+Nanos admit_wait(const Options& o) { return o.wait_ms < 0 ? Nanos::zero() : from_ms(o.wait_ms); }
 
 int cooldown(const Options& o, edgelock::Connection& conn) {
   edgelock::Admission a;
@@ -197,14 +197,14 @@ int cooldown(const Options& o, edgelock::Connection& conn) {
     edgelock::Quota q(conn);
     edgelock::QuotaOptions qo;
     qo.limit = o.quota;
-    qo.window_ms = o.window_ms;
+    qo.window = from_ms(o.window_ms);
     Status s = q.init(Bytes::from_cstr(o.key), qo);
     if (s.ok()) s = q.take(admit_wait(o), &a);
     return admitted(o, conn, s, a, q.metrics());
   }
   edgelock::Cooldown c(conn);
   edgelock::CooldownOptions co;
-  co.period_ms = o.period_ms;
+  co.period = from_ms(o.period_ms);
   Status s = c.init(Bytes::from_cstr(o.key), co);
   if (s.ok()) s = c.enter(admit_wait(o), &a);
   return admitted(o, conn, s, a, c.metrics());

@@ -103,7 +103,7 @@ int by_token(const Options& o, Servers& sv, bool extend) {
   for (size_t i = 0; i < sv.n; ++i) {
     edgelock::Lock lock(sv.conns[i]);
     edgelock::LockOptions lo;
-    lo.ttl_ms = o.ttl_ms;
+    lo.ttl = from_ms(o.ttl_ms);
     if (!lock.init(Bytes::from_cstr(o.key), lo).ok() || !lock.adopt(Bytes::from_cstr(o.token)).ok()) {
       error_line("bad KEY or TOKEN");
       return kExitUsage;
@@ -147,7 +147,8 @@ int status_round(const Options& o, Servers& sv, Status* st, size_t* answered, si
     ++*answered;
     if (r->held) {
       ++*held;
-      if (*ttl < 0 || r->ttl_ms < *ttl) *ttl = r->ttl_ms;
+      const int64_t ms = r->expires ? r->ttl.count() : -1;  // -1: no expiry
+      if (*ttl < 0 || ms < *ttl) *ttl = ms;
     }
   }
   return kExitOk;
@@ -199,7 +200,7 @@ static int quorum_command(const Options& o, Servers& sv) {
   if (o.command == Subcommand::kStatus) return quorum_status(o, sv);
   edgelock::QuorumLock lock;
   edgelock::QuorumOptions qo;
-  qo.ttl_ms = o.ttl_ms;
+  qo.ttl = from_ms(o.ttl_ms);
   const Status s = lock.init(sv.ptrs, sv.n, Bytes::from_cstr(o.key), qo);
   if (!s.ok()) {
     error_line("cannot set up the quorum lock: %s", s.to_string());

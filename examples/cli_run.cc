@@ -29,7 +29,7 @@ using edgelock::Deadline;
 using edgelock::LeaseKeeper;
 using edgelock::LeaseState;
 using edgelock::Nanos;
-using edgelock::millis;
+using edgelock::TimePoint;
 
 const int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 
@@ -101,7 +101,7 @@ Nanos kill_margin(const Options& o) {
   int64_t ms = o.ttl_ms / 50;
   if (ms < 5) ms = 5;
   if (ms > 50) ms = 50;
-  return millis(ms);
+  return from_ms(ms);
 }
 
 struct Child {
@@ -110,7 +110,7 @@ struct Child {
   int status = 0;
   bool lost = false;   // lease lost: stopping the group
   bool killed = false; // SIGKILL sent
-  Nanos kill_at = 0;
+  TimePoint kill_at;
 };
 
 // Reads every pending signal: forwards the rest to COMMAND's group, then
@@ -139,9 +139,10 @@ void drain_signals(int sfd, Child* child) {
 // The lease is (or will be) gone: SIGTERM now, SIGKILL by `valid_end` -
 // kill_margin at the latest (`valid_end`: the validity believed before
 // the loss was found; a not-owner reply may come long before it).
-void on_lost(const Options& o, const LeaseKeeper& keeper, Nanos now, Nanos valid_end, Child* child) {
+void on_lost(const Options& o, const LeaseKeeper& keeper, TimePoint now, TimePoint valid_end,
+             Child* child) {
   child->lost = true;
-  const Nanos grace = millis(effective_grace_ms(o));
+  const Nanos grace = from_ms(effective_grace_ms(o));
   child->kill_at = valid_end - kill_margin(o);
   if (now + grace < child->kill_at) child->kill_at = now + grace;
   const bool not_owner = keeper.last_error().code() == edgelock::ErrorCode::kNotOwner;
@@ -149,7 +150,7 @@ void on_lost(const Options& o, const LeaseKeeper& keeper, Nanos now, Nanos valid
              " SIGKILL in %lld ms", o.key,
              not_owner ? "another owner or no key on the server" : "no renewal before the validity ends",
              keeper.stats().failures, o.child_argv[0], static_cast<int>(child->pid),
-             static_cast<long long>(edgelock::to_millis(child->kill_at > now ? child->kill_at - now : 0)));
+             to_ms(child->kill_at > now ? child->kill_at - now : Nanos::zero()));
   kill(-child->pid, SIGTERM);
 }
 
@@ -168,7 +169,7 @@ void supervise(const Options& o, const Lease& lease, LeaseKeeper& keeper, int sf
     Deadline d = keeper.next_deadline();
     if (child->lost && !child->killed) d = d.min(Deadline::at(child->kill_at));
     pollfd p{sfd, POLLIN, 0};
-    const Nanos valid_end = clock.now() + lease.target.remaining(lease.target.lock);
+    const TimePoint valid_end = clock.now() + lease.target.remaining(lease.target.lock);
     if (poll(&p, 1, d.poll_timeout_ms(clock)) < 0 && errno != EINTR) {
       error_line("poll: %s", std::strerror(errno));
       if (!child->lost) on_lost(o, keeper, clock.now(), valid_end, child);
@@ -177,7 +178,7 @@ void supervise(const Options& o, const Lease& lease, LeaseKeeper& keeper, int sf
     if (child->exited) {
       // Exiting at the very moment validity ran out: COMMAND may have run
       // its last instants without the lock, so that is a loss too.
-      if (!child->lost && lease.target.remaining(lease.target.lock) <= 0) {
+      if (!child->lost && lease.target.remaining(lease.target.lock) <= Nanos::zero()) {
         child->lost = true;
         error_line("lease on %s ran out as %s exited", o.key, o.child_argv[0]);
       }
@@ -217,9 +218,9 @@ int start_keeper(const Options& o, const Lease& lease, LeaseKeeper& keeper) {
   }
   error_line("--ttl %lld is too short to keep: a renewal may take %lld ms and --grace %lld ms plus"
              " %lld ms come out of the validity", static_cast<long long>(o.ttl_ms),
-             static_cast<long long>(edgelock::to_millis(keeper.renew_budget())),
+             to_ms(keeper.renew_budget()),
              static_cast<long long>(effective_grace_ms(o)),
-             static_cast<long long>(edgelock::to_millis(kill_margin(o))));
+             to_ms(kill_margin(o)));
   return kExitUsage;
 }
 
@@ -252,7 +253,7 @@ int64_t effective_grace_ms(const Options& o) {
 
 int run_child(const Options& o, const Lease& lease) {
   edgelock::KeeperOptions ko;
-  ko.lose_before = millis(effective_grace_ms(o)) + kill_margin(o);
+  ko.lose_before = from_ms(effective_grace_ms(o)) + kill_margin(o);
   LeaseKeeper keeper(lease.target, *lease.clock, ko);
   const int started = start_keeper(o, lease, keeper);
   if (started != kExitOk) return started;

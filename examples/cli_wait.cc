@@ -5,11 +5,12 @@ namespace cli {
 
 using edgelock::ErrorCode;
 using edgelock::Nanos;
+using edgelock::TimePoint;
 
 namespace {
 
 // Without the library's events, slices this long keep "last answered" fresh.
-constexpr Nanos kBlindSlice = edgelock::millis(1000);
+constexpr Nanos kBlindSlice = edgelock::Millis(1000);
 
 Nanos min_of(Nanos a, Nanos b) { return a < b ? a : b; }
 
@@ -41,7 +42,7 @@ ServerWatch::ServerWatch(const Options& o, edgelock::Clock& clock, edgelock::Con
     : o_(o),
       clock_(clock),
       conn_(conn),
-      wait_end_(edgelock::Deadline::after(clock, o.wait_ms < 0 ? -1 : edgelock::millis(o.wait_ms))),
+      wait_end_(edgelock::Deadline::after(clock, o.wait_ms < 0 ? edgelock::kForever : from_ms(o.wait_ms))),
       answered_at_(clock.now()) {
   if (conn_) conn_->set_event_hook(&ServerWatch::on_event, this);
 }
@@ -56,29 +57,29 @@ void ServerWatch::on_event(const edgelock::Event& e, void* self) {
 }
 
 void ServerWatch::saw(edgelock::Status s) {
-  const Nanos now = clock_.now();
+  const TimePoint now = clock_.now();
   if (answered(s.code())) {
     if (told_) notice_line(o_, "%s: the server answers again", o_.key);
     answered_at_ = now;
     told_ = false;
     return;
   }
-  const Nanos budget = answered_at_ + edgelock::millis(o_.server_wait_ms) - now;
+  const Nanos budget = answered_at_ + from_ms(o_.server_wait_ms) - now;
   const Nanos left = min_of(budget, wait_end_.remaining(clock_));
-  if (told_ || !transient(s.code()) || left <= 0) return;
+  if (told_ || !transient(s.code()) || left <= Nanos::zero()) return;
   // kExpired's own name ("expired before grant") would not tell a user much.
   const char* why = s.code() == ErrorCode::kExpired ? "grants arrive after their lease ran out" : s.to_string();
   notice_line(o_, "%s: the server is not answering in time (%s); retrying for up to %lld ms (%s)", o_.key, why,
-              static_cast<long long>(edgelock::to_millis(left)),
+              to_ms(left),
               budget <= left ? "--server-wait" : "--wait");
   told_ = true;
 }
 
 Nanos ServerWatch::next_slice() const {
-  Nanos slice = answered_at_ + edgelock::millis(o_.server_wait_ms) - clock_.now();
+  Nanos slice = answered_at_ + from_ms(o_.server_wait_ms) - clock_.now();
   if (!conn_) slice = min_of(slice, kBlindSlice);
   slice = min_of(slice, wait_end_.remaining(clock_));
-  return slice > 0 ? slice : 0;
+  return slice > Nanos::zero() ? slice : Nanos::zero();
 }
 
 bool ServerWatch::go_on(edgelock::Status s) {
@@ -86,10 +87,10 @@ bool ServerWatch::go_on(edgelock::Status s) {
   if (!answered(s.code()) && !transient(s.code())) return false;
   if (wait_end_.expired(clock_)) return false;
   const Nanos silent = clock_.now() - answered_at_;
-  if (silent >= edgelock::millis(o_.server_wait_ms)) {
+  if (silent >= from_ms(o_.server_wait_ms)) {
     error_line("%s: the server is not answering in time: no usable answer for %lld ms (--server-wait %lld);"
                " giving up",
-               o_.key, static_cast<long long>(edgelock::to_millis(silent)),
+               o_.key, to_ms(silent),
                static_cast<long long>(o_.server_wait_ms));
     return false;
   }

@@ -45,7 +45,7 @@ class ServerWatch {
   edgelock::Clock& clock_;
   edgelock::Connection* conn_;
   edgelock::Deadline wait_end_;
-  edgelock::Nanos answered_at_;
+  edgelock::TimePoint answered_at_;
   bool told_ = false;  // "not answering" printed for this silence
 };
 

@@ -81,7 +81,7 @@ int supervise(Device& dev, const Config& cfg, Slot* slots, int* next_id) {
     if (s == slots + cfg.workers) continue;
     if (WIFSTOPPED(status)) {
       // A pause well past the TTL: the lease must be gone when it wakes.
-      s->resume_at = now + edgelock::millis(cfg.ttl_ms * 8 / 5 + (pid % 5) * cfg.ttl_ms / 10);
+      s->resume_at = now + (cfg.ttl_ms * 8 / 5 + (pid % 5) * cfg.ttl_ms / 10) * 1000000;  // ms -> ns
       continue;
     }
     if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && now < dev.stop_ns) {

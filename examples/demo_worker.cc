@@ -20,13 +20,14 @@ using edgelock::ErrorCode;
 using edgelock::LeaseKeeper;
 using edgelock::LeaseState;
 using edgelock::Lock;
-using edgelock::millis;
+using edgelock::Millis;
 using edgelock::Nanos;
+using edgelock::TimePoint;
 
 namespace {
 
-constexpr Nanos kWriteEvery = millis(20);
-constexpr Nanos kMaxWait = millis(5000);  // then give up and try again
+constexpr Nanos kWriteEvery = Millis(20);
+constexpr Nanos kMaxWait = Millis(5000);  // then give up and try again
 
 uint32_t next_random(uint32_t* s) {
   *s ^= *s << 13;
@@ -49,8 +50,8 @@ bool hold_for(Hold& h, Nanos duration) {
   edgelock::Clock& clock = h.lock->connection().clock();
   LeaseKeeper keeper(*h.lock);
   if (!keeper.start().ok()) return false;
-  const Nanos end = clock.now() + duration;
-  Nanos next_write = clock.now();
+  const TimePoint end = clock.now() + duration;
+  TimePoint next_write = clock.now();
   uint32_t renewals = 0;
   for (int i = 0; i < 100000 && clock.now() < end; ++i) {
     const Deadline d = keeper.next_deadline().min(Deadline::at(next_write)).min(Deadline::at(end));
@@ -64,7 +65,7 @@ bool hold_for(Hold& h, Nanos duration) {
     if (keeper.stats().renewals != renewals) {
       renewals = keeper.stats().renewals;
       h.dev->renewals.fetch_add(1);
-      h.dev->renewed(h.id, mono_ns() + h.lock->remaining());
+      h.dev->renewed(h.id, mono_ns() + h.lock->remaining().count());
     }
     if (clock.now() >= next_write) {
       if (!h.dev->write(h.fence)) say(*h.dev, h.id, "device REJECTED write with fence %llu", (unsigned long long)h.fence);
@@ -136,7 +137,7 @@ void use_device(Device& dev, const Config& cfg, Lock& lock, int id, int grant_no
   dev.record_wait(waited_us);
   dev.grants.fetch_add(1);
   Hold h{&dev, &lock, id, lock.fence()};
-  dev.begin(id, h.fence, mono_ns() + lock.remaining());
+  dev.begin(id, h.fence, mono_ns() + lock.remaining().count());
   const Fate fate = pick_fate(cfg, id, grant_no, rng);
   say(dev, id, "granted fence %-4llu after waiting %4lld ms%s", (unsigned long long)h.fence,
       (long long)(waited_us / 1000), fate == Fate::kLong ? "  (long job: the keeper renews)" : "");
@@ -151,8 +152,8 @@ void use_device(Device& dev, const Config& cfg, Lock& lock, int id, int grant_no
     hang_then_write(h, cfg.ttl_ms);
     return;
   }
-  const Nanos hold = fate == Fate::kLong ? millis(cfg.ttl_ms * 6 / 5 + next_random(rng) % (cfg.ttl_ms * 4 / 5))
-                                         : millis(40 + next_random(rng) % 160);
+  const Nanos hold = fate == Fate::kLong ? Millis(cfg.ttl_ms * 6 / 5 + next_random(rng) % (cfg.ttl_ms * 4 / 5))
+                                         : Millis(40 + next_random(rng) % 160);
   if (!hold_for(h, hold)) {
     lock.release().ignore();
     return;
@@ -170,10 +171,10 @@ void use_device(Device& dev, const Config& cfg, Lock& lock, int id, int grant_no
 int worker_main(Device& dev, const Config& cfg, int id) {
   edgelock::Connection conn;
   edgelock::ConnectionOptions co;
-  co.command_timeout = millis(cfg.ttl_ms / 4);
+  co.command_timeout = Millis(cfg.ttl_ms / 4);
   Lock lock(conn);
   edgelock::LockOptions lo;
-  lo.ttl_ms = cfg.ttl_ms;
+  lo.ttl = Millis(cfg.ttl_ms);
   if (!conn.setup(cfg.url, co).ok() || !lock.init(edgelock::Bytes::from_cstr("demo:device"), lo).ok()) {
     say(dev, id, "setup failed: %s", conn.last_error());
     return 2;
@@ -181,8 +182,8 @@ int worker_main(Device& dev, const Config& cfg, int id) {
   uint32_t rng = static_cast<uint32_t>(getpid()) * 2654435761u + static_cast<uint32_t>(id);
   int grants = 0;
   for (int round = 0; round < 100000; ++round) {
-    const int64_t left = dev.stop_ns - mono_ns();
-    if (left <= 0) break;
+    const Nanos left(dev.stop_ns - mono_ns());
+    if (left <= Nanos::zero()) break;
     const int64_t t0 = mono_ns();
     const Nanos wait = left < kMaxWait ? left : kMaxWait;
     const edgelock::Status s = lock.acquire(wait);

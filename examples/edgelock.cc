@@ -53,13 +53,13 @@ int cmd_status(const Options& o, Lock& lock) {
   const edgelock::Result<edgelock::KeyStatus> r = lock.status();
   if (!r.ok()) return lock_error(o, lock, r.status(), "status");
   if (o.quiet) return kExitOk;
+  const long long ttl_ms = r->expires ? to_ms(r->ttl) : -1;  // -1: held without expiry
   if (o.json) {
     std::printf("{\"key\":");
     print_json_string(o.key, std::strlen(o.key));
-    std::printf(",\"held\":%s,\"ttl_ms\":%lld}\n", r->held ? "true" : "false",
-                static_cast<long long>(r->ttl_ms));
+    std::printf(",\"held\":%s,\"ttl_ms\":%lld}\n", r->held ? "true" : "false", ttl_ms);
   } else if (r->held) {
-    std::printf("held %lld\n", static_cast<long long>(r->ttl_ms));
+    std::printf("held %lld\n", ttl_ms);
   } else {
     std::printf("free\n");
   }
@@ -91,7 +91,7 @@ int dispatch(const Options& o) {
   if (primitive) return dispatch_primitive(o, conn);
   Lock lock(conn);
   edgelock::LockOptions lo;
-  lo.ttl_ms = o.ttl_ms;
+  lo.ttl = from_ms(o.ttl_ms);
   if (std::strlen(o.key) > edgelock::kMaxKeyLen) {
     error_line("KEY is longer than %zu bytes", edgelock::kMaxKeyLen);
     return kExitUsage;

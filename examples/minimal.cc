@@ -9,12 +9,12 @@ int main(int argc, char** argv) {
   edgelock::Connection conn;
   edgelock::Lock lock(conn);
   edgelock::LockOptions options;
-  options.ttl_ms = 10000;
+  options.ttl = std::chrono::seconds(10);
   if (!conn.setup(url).ok() || !lock.init(edgelock::Bytes::from_cstr("modem"), options).ok()) {
     std::fprintf(stderr, "minimal: bad setup: %s\n", conn.last_error());
     return 2;
   }
-  const edgelock::Status s = lock.acquire(edgelock::millis(5000));
+  const edgelock::Status s = lock.acquire(std::chrono::seconds(5));
   if (!s.ok()) {
     std::fprintf(stderr, "minimal: not acquired: %s (%s)\n", s.to_string(), conn.last_error());
     return 1;

@@ -23,6 +23,8 @@ using namespace edgelock;
 
 namespace {
 
+using DoubleMs = std::chrono::duration<double, std::milli>;
+
 struct Args {
   std::vector<const char*> urls;
   int iterations = 2000;
@@ -59,12 +61,12 @@ Nanos p50(std::vector<Nanos>& v) {
 // One acquire+release; its duration, or -1 on failure.
 Nanos cycle(QuorumLock& lock) {
   Clock& clock = default_clock();
-  const Nanos t0 = clock.now();
-  const Status s = lock.acquire(millis(1000));
+  const TimePoint t0 = clock.now();
+  const Status s = lock.acquire(Millis(1000));
   const Status r = s.ok() ? lock.release() : s;
   if (!r.ok()) {
     std::fprintf(stderr, "cycle over %zu: %s (%s)\n", lock.size(), r.to_string(), lock.connection_error());
-    return -1;
+    return Nanos(-1);
   }
   return clock.now() - t0;
 }
@@ -73,16 +75,16 @@ Nanos cycle(QuorumLock& lock) {
 // client that asks its servers in turn. Its duration, or -1 on failure.
 Nanos sequential_cycle(std::vector<std::unique_ptr<Lock>>& locks) {
   Clock& clock = default_clock();
-  const Nanos t0 = clock.now();
+  const TimePoint t0 = clock.now();
   for (auto& l : locks) {
     const Status s = l->try_acquire();
     if (!s.ok()) {
       std::fprintf(stderr, "sequential acquire: %s (%s)\n", s.to_string(), l->connection_error());
-      return -1;
+      return Nanos(-1);
     }
   }
   for (auto& l : locks) {
-    if (!l->release().ok()) return -1;
+    if (!l->release().ok()) return Nanos(-1);
   }
   return clock.now() - t0;
 }
@@ -95,10 +97,10 @@ bool measure(QuorumLock& one, QuorumLock& all, std::vector<std::unique_ptr<Lock>
   std::vector<Nanos> samples[4];
   for (auto& v : samples) v.reserve(static_cast<size_t>(a.iterations));
   for (int i = 0; i < a.iterations + a.iterations / 10; ++i) {
-    const Nanos t[4] = {cycle(one), cycle(all), one_seq.empty() ? 0 : sequential_cycle(one_seq),
-                        all_seq.empty() ? 0 : sequential_cycle(all_seq)};
+    const Nanos t[4] = {cycle(one), cycle(all), one_seq.empty() ? Nanos::zero() : sequential_cycle(one_seq),
+                        all_seq.empty() ? Nanos::zero() : sequential_cycle(all_seq)};
     for (Nanos x : t) {
-      if (x < 0) return false;
+      if (x < Nanos::zero()) return false;
     }
     if (i < a.iterations / 10) continue;
     for (int k = 0; k < 4; ++k) samples[k].push_back(t[k]);
@@ -110,7 +112,7 @@ bool measure(QuorumLock& one, QuorumLock& all, std::vector<std::unique_ptr<Lock>
 // --delay-ms: one proxy per server; returns the URLs to use instead.
 bool start_proxies(Args& a, std::vector<std::unique_ptr<test::DelayProxy>>& proxies,
                    std::vector<std::string>& urls) {
-  const Nanos delay = static_cast<Nanos>(a.delay_ms * 1e6);
+  const Nanos delay = std::chrono::duration_cast<Nanos>(DoubleMs(a.delay_ms));
   for (const char* url : a.urls) {
     Endpoint e;
     if (!parse_url(url, &e).ok() || e.scheme != Scheme::kTcp ||
@@ -183,14 +185,14 @@ int main(int argc, char** argv) {
   if (!measure(one, all, one_seq, all_seq, a, p)) return 1;
   std::printf("acquire+release p50 over %d cycles each, interleaved (fencing %s, %.3g ms each way):\n",
               a.iterations, a.fencing ? "on" : "off", a.delay_ms);
-  std::printf("  1 server : %8.1f us\n", static_cast<double>(p[0]) / 1000.0);
-  std::printf("  %zu servers: %8.1f us\n", n, static_cast<double>(p[1]) / 1000.0);
-  std::printf("  ratio    : %8.2f\n", static_cast<double>(p[1]) / static_cast<double>(p[0]));
+  std::printf("  1 server : %8.1f us\n", static_cast<double>(p[0].count()) / 1000.0);
+  std::printf("  %zu servers: %8.1f us\n", n, static_cast<double>(p[1].count()) / 1000.0);
+  std::printf("  ratio    : %8.2f\n", static_cast<double>(p[1].count()) / static_cast<double>(p[0].count()));
   if (a.sequential) {
     std::printf("sequential reference (plain Locks, one after another):\n");
-    std::printf("  1 lock   : %8.1f us\n", static_cast<double>(p[2]) / 1000.0);
-    std::printf("  %zu locks  : %8.1f us\n", n, static_cast<double>(p[3]) / 1000.0);
-    std::printf("  ratio    : %8.2f\n", static_cast<double>(p[3]) / static_cast<double>(p[2]));
+    std::printf("  1 lock   : %8.1f us\n", static_cast<double>(p[2].count()) / 1000.0);
+    std::printf("  %zu locks  : %8.1f us\n", n, static_cast<double>(p[3].count()) / 1000.0);
+    std::printf("  ratio    : %8.2f\n", static_cast<double>(p[3].count()) / static_cast<double>(p[2].count()));
   }
   return 0;
 }

@@ -17,7 +17,7 @@ namespace {
 
 // Pause between TRYAGAIN / CLUSTERDOWN rounds: a migration or failover
 // step takes milliseconds to seconds; the deadline bounds the total.
-constexpr Nanos kSettlePause = millis(10);
+constexpr Nanos kSettlePause = Millis(10);
 constexpr int kMaxRounds = 1000;
 
 bool starts_with(const char* text, const char* prefix) {
@@ -78,7 +78,7 @@ Status Cluster::setup(const char* url, const ConnectionOptions& options,
   clock_ = options.clock ? options.clock : &default_clock();
   detail::HostList list;
   const char* why = nullptr;
-  if (cluster_options.wait_replicas < 0 || cluster_options.wait_timeout <= 0) {
+  if (cluster_options.wait_replicas < 0 || cluster_options.wait_timeout <= Nanos::zero()) {
     set_error(error_, "wait_replicas must be >= 0 and wait_timeout > 0");
     return ErrorCode::kInvalidArgument;
   }
@@ -240,7 +240,7 @@ Status Cluster::follow(uint16_t slot, int* target, bool* asking, Deadline deadli
     // Mid-migration multi-key script, or a failover in progress: wait.
     ++stats_.tryagain;
     const Nanos left = deadline.remaining(*clock_);
-    if (left <= 0) return ErrorCode::kTimeout;
+    if (left <= Nanos::zero()) return ErrorCode::kTimeout;
     clock_->sleep_for(left < kSettlePause ? left : kSettlePause);
     return Status();
   }

@@ -51,8 +51,8 @@ Status Connection::setup(const Endpoint& endpoint, const ConnectionOptions& opti
     set_error(error_, "rediss:// needs TLS, and this build has none");
     return ErrorCode::kTlsUnavailable;
   }
-  if (options.connect_timeout <= 0 || options.command_timeout <= 0 ||
-      options.reconnect_min <= 0 || options.reconnect_max < options.reconnect_min) {
+  if (options.connect_timeout <= Nanos::zero() || options.command_timeout <= Nanos::zero() ||
+      options.reconnect_min <= Nanos::zero() || options.reconnect_max < options.reconnect_min) {
     set_error(error_, "timeouts must be positive");
     return ErrorCode::kInvalidArgument;
   }
@@ -60,7 +60,7 @@ Status Connection::setup(const Endpoint& endpoint, const ConnectionOptions& opti
   options_ = options;
   clock_ = options.clock ? options.clock : &default_clock();
   failed_connects_ = 0;
-  next_connect_at_ = 0;
+  next_connect_at_ = TimePoint();
   is_setup_ = true;
   error_[0] = '\0';
   addresses_ = ResolvedHost();
@@ -114,7 +114,7 @@ Status Connection::connect(Deadline deadline) {
     return s;
   }
   failed_connects_ = 0;
-  if (stats_.connects++ > 0) note_event(EventKind::kReconnect, Status(), Bytes(), 0);
+  if (stats_.connects++ > 0) note_event(EventKind::kReconnect, Status(), Bytes(), Nanos::zero());
   return Status();
 }
 

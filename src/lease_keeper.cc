@@ -5,25 +5,25 @@
 
 namespace edgelock {
 namespace {
-constexpr Nanos kNoRenewal = INT64_MAX;  // no renewal fits before the end
+constexpr TimePoint kNoRenewal = TimePoint::max();  // no renewal fits before the end
 }  // namespace
 
 Status LeaseKeeper::start() {
   if (!target_.lock || !target_.renew || !target_.remaining) return ErrorCode::kInvalidArgument;
-  if (options_.renew_every < 0 || options_.retry_every < 0 || options_.lose_before < 0 ||
-      options_.renew_budget < 0) {
+  if (options_.renew_every < Nanos::zero() || options_.retry_every < Nanos::zero() ||
+      options_.lose_before < Nanos::zero() || options_.renew_budget < Nanos::zero()) {
     return ErrorCode::kInvalidArgument;
   }
-  if (target_.remaining(target_.lock) <= 0) return ErrorCode::kNotHeld;
+  if (target_.remaining(target_.lock) <= Nanos::zero()) return ErrorCode::kNotHeld;
   budget_ = options_.renew_budget;
-  if (budget_ == 0 && target_.renew_budget) budget_ = target_.renew_budget(target_.lock);
-  if (budget_ < 0) budget_ = 0;
+  if (budget_ == Nanos::zero() && target_.renew_budget) budget_ = target_.renew_budget(target_.lock);
+  if (budget_ < Nanos::zero()) budget_ = Nanos::zero();
   // Not even one renewal could end before the validity does: refuse
   // rather than promise a keeping that cannot happen.
-  if (usable_left() - budget_ <= 0) return ErrorCode::kInvalidArgument;
+  if (usable_left() - budget_ <= Nanos::zero()) return ErrorCode::kInvalidArgument;
   state_ = LeaseState::kKeeping;
   last_error_ = Status();
-  lost_at_ = 0;
+  lost_at_ = TimePoint();
   schedule(clock_->now(), renew_delay());
   return Status();
 }
@@ -32,30 +32,30 @@ void LeaseKeeper::stop() {
   if (state_ == LeaseState::kKeeping) state_ = LeaseState::kIdle;
 }
 
-void LeaseKeeper::lose(Status why, Nanos now) {
+void LeaseKeeper::lose(Status why, TimePoint now) {
   state_ = LeaseState::kLost;
   last_error_ = why;
   lost_at_ = now;
 }
 
 Nanos LeaseKeeper::renew_delay() const {
-  if (options_.renew_every > 0) return options_.renew_every;
+  if (options_.renew_every > Nanos::zero()) return options_.renew_every;
   // A third of the fresh validity; with a budget, early enough that a
   // renewal timing out still leaves room for another before the end.
   const Nanos every = usable_left() / 3;
   const Nanos room = usable_left() - budget_;
-  return budget_ > 0 && every > room / 2 ? room / 2 : every;
+  return budget_ > Nanos::zero() && every > room / 2 ? room / 2 : every;
 }
 
-void LeaseKeeper::schedule(Nanos now, Nanos delay) {
+void LeaseKeeper::schedule(TimePoint now, Nanos delay) {
   // The latest start from which a renewal taking its whole budget still
   // ends before the keeper's end. Past it, only the loss is left to report.
-  const Nanos latest = now + usable_left() - budget_;
+  const TimePoint latest = now + usable_left() - budget_;
   if (latest <= now) {
     next_renew_at_ = kNoRenewal;
     return;
   }
-  if (delay < 1) delay = 1;
+  if (delay < Nanos(1)) delay = Nanos(1);
   next_renew_at_ = now + delay < latest ? now + delay : latest;
 }
 
@@ -63,20 +63,20 @@ Deadline LeaseKeeper::next_deadline() const {
   if (state_ != LeaseState::kKeeping) return Deadline::never();
   // The keeper's end is a deadline of its own: a loss must be reported on
   // time even if no renewal is due (e.g. one is waiting to retry).
-  const Nanos keep_until = clock_->now() + usable_left();
+  const TimePoint keep_until = clock_->now() + usable_left();
   return Deadline::at(next_renew_at_ < keep_until ? next_renew_at_ : keep_until);
 }
 
 LeaseState LeaseKeeper::service() {
   if (state_ != LeaseState::kKeeping) return state_;
-  Nanos now = clock_->now();
+  TimePoint now = clock_->now();
   const Nanos usable = usable_left();
-  if (usable <= 0) {
+  if (usable <= Nanos::zero()) {
     lose(ErrorCode::kExpired, now);
     return state_;
   }
   if (now < next_renew_at_) return state_;
-  const Nanos keep_until = now + usable;
+  const TimePoint keep_until = now + usable;
   const Status s = target_.renew(target_.lock);
   now = clock_->now();
   if (s.code() == ErrorCode::kNotOwner || s.code() == ErrorCode::kNotHeld) {
@@ -86,7 +86,7 @@ LeaseState LeaseKeeper::service() {
   // A renewal that completes after the keeper's end came too late to
   // report on time, and an ok that leaves no usable validity proves
   // nothing: both count as lost.
-  if (now >= keep_until || usable_left() <= 0) {
+  if (now >= keep_until || usable_left() <= Nanos::zero()) {
     lose(ErrorCode::kExpired, now);
     return state_;
   }
@@ -97,8 +97,8 @@ LeaseState LeaseKeeper::service() {
   }
   ++stats_.failures;
   last_error_ = s;
-  Nanos retry = options_.retry_every > 0 ? options_.retry_every : usable_left() / 4;
-  if (retry < millis(1)) retry = millis(1);
+  Nanos retry = options_.retry_every > Nanos::zero() ? options_.retry_every : usable_left() / 4;
+  if (retry < Millis(1)) retry = Millis(1);
   schedule(now, retry);
   return state_;
 }

@@ -9,6 +9,7 @@
 #include "edgelock/clock.h"
 #include "edgelock/reply.h"
 #include "edgelock/status.h"
+#include "duration.h"
 #include "validity.h"
 
 namespace edgelock {
@@ -19,6 +20,8 @@ struct DecimalText {
   char text[24] = {};
   size_t len = 0;
   explicit DecimalText(int64_t v = 0) { set(v); }
+  /// A duration as the server counts it: whole ms.
+  explicit DecimalText(Millis d) { set(ms_arg(d)); }
   void set(int64_t v) {
     const int n = std::snprintf(text, sizeof text, "%lld", static_cast<long long>(v));
     len = n > 0 ? static_cast<size_t>(n) : 0;
@@ -26,10 +29,10 @@ struct DecimalText {
   Bytes bytes() const { return Bytes(text, len); }
 };
 
-/// When a lease of `ttl_ms` asked for at `start` stops being safe to use
+/// When a lease of `ttl` asked for at `start` stops being safe to use
 /// locally: the server's clock may run faster than ours by `drift_factor`.
-inline Nanos lease_end(Nanos start, int64_t ttl_ms, double drift_factor) {
-  return validity_end(start, ttl_ms, drift_factor);
+inline TimePoint lease_end(TimePoint start, Millis ttl, double drift_factor) {
+  return validity_end(start, ttl, drift_factor);
 }
 
 /// Whether a request that failed with `c` may still have run on the server
@@ -56,16 +59,16 @@ inline bool may_have_run(ErrorCode c) {
 }
 
 /// The earlier of `valid_until` and the end a request sent at `start` for
-/// `ttl_ms` may have set: after an unknown outcome (e.g. a shortening
-/// extend whose reply was lost) the validity is the least of the two.
-inline Nanos least_end(Nanos valid_until, Nanos start, int64_t ttl_ms, double drift_factor) {
-  const Nanos could_be = lease_end(start, ttl_ms, drift_factor);
+/// `ttl` may have set: after an unknown outcome (e.g. a shortening extend
+/// whose reply was lost) the validity is the least of the two.
+inline TimePoint least_end(TimePoint valid_until, TimePoint start, Millis ttl, double drift_factor) {
+  const TimePoint could_be = lease_end(start, ttl, drift_factor);
   return could_be < valid_until ? could_be : valid_until;
 }
 
 /// `d`, but no later than `valid_until` while that is still ahead of `now`:
 /// a renewal must not keep waiting once the validity it renews has ended.
-inline Deadline capped_at(Deadline d, Nanos valid_until, Nanos now) {
+inline Deadline capped_at(Deadline d, TimePoint valid_until, TimePoint now) {
   return valid_until > now ? d.min(Deadline::at(valid_until)) : d;
 }
 
@@ -93,18 +96,6 @@ inline bool int_at(const Reply* r, size_t i, int64_t* out) {
   if (r->elements[i].type != ReplyType::kInteger) return false;
   *out = r->elements[i].integer;
   return true;
-}
-
-}  // namespace detail
-}  // namespace edgelock
-
-namespace edgelock {
-namespace detail {
-
-/// Whole ms from `now` until `until`, rounded up (never reports "now" early).
-inline int64_t ms_until(Nanos until, Nanos now) {
-  const Nanos d = until - now;
-  return d <= 0 ? 0 : (d + kNanosPerMilli - 1) / kNanosPerMilli;
 }
 
 }  // namespace detail

@@ -23,10 +23,12 @@ constexpr const char* kWakeSignalTtlMs = "250";
 
 Status Lock::init(Bytes key, const LockOptions& options) {
   if (key.size == 0 || key.size > kMaxKeyLen || !key.data) return ErrorCode::kInvalidArgument;
-  if (options.ttl_ms < 1 || options.ttl_ms > kMaxTtlMs) return ErrorCode::kInvalidArgument;
+  if (options.ttl < Millis(1) || options.ttl > kMaxTtl) return ErrorCode::kInvalidArgument;
   if (!(options.drift_factor >= 0.0 && options.drift_factor <= 0.5)) return ErrorCode::kInvalidArgument;
-  if (options.retry_min <= 0 || options.retry_max < options.retry_min) return ErrorCode::kInvalidArgument;
-  if (options.wake_fallback < millis(2)) return ErrorCode::kInvalidArgument;
+  if (options.retry_min <= Nanos::zero() || options.retry_max < options.retry_min) {
+    return ErrorCode::kInvalidArgument;
+  }
+  if (options.wake_fallback < Millis(2)) return ErrorCode::kInvalidArgument;
   if (router_) EDGELOCK_TRY(router_->check_key(key));
   const Result<size_t> fk = detail::companion_key(key, ":fence", fence_key_, sizeof fence_key_);
   if (!fk.ok()) return fk.status();
@@ -40,7 +42,7 @@ Status Lock::init(Bytes key, const LockOptions& options) {
   wake_supported_ = true;
   options_ = options;
   ttl_text_len_ = static_cast<size_t>(
-      std::snprintf(ttl_text_, sizeof ttl_text_, "%lld", static_cast<long long>(options.ttl_ms)));
+      std::snprintf(ttl_text_, sizeof ttl_text_, "%lld", detail::ms_arg(options.ttl)));
   backoff_ = Backoff(options.retry_min, options.retry_max);
   forget();
   return Status();
@@ -49,7 +51,7 @@ Status Lock::init(Bytes key, const LockOptions& options) {
 void Lock::forget() {
   has_token_ = false;
   granted_ = false;
-  valid_until_ = 0;
+  valid_until_ = TimePoint();
   fence_ = 0;
 }
 
@@ -70,12 +72,12 @@ Result<const Reply*> Lock::run_command(const Bytes* args, size_t count, Deadline
 
 
 Nanos Lock::remaining() const {
-  if (!granted_) return 0;
+  if (!granted_) return Nanos::zero();
   const Nanos left = valid_until_ - clock().now();
-  return left > 0 ? left : 0;
+  return left > Nanos::zero() ? left : Nanos::zero();
 }
 
-Status Lock::noted(EventKind kind, Nanos start, Status s) {
+Status Lock::noted(EventKind kind, TimePoint start, Status s) {
   // Through connection(): the connection serving the key, however reached.
   Connection& c = connection();
   detail::note(c, metrics_, kind, s, key(), c.clock().now() - start);
@@ -83,7 +85,7 @@ Status Lock::noted(EventKind kind, Nanos start, Status s) {
 }
 
 Status Lock::counted_attempt(Deadline deadline) {
-  const Nanos t0 = connection().clock().now();
+  const TimePoint t0 = connection().clock().now();
   return noted(EventKind::kAcquire, t0, attempt(deadline));
 }
 
@@ -96,11 +98,11 @@ Status Lock::attempt(Deadline deadline) {
   has_token_ = true;
   // Validity counts from before the request leaves: the server's TTL may
   // have started any time after this.
-  const Nanos start = clock().now();
+  const TimePoint start = clock().now();
   return on_acquire_reply(run_eval(detail::kAcquireScript, keys, nkeys, args, 2, true, deadline), start);
 }
 
-Status Lock::on_acquire_reply(const Result<const Reply*>& r, Nanos start) {
+Status Lock::on_acquire_reply(const Result<const Reply*>& r, TimePoint start) {
   if (!r.ok()) {
     // Granted on the primary but not confirmed by its replicas: a failover
     // could lose it, so hand it back rather than report a grant.
@@ -111,14 +113,14 @@ Status Lock::on_acquire_reply(const Result<const Reply*>& r, Nanos start) {
   // Fail closed: only an integer fence (> 0) is a grant.
   if (rep->type != ReplyType::kInteger) return connection().reject_reply("acquire wants an integer");
   if (rep->integer <= 0) {
-    busy_ttl_ms_ = -rep->integer;
+    busy_ttl_ = Millis(-rep->integer);
     return ErrorCode::kBusy;
   }
   has_token_ = true;
   granted_ = true;
   fence_ = static_cast<uint64_t>(rep->integer);
-  valid_until_ = detail::validity_end(start, options_.ttl_ms, options_.drift_factor);
-  if (remaining() <= 0) {
+  valid_until_ = detail::validity_end(start, options_.ttl, options_.drift_factor);
+  if (!held()) {
     release().ignore();  // too late to use: hand it back at once
     return ErrorCode::kExpired;
   }
@@ -145,7 +147,7 @@ Status Lock::acquire(Nanos wait) {
   // Bounded by the deadline; the count is a second guard.
   for (uint32_t i = 0; !s.ok() && detail::retryable(s.code()) && i < 1000000; ++i) {
     const Nanos left = deadline.remaining(clock);
-    if (left <= 0) break;
+    if (left <= Nanos::zero()) break;
     // Wake signal, holder's TTL or backoff; with the signal, the attempt
     // may ride along (pipelined behind the BLPOP).
     Status next;
@@ -159,7 +161,7 @@ Status Lock::acquire(Nanos wait) {
 }
 
 Status Lock::release() {
-  const Nanos t0 = connection().clock().now();
+  const TimePoint t0 = connection().clock().now();
   return noted(EventKind::kRelease, t0, send_release());
 }
 
@@ -168,7 +170,7 @@ Status Lock::send_release() {
   // Whatever the outcome, the lease is no longer ours to use: the delete
   // may run even if its reply never comes. The token stays for a retry.
   granted_ = false;
-  valid_until_ = 0;
+  valid_until_ = TimePoint();
   const Bytes keys[2] = {key(), Bytes(wake_key_, wake_key_len_)};
   const Bytes args[2] = {token(), Bytes::from_cstr(kWakeSignalTtlMs)};
   const size_t n = options_.wake_on_release ? 2 : 1;
@@ -184,50 +186,51 @@ Status Lock::send_release() {
   return rep->integer == 1 ? Status() : Status(ErrorCode::kNotOwner);
 }
 
-Status Lock::send_extend(int64_t ms, ExtendMode mode) {
-  if (ms < 1 || ms > kMaxTtlMs) return ErrorCode::kInvalidArgument;
+Status Lock::send_extend(Millis ttl, ExtendMode mode) {
+  if (ttl < Millis(1) || ttl > kMaxTtl) return ErrorCode::kInvalidArgument;
   if (!has_token_) return ErrorCode::kNotHeld;
   char ms_text[24];
-  const int n = std::snprintf(ms_text, sizeof ms_text, "%lld", static_cast<long long>(ms));
+  const int n = std::snprintf(ms_text, sizeof ms_text, "%lld", detail::ms_arg(ttl));
   const Bytes keys[1] = {key()};
   const Bytes args[3] = {token(), Bytes(ms_text, static_cast<size_t>(n)),
                          Bytes::from_cstr(mode == ExtendMode::kAdd ? "add" : "set")};
-  const Nanos start = clock().now();
+  const TimePoint start = clock().now();
   // A renewal never waits past the lease it renews: at its end the caller
   // must learn of the loss (e.g. to stop the work it guards).
-  const Deadline d = detail::capped_at_validity(io_deadline(), granted_ ? valid_until_ : 0, start);
+  const Deadline d =
+      detail::capped_at_validity(io_deadline(), granted_ ? valid_until_ : TimePoint(), start);
   const Result<const Reply*> r = run_eval(detail::kExtendScript, keys, 1, args, 3, true, d);
-  if (!r.ok()) return after_unknown_extend(start, ms, r.status());
+  if (!r.ok()) return after_unknown_extend(start, ttl, r.status());
   const Reply* rep = r.value();
-  if (rep->type != ReplyType::kInteger || rep->integer < 0 || rep->integer > kMaxTtlMs * 2) {
-    return after_unknown_extend(start, ms, connection().reject_reply("extend wants a TTL or 0"));
+  if (rep->type != ReplyType::kInteger || rep->integer < 0 || Millis(rep->integer) > 2 * kMaxTtl) {
+    return after_unknown_extend(start, ttl, connection().reject_reply("extend wants a TTL or 0"));
   }
   if (rep->integer == 0) {
     forget();
     return ErrorCode::kNotOwner;
   }
   granted_ = true;
-  valid_until_ = detail::validity_end(start, rep->integer, options_.drift_factor);
+  valid_until_ = detail::validity_end(start, Millis(rep->integer), options_.drift_factor);
   // ok means usable: a TTL the round trip and drift eat is not (token kept).
-  if (remaining() <= 0) return ErrorCode::kExpired;
+  if (!held()) return ErrorCode::kExpired;
   return Status();
 }
 
-Status Lock::after_unknown_extend(Nanos start, int64_t ms, Status s) {
+Status Lock::after_unknown_extend(TimePoint start, Millis ttl, Status s) {
   // The new TTL may have been applied (timeout, lost reply, WAIT short of
   // its replicas), or not: the lease lasts until the earlier of the two.
   if (granted_) {
-    valid_until_ = detail::end_after_unknown_extend(valid_until_, start, ms, options_.drift_factor);
+    valid_until_ = detail::end_after_unknown_extend(valid_until_, start, ttl, options_.drift_factor);
   }
   return s;
 }
 
-Status Lock::extend(int64_t ms, ExtendMode mode) {
-  const Nanos t0 = connection().clock().now();
-  return noted(EventKind::kExtend, t0, send_extend(ms, mode));
+Status Lock::extend(Millis ttl, ExtendMode mode) {
+  const TimePoint t0 = connection().clock().now();
+  return noted(EventKind::kExtend, t0, send_extend(ttl, mode));
 }
 
-Status Lock::reacquire() { return extend(options_.ttl_ms, ExtendMode::kReplace); }
+Status Lock::reacquire() { return extend(options_.ttl, ExtendMode::kReplace); }
 
 Result<bool> Lock::owned() {
   if (!has_token_) return ErrorCode::kNotHeld;
@@ -256,7 +259,8 @@ Result<KeyStatus> Lock::status() {
   }
   KeyStatus ks;
   ks.held = r.value()->integer != -2;
-  ks.ttl_ms = ks.held ? r.value()->integer : 0;
+  ks.expires = r.value()->integer >= 0;
+  ks.ttl = Millis(ks.expires ? r.value()->integer : 0);
   return ks;
 }
 

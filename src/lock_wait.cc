@@ -19,25 +19,24 @@ Nanos Lock::retry_delay(Status last, Nanos left) {
   // A busy lock frees by expiry at the latest: no point sleeping past it.
   // A holder without TTL (reported as 0) gets the plain backoff: capping at
   // 1 ms would poll it a thousand times a second.
-  if (last.code() == ErrorCode::kBusy && busy_ttl_ms_ > 0 && millis(busy_ttl_ms_ + 1) < delay) {
-    delay = millis(busy_ttl_ms_ + 1);
-  }
+  const Nanos expiry = busy_ttl_ + Millis(1);
+  if (last.code() == ErrorCode::kBusy && busy_ttl_ > Millis(0) && expiry < delay) delay = expiry;
   return min_of(delay, left);
 }
 
 bool Lock::pause(Status last, Nanos left, Deadline op_deadline, Status* attempted) {
-  // Blocking needs a holder whose key expires (busy_ttl_ms_ > 0): a key
+  // Blocking needs a holder whose key expires (busy_ttl_ > 0): a key
   // without TTL, or one expiring this millisecond, gets plain backoff.
   const bool can_block = options_.wake_on_release && wake_supported_ &&
-                         last.code() == ErrorCode::kBusy && busy_ttl_ms_ > 0;
+                         last.code() == ErrorCode::kBusy && busy_ttl_ > Millis(0);
   if (can_block) {
     const Nanos half = options_.wake_fallback / 2;
     Nanos cap = rng_.uniform(half, options_.wake_fallback);
-    cap = min_of(min_of(cap, millis(busy_ttl_ms_ + 1)), left);  // a crashed holder frees by then
+    cap = min_of(min_of(cap, busy_ttl_ + Millis(1)), left);  // a crashed holder frees by then
     // The pipelined attempt's validity counts from before the BLPOP: only
     // worth it while the wait can cost at most a quarter of the TTL. Not
     // through a router, which must pick the node per command.
-    if (!router_ && cap * 4 <= millis(options_.ttl_ms)) {
+    if (!router_ && cap * 4 <= options_.ttl) {
       if (await_and_attempt(cap, op_deadline, attempted)) return true;
     } else if (await_release(cap, op_deadline)) {
       return false;
@@ -52,7 +51,7 @@ namespace {
 // BLPOP's timeout in seconds with ms precision ("1.250"), rounded down so
 // the server gives up before our own deadline does. 0 if under 1 ms.
 size_t blpop_timeout(Nanos cap, char (&out)[32]) {
-  const int64_t ms = to_millis(cap);
+  const int64_t ms = std::chrono::floor<Millis>(cap).count();
   if (ms < 1) return 0;
   const int n = std::snprintf(out, sizeof out, "%lld.%03lld", static_cast<long long>(ms / 1000),
                               static_cast<long long>(ms % 1000));
@@ -90,7 +89,7 @@ bool Lock::await_and_attempt(Nanos cap, Deadline op_deadline, Status* attempted)
   const Bytes keys[3] = {key(), Bytes(fence_key_, fence_key_len_), Bytes(wake_key_, wake_key_len_)};
   const Bytes args[2] = {token(), Bytes(ttl_text_, ttl_text_len_)};
   const Deadline d = Deadline::after(clock(), cap + command_timeout()).min(op_deadline);
-  const Nanos start = clock().now();  // the acquire may run any time after this
+  const TimePoint start = clock().now();  // the acquire may run any time after this
   has_token_ = true;                  // a lost reply may mean the key is ours
   Status first;
   const Result<const Reply*> r =

@@ -21,7 +21,7 @@ const char* to_string(EventKind kind) {
 
 size_t latency_bucket(Nanos latency) {
   size_t i = 0;
-  while (i < kLatencyBuckets - 1 && latency > millis(kLatencyBucketMs[i])) ++i;
+  while (i < kLatencyBuckets - 1 && latency > kLatencyBucketBounds[i]) ++i;
   return i;
 }
 
@@ -70,9 +70,9 @@ Result<size_t> format_metrics(const Metrics& m, char* buf, size_t cap) {
   for (size_t i = 0; i < kLatencyBuckets && len < cap; ++i) {
     n = i + 1 < kLatencyBuckets
             ? std::snprintf(buf + len, cap - len, " le%lldms=%u",
-                            static_cast<long long>(kLatencyBucketMs[i]), m.latency[i])
+                            static_cast<long long>(kLatencyBucketBounds[i].count()), m.latency[i])
             : std::snprintf(buf + len, cap - len, " gt%lldms=%u",
-                            static_cast<long long>(kLatencyBucketMs[i - 1]), m.latency[i]);
+                            static_cast<long long>(kLatencyBucketBounds[i - 1].count()), m.latency[i]);
     len += n < 0 ? cap : static_cast<size_t>(n);
   }
   if (len >= cap) return ErrorCode::kBufferTooSmall;

@@ -54,7 +54,7 @@ struct FanoutGoal {
 };
 
 struct FanoutResult {
-  Nanos decided_at = 0;   ///< When the last reply that settled it was read.
+  TimePoint decided_at{}; ///< When the last reply that settled it was read.
   bool timed_out = false; ///< The deadline ended the round.
 };
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "duration.h"
 #include "lock_keys.h"
 #include "lock_scripts.h"
 #include "quorum_fanout.h"
@@ -22,8 +23,8 @@ bool round_retryable(ErrorCode c) {
          c == ErrorCode::kIndeterminate;
 }
 
-size_t decimal(char (&buf)[24], int64_t v) {
-  return static_cast<size_t>(std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(v)));
+size_t decimal(char (&buf)[24], long long v) {
+  return static_cast<size_t>(std::snprintf(buf, sizeof buf, "%lld", v));
 }
 
 bool valid_connections(Connection* const* conns, size_t n) {
@@ -38,18 +39,18 @@ bool valid_connections(Connection* const* conns, size_t n) {
 }
 
 bool valid_options(const QuorumOptions& o) {
-  return o.ttl_ms >= 1 && o.ttl_ms <= kMaxTtlMs && o.drift_factor >= 0.0 &&
-         o.drift_factor <= 0.5 && o.server_timeout >= 0 && o.server_timeout < millis(o.ttl_ms) &&
-         o.retry_min > 0 && o.retry_max >= o.retry_min && o.down_min > 0 &&
-         o.down_max >= o.down_min &&
-         millis(o.ttl_ms) > detail::drift_of(o.ttl_ms, o.drift_factor);  // some validity
+  return o.ttl >= Millis(1) && o.ttl <= kMaxTtl && o.drift_factor >= 0.0 &&
+         o.drift_factor <= 0.5 && o.server_timeout >= Nanos::zero() && o.server_timeout < o.ttl &&
+         o.retry_min > Nanos::zero() && o.retry_max >= o.retry_min &&
+         o.down_min > Nanos::zero() && o.down_max >= o.down_min &&
+         o.ttl > detail::drift_of(o.ttl, o.drift_factor);  // some validity
 }
 
 // ttl / 50, at least 5 ms (but below the TTL).
-Nanos default_server_timeout(int64_t ttl_ms) {
-  const Nanos t = millis(ttl_ms) / 50;
-  if (t >= millis(5)) return t;
-  return millis(ttl_ms) / 2 < millis(5) ? millis(ttl_ms) / 2 : millis(5);
+Nanos default_server_timeout(Millis ttl) {
+  const Nanos t = Nanos(ttl) / 50;
+  if (t >= Millis(5)) return t;
+  return Nanos(ttl) / 2 < Millis(5) ? Nanos(ttl) / 2 : Millis(5);
 }
 
 }  // namespace
@@ -75,8 +76,8 @@ Status QuorumLock::init(Connection* const* conns, size_t n, Bytes key,
   for (size_t i = 0; i < n; ++i) conns_[i] = conns[i];
   n_ = n;
   options_ = options;
-  server_timeout_ = options.server_timeout > 0 ? options.server_timeout
-                                               : default_server_timeout(options.ttl_ms);
+  server_timeout_ = options.server_timeout > Nanos::zero() ? options.server_timeout
+                                                          : default_server_timeout(options.ttl);
   std::memcpy(key_, key.data, key.size);
   key_len_ = key.size;
   fence_key_len_ = fk.value();
@@ -84,7 +85,7 @@ Status QuorumLock::init(Connection* const* conns, size_t n, Bytes key,
   keys_[0] = this->key();
   keys_[1] = Bytes(fence_key_, fence_key_len_);
   acquire_args_[0] = token();
-  acquire_args_[1] = Bytes(ttl_text_, decimal(ttl_text_, options.ttl_ms));
+  acquire_args_[1] = Bytes(ttl_text_, decimal(ttl_text_, detail::ms_arg(options.ttl)));
   extend_args_[0] = token();
   fence_args_[0] = token();
   token_args_[0] = token();
@@ -97,15 +98,15 @@ Status QuorumLock::init(Connection* const* conns, size_t n, Bytes key,
 void QuorumLock::forget() {
   has_token_ = false;
   granted_ = false;
-  valid_until_ = 0;
+  valid_until_ = TimePoint();
   fence_ = 0;
   for (size_t i = 0; i < n_; ++i) servers_[i].maybe_holds = false;
 }
 
 Nanos QuorumLock::remaining() const {
-  if (!granted_) return 0;
+  if (!granted_) return Nanos::zero();
   const Nanos left = valid_until_ - clock().now();
-  return left > 0 ? left : 0;
+  return left > Nanos::zero() ? left : Nanos::zero();
 }
 
 Deadline QuorumLock::round_deadline(Deadline limit) const {
@@ -133,11 +134,10 @@ Status QuorumLock::acquire(Nanos wait) {
     Nanos delay = backoff_.next(rng_);
     // A majority frees by expiry then at the latest; with no such bound (a
     // holder without TTL) the normal backoff stands.
-    if (s.code() == ErrorCode::kBusy && busy_ttl_ms_ > 0 && millis(busy_ttl_ms_ + 1) < delay) {
-      delay = millis(busy_ttl_ms_ + 1);
-    }
+    const Nanos expiry = busy_ttl_ + Millis(1);
+    if (s.code() == ErrorCode::kBusy && busy_ttl_ > Millis(0) && expiry < delay) delay = expiry;
     const Nanos left = deadline.remaining(c);
-    if (left <= 0) break;
+    if (left <= Nanos::zero()) break;
     c.sleep_for(delay < left ? delay : left);
     // Same token when nothing carrying it may still be on its way (a lost
     // grant is then re-armed, not busy); otherwise a fresh one: a release
@@ -154,7 +154,7 @@ Status QuorumLock::acquire(Nanos wait) {
 }
 
 // Records what the acquire round left behind: who may hold our token, the
-// highest fence counter among the grants, and busy_ttl_ms_.
+// highest fence counter among the grants, and busy_ttl_.
 void QuorumLock::note_acquire() {
   fence_ = 0;
   int64_t ttls[kMaxQuorumServers];
@@ -171,15 +171,16 @@ void QuorumLock::note_acquire() {
     if (replied) ++granted;
     if (replied && static_cast<uint64_t>(s.value) > fence_) fence_ = static_cast<uint64_t>(s.value);
   }
-  busy_ttl_ms_ = detail::majority_free_ms(ttls, busy, granted < quorum() ? quorum() - granted : 0);
+  busy_ttl_ = Millis(
+      detail::majority_free_ms(ttls, busy, granted < quorum() ? quorum() - granted : 0));
 }
 
 Status QuorumLock::attempt(Deadline limit) {
   Clock& c = clock();
   has_token_ = true;  // from here a lost reply may mean a key is ours
   granted_ = false;
-  const Nanos start = c.now();  // before the first request leaves
-  const Nanos end = detail::validity_end(start, options_.ttl_ms, options_.drift_factor);
+  const TimePoint start = c.now();  // before the first request leaves
+  const TimePoint end = detail::validity_end(start, options_.ttl, options_.drift_factor);
   for (size_t i = 0; i < n_; ++i) slots_[i].want = start >= servers_[i].down_until;
   const detail::FanoutRequest req{&detail::kAcquireScript, keys_, 2, acquire_args_, 2};
   const detail::FanoutGoal goal{quorum(), 1, false};
@@ -200,7 +201,7 @@ Status QuorumLock::attempt(Deadline limit) {
   valid_until_ = end;
   const Status s = options_.fencing ? raise_fence(limit) : Status();
   if (!options_.fencing) fence_ = 0;
-  if (s.ok() && remaining() > 0) return s;
+  if (s.ok() && held()) return s;
   cleanup();
   return s.ok() ? Status(ErrorCode::kExpired) : s;
 }
@@ -209,7 +210,7 @@ Status QuorumLock::attempt(Deadline limit) {
 // the servers holding our key; fence_ counts only once a majority confirmed.
 Status QuorumLock::raise_fence(Deadline limit) {
   Clock& c = clock();
-  fence_args_[1] = Bytes(fence_text_, decimal(fence_text_, static_cast<int64_t>(fence_)));
+  fence_args_[1] = Bytes(fence_text_, decimal(fence_text_, static_cast<long long>(fence_)));
   // Every server that may hold our key, not only the granting majority: a
   // grant whose reply was still on its way counts too (the script checks
   // ownership), so this round waits for the fastest majority again.

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "edgelock/quorum_lock.h"
+#include "duration.h"
 #include "lock_scripts.h"
 #include "quorum_fanout.h"
 #include "quorum_math.h"
@@ -20,26 +21,26 @@ const char* QuorumLock::connection_error() const {
 // A server that answered is up; one we could not reach, or that let a whole
 // round pass in silence, is skipped for a doubling backoff. A request merely
 // left in flight because the round was decided early says nothing.
-void QuorumLock::note_servers(Nanos now, bool timed_out) {
+void QuorumLock::note_servers(TimePoint now, bool timed_out) {
   for (size_t i = 0; i < n_; ++i) {
     const detail::FanoutSlot& s = slots_[i];
     Server& srv = servers_[i];
     if (!s.want) continue;
     if (s.outcome == detail::SlotOutcome::kReplied) {
-      srv.down_step = 0;
-      srv.down_until = 0;
+      srv.down_step = Nanos::zero();
+      srv.down_until = TimePoint();
       continue;
     }
     if (s.in_flight && !timed_out) continue;  // left behind by an early decision
     last_failed_ = i;
     if (s.outcome == detail::SlotOutcome::kFailed && s.sent) continue;  // error reply: it is up
-    const Nanos step = srv.down_step == 0 ? options_.down_min : srv.down_step * 2;
+    const Nanos step = srv.down_step == Nanos::zero() ? options_.down_min : srv.down_step * 2;
     srv.down_step = step < options_.down_max ? step : options_.down_max;
     srv.down_until = now + srv.down_step;
   }
 }
 
-void QuorumLock::want_holders(bool skip_down, Nanos now) {
+void QuorumLock::want_holders(bool skip_down, TimePoint now) {
   for (size_t i = 0; i < n_; ++i) {
     slots_[i].want = servers_[i].maybe_holds && !(skip_down && now < servers_[i].down_until);
   }
@@ -53,7 +54,7 @@ void QuorumLock::want_holders(bool skip_down, Nanos now) {
 size_t QuorumLock::release_round() {
   Clock& c = clock();
   const Deadline deadline = Deadline::after(c, server_timeout_);  // before any I/O
-  want_holders(false, 0);
+  want_holders(false, TimePoint());
   size_t deleted = 0;
   bool any = false;
   for (size_t i = 0; i < n_; ++i) any = any || slots_[i].want;
@@ -112,20 +113,21 @@ size_t QuorumLock::note_owners(int64_t yes_min) {
   return possible;
 }
 
-Status QuorumLock::finish_extend(Nanos start, Nanos decided_at, int64_t ms, ExtendMode mode) {
+Status QuorumLock::finish_extend(TimePoint start, TimePoint decided_at, Millis ttl,
+                                 ExtendMode mode) {
   const detail::FanoutGoal goal{quorum(), 1, false};
   const detail::Tally t = detail::tally_of(slots_, n_, goal);
   const size_t possible = note_owners(1);
   if (t.yes >= quorum() && detail::still_valid(valid_until_, decided_at)) {
-    int64_t shortest = kMaxTtlMs;
+    int64_t shortest = kMaxTtl.count();
     for (size_t i = 0; i < n_; ++i) {
       const detail::FanoutSlot& s = slots_[i];
       if (s.want && s.outcome == detail::SlotOutcome::kReplied && s.value > 0 && s.value < shortest) {
         shortest = s.value;
       }
     }
-    valid_until_ = detail::validity_end(start, shortest, options_.drift_factor);
-    if (remaining() > 0) return Status();
+    valid_until_ = detail::validity_end(start, Millis(shortest), options_.drift_factor);
+    if (held()) return Status();
     granted_ = false;  // extended to less than the drift allowance: ok needs validity
     return ErrorCode::kExpired;
   }
@@ -133,40 +135,40 @@ Status QuorumLock::finish_extend(Nanos start, Nanos decided_at, int64_t ms, Exte
   // may have shortened their TTL (an add only lengthens it), so the
   // validity is what either could leave: the old one or the new request's.
   if (mode == ExtendMode::kReplace) {
-    const Nanos could = detail::validity_end(start, ms, options_.drift_factor);
+    const TimePoint could = detail::validity_end(start, ttl, options_.drift_factor);
     if (could < valid_until_) valid_until_ = could;
   }
   const ErrorCode e = detail::keep_failure(t, possible);
-  if (e == ErrorCode::kNotOwner || remaining() <= 0) {
+  if (e == ErrorCode::kNotOwner || !held()) {
     granted_ = false;
     return e == ErrorCode::kNotOwner ? e : ErrorCode::kExpired;
   }
   return e;
 }
 
-Status QuorumLock::extend(int64_t ms, ExtendMode mode) {
-  if (ms < 1 || ms > kMaxTtlMs) return ErrorCode::kInvalidArgument;
+Status QuorumLock::extend(Millis ttl, ExtendMode mode) {
+  if (ttl < Millis(1) || ttl > kMaxTtl) return ErrorCode::kInvalidArgument;
   if (!has_token_) return ErrorCode::kNotHeld;
-  if (remaining() <= 0) {
+  if (!held()) {
     granted_ = false;
     return ErrorCode::kExpired;  // too late to extend: acquire again
   }
   Clock& c = clock();
-  const int len = std::snprintf(ms_text_, sizeof ms_text_, "%lld", static_cast<long long>(ms));
+  const int len = std::snprintf(ms_text_, sizeof ms_text_, "%lld", detail::ms_arg(ttl));
   extend_args_[1] = Bytes(ms_text_, static_cast<size_t>(len));
   std::memcpy(mode_text_, mode == ExtendMode::kAdd ? "add" : "set", 4);
   extend_args_[2] = Bytes(mode_text_, 3);
-  const Nanos start = c.now();
+  const TimePoint start = c.now();
   want_holders(true, start);
   const detail::FanoutRequest req{&detail::kExtendScript, keys_, 1, extend_args_, 3};
   const detail::FanoutGoal goal{quorum(), 1, false};
   const detail::FanoutResult fr = detail::run_fanout(
       conns_, slots_, n_, req, goal, round_deadline(Deadline::at(valid_until_)), c);
   note_servers(fr.decided_at, fr.timed_out);
-  return finish_extend(start, fr.decided_at, ms, mode);
+  return finish_extend(start, fr.decided_at, ttl, mode);
 }
 
-Status QuorumLock::reacquire() { return extend(options_.ttl_ms, ExtendMode::kReplace); }
+Status QuorumLock::reacquire() { return extend(options_.ttl, ExtendMode::kReplace); }
 
 Result<bool> QuorumLock::owned() {
   if (!has_token_) return ErrorCode::kNotHeld;

@@ -70,7 +70,7 @@ inline int64_t majority_free_ms(int64_t* ttls, size_t n, size_t needed) {
 
 /// True if a lease granted with the quorum-th reply read at `decided_at`
 /// and valid until `end` is still usable.
-constexpr bool still_valid(Nanos end, Nanos decided_at) { return end - decided_at > 0; }
+constexpr bool still_valid(TimePoint end, TimePoint decided_at) { return end > decided_at; }
 
 }  // namespace detail
 }  // namespace edgelock

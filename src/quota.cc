@@ -13,7 +13,7 @@ constexpr int64_t kMaxLimit = 0x7fffffff;
 
 Status Quota::init(Bytes key, const QuotaOptions& options) {
   if (options.limit < 1 || options.limit > kMaxLimit) return ErrorCode::kInvalidArgument;
-  if (options.window_ms < 1 || options.window_ms > kMaxTtlMs) return ErrorCode::kInvalidArgument;
+  if (options.window < Millis(1) || options.window > kMaxTtl) return ErrorCode::kInvalidArgument;
   const Status s = init_gate(key, options.drift_factor, options.local_hint);
   if (!s.ok()) return s;
   options_ = options;
@@ -26,19 +26,20 @@ Status Quota::take(Nanos wait, Admission* out) { return wait_admit(wait, out); }
 
 Status Quota::send(Admission* a) {
   const detail::DecimalText limit(options_.limit);
-  const detail::DecimalText window(options_.window_ms);
+  const detail::DecimalText window(options_.window);
   const Bytes args[2] = {limit.bytes(), window.bytes()};
-  const Nanos start = connection().clock().now();
+  const TimePoint start = connection().clock().now();
   const Result<const Reply*> r = eval_key(detail::kQuotaScript, args, 2);
   if (!r.ok()) return r.status();
-  int64_t ok = 0, left = 0, ttl = 0;
+  int64_t ok = 0, left = 0, pttl = 0;
   if (!detail::int_at(r.value(), 0, &ok) || !detail::int_at(r.value(), 1, &left) ||
-      !detail::int_at(r.value(), 2, &ttl) || ttl < 0) {
+      !detail::int_at(r.value(), 2, &pttl) || pttl < 0) {
     return ErrorCode::kProtocol;
   }
+  const Millis ttl(pttl);
   a->allowed = ok == 1;
   a->remaining = left > 0 ? left : 0;
-  a->retry_after_ms = a->remaining > 0 ? 0 : ttl;
+  a->retry_after = a->remaining > 0 ? Millis(0) : ttl;
   // Used up: the window lasts at least this long on our clock.
   set_hint(a->remaining == 0, start, ttl);
   return admitted(a, start, ttl);
@@ -52,7 +53,7 @@ Result<Admission> Quota::peek() {
   a.remaining = ttl == -2 ? options_.limit : options_.limit - used;
   if (a.remaining < 0) a.remaining = 0;
   a.allowed = a.remaining > 0;
-  a.retry_after_ms = a.allowed || ttl < 0 ? 0 : ttl;
+  a.retry_after = Millis(a.allowed || ttl < 0 ? 0 : ttl);
   return a;
 }
 

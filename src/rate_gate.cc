@@ -27,12 +27,12 @@ Status RateGate::try_admit(Admission* out) {
   Admission* a = out ? out : &local;
   *a = Admission();
   if (key_len_ == 0) return ErrorCode::kInvalidArgument;
-  const Nanos now = conn_->clock().now();
+  const TimePoint now = conn_->clock().now();
   if (local_hint_ && hinted_ && now < refuse_until_) {
-    a->retry_after_ms = ms_until(refuse_until_, now);
+    a->retry_after = ms_until(refuse_until_, now);
     a->local = true;
     // Counted as an attempt, with no round trip.
-    note(*conn_, metrics_, EventKind::kAdmit, ErrorCode::kBusy, key(), 0);
+    note(*conn_, metrics_, EventKind::kAdmit, ErrorCode::kBusy, key(), Nanos::zero());
     return ErrorCode::kBusy;
   }
   const Status s = send(a);
@@ -50,9 +50,9 @@ Status RateGate::wait_admit(Nanos wait, Admission* out) {
   for (uint32_t i = 0; (s.code() == ErrorCode::kBusy || s.code() == ErrorCode::kExpired) && i < 100000;
        ++i) {
     const Nanos left = deadline.remaining(clock);
-    if (left <= 0) break;
+    if (left <= Nanos::zero()) break;
     // Sleep what the server said (at least 1 ms, so we never spin).
-    Nanos delay = millis(a->retry_after_ms > 0 ? a->retry_after_ms : 1);
+    const Nanos delay = a->retry_after > Millis(0) ? a->retry_after : Millis(1);
     clock.sleep_for(delay < left ? delay : left);
     s = try_admit(a);
   }
@@ -65,11 +65,11 @@ Result<const Reply*> RateGate::eval_key(const Script& script, const Bytes* args,
   return conn_->eval(script, keys, 1, args, nargs, d);
 }
 
-Status RateGate::peek_key(int64_t* ttl, int64_t* used) {
+Status RateGate::peek_key(int64_t* pttl, int64_t* used) {
   if (key_len_ == 0) return ErrorCode::kInvalidArgument;
   const Result<const Reply*> r = eval_key(kRatePeekScript, nullptr, 0);
   if (!r.ok()) return r.status();
-  if (!int_at(r.value(), 0, ttl) || (used && !int_at(r.value(), 1, used))) {
+  if (!int_at(r.value(), 0, pttl) || (used && !int_at(r.value(), 1, used))) {
     return ErrorCode::kProtocol;
   }
   return Status();
@@ -85,17 +85,17 @@ Status RateGate::reset_key() {
   return r.value()->type == ReplyType::kInteger ? Status() : Status(ErrorCode::kProtocol);
 }
 
-Status RateGate::admitted(Admission* a, Nanos start, int64_t ttl_ms) {
+Status RateGate::admitted(Admission* a, TimePoint start, Millis ttl) {
   if (!a->allowed) return ErrorCode::kBusy;
-  if (conn_->clock().now() < lease_end(start, ttl_ms, drift_factor_)) return Status();
+  if (conn_->clock().now() < lease_end(start, ttl, drift_factor_)) return Status();
   a->allowed = false;  // counted, but too late to act on
-  a->retry_after_ms = 0;
+  a->retry_after = Millis(0);
   return ErrorCode::kExpired;
 }
 
-void RateGate::set_hint(bool on, Nanos start, int64_t ttl_ms) {
+void RateGate::set_hint(bool on, TimePoint start, Millis ttl) {
   hinted_ = on;
-  if (on) refuse_until_ = lease_end(start, ttl_ms, drift_factor_);
+  if (on) refuse_until_ = lease_end(start, ttl, drift_factor_);
 }
 
 }  // namespace detail

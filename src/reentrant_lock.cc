@@ -17,9 +17,11 @@ constexpr uint32_t kMaxDepth = 1u << 31;
 
 Status ReentrantLock::init(Bytes key, const ReentrantLockOptions& options, Bytes owner) {
   if (key.size == 0 || key.size > kMaxKeyLen || !key.data) return ErrorCode::kInvalidArgument;
-  if (options.ttl_ms < 1 || options.ttl_ms > kMaxTtlMs) return ErrorCode::kInvalidArgument;
+  if (options.ttl < Millis(1) || options.ttl > kMaxTtl) return ErrorCode::kInvalidArgument;
   if (!(options.drift_factor >= 0.0 && options.drift_factor <= 0.5)) return ErrorCode::kInvalidArgument;
-  if (options.retry_min <= 0 || options.retry_max < options.retry_min) return ErrorCode::kInvalidArgument;
+  if (options.retry_min <= Nanos::zero() || options.retry_max < options.retry_min) {
+    return ErrorCode::kInvalidArgument;
+  }
   if (owner.size > kMaxTokenLen) return ErrorCode::kInvalidArgument;
   const Result<size_t> fk = detail::companion_key(key, ":fence", fence_key_, sizeof fence_key_);
   if (!fk.ok()) return fk.status();
@@ -44,7 +46,7 @@ Status ReentrantLock::init(Bytes key, const ReentrantLockOptions& options, Bytes
 void ReentrantLock::forget() {
   depth_ = 0;
   most_ = 0;
-  valid_until_ = 0;
+  valid_until_ = TimePoint();
   fence_ = 0;
 }
 
@@ -57,31 +59,31 @@ Deadline ReentrantLock::io_deadline() const {
 }
 
 Nanos ReentrantLock::remaining() const {
-  if (depth_ == 0) return 0;
+  if (depth_ == 0) return Nanos::zero();
   const Nanos left = valid_until_ - conn_->clock().now();
-  return left > 0 ? left : 0;
+  return left > Nanos::zero() ? left : Nanos::zero();
 }
 
-uint32_t ReentrantLock::depth() const { return remaining() > 0 ? depth_ : 0; }
+uint32_t ReentrantLock::depth() const { return remaining() > Nanos::zero() ? depth_ : 0; }
 
-Status ReentrantLock::noted(EventKind kind, Nanos start, Status s) {
+Status ReentrantLock::noted(EventKind kind, TimePoint start, Status s) {
   detail::note(*conn_, metrics_, kind, s, key(), conn_->clock().now() - start);
   return s;
 }
 
 Status ReentrantLock::attempt(Deadline deadline) {
-  const Nanos t0 = conn_->clock().now();
+  const TimePoint t0 = conn_->clock().now();
   return noted(EventKind::kAcquire, t0, send_acquire(deadline));
 }
 
 Status ReentrantLock::send_acquire(Deadline deadline) {
   const uint32_t want = depth_ + 1;
-  const detail::DecimalText ttl(options_.ttl_ms);
+  const detail::DecimalText ttl(options_.ttl);
   const detail::DecimalText want_text(want);
   const detail::DecimalText most(most_ > want ? most_ : want);
   const Bytes keys[2] = {key(), Bytes(fence_key_, fence_key_len_)};
   const Bytes args[5] = {owner(), ttl.bytes(), want_text.bytes(), handle(), most.bytes()};
-  const Nanos start = conn_->clock().now();
+  const TimePoint start = conn_->clock().now();
   const Result<const Reply*> r = conn_->eval(detail::kReentrantAcquireScript, keys, 2, args, 5, deadline);
   int64_t code = 0, value = 0;
   Status s = r.ok() ? Status() : r.status();
@@ -91,12 +93,12 @@ Status ReentrantLock::send_acquire(Deadline deadline) {
   if (!s.ok()) {
     // The level may have landed (and re-armed the TTL, maybe shorter):
     // count it for release(), claim the least validity.
-    if (detail::may_have_run(s.code())) unknown_outcome(want, start, options_.ttl_ms);
+    if (detail::may_have_run(s.code())) unknown_outcome(want, start, options_.ttl);
     return s;
   }
   if (code == 0) {
     most_ = depth_;  // someone else holds it: no level of ours is there
-    busy_ttl_ms_ = value;
+    busy_ttl_ = Millis(value);
     return ErrorCode::kBusy;
   }
   if (code < 0 || code != static_cast<int64_t>(want)) {
@@ -105,17 +107,17 @@ Status ReentrantLock::send_acquire(Deadline deadline) {
   }
   depth_ = most_ = want;
   fence_ = static_cast<uint64_t>(value);
-  valid_until_ = detail::lease_end(start, options_.ttl_ms, options_.drift_factor);
-  if (remaining() <= 0) {
+  valid_until_ = detail::lease_end(start, options_.ttl, options_.drift_factor);
+  if (remaining() <= Nanos::zero()) {
     release().ignore();  // this level came too late to use: hand it back
     return ErrorCode::kExpired;
   }
   return Status();
 }
 
-void ReentrantLock::unknown_outcome(uint32_t most, Nanos start, int64_t ttl_ms) {
+void ReentrantLock::unknown_outcome(uint32_t most, TimePoint start, Millis ttl) {
   maybe_holds(most);
-  valid_until_ = detail::least_end(valid_until_, start, ttl_ms, options_.drift_factor);
+  valid_until_ = detail::least_end(valid_until_, start, ttl, options_.drift_factor);
 }
 
 Status ReentrantLock::try_acquire() {
@@ -133,9 +135,10 @@ Status ReentrantLock::acquire(Nanos wait) {
   backoff_.reset();
   for (uint32_t i = 0; !s.ok() && detail::retryable(s.code()) && i < 1000000; ++i) {
     Nanos delay = backoff_.next(rng_);
-    if (s.code() == ErrorCode::kBusy && millis(busy_ttl_ms_ + 1) < delay) delay = millis(busy_ttl_ms_ + 1);
+    const Nanos expiry = busy_ttl_ + Millis(1);
+    if (s.code() == ErrorCode::kBusy && expiry < delay) delay = expiry;
     const Nanos left = deadline.remaining(clock);
-    if (left <= 0) break;
+    if (left <= Nanos::zero()) break;
     clock.sleep_for(delay < left ? delay : left);
     // Same wanted depth on retries: a grant whose reply was lost is found.
     s = attempt(io_deadline().min(op_deadline));
@@ -144,7 +147,7 @@ Status ReentrantLock::acquire(Nanos wait) {
 }
 
 Status ReentrantLock::release() {
-  const Nanos t0 = conn_->clock().now();
+  const TimePoint t0 = conn_->clock().now();
   return noted(EventKind::kRelease, t0, send_release());
 }
 
@@ -154,11 +157,11 @@ Status ReentrantLock::send_release() {
   // even at depth 0: release() removes it too.
   const uint32_t want = depth_ > 0 ? depth_ - 1 : 0;
   const detail::DecimalText want_text(want);
-  const detail::DecimalText ttl(options_.ttl_ms);
+  const detail::DecimalText ttl(options_.ttl);
   const detail::DecimalText most(most_);
   const Bytes keys[1] = {key()};
   const Bytes args[5] = {owner(), want_text.bytes(), ttl.bytes(), handle(), most.bytes()};
-  const Nanos start = conn_->clock().now();
+  const TimePoint start = conn_->clock().now();
   const Result<const Reply*> r = conn_->eval(detail::kReentrantReleaseScript, keys, 1, args, 5, io_deadline());
   Status s = r.ok() ? Status() : r.status();
   if (s.ok() && r.value()->type != ReplyType::kInteger) s = ErrorCode::kProtocol;
@@ -167,7 +170,7 @@ Status ReentrantLock::send_release() {
       // The level may be gone: stop counting it (at depth 0 nothing is
       // claimed), but remember it may be there so release() can retry.
       depth_ = want;
-      unknown_outcome(most_, start, options_.ttl_ms);
+      unknown_outcome(most_, start, options_.ttl);
     }
     return s;
   }
@@ -181,41 +184,41 @@ Status ReentrantLock::send_release() {
     forget();
     return Status();
   }
-  valid_until_ = detail::lease_end(start, options_.ttl_ms, options_.drift_factor);
+  valid_until_ = detail::lease_end(start, options_.ttl, options_.drift_factor);
   // The level is released; the others are held but their refreshed TTL
   // came back too late to claim.
-  return remaining() > 0 ? Status() : Status(ErrorCode::kExpired);
+  return remaining() > Nanos::zero() ? Status() : Status(ErrorCode::kExpired);
 }
 
-Status ReentrantLock::extend(int64_t ms) {
-  const Nanos t0 = conn_->clock().now();
-  return noted(EventKind::kExtend, t0, send_extend(ms));
+Status ReentrantLock::extend(Millis ttl) {
+  const TimePoint t0 = conn_->clock().now();
+  return noted(EventKind::kExtend, t0, send_extend(ttl));
 }
 
-Status ReentrantLock::send_extend(int64_t ms) {
-  if (ms < 1 || ms > kMaxTtlMs) return ErrorCode::kInvalidArgument;
+Status ReentrantLock::send_extend(Millis ttl) {
+  if (ttl < Millis(1) || ttl > kMaxTtl) return ErrorCode::kInvalidArgument;
   if (depth_ == 0) return ErrorCode::kNotHeld;
-  const detail::DecimalText ms_text(ms);
+  const detail::DecimalText ms_text(ttl);
   const Bytes keys[1] = {key()};
   const Bytes args[3] = {owner(), ms_text.bytes(), handle()};
-  const Nanos start = conn_->clock().now();
+  const TimePoint start = conn_->clock().now();
   // A renewal is worth waiting for only while the lease is still valid.
   const Deadline deadline = detail::capped_at(io_deadline(), valid_until_, start);
   const Result<const Reply*> r = conn_->eval(detail::kReentrantExtendScript, keys, 1, args, 3, deadline);
   Status s = r.ok() ? Status() : r.status();
   if (s.ok() && r.value()->type != ReplyType::kInteger) s = ErrorCode::kProtocol;
   if (!s.ok()) {
-    if (detail::may_have_run(s.code())) unknown_outcome(depth_, start, ms);
-    const bool lapsed = remaining() <= 0 && s.code() == ErrorCode::kTimeout;
+    if (detail::may_have_run(s.code())) unknown_outcome(depth_, start, ttl);
+    const bool lapsed = remaining() <= Nanos::zero() && s.code() == ErrorCode::kTimeout;
     return lapsed ? Status(ErrorCode::kExpired) : s;
   }
   if (r.value()->integer <= 0) {
     forget();
     return ErrorCode::kNotOwner;
   }
-  valid_until_ = detail::lease_end(start, ms, options_.drift_factor);
+  valid_until_ = detail::lease_end(start, ttl, options_.drift_factor);
   // Extended, but for less than the drift allowance: not usable.
-  return remaining() > 0 ? Status() : Status(ErrorCode::kExpired);
+  return remaining() > Nanos::zero() ? Status() : Status(ErrorCode::kExpired);
 }
 
 }  // namespace edgelock

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "duration.h"
 #include "error_text.h"
 
 namespace edgelock {
@@ -11,7 +12,9 @@ Status wait_for_replicas(Connection& conn, int want, Nanos max_wait, Deadline de
                          char (&err)[kErrorTextSize]) {
   Nanos budget = deadline.remaining(conn.clock()) / 2;
   if (budget > max_wait) budget = max_wait;
-  const long long ms = to_millis(budget) > 0 ? to_millis(budget) : 1;
+  // Rounded down: WAIT gives up before the budget does (at least 1 ms).
+  const Millis wait = std::chrono::floor<Millis>(budget);
+  const long long ms = detail::ms_arg(wait > Millis(0) ? wait : Millis(1));
   char n_text[12], ms_text[24];
   const int nl = std::snprintf(n_text, sizeof n_text, "%d", want);
   const int ml = std::snprintf(ms_text, sizeof ms_text, "%lld", ms);

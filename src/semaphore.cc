@@ -16,9 +16,11 @@ constexpr size_t kPermitRandomBytes = 16;  // 128 bits -> 32 hex chars
 Status Semaphore::init(Bytes key, const SemaphoreOptions& options) {
   if (key.size == 0 || key.size > kMaxKeyLen || !key.data) return ErrorCode::kInvalidArgument;
   if (options.permits < 1 || options.permits > kMaxPermits) return ErrorCode::kInvalidArgument;
-  if (options.ttl_ms < 1 || options.ttl_ms > kMaxTtlMs) return ErrorCode::kInvalidArgument;
+  if (options.ttl < Millis(1) || options.ttl > kMaxTtl) return ErrorCode::kInvalidArgument;
   if (!(options.drift_factor >= 0.0 && options.drift_factor <= 0.5)) return ErrorCode::kInvalidArgument;
-  if (options.retry_min <= 0 || options.retry_max < options.retry_min) return ErrorCode::kInvalidArgument;
+  if (options.retry_min <= Nanos::zero() || options.retry_max < options.retry_min) {
+    return ErrorCode::kInvalidArgument;
+  }
   EDGELOCK_TRY(rng_.seed_from_os());
   std::memcpy(key_, key.data, key.size);
   key_len_ = key.size;
@@ -32,27 +34,27 @@ Deadline Semaphore::io_deadline() const {
 }
 
 Nanos Semaphore::remaining(const Permit& permit) const {
-  if (!permit.granted) return 0;
+  if (!permit.granted) return Nanos::zero();
   const Nanos left = permit.valid_until - conn_->clock().now();
-  return left > 0 ? left : 0;
+  return left > Nanos::zero() ? left : Nanos::zero();
 }
 
-Status Semaphore::noted(EventKind kind, Nanos start, Status s) {
+Status Semaphore::noted(EventKind kind, TimePoint start, Status s) {
   detail::note(*conn_, metrics_, kind, s, key(), conn_->clock().now() - start);
   return s;
 }
 
 Status Semaphore::attempt(Permit* permit, Deadline deadline) {
-  const Nanos t0 = conn_->clock().now();
+  const TimePoint t0 = conn_->clock().now();
   return noted(EventKind::kAcquire, t0, send_acquire(permit, deadline));
 }
 
 Status Semaphore::send_acquire(Permit* permit, Deadline deadline) {
-  const detail::DecimalText ttl(options_.ttl_ms);
+  const detail::DecimalText ttl(options_.ttl);
   const detail::DecimalText n(options_.permits);
   const Bytes keys[1] = {key()};
   const Bytes args[3] = {permit->id_bytes(), ttl.bytes(), n.bytes()};
-  const Nanos start = conn_->clock().now();
+  const TimePoint start = conn_->clock().now();
   const Result<const Reply*> r = conn_->eval(detail::kSemAcquireScript, keys, 1, args, 3, deadline);
   // Failed: the grant may still have landed. The permit keeps its id, so a
   // retry re-arms it and release() removes it.
@@ -63,12 +65,12 @@ Status Semaphore::send_acquire(Permit* permit, Deadline deadline) {
   }
   if (granted < 0) return ErrorCode::kInvalidArgument;  // the script refused an empty id
   if (granted != 1) {
-    busy_wait_ms_ = value > 0 ? value : 0;
+    busy_wait_ = Millis(value > 0 ? value : 0);
     return ErrorCode::kBusy;
   }
   permit->granted = true;
-  permit->valid_until = detail::lease_end(start, options_.ttl_ms, options_.drift_factor);
-  if (remaining(*permit) <= 0) {
+  permit->valid_until = detail::lease_end(start, options_.ttl, options_.drift_factor);
+  if (remaining(*permit) <= Nanos::zero()) {
     // Granted too late to use: hand it back, but keep the id. Wiping it
     // would make the retry ask for the permit "" (shared by every client
     // doing the same) and lose the permit if the hand-back failed.
@@ -81,7 +83,7 @@ Status Semaphore::send_acquire(Permit* permit, Deadline deadline) {
 
 void Semaphore::unclaim(Permit* permit) {
   permit->granted = false;
-  permit->valid_until = 0;
+  permit->valid_until = TimePoint();
 }
 
 Status Semaphore::try_acquire(Permit* permit) {
@@ -102,9 +104,10 @@ Status Semaphore::acquire(Permit* permit, Nanos wait) {
   for (uint32_t i = 0; !s.ok() && detail::retryable(s.code()) && i < 1000000; ++i) {
     Nanos delay = backoff_.next(rng_);
     // A permit frees by expiry at the latest: no point sleeping past it.
-    if (s.code() == ErrorCode::kBusy && millis(busy_wait_ms_ + 1) < delay) delay = millis(busy_wait_ms_ + 1);
+    const Nanos expiry = busy_wait_ + Millis(1);
+    if (s.code() == ErrorCode::kBusy && expiry < delay) delay = expiry;
     const Nanos left = deadline.remaining(clock);
-    if (left <= 0) break;
+    if (left <= Nanos::zero()) break;
     clock.sleep_for(delay < left ? delay : left);
     s = attempt(permit, io_deadline().min(op_deadline));  // same id: lost grants are found
   }
@@ -125,7 +128,7 @@ Status Semaphore::release(Permit* permit) {
 
 Status Semaphore::release_id(Bytes id) {
   if (key_len_ == 0) return ErrorCode::kInvalidArgument;
-  const Nanos t0 = conn_->clock().now();
+  const TimePoint t0 = conn_->clock().now();
   return noted(EventKind::kRelease, t0, send_release(id));
 }
 
@@ -140,30 +143,31 @@ Status Semaphore::send_release(Bytes id) {
   return r.value()->integer == 1 ? Status() : Status(ErrorCode::kNotOwner);
 }
 
-Status Semaphore::extend(Permit* permit, int64_t ms) {
-  const Nanos t0 = conn_->clock().now();
-  return noted(EventKind::kExtend, t0, send_extend(permit, ms));
+Status Semaphore::extend(Permit* permit, Millis ttl) {
+  const TimePoint t0 = conn_->clock().now();
+  return noted(EventKind::kExtend, t0, send_extend(permit, ttl));
 }
 
-Status Semaphore::send_extend(Permit* permit, int64_t ms) {
-  if (!permit || ms < 1 || ms > kMaxTtlMs) return ErrorCode::kInvalidArgument;
+Status Semaphore::send_extend(Permit* permit, Millis ttl) {
+  if (!permit || ttl < Millis(1) || ttl > kMaxTtl) return ErrorCode::kInvalidArgument;
   if (permit->id_len == 0) return ErrorCode::kNotHeld;
-  const detail::DecimalText ms_text(ms);
+  const detail::DecimalText ms_text(ttl);
   const Bytes keys[1] = {key()};
   const Bytes args[2] = {permit->id_bytes(), ms_text.bytes()};
-  const Nanos start = conn_->clock().now();
+  const TimePoint start = conn_->clock().now();
   // A renewal is worth waiting for only while the permit is still valid.
-  const Deadline deadline = detail::capped_at(io_deadline(), permit->granted ? permit->valid_until : 0, start);
+  const Deadline deadline =
+      detail::capped_at(io_deadline(), permit->granted ? permit->valid_until : TimePoint(), start);
   const Result<const Reply*> r = conn_->eval(detail::kSemExtendScript, keys, 1, args, 2, deadline);
   Status s = r.ok() ? Status() : r.status();
   if (s.ok() && r.value()->type != ReplyType::kInteger) s = ErrorCode::kProtocol;
   if (!s.ok()) {
-    // Unknown outcome: the server may now hold the permit for `ms` from
+    // Unknown outcome: the server may now hold the permit for `ttl` from
     // when it ran, which may be less than before.
     if (detail::may_have_run(s.code())) {
-      permit->valid_until = detail::least_end(permit->valid_until, start, ms, options_.drift_factor);
+      permit->valid_until = detail::least_end(permit->valid_until, start, ttl, options_.drift_factor);
     }
-    if (remaining(*permit) > 0) return s;
+    if (remaining(*permit) > Nanos::zero()) return s;
     unclaim(permit);
     return s.code() == ErrorCode::kTimeout ? Status(ErrorCode::kExpired) : s;
   }
@@ -172,8 +176,8 @@ Status Semaphore::send_extend(Permit* permit, int64_t ms) {
     return ErrorCode::kNotOwner;
   }
   permit->granted = true;
-  permit->valid_until = detail::lease_end(start, ms, options_.drift_factor);
-  if (remaining(*permit) > 0) return Status();
+  permit->valid_until = detail::lease_end(start, ttl, options_.drift_factor);
+  if (remaining(*permit) > Nanos::zero()) return Status();
   unclaim(permit);  // extended, but for less than the drift allowance
   return ErrorCode::kExpired;
 }

@@ -113,8 +113,9 @@ Status Sentinel::setup(const char* url, const ConnectionOptions& options,
   stale_ = true;
   const char* why = nullptr;
   Status s;
-  if (sentinel_options.wait_replicas < 0 || sentinel_options.wait_timeout <= 0 ||
-      sentinel_options.retry_pause <= 0 || sentinel_options.recheck_interval < 0) {
+  if (sentinel_options.wait_replicas < 0 || sentinel_options.wait_timeout <= Nanos::zero() ||
+      sentinel_options.retry_pause <= Nanos::zero() ||
+      sentinel_options.recheck_interval < Nanos::zero()) {
     why = "wait_replicas >= 0, wait_timeout > 0, retry_pause > 0, recheck_interval >= 0";
     s = ErrorCode::kInvalidArgument;
   }
@@ -273,12 +274,12 @@ Result<const Reply*> Sentinel::run(const Call& call, Deadline deadline) {
     if (round > 0) {
       // No primary right now (failover in progress): pause, then ask again.
       const Nanos left = deadline.remaining(*clock_);
-      if (left <= 0) break;
+      if (left <= Nanos::zero()) break;
       const Nanos pause = sentinel_options_.retry_pause;
       clock_->sleep_for(pause < left ? pause : left);
     }
     const Nanos recheck = sentinel_options_.recheck_interval;
-    if (recheck > 0 && clock_->now() - resolved_at_ >= recheck) stale_ = true;
+    if (recheck > Nanos::zero() && clock_->now() - resolved_at_ >= recheck) stale_ = true;
     if (stale_) {
       s = resolve(deadline);
       if (!s.ok() && !transient(s.code())) return s;  // e.g. a wrong sentinel password

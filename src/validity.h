@@ -10,29 +10,30 @@
 namespace edgelock {
 namespace detail {
 
-constexpr Nanos drift_of(int64_t ttl_ms, double factor) {
-  return static_cast<Nanos>(static_cast<double>(millis(ttl_ms)) * factor) + millis(2);
+constexpr Nanos drift_of(Millis ttl, double factor) {
+  return Nanos(static_cast<Nanos::rep>(static_cast<double>(Nanos(ttl).count()) * factor)) + Millis(2);
 }
 
 /// The end of a lease whose request left no earlier than `start`: usable
 /// until start + ttl - drift on our monotonic clock.
-constexpr Nanos validity_end(Nanos start, int64_t ttl_ms, double factor) {
-  return start + millis(ttl_ms) - drift_of(ttl_ms, factor);
+constexpr TimePoint validity_end(TimePoint start, Millis ttl, double factor) {
+  return start + ttl - drift_of(ttl, factor);
 }
 
-/// The end of a lease after an extend to `ms` (asked for at `start`) whose
+/// The end of a lease after an extend to `ttl` (asked for at `start`) whose
 /// outcome is unknown (timeout, lost reply, WAIT unconfirmed): it may or
 /// may not have been applied, so the lease is only good until the earlier
 /// of `old_end` and what the new TTL could have set.
-constexpr Nanos end_after_unknown_extend(Nanos old_end, Nanos start, int64_t ms, double factor) {
-  const Nanos e = validity_end(start, ms, factor);
+constexpr TimePoint end_after_unknown_extend(TimePoint old_end, TimePoint start, Millis ttl,
+                                            double factor) {
+  const TimePoint e = validity_end(start, ttl, factor);
   return e < old_end ? e : old_end;
 }
 
 /// A renewal's deadline: `d`, but no later than the lease's validity end
 /// `valid_until` while that is still ahead of `now` (waiting past it would
 /// only delay the caller's reaction to the loss).
-constexpr Deadline capped_at_validity(Deadline d, Nanos valid_until, Nanos now) {
+constexpr Deadline capped_at_validity(Deadline d, TimePoint valid_until, TimePoint now) {
   return valid_until > now ? d.min(Deadline::at(valid_until)) : d;
 }
 

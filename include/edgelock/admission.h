@@ -5,13 +5,15 @@
 
 #include <cstdint>
 
+#include "edgelock/clock.h"
+
 namespace edgelock {
 
 struct Admission {
   bool allowed = false;
-  /// Ms until the next attempt may be allowed: 0 = now. After an allowed
+  /// Time until the next attempt may be allowed: 0 = now. After an allowed
   /// cooldown entry this is the period; for a quota with attempts left, 0.
-  int64_t retry_after_ms = 0;
+  Millis retry_after{0};
   /// Attempts still allowed in the current window (quota); 0 for cooldown.
   int64_t remaining = 0;
   /// True if answered from the local hint without asking the server.

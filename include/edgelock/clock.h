@@ -5,30 +5,46 @@
 /// that is CLOCK_BOOTTIME, which (unlike CLOCK_MONOTONIC) keeps counting
 /// while the device is suspended, as the server's TTL does: after a resume
 /// a lease's local validity is not overstated by the time asleep.
+///
+/// Every duration in the API is a std::chrono duration, so a bare number or
+/// the wrong kind of time does not compile and units convert themselves:
+/// pass std::chrono::milliseconds(5000) or 5s (std::chrono_literals) where
+/// a Nanos is wanted. A Millis parameter (TTLs: the server counts in ms)
+/// takes ms or coarser; from a finer duration, say how to round
+/// (std::chrono::floor / ceil / duration_cast).
 
+#include <chrono>
 #include <cstdint>
 
 namespace edgelock {
 
-/// Nanoseconds on a monotonic time line. 64-bit everywhere, also on 32-bit
+/// A duration in nanoseconds. 64-bit signed everywhere, also on 32-bit
 /// targets where time_t or long may be 32 bits.
-using Nanos = int64_t;
+using Nanos = std::chrono::nanoseconds;
+/// A duration in milliseconds (TTLs, periods, windows: the server's unit).
+using Millis = std::chrono::milliseconds;
 
-constexpr Nanos kNanosPerMilli = 1000000;
-constexpr Nanos kNanosPerMicro = 1000;
+class Clock;
+/// A point on a Clock's monotonic time line (nanosecond resolution). Only
+/// comparable with points of the same clock.
+using TimePoint = std::chrono::time_point<Clock, Nanos>;
 
-constexpr Nanos millis(int64_t ms) { return ms * kNanosPerMilli; }
-/// Rounds down: a validity reported in ms never overstates the truth.
-constexpr int64_t to_millis(Nanos ns) { return ns / kNanosPerMilli; }
+/// A wait without end: acquire(kForever). Any negative wait means the same.
+constexpr Nanos kForever = Nanos::max();
 
 /// A source of monotonic time that can also sleep. Tests inject a FakeClock.
 class Clock {
  public:
+  using duration = Nanos;
+  using rep = Nanos::rep;
+  using period = Nanos::period;
+  using time_point = TimePoint;
+
   virtual ~Clock() = default;
   /// The current monotonic time.
-  virtual Nanos now() = 0;
-  /// Sleeps for `ns` (no-op if ns <= 0). A fake clock just advances.
-  virtual void sleep_for(Nanos ns) = 0;
+  virtual TimePoint now() = 0;
+  /// Sleeps for `d` (no-op if d <= 0). A fake clock just advances.
+  virtual void sleep_for(Nanos d) = 0;
 };
 
 /// CLOCK_BOOTTIME (the default: a lease keeps running while the device is
@@ -40,8 +56,8 @@ class SystemClock final : public Clock {
  public:
   explicit constexpr SystemClock(bool count_suspend = true)
       : count_suspend_(count_suspend) {}
-  Nanos now() override;
-  void sleep_for(Nanos ns) override;
+  TimePoint now() override;
+  void sleep_for(Nanos d) override;
 
  private:
   bool count_suspend_;
@@ -53,15 +69,16 @@ Clock& default_clock();
 /// A point in monotonic time after which an operation must give up.
 class Deadline {
  public:
-  /// A deadline `timeout` after `clock.now()`. A negative timeout means never.
+  /// A deadline `timeout` after `clock.now()`. A negative timeout, or one
+  /// past the end of the time line (kForever), means never.
   static Deadline after(Clock& clock, Nanos timeout);
   static constexpr Deadline never() { return Deadline(kNever); }
-  static constexpr Deadline at(Nanos when) { return Deadline(when); }
+  static constexpr Deadline at(TimePoint when) { return Deadline(when); }
 
   constexpr bool is_never() const { return at_ == kNever; }
-  constexpr Nanos when() const { return at_; }
+  constexpr TimePoint when() const { return at_; }
   bool expired(Clock& clock) const { return !is_never() && clock.now() >= at_; }
-  /// Time left, clamped to >= 0; kNever's remaining is INT64_MAX.
+  /// Time left, clamped to >= 0; never()'s remaining is Nanos::max().
   Nanos remaining(Clock& clock) const;
   /// Milliseconds left for poll(): rounded up so we never wake early and
   /// spin, clamped to int; -1 for never.
@@ -72,9 +89,9 @@ class Deadline {
   }
 
  private:
-  static constexpr Nanos kNever = INT64_MAX;
-  explicit constexpr Deadline(Nanos at) : at_(at) {}
-  Nanos at_;
+  static constexpr TimePoint kNever = TimePoint::max();
+  explicit constexpr Deadline(TimePoint at) : at_(at) {}
+  TimePoint at_;
 };
 
 }  // namespace edgelock

@@ -36,7 +36,7 @@ struct ClusterOptions {
   /// the operation with kNoQuorum (an acquire is released again). 0 = off.
   int wait_replicas = 0;
   /// Longest time WAIT may block (also capped by the operation's deadline).
-  Nanos wait_timeout = millis(200);
+  Nanos wait_timeout = Millis(200);
 };
 
 /// Counters kept by a Cluster (fixed size, no heap).

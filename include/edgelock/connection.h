@@ -36,12 +36,12 @@ namespace edgelock {
 
 struct ConnectionOptions {
   /// Budget for TCP connect + TLS handshake + AUTH/SELECT.
-  Nanos connect_timeout = millis(2000);
+  Nanos connect_timeout = Millis(2000);
   /// Default per-command budget when the caller gives none.
-  Nanos command_timeout = millis(2000);
+  Nanos command_timeout = Millis(2000);
   /// Reconnect backoff after failed connects: doubles from min up to max.
-  Nanos reconnect_min = millis(20);
-  Nanos reconnect_max = millis(2000);
+  Nanos reconnect_min = Millis(20);
+  Nanos reconnect_max = Millis(2000);
   TlsOptions tls;
   /// Time source; nullptr = default_clock() (CLOCK_BOOTTIME: counts time
   /// suspended, as the server's TTL does).
@@ -228,7 +228,7 @@ class Connection {
   bool eval_by_sha_ = false;  // the eval in flight was sent as EVALSHA
   uint8_t replies_due_ = 1;   // replies still to read for what was sent
   uint32_t failed_connects_ = 0;
-  Nanos next_connect_at_ = 0;
+  TimePoint next_connect_at_{};
   ConnectionStats stats_;
   Metrics metrics_;
   EventHook hook_ = nullptr;

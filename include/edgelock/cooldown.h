@@ -32,8 +32,8 @@
 namespace edgelock {
 
 struct CooldownOptions {
-  /// The period. 1 ms .. kMaxTtlMs.
-  int64_t period_ms = 60000;
+  /// The period. 1 ms .. kMaxTtl.
+  Millis period{60000};
   /// As LockOptions::drift_factor, for the local hint. 0 .. 0.5.
   double drift_factor = 0.01;
   /// Refuse locally while the last answer says the server would refuse.
@@ -51,18 +51,19 @@ class Cooldown : protected detail::RateGate {
   /// One attempt. OK = allowed, and the period it started is still running
   /// on our clock (less the drift allowance): act now. *out (optional)
   /// says how long until the next one. Errors: kBusy (cooling down;
-  /// out->retry_after_ms), kExpired (entered, but the answer came after
+  /// out->retry_after), kExpired (entered, but the answer came after
   /// the period could have ended: do not act, another entry may already
   /// be allowed), kInvalidArgument (not init()ed), kProtocol,
   /// Connection::command()'s (then the entry may have been recorded).
   Status try_enter(Admission* out = nullptr);
-  /// Tries until allowed or `wait` has passed (negative = forever),
+  /// Tries until allowed or `wait` has passed (kForever or negative =
+  /// forever),
   /// sleeping the remaining cooldown (kBusy and kExpired are retried).
   /// Errors: as try_enter().
   Status enter(Nanos wait, Admission* out = nullptr);
-  /// Ms until an entry would be allowed (0 = now), from the server.
+  /// Time until an entry would be allowed (0 = now), from the server.
   /// Errors: kInvalidArgument, kProtocol, Connection::command()'s.
-  Result<int64_t> retry_after_ms();
+  Result<Millis> retry_after();
   /// Ends the cooldown now (DEL) and clears the local hint.
   /// Errors: kInvalidArgument, kProtocol, Connection::command()'s.
   Status reset();

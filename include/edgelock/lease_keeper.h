@@ -71,7 +71,7 @@ auto renew_budget_of(const L& l, Rank0)
 }
 template <typename L>
 Nanos renew_budget_of(const L&, ...) {
-  return 0;
+  return Nanos::zero();
 }
 }  // namespace detail
 
@@ -91,16 +91,16 @@ LeaseTarget lease_target(LockT& lock) {
 struct KeeperOptions {
   /// Time between renewals; 0 = a third of the validity a renewal gives
   /// (about TTL/3), measured again after every renewal.
-  Nanos renew_every = 0;
+  Nanos renew_every{0};
   /// Delay before retrying a renewal that failed for a transient reason
   /// (timeout, I/O, server busy); 0 = a quarter of the validity left.
-  Nanos retry_every = 0;
+  Nanos retry_every{0};
   /// Report kLost this long before the local validity ends (0 = at its
   /// end), e.g. to leave time to stop a child process before another
   /// holder can start. Every interval above counts from this earlier end.
-  Nanos lose_before = 0;
+  Nanos lose_before{0};
   /// The longest one renewal can block; 0 = the target's renew budget.
-  Nanos renew_budget = 0;
+  Nanos renew_budget{0};
 };
 
 enum class LeaseState : uint8_t {
@@ -152,16 +152,17 @@ class LeaseKeeper {
   /// Why the lease was lost (kNotOwner, or kExpired when the validity ran
   /// out), or the last transient renewal error while keeping.
   Status last_error() const { return last_error_; }
-  /// When the loss was detected, on the keeper's clock (0 if not lost).
-  Nanos lost_at() const { return lost_at_; }
+  /// When the loss was detected, on the keeper's clock (TimePoint() if not
+  /// lost).
+  TimePoint lost_at() const { return lost_at_; }
   const KeeperStats& stats() const { return stats_; }
   /// The renew budget in use (fixed by start(); 0 = unknown).
   Nanos renew_budget() const { return budget_; }
 
  private:
-  void lose(Status why, Nanos now);
+  void lose(Status why, TimePoint now);
   Nanos renew_delay() const;
-  void schedule(Nanos now, Nanos delay);
+  void schedule(TimePoint now, Nanos delay);
   // Validity left before the keeper's own end (may be <= 0).
   Nanos usable_left() const { return target_.remaining(target_.lock) - options_.lose_before; }
 
@@ -169,9 +170,9 @@ class LeaseKeeper {
   Clock* clock_;
   KeeperOptions options_;
   LeaseState state_ = LeaseState::kIdle;
-  Nanos budget_ = 0;        // longest renewal, fixed at start()
-  Nanos next_renew_at_ = 0;  // kNoRenewal: none fits before the end
-  Nanos lost_at_ = 0;
+  Nanos budget_{0};        // longest renewal, fixed at start()
+  TimePoint next_renew_at_{};  // kNoRenewal: none fits before the end
+  TimePoint lost_at_{};
   Status last_error_;
   KeeperStats stats_;
 };

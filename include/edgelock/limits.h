@@ -8,6 +8,7 @@
 /// time is an error (kBufferTooSmall / kInvalidArgument), never a silent
 /// truncation.
 
+#include <chrono>
 #include <cstddef>
 
 #if defined(__has_include)
@@ -62,8 +63,8 @@ constexpr int kMaxRedirects = 16;
 /// Most servers one QuorumLock spans (its fixed per-server arrays; Meson
 /// option max_quorum_servers).
 constexpr size_t kMaxQuorumServers = config::kMaxQuorumServers;
-/// Longest lock TTL accepted (Redis accepts more; a day is plenty for a lease).
-constexpr long long kMaxTtlMs = 24LL * 3600 * 1000 * 365;
+/// Longest lock TTL accepted (Redis accepts more; a year is plenty for a lease).
+constexpr std::chrono::milliseconds kMaxTtl = std::chrono::hours(24 * 365);
 
 }  // namespace edgelock
 

@@ -35,16 +35,16 @@
 namespace edgelock {
 
 struct LockOptions {
-  /// Lease length; the server deletes the key after it. 1 ms .. kMaxTtlMs.
-  int64_t ttl_ms = 10000;
+  /// Lease length; the server deletes the key after it. 1 ms .. kMaxTtl.
+  Millis ttl{10000};
   /// Local validity = ttl - elapsed - (ttl * drift_factor + 2 ms): allows
   /// for the server's clock running faster than ours. 0 .. 0.5.
   double drift_factor = 0.01;
   /// Retry delays while waiting for a busy lock (used when no wake signal
   /// can be waited for: connection errors, a holder without TTL, a server
   /// older than Redis 6, or wake_on_release = false).
-  Nanos retry_min = millis(2);
-  Nanos retry_max = millis(250);
+  Nanos retry_min = Millis(2);
+  Nanos retry_max = Millis(250);
   /// Waiting without polling: release() leaves a signal on a companion list
   /// ("{key}:wake", see above) and a waiting acquire() blocks on it with BLPOP, so a
   /// released lock is handed over within about one round trip. Every lock
@@ -54,18 +54,21 @@ struct LockOptions {
   /// Longest single blocking wait; each is jittered in [fallback/2,
   /// fallback] and never longer than the holder's remaining TTL, so a
   /// holder that crashes without releasing costs at most its TTL.
-  Nanos wake_fallback = millis(500);
+  Nanos wake_fallback = Millis(500);
 };
 
 enum class ExtendMode : uint8_t {
-  kAdd,      ///< New TTL = what is left + ms (redis-py's default).
-  kReplace,  ///< New TTL = ms.
+  kAdd,      ///< New TTL = what is left + ttl (redis-py's default).
+  kReplace,  ///< New TTL = ttl.
 };
 
 /// Result of status(): what the server says about a key, whoever holds it.
 struct KeyStatus {
   bool held = false;
-  int64_t ttl_ms = 0;  ///< -1 if held without expiry.
+  /// False if held without expiry (then ttl is 0).
+  bool expires = false;
+  /// The holder's TTL left (whole ms, as the server counts); 0 if not held.
+  Millis ttl{0};
 };
 
 class Lock {
@@ -98,7 +101,7 @@ class Lock {
   /// token is kept, so call release() to remove it (else it stays until
   /// its TTL). A later try_acquire() starts with a new token.
   Status try_acquire();
-  /// Tries until `wait` has passed (negative = forever). While the lock is
+  /// Tries until `wait` has passed (kForever or negative = forever). While the lock is
   /// busy it blocks on the release signal (see LockOptions::wake_on_release)
   /// for at most the holder's remaining TTL, else it sleeps with capped,
   /// jittered exponential backoff. Connection failures are retried within
@@ -122,7 +125,7 @@ class Lock {
   /// be there until its TTL: release() may be called again (a retry after a
   /// delete that did run says kNotOwner).
   Status release();
-  /// Owner-checked TTL change; `ms` > 0 (0 is refused, never a delete).
+  /// Owner-checked TTL change; `ttl` > 0 (0 is refused, never a delete).
   /// While held(), the call waits no later than the current validity end
   /// (a renewal never outlives the lease it renews); otherwise up to the
   /// command timeout. ok means held with validity > 0 left.
@@ -135,10 +138,10 @@ class Lock {
   /// primary, not confirmed by replicas), kBufferTooSmall.
   /// On the other errors (not kInvalidArgument, kNotHeld, kNotOwner,
   /// kExpired) the new TTL may or may not have been applied: the local
-  /// validity becomes the earlier of the old end and (call start + ms -
+  /// validity becomes the earlier of the old end and (call start + ttl -
   /// drift), and the token is kept for release().
-  Status extend(int64_t ms, ExtendMode mode = ExtendMode::kAdd);
-  /// Resets the TTL to the original ttl_ms. Errors: as extend().
+  Status extend(Millis ttl, ExtendMode mode = ExtendMode::kAdd);
+  /// Resets the TTL to the original options().ttl. Errors: as extend().
   Status reacquire();
   /// Asks the server whether the key still holds our token.
   /// Errors: kNotHeld (no token), kProtocol, Connection::command()'s.
@@ -154,7 +157,7 @@ class Lock {
 
   /// True while we hold it and the local validity has not run out. False
   /// from any release() call on, whatever its outcome.
-  bool held() const { return remaining() > 0; }
+  bool held() const { return remaining() > Nanos::zero(); }
   /// Conservative validity left (0 if not held).
   Nanos remaining() const;
   /// Fencing token of the current grant (0 if none).
@@ -164,9 +167,9 @@ class Lock {
   void reset_metrics() { metrics_.reset(); }
   Bytes token() const { return Bytes(token_, token_len_); }
   Bytes key() const { return Bytes(key_, key_len_); }
-  /// The holder's TTL seen by the last busy attempt (ms); 0 also for a
-  /// holder without TTL.
-  int64_t busy_ttl_ms() const { return busy_ttl_ms_; }
+  /// The holder's TTL seen by the last busy attempt; 0 also for a holder
+  /// without TTL.
+  Millis busy_ttl() const { return busy_ttl_; }
   const LockOptions& options() const { return options_; }
   /// The connection serving the key (through the router, if any).
   Connection& connection() const { return router_ ? router_->connection_for(key()) : *conn_; }
@@ -178,11 +181,11 @@ class Lock {
  private:
   Status attempt(Deadline deadline);
   Status counted_attempt(Deadline deadline);
-  Status on_acquire_reply(const Result<const Reply*>& r, Nanos start);
+  Status on_acquire_reply(const Result<const Reply*>& r, TimePoint start);
   Status send_release();
-  Status noted(EventKind kind, Nanos start, Status s);
-  Status send_extend(int64_t ms, ExtendMode mode);
-  Status after_unknown_extend(Nanos start, int64_t ms, Status s);
+  Status noted(EventKind kind, TimePoint start, Status s);
+  Status send_extend(Millis ttl, ExtendMode mode);
+  Status after_unknown_extend(TimePoint start, Millis ttl, Status s);
   Deadline io_deadline() const;
   void forget();
   // One path for both back ends: a plain Connection or a Router.
@@ -214,11 +217,11 @@ class Lock {
   size_t ttl_text_len_ = 0;
   bool has_token_ = false;   // release/extend may act (held or maybe held)
   bool granted_ = false;     // the server confirmed the grant
-  Nanos valid_until_ = 0;
+  TimePoint valid_until_{};
   uint64_t fence_ = 0;
-  int64_t busy_ttl_ms_ = 0;
+  Millis busy_ttl_{0};
   Prng rng_;
-  Backoff backoff_{millis(2), millis(250)};
+  Backoff backoff_{Millis(2), Millis(250)};
   Metrics metrics_;
 };
 

@@ -24,8 +24,9 @@ namespace edgelock {
 
 /// Number of latency buckets.
 constexpr size_t kLatencyBuckets = 8;
-/// Inclusive upper bounds, in ms, of all buckets but the last (open-ended).
-constexpr int64_t kLatencyBucketMs[kLatencyBuckets - 1] = {1, 2, 5, 10, 50, 200, 1000};
+/// Inclusive upper bounds of all buckets but the last (open-ended).
+constexpr Millis kLatencyBucketBounds[kLatencyBuckets - 1] = {
+    Millis(1), Millis(2), Millis(5), Millis(10), Millis(50), Millis(200), Millis(1000)};
 
 /// What an event reports.
 enum class EventKind : uint8_t {
@@ -46,7 +47,7 @@ struct Event {
   EventKind kind = EventKind::kAcquire;
   Status status;
   Bytes key;
-  Nanos latency = 0;  ///< Round trip of the operation (0 for kReconnect).
+  Nanos latency{0};  ///< Round trip of the operation (0 for kReconnect).
 };
 
 /// Called after each operation. `context` is the pointer given with it.
@@ -62,7 +63,7 @@ struct Metrics {
   uint32_t lost_leases = 0;  ///< Leases found gone by extend or a check.
   uint32_t reconnects = 0;   ///< Connects after the first one.
   uint32_t errors = 0;       ///< Other failures (I/O, server, protocol...).
-  /// Attempt round trips, bucketed by kLatencyBucketMs.
+  /// Attempt round trips, bucketed by kLatencyBucketBounds.
   uint32_t latency[kLatencyBuckets] = {};
 
   void reset() { *this = Metrics(); }

@@ -68,21 +68,21 @@
 namespace edgelock {
 
 struct QuorumOptions {
-  /// Lease length on each server, up to kMaxTtlMs; must exceed the drift.
-  int64_t ttl_ms = 10000;
+  /// Lease length on each server, up to kMaxTtl; must exceed the drift.
+  Millis ttl{10000};
   /// Drift allowance factor, 0 .. 0.5 (see the file comment).
   double drift_factor = 0.01;
   /// Budget of one round per server: a dead, paused or partitioned server
   /// costs at most this per round. 0 = ttl / 50, at least 5 ms. Must be
   /// below the TTL.
-  Nanos server_timeout = 0;
+  Nanos server_timeout{0};
   /// Random delays between acquire attempts (jittered, doubling).
-  Nanos retry_min = millis(5);
-  Nanos retry_max = millis(250);
+  Nanos retry_min = Millis(5);
+  Nanos retry_max = Millis(250);
   /// A server that did not answer is skipped by acquire/extend for a
   /// backoff doubling from down_min to down_max; the others keep serving.
-  Nanos down_min = millis(100);
-  Nanos down_max = millis(5000);
+  Nanos down_min = Millis(100);
+  Nanos down_max = Millis(5000);
   /// Fencing tokens across the quorum (one extra round trip per acquire).
   bool fencing = true;
 };
@@ -110,10 +110,10 @@ class QuorumLock {
   /// acquire on, every server that may hold it), kInvalidArgument (not
   /// init()ed, or already holding), kRandomFailed.
   Status try_acquire();
-  /// Retries after random delays until `wait` has passed (negative =
-  /// forever). Returns by wait + 2 x server_timeout at the latest. The
+  /// Retries after random delays until `wait` has passed (kForever or
+  /// negative = forever). Returns by wait + 2 x server_timeout at the latest. The
   /// delays are the backoff (retry_min .. retry_max), cut short when the
-  /// holder's keys expire sooner (busy_ttl_ms()); a holder without a TTL
+  /// holder's keys expire sooner (busy_ttl()); a holder without a TTL
   /// gives no such bound and the backoff stands. A retry keeps the token
   /// (a lost grant is re-armed) only if no request carrying it may still be
   /// on its way; otherwise it draws a fresh one, so a late release of the
@@ -137,26 +137,26 @@ class QuorumLock {
   Status release();
   /// Owner-checked TTL change on every server; succeeds only if a majority
   /// extended before the current validity ran out and the new validity
-  /// (shortest new TTL - elapsed - drift) is above 0; `ms` > 0. The round
+  /// (shortest new TTL - elapsed - drift) is above 0; `ttl` > 0. The round
   /// stops at the end of the current validity.
   /// When it does not succeed the request may still have landed on some
   /// servers: with kReplace the validity becomes the lesser of the current
-  /// one and what the request could have set (start + ms - drift), so a
+  /// one and what the request could have set (start + ttl - drift), so a
   /// shortening extend with an unknown outcome never leaves the old, longer
   /// validity; kAdd can only lengthen the TTL, so the current one stands.
   /// Errors: kInvalidArgument, kNotHeld, kExpired (no validity left before,
   /// or after it: held() is then false; the token is kept for release()),
   /// kNotOwner (a majority no longer holds our token; the lease is gone),
   /// kNoQuorum, kIndeterminate (too few answers: the validity as above).
-  Status extend(int64_t ms, ExtendMode mode = ExtendMode::kAdd);
-  /// Resets the TTL to ttl_ms on every server. Errors: as extend().
+  Status extend(Millis ttl, ExtendMode mode = ExtendMode::kAdd);
+  /// Resets the TTL to options().ttl on every server. Errors: as extend().
   Status reacquire();
   /// Asks every server; true if a majority still holds our token.
   /// Errors: kNotHeld, kNoQuorum, kIndeterminate.
   Result<bool> owned();
 
   /// True while we hold it and the local validity has not run out.
-  bool held() const { return remaining() > 0; }
+  bool held() const { return remaining() > Nanos::zero(); }
   /// Conservative validity left (0 if not held).
   Nanos remaining() const;
   /// Fencing token of the current grant (0 if none, or fencing is off).
@@ -167,14 +167,14 @@ class QuorumLock {
   size_t quorum() const { return n_ / 2 + 1; }
   /// The per-server round budget in use (after the default is applied).
   Nanos server_timeout() const { return server_timeout_; }
-  /// From the last acquire attempt: how long (ms) until enough holders'
+  /// From the last acquire attempt: how long until enough holders'
   /// keys expire for a majority to be free, i.e. the (quorum() - granted)-th
   /// shortest TTL among the servers that refused. Not the shortest (one
   /// free server is not enough) nor the longest (a majority is free
   /// before). A round decided before every server answered gives an upper
   /// bound (a majority is free by then at the latest). 0 if unknown: a
   /// holder without TTL, too few answers.
-  int64_t busy_ttl_ms() const { return busy_ttl_ms_; }
+  Millis busy_ttl() const { return busy_ttl_; }
   /// From the last release() (or the clean-up after a failed acquire):
   /// servers known not to hold our token (they
   /// deleted it, said it was not ours, or never got it). release() is ok
@@ -193,18 +193,18 @@ class QuorumLock {
   Status raise_fence(Deadline limit);
   void note_acquire();
   size_t note_owners(int64_t yes_min);
-  Status finish_extend(Nanos start, Nanos decided_at, int64_t ms, ExtendMode mode);
-  void want_holders(bool skip_down, Nanos now);
+  Status finish_extend(TimePoint start, TimePoint decided_at, Millis ttl, ExtendMode mode);
+  void want_holders(bool skip_down, TimePoint now);
   void cleanup();
   size_t release_round();
-  void note_servers(Nanos now, bool timed_out);
+  void note_servers(TimePoint now, bool timed_out);
   void abandon_in_flight();
   void forget();
 
   Connection* conns_[kMaxQuorumServers] = {};
   size_t n_ = 0;
   QuorumOptions options_;
-  Nanos server_timeout_ = 0;
+  Nanos server_timeout_{0};
   uint8_t key_[kMaxKeyLen] = {};
   size_t key_len_ = 0;
   uint8_t fence_key_[kMaxKeyLen + 8] = {};
@@ -224,20 +224,20 @@ class QuorumLock {
   Bytes token_args_[1];
   struct Server {
     bool maybe_holds = false;  // a request carrying our token may have landed
-    Nanos down_until = 0;
-    Nanos down_step = 0;
+    TimePoint down_until{};
+    Nanos down_step{0};
   };
   Server servers_[kMaxQuorumServers];
   detail::FanoutSlot slots_[kMaxQuorumServers];
   bool has_token_ = false;
   bool granted_ = false;
-  Nanos valid_until_ = 0;
+  TimePoint valid_until_{};
   uint64_t fence_ = 0;
-  int64_t busy_ttl_ms_ = 0;
+  Millis busy_ttl_{0};
   size_t released_on_ = 0;
   size_t last_failed_ = kMaxQuorumServers;
   Prng rng_;
-  Backoff backoff_{millis(5), millis(250)};
+  Backoff backoff_{Millis(5), Millis(250)};
 };
 
 }  // namespace edgelock

@@ -35,8 +35,8 @@ namespace edgelock {
 struct QuotaOptions {
   /// M: attempts allowed per window. 1 .. 2^31 - 1.
   int64_t limit = 1;
-  /// The window. 1 ms .. kMaxTtlMs.
-  int64_t window_ms = 60000;
+  /// The window. 1 ms .. kMaxTtl.
+  Millis window{60000};
   /// As LockOptions::drift_factor, for the local hint. 0 .. 0.5.
   double drift_factor = 0.01;
   /// Refuse locally while the last answer says the window is used up.
@@ -54,12 +54,13 @@ class Quota : protected detail::RateGate {
   /// One attempt. OK = allowed and counted, and the window it was counted
   /// in is still running on our clock (less the drift allowance); *out
   /// (optional) has what is left and when the window ends. Errors: kBusy
-  /// (used up; out->retry_after_ms), kExpired (counted, but the answer came
+  /// (used up; out->retry_after), kExpired (counted, but the answer came
   /// after that window could have ended: do not act, it would count in the
   /// next one), kInvalidArgument (not init()ed), kProtocol,
   /// Connection::command()'s (then the attempt may have been counted).
   Status try_take(Admission* out = nullptr);
-  /// Tries until allowed or `wait` has passed (negative = forever),
+  /// Tries until allowed or `wait` has passed (kForever or negative =
+  /// forever),
   /// sleeping until the window ends (kBusy and kExpired are retried).
   /// Errors: as try_take().
   Status take(Nanos wait, Admission* out = nullptr);

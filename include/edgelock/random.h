@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "edgelock/clock.h"
 #include "edgelock/status.h"
 
 namespace edgelock {
@@ -28,6 +29,8 @@ class Prng {
   uint64_t next();
   /// Uniform in [lo, hi] (hi >= lo).
   int64_t uniform(int64_t lo, int64_t hi);
+  /// A duration uniform in [lo, hi] (hi >= lo), to the nanosecond.
+  Nanos uniform(Nanos lo, Nanos hi) { return Nanos(uniform(lo.count(), hi.count())); }
 
  private:
   uint64_t state_;

@@ -39,13 +39,13 @@
 namespace edgelock {
 
 struct ReentrantLockOptions {
-  /// Lease length, refreshed on every acquire. 1 ms .. kMaxTtlMs.
-  int64_t ttl_ms = 10000;
+  /// Lease length, refreshed on every acquire. 1 ms .. kMaxTtl.
+  Millis ttl{10000};
   /// As LockOptions::drift_factor. 0 .. 0.5.
   double drift_factor = 0.01;
   /// Retry delays while waiting for another owner.
-  Nanos retry_min = millis(2);
-  Nanos retry_max = millis(250);
+  Nanos retry_min = Millis(2);
+  Nanos retry_max = Millis(250);
 };
 
 class ReentrantLock {
@@ -73,9 +73,10 @@ class ReentrantLock {
   /// remembers it, so retrying acquire is safe (not counted twice) and
   /// release() removes it (at depth 0, or together with the level release()
   /// drops). The validity then is the lesser of the old one and what the
-  /// attempt may have set (re-entry re-arms the TTL to ttl_ms).
+  /// attempt may have set (re-entry re-arms the TTL to options().ttl).
   Status try_acquire();
-  /// Tries until `wait` has passed (negative = forever) with backoff.
+  /// Tries until `wait` has passed (kForever or negative = forever) with
+  /// backoff.
   /// Errors: kBusy at the end, the last connection error or kExpired, or
   /// try_acquire()'s non-retryable ones; after a failure, release() cleans
   /// up a level that may have landed (see try_acquire()).
@@ -91,25 +92,25 @@ class ReentrantLock {
   /// depth 1 the lock is no longer held) but remembered: call release()
   /// again to make sure it is gone.
   Status release();
-  /// Owner-checked TTL reset to `ms` (> 0); keeps the depth. Waits no
+  /// Owner-checked TTL reset to `ttl` (> 0); keeps the depth. Waits no
   /// later than the end of the validity (nor the command timeout): a
   /// renewal that does not come back in time is a loss. OK only if
   /// validity is left afterwards.
   /// Errors: kInvalidArgument, kNotHeld, kNotOwner, kExpired (the validity
-  /// ended before the answer, or `ms` is within the drift allowance: not
+  /// ended before the answer, or `ttl` is within the drift allowance: not
   /// held, the levels are kept for release()), kProtocol,
   /// Connection::command()'s. When the outcome is unknown the validity
-  /// becomes the lesser of the old one and start + ms - drift.
-  Status extend(int64_t ms);
-  /// extend(ttl_ms). Errors: as extend().
-  Status reacquire() { return extend(options_.ttl_ms); }
+  /// becomes the lesser of the old one and start + ttl - drift.
+  Status extend(Millis ttl);
+  /// extend(options().ttl). Errors: as extend().
+  Status reacquire() { return extend(options_.ttl); }
 
   /// Levels held by this handle: 0 while not held() (the validity ran out,
   /// or the lock was never confirmed), even if release() has levels to
   /// clean up.
   uint32_t depth() const;
   /// True while depth > 0 and the local validity has not run out.
-  bool held() const { return remaining() > 0; }
+  bool held() const { return remaining() > Nanos::zero(); }
   /// Conservative validity left (0 if not held).
   Nanos remaining() const;
   uint64_t fence() const { return fence_; }
@@ -117,8 +118,8 @@ class ReentrantLock {
   /// This handle's random nonce (stored in the hash as "handle").
   Bytes handle() const { return Bytes(handle_, sizeof handle_); }
   Bytes key() const { return Bytes(key_, key_len_); }
-  /// The other owner's TTL seen by the last busy attempt (ms).
-  int64_t busy_ttl_ms() const { return busy_ttl_ms_; }
+  /// The other owner's TTL seen by the last busy attempt.
+  Millis busy_ttl() const { return busy_ttl_; }
   Connection& connection() const { return *conn_; }
   const char* connection_error() const { return conn_->last_error(); }
   const Metrics& metrics() const { return metrics_; }
@@ -127,12 +128,12 @@ class ReentrantLock {
   Status attempt(Deadline deadline);
   Status send_acquire(Deadline deadline);
   Status send_release();
-  Status send_extend(int64_t ms);
-  Status noted(EventKind kind, Nanos start, Status s);
+  Status send_extend(Millis ttl);
+  Status noted(EventKind kind, TimePoint start, Status s);
   Deadline io_deadline() const;
   void forget();
   void maybe_holds(uint32_t levels);
-  void unknown_outcome(uint32_t most, Nanos start, int64_t ttl_ms);
+  void unknown_outcome(uint32_t most, TimePoint start, Millis ttl);
 
   Connection* conn_;
   ReentrantLockOptions options_;
@@ -145,11 +146,11 @@ class ReentrantLock {
   char handle_[16] = {};
   uint32_t depth_ = 0;  // levels counted (release() drops one)
   uint32_t most_ = 0;   // levels the server may hold: >= depth_ after unknown outcomes
-  Nanos valid_until_ = 0;
+  TimePoint valid_until_{};
   uint64_t fence_ = 0;
-  int64_t busy_ttl_ms_ = 0;
+  Millis busy_ttl_{0};
   Prng rng_;
-  Backoff backoff_{millis(2), millis(250)};
+  Backoff backoff_{Millis(2), Millis(250)};
   Metrics metrics_;
 };
 

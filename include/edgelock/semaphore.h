@@ -33,12 +33,12 @@ namespace edgelock {
 struct SemaphoreOptions {
   /// N: permits in use at most. 1 .. kMaxPermits.
   uint32_t permits = 1;
-  /// Lease of each permit. 1 ms .. kMaxTtlMs.
-  int64_t ttl_ms = 10000;
+  /// Lease of each permit. 1 ms .. kMaxTtl.
+  Millis ttl{10000};
   /// As LockOptions::drift_factor. 0 .. 0.5.
   double drift_factor = 0.01;
-  Nanos retry_min = millis(2);
-  Nanos retry_max = millis(250);
+  Nanos retry_min = Millis(2);
+  Nanos retry_max = Millis(250);
 };
 
 /// Upper bound on N (the script's ZCARD is O(1), but keep it sane).
@@ -55,7 +55,7 @@ constexpr uint32_t kMaxPermits = 1u << 20;
 struct Permit {
   char id[kMaxTokenLen] = {};
   size_t id_len = 0;
-  Nanos valid_until = 0;  ///< Local, conservative end of the lease.
+  TimePoint valid_until{};  ///< Local, conservative end of the lease.
   bool granted = false;
   Bytes id_bytes() const { return Bytes(id, id_len); }
 };
@@ -71,7 +71,7 @@ class Semaphore {
 
   /// One attempt with a new random permit id written to *permit (whatever
   /// *permit held is overwritten: release() it first).
-  /// Errors: kBusy (N in use; busy_wait_ms() says when the first expires),
+  /// Errors: kBusy (N in use; busy_wait() says when the first expires),
   /// kExpired (granted too late to use: handed back; the id is kept, since
   /// the hand-back itself may have failed), kInvalidArgument (not init()ed,
   /// null permit), kRandomFailed, kProtocol, and Connection::command()'s.
@@ -79,7 +79,7 @@ class Semaphore {
   /// permit may be held on the server: *permit keeps its id, so
   /// release(*permit) cleans up (else it expires after its TTL).
   Status try_acquire(Permit* permit);
-  /// Tries until `wait` has passed (negative = forever), backing off but
+  /// Tries until `wait` has passed (kForever or negative = forever), backing off but
   /// never sleeping past the first permit's expiry. Lost replies and late
   /// grants are safe: retries reuse the permit id and the script recognises
   /// it. Errors: kBusy at the end, the last connection error or kExpired,
@@ -95,17 +95,17 @@ class Semaphore {
   /// Returns a permit by id alone (e.g. from another process or the CLI).
   /// Errors: as release(), kInvalidArgument (id too long, not init()ed).
   Status release_id(Bytes id);
-  /// Sets the permit's lease to `ms` from now (server time). Waits no later
+  /// Sets the permit's lease to `ttl` from now (server time). Waits no later
   /// than the end of the permit's validity (nor the command timeout): a
   /// renewal that does not come back in time is a loss. OK only if the
   /// permit has validity left afterwards.
   /// Errors: kInvalidArgument, kNotHeld (empty id), kNotOwner (expired:
   /// gone; *permit is cleared), kExpired (the validity ended before the
-  /// answer, or `ms` is within the drift allowance: no longer claimed, id
+  /// answer, or `ttl` is within the drift allowance: no longer claimed, id
   /// kept), kProtocol, Connection::command()'s. When the outcome is unknown
   /// the validity becomes the lesser of the old one and what this request
-  /// may have set (start + ms - drift): a shortening extend is honoured.
-  Status extend(Permit* permit, int64_t ms);
+  /// may have set (start + ttl - drift): a shortening extend is honoured.
+  Status extend(Permit* permit, Millis ttl);
   /// Permits in use now (expired ones dropped first).
   /// Errors: kInvalidArgument (not init()ed), kProtocol,
   /// Connection::command()'s.
@@ -114,8 +114,8 @@ class Semaphore {
   /// Conservative validity left on `permit` (0 if none or not claimed): the
   /// server holds it at least this long, less the drift allowance.
   Nanos remaining(const Permit& permit) const;
-  /// Until the first permit expires, seen by the last busy attempt (ms).
-  int64_t busy_wait_ms() const { return busy_wait_ms_; }
+  /// Until the first permit expires, seen by the last busy attempt.
+  Millis busy_wait() const { return busy_wait_; }
   Bytes key() const { return Bytes(key_, key_len_); }
   const SemaphoreOptions& options() const { return options_; }
   Connection& connection() const { return *conn_; }
@@ -126,8 +126,8 @@ class Semaphore {
   Status attempt(Permit* permit, Deadline deadline);
   Status send_acquire(Permit* permit, Deadline deadline);
   Status send_release(Bytes id);
-  Status send_extend(Permit* permit, int64_t ms);
-  Status noted(EventKind kind, Nanos start, Status s);
+  Status send_extend(Permit* permit, Millis ttl);
+  Status noted(EventKind kind, TimePoint start, Status s);
   Deadline io_deadline() const;
   static void unclaim(Permit* permit);
 
@@ -135,9 +135,9 @@ class Semaphore {
   SemaphoreOptions options_;
   uint8_t key_[kMaxKeyLen] = {};
   size_t key_len_ = 0;
-  int64_t busy_wait_ms_ = 0;
+  Millis busy_wait_{0};
   Prng rng_;
-  Backoff backoff_{millis(2), millis(250)};
+  Backoff backoff_{Millis(2), Millis(250)};
   Metrics metrics_;
 };
 
@@ -147,8 +147,8 @@ class Semaphore {
 struct PermitLease {
   Semaphore* semaphore = nullptr;
   Permit* permit = nullptr;
-  /// extend(permit, ttl_ms). Errors: as Semaphore::extend().
-  Status reacquire() { return semaphore->extend(permit, semaphore->options().ttl_ms); }
+  /// extend(permit, options().ttl). Errors: as Semaphore::extend().
+  Status reacquire() { return semaphore->extend(permit, semaphore->options().ttl); }
   Nanos remaining() const { return semaphore->remaining(*permit); }
 };
 

@@ -28,20 +28,20 @@ struct SentinelOptions {
   /// with kNoQuorum (an acquire is released again). 0 = no WAIT.
   int wait_replicas = 0;
   /// Longest time WAIT may block (also capped by the operation's deadline).
-  Nanos wait_timeout = millis(200);
+  Nanos wait_timeout = Millis(200);
   /// Ask the sentinels again before an operation when the last answer is
   /// older than this (one round trip to a sentinel, over a kept-open
   /// connection). A primary deposed by a failover keeps accepting writes
   /// until Sentinel demotes it, which can take seconds, so without this the
   /// client notices only then. 0 = only after errors.
-  Nanos recheck_interval = millis(1000);
+  Nanos recheck_interval = Millis(1000);
   /// AUTH for the sentinels (their own `requirepass`/ACL user), copied at
   /// setup; nullptr = none. The URL's credentials are for the primary.
   const char* sentinel_user = nullptr;
   const char* sentinel_password = nullptr;
   /// Pause between rounds of asking the sentinels while no primary is
   /// available (failover in progress).
-  Nanos retry_pause = millis(50);
+  Nanos retry_pause = Millis(50);
 };
 
 /// Counters kept by a Sentinel (fixed size, no heap).
@@ -121,7 +121,7 @@ class Sentinel final : public Router {
   Connection primary_;  // to the primary
   bool is_setup_ = false;
   bool stale_ = true;   // look the primary up before the next command
-  Nanos resolved_at_ = 0;
+  TimePoint resolved_at_{};
   char verified_host_[kMaxHostLen + 1] = {};  // the primary last verified
   uint16_t verified_port_ = 0;
   Reply confirmed_;     // the reply a WAIT confirmed (an integer)

@@ -20,7 +20,7 @@ struct TlsOptions {
   /// Optional pin: SHA-256 of the server certificate (DER), 32 bytes.
   const uint8_t* pin_sha256 = nullptr;
   /// The handshake's own deadline.
-  Nanos handshake_timeout = millis(5000);
+  Nanos handshake_timeout = Millis(5000);
   /// DANGEROUS: accept any certificate and any name. Only for lab setups;
   /// an eavesdropper on the path can then steal and forge locks.
   bool insecure_skip_verify_dangerous = false;

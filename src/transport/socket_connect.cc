@@ -71,10 +71,12 @@ bool numeric_host(const HostAddress& a, char* out, size_t cap) {
   return m > 0 && static_cast<size_t>(m) < cap - n;
 }
 
-timeval to_timeval(Nanos ns) {
+timeval to_timeval(Nanos d) {
+  const auto secs = std::chrono::duration_cast<std::chrono::seconds>(d);
   timeval tv{};
-  tv.tv_sec = static_cast<time_t>(ns / 1000000000);
-  tv.tv_usec = static_cast<suseconds_t>((ns % 1000000000) / 1000);
+  tv.tv_sec = static_cast<time_t>(secs.count());
+  const auto usecs = std::chrono::duration_cast<std::chrono::microseconds>(d - secs);
+  tv.tv_usec = static_cast<suseconds_t>(usecs.count());
   if (tv.tv_sec == 0 && tv.tv_usec == 0) tv.tv_usec = 1000;  // 0 means "no timeout" to hiredis
   return tv;
 }
@@ -85,7 +87,7 @@ timeval to_timeval(Nanos ns) {
 // (an errno; ETIMEDOUT when the deadline ended it).
 int connect_one(const Endpoint& ep, const HostAddress* a, Deadline deadline, Clock& clock,
                 int* error, char (&why)[128]) {
-  const timeval tv = to_timeval(deadline.is_never() ? millis(60000) : deadline.remaining(clock));
+  const timeval tv = to_timeval(deadline.is_never() ? Millis(60000) : deadline.remaining(clock));
   redisContext* c = nullptr;
   if (ep.scheme == Scheme::kUnix) {
     c = redisConnectUnixWithTimeout(ep.path, tv);

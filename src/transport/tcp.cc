@@ -34,7 +34,8 @@ Status transport_open(TransportState& t, const Endpoint& ep, const ResolvedHost&
   if (t.fd < 0) return code;
   // The socket goes back to blocking mode so transport_read_blocking() can
   // wait in recv() itself; every other call passes MSG_DONTWAIT.
-  const timeval slice{0, static_cast<suseconds_t>(kBlockingReadSlice / 1000)};
+  const auto slice_us = std::chrono::duration_cast<std::chrono::microseconds>(kBlockingReadSlice);
+  const timeval slice{0, static_cast<suseconds_t>(slice_us.count())};
   const int flags = fcntl(t.fd, F_GETFL, 0);
   if (flags < 0 || fcntl(t.fd, F_SETFL, flags & ~O_NONBLOCK) < 0 ||
       setsockopt(t.fd, SOL_SOCKET, SO_RCVTIMEO, &slice, sizeof slice) < 0) {

@@ -134,7 +134,7 @@ Status handshake(TlsSession& s, Deadline deadline, Clock& clock, ErrorText& err)
 Status tls_open(TransportState& t, const Endpoint& ep, const TlsOptions& opts, Deadline deadline,
                 Clock& clock, ErrorText& err) {
   tls_close(t);
-  if (opts.handshake_timeout <= 0) {
+  if (opts.handshake_timeout <= Nanos::zero()) {
     set_error(err, "TLS: handshake_timeout must be positive");
     return ErrorCode::kInvalidArgument;
   }

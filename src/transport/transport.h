@@ -24,8 +24,8 @@ using ErrorText = char[kErrorTextSize];
 /// How long one transport_read_blocking() may wait (the socket's
 /// SO_RCVTIMEO): callers block only with at least this much (plus
 /// kBlockingReadMargin for timer slack) left of their deadline.
-constexpr Nanos kBlockingReadSlice = millis(100);
-constexpr Nanos kBlockingReadMargin = millis(10);
+constexpr Nanos kBlockingReadSlice = Millis(100);
+constexpr Nanos kBlockingReadMargin = Millis(10);
 
 /// Looks `ep`'s host up into *out (IPv4 first, at most kMaxHostAddresses).
 /// IP literals and unix sockets need no lookup: no allocation, no I/O.

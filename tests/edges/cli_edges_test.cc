@@ -73,12 +73,12 @@ TEST_F(CliEdges, LostAcquireReplyIsReleasedBeforeExit) {
   // TTL 6000 -> command budget 1500 ms; 1800 ms each way loses every reply.
   // Scripts cached first (as on any server in use): EVALSHA runs at once.
   ASSERT_EQ(cli({"run", "warm-up", "--", "true"}).rc, 0);
-  DelayProxy proxy(server_->port(), millis(1800));
+  DelayProxy proxy(server_->port(), Millis(1800));
   ASSERT_TRUE(proxy.start());
   const Outcome o = cli({"-t", "6000", "-w", "0", "acquire", "modem"}, {}, proxy.url());
   EXPECT_EQ(o.rc, 3) << o.err;
-  proxy.set_delay(0);
-  ASSERT_TRUE(proxy.wait_idle(millis(5000 * slowdown())));
+  proxy.set_delay(Nanos::zero());
+  ASSERT_TRUE(proxy.wait_idle(Millis(5000 * slowdown())));
   // The acquire landed at ~1.8 s with PX 6000: without the release the key
   // lives until ~7.8 s after the start.
   EXPECT_TRUE(gone_soon("modem", 300 * slowdown())) << "PTTL " << redis({"PTTL", "modem"}) << "; " << o.err;
@@ -92,14 +92,14 @@ TEST_F(CliEdges, LostQuorumAcquireReplyIsReleasedBeforeExit) {
   const Outcome warm = cli({"-u", s2.url(), "-u", s3.url(), "run", "warm-up", "--", "true"});
   ASSERT_EQ(warm.rc, 0) << warm.err;
   // Quorum rounds last TTL/50 = 120 ms; 300 ms each way loses every reply.
-  DelayProxy p1(server_->port(), millis(300)), p2(s2.port(), millis(300)), p3(s3.port(), millis(300));
+  DelayProxy p1(server_->port(), Millis(300)), p2(s2.port(), Millis(300)), p3(s3.port(), Millis(300));
   ASSERT_TRUE(p1.start() && p2.start() && p3.start());
   const Outcome o = cli({"-t", "6000", "-w", "0", "-u", p2.url(), "-u", p3.url(), "acquire", "modem"}, {},
                         p1.url());
   EXPECT_EQ(o.rc, 3) << o.err;
   for (DelayProxy* p : {&p1, &p2, &p3}) {
-    p->set_delay(0);
-    ASSERT_TRUE(p->wait_idle(millis(5000 * slowdown())));
+    p->set_delay(Nanos::zero());
+    ASSERT_TRUE(p->wait_idle(Millis(5000 * slowdown())));
   }
   EXPECT_TRUE(gone_soon("modem", 300 * slowdown())) << "PTTL " << redis({"PTTL", "modem"}) << "; " << o.err;
   Connection c2, c3;

@@ -59,12 +59,12 @@ namespace {
 using test::FakeServer;
 using test::RedisServer;
 
-Nanos now() { return default_clock().now(); }
+TimePoint now() { return default_clock().now(); }
 
-Nanos boottime() {
+TimePoint boottime() {
   timespec ts{};
   clock_gettime(CLOCK_BOOTTIME, &ts);
-  return static_cast<Nanos>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+  return TimePoint(std::chrono::seconds(ts.tv_sec) + Nanos(ts.tv_nsec));
 }
 
 // Kills the server side of `c` through `admin` (the next command on `c`
@@ -100,7 +100,7 @@ TEST_F(ConnectionEdges, NoscriptFallbackTooLongLeavesConnectionUsable) {
   const Script big = make_script(body.c_str());
   ASSERT_EQ(test::run(admin_, {"SCRIPT", "FLUSH"}), "OK");
   const Result<const Reply*> r =
-      a_.eval(big, nullptr, 0, nullptr, 0, Deadline::after(a_.clock(), millis(2000)));
+      a_.eval(big, nullptr, 0, nullptr, 0, Deadline::after(a_.clock(), Millis(2000)));
   EXPECT_EQ(r.status().code(), ErrorCode::kBufferTooSmall) << a_.last_error();
   EXPECT_FALSE(a_.busy()) << "nothing may stay in flight after a failed fallback";
   EXPECT_EQ(test::run(a_, {"PING"}), "PONG") << "the connection must stay usable";
@@ -123,7 +123,7 @@ TEST_F(ConnectionEdges, EveryScriptFitsAfterScriptFlushAtMaxKeyLength) {
   ASSERT_EQ(test::run(admin_, {"SCRIPT", "FLUSH"}), "OK");
   EXPECT_TRUE(re.try_acquire().ok()) << a_.last_error();
   ASSERT_EQ(test::run(admin_, {"SCRIPT", "FLUSH"}), "OK");
-  EXPECT_TRUE(re.extend(5000).ok()) << a_.last_error();
+  EXPECT_TRUE(re.extend(Millis(5000)).ok()) << a_.last_error();
   ASSERT_EQ(test::run(admin_, {"SCRIPT", "FLUSH"}), "OK");
   EXPECT_TRUE(re.release().ok()) << a_.last_error();
 
@@ -194,9 +194,9 @@ TEST(ConnectionEdgesClock, DefaultClockCountsSuspend) {
     if (!f || std::fprintf(f, "boottime 1000 0\n") < 0 || std::fclose(f) != 0) _exit(3);
     const pid_t child = fork();
     if (child == 0) {
-      const Nanos before = boottime();
-      const Nanos t = default_clock().now();
-      const Nanos after = boottime();
+      const TimePoint before = boottime();
+      const TimePoint t = default_clock().now();
+      const TimePoint after = boottime();
       _exit(before <= t && t <= after ? 0 : 1);
     }
     int st = 0;
@@ -208,18 +208,18 @@ TEST(ConnectionEdgesClock, DefaultClockCountsSuspend) {
   ASSERT_TRUE(WIFEXITED(status));
   if (WEXITSTATUS(status) == 3) {
     // No time namespaces here (not root, old kernel): bracket only.
-    const Nanos before = boottime();
-    const Nanos t = default_clock().now();
+    const TimePoint before = boottime();
+    const TimePoint t = default_clock().now();
     EXPECT_TRUE(before <= t && t <= boottime());
     GTEST_SKIP() << "no time namespace: cannot tell BOOTTIME from MONOTONIC";
   }
   EXPECT_EQ(WEXITSTATUS(status), 0) << "default_clock() must read CLOCK_BOOTTIME";
   // Sleeping on it works (clock_nanosleep on BOOTTIME).
-  const Nanos t0 = boottime();
-  default_clock().sleep_for(millis(30));
+  const TimePoint t0 = boottime();
+  default_clock().sleep_for(Millis(30));
   const Nanos slept = boottime() - t0;
-  EXPECT_GE(slept, millis(30));
-  EXPECT_LT(slept, millis(30) + millis(100) * test::slowdown());
+  EXPECT_GE(slept, Millis(30));
+  EXPECT_LT(slept, Millis(30) + Millis(100) * test::slowdown());
 }
 
 // Name resolution: hiredis looked the host name up on every connect, with
@@ -283,9 +283,9 @@ TEST(ConnectionEdgesSentinel, RoleReplyTooLargeIsNotConfirmed) {
   ASSERT_TRUE(sentinel.start());
   Sentinel s;
   ConnectionOptions o;
-  o.command_timeout = millis(500) * test::slowdown();
+  o.command_timeout = Millis(500) * test::slowdown();
   ASSERT_TRUE(s.setup(("redis-sentinel://127.0.0.1:" + std::to_string(sentinel.port()) + "/gw").c_str(), o).ok());
-  const Status st = s.resolve(Deadline::after(default_clock(), millis(1000) * test::slowdown()));
+  const Status st = s.resolve(Deadline::after(default_clock(), Millis(1000) * test::slowdown()));
   EXPECT_FALSE(st.ok()) << "a node whose role could not be read is not a primary";
   Lock lock(s);
   ASSERT_TRUE(lock.init(Bytes::from_cstr("gate")).ok());
@@ -304,16 +304,16 @@ TEST(ConnectionEdgesSentinel, RoleReplyTooLargeIsNotConfirmed) {
 TEST(ConnectionEdgesDeadline, HungServerEndsEveryCallByItsDeadline) {
   RedisServer server({"--requirepass", "pw"});
   ASSERT_TRUE(server.start());
-  const Nanos budget = millis(300);
-  const Nanos slack = millis(100) * test::slowdown();
+  const Nanos budget = Millis(300);
+  const Nanos slack = Millis(100) * test::slowdown();
   ConnectionOptions o;
-  o.connect_timeout = millis(5000);  // the operation's deadline must win
-  o.command_timeout = millis(5000);
+  o.connect_timeout = Millis(5000);  // the operation's deadline must win
+  o.command_timeout = Millis(5000);
   Connection c;
   ASSERT_TRUE(c.setup(("redis://:pw@127.0.0.1:" + std::to_string(server.port()) + "/1").c_str(), o).ok());
   server.pause();
   const Bytes ping[1] = {Bytes::from_cstr("PING")};
-  Nanos t0 = now();
+  TimePoint t0 = now();
   Result<const Reply*> r = c.command(ping, 1, Deadline::after(c.clock(), budget));
   Nanos took = now() - t0;
   EXPECT_EQ(r.status().code(), ErrorCode::kTimeout) << c.last_error();
@@ -322,7 +322,7 @@ TEST(ConnectionEdgesDeadline, HungServerEndsEveryCallByItsDeadline) {
   EXPECT_EQ(c.connect(Deadline::after(c.clock(), budget)).code(), ErrorCode::kTimeout);
   EXPECT_LT(now() - t0, budget + slack) << "connect() itself";
   server.resume();
-  ASSERT_TRUE(c.connect(Deadline::after(c.clock(), millis(2000) * test::slowdown())).ok()) << c.last_error();
+  ASSERT_TRUE(c.connect(Deadline::after(c.clock(), Millis(2000) * test::slowdown())).ok()) << c.last_error();
   server.pause();
   t0 = now();
   r = c.command(ping, 1, Deadline::after(c.clock(), budget));

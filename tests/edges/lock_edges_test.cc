@@ -28,12 +28,12 @@ constexpr const char* kKey = "edge";
 
 Nanos slow(Nanos t) { return t * test::slowdown(); }
 int64_t slow_ms(int64_t ms) { return ms * test::slowdown(); }
-Nanos now() { return default_clock().now(); }
+TimePoint now() { return default_clock().now(); }
 void sleep_for(Nanos t) { std::this_thread::sleep_for(std::chrono::nanoseconds(t)); }
 
 LockOptions ttl(int64_t ms) {
   LockOptions o;
-  o.ttl_ms = ms;
+  o.ttl = Millis(ms);
   return o;
 }
 
@@ -43,7 +43,7 @@ class LockEdges : public test::SuiteServerTest {
  protected:
   void SetUp() override {
     ASSERT_NE(server_, nullptr);
-    proxy_.reset(new DelayProxy(server_->port(), 0));
+    proxy_.reset(new DelayProxy(server_->port(), Nanos::zero()));
     ASSERT_TRUE(proxy_->start());
     ASSERT_TRUE(test::open(other_, server_->url()));
     ASSERT_TRUE(test::open(admin_, server_->url()));
@@ -53,10 +53,10 @@ class LockEdges : public test::SuiteServerTest {
   // conn_ through the proxy with `timeout` per command.
   bool open_proxied(Nanos timeout) {
     ConnectionOptions o;
-    o.connect_timeout = slow(millis(2000));
+    o.connect_timeout = slow(Millis(2000));
     o.command_timeout = timeout;
-    o.reconnect_min = millis(1);
-    o.reconnect_max = millis(10);
+    o.reconnect_min = Millis(1);
+    o.reconnect_max = Millis(10);
     return conn_.setup(proxy_->url().c_str(), o).ok();
   }
 
@@ -79,18 +79,18 @@ class LockEdges : public test::SuiteServerTest {
 // retry is granted with the same token and must leave a lock that can be
 // checked and released (it used to say kNotHeld and leave the key).
 TEST_F(LockEdges, LateGrantLeavesAUsableLock) {
-  ASSERT_TRUE(open_proxied(slow(millis(2000))));
+  ASSERT_TRUE(open_proxied(slow(Millis(2000))));
   Lock lock(conn_);
   ASSERT_TRUE(lock.init(Bytes::from_cstr(kKey), ttl(slow_ms(200))).ok());
   warm(lock);
   // The request reaches the server 250 ms late; its reply, read after the
   // switch back to 0, returns at once: the grant lands after its validity.
-  proxy_->set_delay(slow(millis(250)));
+  proxy_->set_delay(slow(Millis(250)));
   std::thread fast_again([this] {
-    sleep_for(slow(millis(100)));
-    proxy_->set_delay(0);
+    sleep_for(slow(Millis(100)));
+    proxy_->set_delay(Nanos::zero());
   });
-  const Status s = lock.acquire(slow(millis(2000)));
+  const Status s = lock.acquire(slow(Millis(2000)));
   fast_again.join();
   ASSERT_TRUE(s.ok()) << s.to_string() << " " << lock.connection_error();
   EXPECT_GE(lock.metrics().attempts, 2u) << "the first grant must have come too late";
@@ -106,19 +106,19 @@ TEST_F(LockEdges, LateGrantLeavesAUsableLock) {
 // Item 3: a renewal whose reply does not come stops at the end of the local
 // validity (not a full command timeout later) and then reports not held.
 TEST_F(LockEdges, ExtendStopsAtTheValidityEnd) {
-  ASSERT_TRUE(open_proxied(slow(millis(2000))));
+  ASSERT_TRUE(open_proxied(slow(Millis(2000))));
   Lock lock(conn_);
   ASSERT_TRUE(lock.init(Bytes::from_cstr(kKey), ttl(slow_ms(400))).ok());
   warm(lock);
   ASSERT_TRUE(lock.try_acquire().ok());
-  sleep_for(slow(millis(100)));
+  sleep_for(slow(Millis(100)));
   const Nanos left = lock.remaining();  // about 300 ms
-  proxy_->set_delay(slow(millis(3000)));  // the reply is lost
-  const Nanos t0 = now();
-  const Status s = lock.extend(slow_ms(1000));
+  proxy_->set_delay(slow(Millis(3000)));  // the reply is lost
+  const TimePoint t0 = now();
+  const Status s = lock.extend(Millis(slow_ms(1000)));
   const Nanos took = now() - t0;
   EXPECT_FALSE(s.ok());
-  EXPECT_LE(took, left + slow(millis(50))) << "waited past the validity end";
+  EXPECT_LE(took, left + slow(Millis(50))) << "waited past the validity end";
   EXPECT_FALSE(lock.held());
   EXPECT_GT(lock.token().size, 0u) << "the token is kept for release()";
 }
@@ -127,19 +127,19 @@ TEST_F(LockEdges, ExtendStopsAtTheValidityEnd) {
 // applied it, so the local validity must not outlast 300 ms; once another
 // client holds the key, we must not report held().
 TEST_F(LockEdges, LostShorteningExtendShortensValidity) {
-  ASSERT_TRUE(open_proxied(slow(millis(500))));
+  ASSERT_TRUE(open_proxied(slow(Millis(500))));
   Lock lock(conn_);
   ASSERT_TRUE(lock.init(Bytes::from_cstr(kKey), ttl(10000)).ok());
   warm(lock);
   ASSERT_TRUE(lock.try_acquire().ok());
-  proxy_->set_delay(slow(millis(400)));  // applied after 400 ms, reply after 800
-  EXPECT_EQ(lock.extend(slow_ms(300), ExtendMode::kReplace).code(), ErrorCode::kTimeout);
-  EXPECT_LE(lock.remaining(), slow(millis(300)));
+  proxy_->set_delay(slow(Millis(400)));  // applied after 400 ms, reply after 800
+  EXPECT_EQ(lock.extend(Millis(slow_ms(300)), ExtendMode::kReplace).code(), ErrorCode::kTimeout);
+  EXPECT_LE(lock.remaining(), slow(Millis(300)));
   Lock rival(other_);
   ASSERT_TRUE(rival.init(Bytes::from_cstr(kKey), ttl(10000)).ok());
-  const Status got = rival.acquire(slow(millis(3000)));
+  const Status got = rival.acquire(slow(Millis(3000)));
   ASSERT_TRUE(got.ok()) << got.to_string() << " " << run(admin_, {"PTTL", kKey});
-  EXPECT_FALSE(lock.held()) << "two holders: remaining " << to_millis(lock.remaining()) << " ms";
+  EXPECT_FALSE(lock.held()) << "two holders: remaining " << test::ms(lock.remaining()) << " ms";
   EXPECT_TRUE(rival.release().ok());
 }
 
@@ -179,8 +179,8 @@ TEST_F(LockEdges, UnconfirmedShorteningExtendShortensValidity) {
   ASSERT_TRUE(lock.init(Bytes::from_cstr(kKey), ttl(10000)).ok());
   ASSERT_TRUE(lock.try_acquire().ok());
   router.unconfirmed = true;
-  EXPECT_EQ(lock.extend(300, ExtendMode::kReplace).code(), ErrorCode::kNoQuorum);
-  EXPECT_LE(lock.remaining(), millis(300));
+  EXPECT_EQ(lock.extend(Millis(300), ExtendMode::kReplace).code(), ErrorCode::kNoQuorum);
+  EXPECT_LE(lock.remaining(), Millis(300));
   EXPECT_GT(lock.token().size, 0u);
   const int64_t pttl = std::stoll(run(admin_, {"PTTL", kKey}));
   EXPECT_LE(pttl, 300) << "the primary applied it";
@@ -191,7 +191,7 @@ TEST_F(LockEdges, ExtendLeavingNoValidityIsExpired) {
   Lock lock(other_);
   ASSERT_TRUE(lock.init(Bytes::from_cstr(kKey), ttl(10000)).ok());
   ASSERT_TRUE(lock.try_acquire().ok());
-  EXPECT_EQ(lock.extend(1, ExtendMode::kReplace).code(), ErrorCode::kExpired);
+  EXPECT_EQ(lock.extend(Millis(1), ExtendMode::kReplace).code(), ErrorCode::kExpired);
   EXPECT_FALSE(lock.held());
   EXPECT_GT(lock.token().size, 0u) << "the token is kept for release()";
   EXPECT_NE(lock.release().code(), ErrorCode::kNotHeld);
@@ -203,7 +203,7 @@ TEST_F(LockEdges, HolderWithoutTtlGetsBackoff) {
   ASSERT_EQ(run(admin_, {"SET", kKey, "admin-holds-it"}), "OK");
   Lock lock(other_);
   ASSERT_TRUE(lock.init(Bytes::from_cstr(kKey), ttl(1000)).ok());
-  EXPECT_EQ(lock.acquire(millis(1000)).code(), ErrorCode::kBusy);
+  EXPECT_EQ(lock.acquire(Millis(1000)).code(), ErrorCode::kBusy);
   // Backoff 2..250 ms jittered: about 15-20 attempts in 1 s.
   EXPECT_LT(lock.metrics().attempts, 100u);
   EXPECT_GE(lock.metrics().attempts, 2u);
@@ -212,16 +212,16 @@ TEST_F(LockEdges, HolderWithoutTtlGetsBackoff) {
 // Item 7: a release whose outcome is unknown means not held, with the token
 // kept so release() can be retried and succeeds once the server answers.
 TEST_F(LockEdges, UnknownReleaseIsNotHeld) {
-  ASSERT_TRUE(open_proxied(slow(millis(300))));
+  ASSERT_TRUE(open_proxied(slow(Millis(300))));
   Lock lock(conn_);
   ASSERT_TRUE(lock.init(Bytes::from_cstr(kKey), ttl(10000)).ok());
   warm(lock);
   ASSERT_TRUE(lock.try_acquire().ok());
-  proxy_->set_delay(slow(millis(5000)));  // still on its way when the test ends
+  proxy_->set_delay(slow(Millis(5000)));  // still on its way when the test ends
   EXPECT_EQ(lock.release().code(), ErrorCode::kTimeout);
   EXPECT_FALSE(lock.held()) << "the delete may have run";
-  EXPECT_EQ(lock.remaining(), 0);
-  proxy_->set_delay(0);
+  EXPECT_EQ(lock.remaining(), Nanos::zero());
+  proxy_->set_delay(Nanos::zero());
   const Status again = lock.release();  // a new connection, no delay
   EXPECT_TRUE(again.ok()) << again.to_string() << " " << lock.connection_error();
   EXPECT_EQ(exists(kKey), "0");
@@ -231,18 +231,18 @@ TEST_F(LockEdges, UnknownReleaseIsNotHeld) {
 // keeps the token, so release() removes the key. The path that used to
 // lose it: a late grant handed back, then the retry's reply lost.
 TEST_F(LockEdges, FailedAcquireKeepsTokenForCleanup) {
-  ASSERT_TRUE(open_proxied(slow(millis(600))));
+  ASSERT_TRUE(open_proxied(slow(Millis(600))));
   Lock lock(conn_);
   ASSERT_TRUE(lock.init(Bytes::from_cstr(kKey), ttl(slow_ms(200))).ok());
   warm(lock);
   // t=0: grant reaches us at 500 (late); hand-back release answered at
   // 1000; at 875 the delay grows so the retry (sent ~1000) is lost.
-  proxy_->set_delay(slow(millis(250)));
+  proxy_->set_delay(slow(Millis(250)));
   std::thread worse([this] {
-    sleep_for(slow(millis(875)));
-    proxy_->set_delay(slow(millis(2000)));
+    sleep_for(slow(Millis(875)));
+    proxy_->set_delay(slow(Millis(2000)));
   });
-  const Status s = lock.acquire(slow(millis(1200)));
+  const Status s = lock.acquire(slow(Millis(1200)));
   worse.join();
   EXPECT_EQ(s.code(), ErrorCode::kTimeout) << s.to_string();
   EXPECT_GE(lock.metrics().attempts, 2u);
@@ -251,12 +251,12 @@ TEST_F(LockEdges, FailedAcquireKeepsTokenForCleanup) {
   // still know the token and remove it. Wait for the landing itself, not
   // for the proxy to drain: our closed connection's end-of-stream is still
   // queued behind the old delay and may come after the key expired again.
-  proxy_->set_delay(0);
+  proxy_->set_delay(Nanos::zero());
   bool landed = false;
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(slow_ms(5000));
+  const auto give_up = std::chrono::steady_clock::now() + slow(Millis(5000));
   for (int i = 0; i < 100000 && !landed && std::chrono::steady_clock::now() < give_up; ++i) {
     landed = exists(kKey) == "1";
-    if (!landed) sleep_for(millis(2));
+    if (!landed) sleep_for(Millis(2));
   }
   ASSERT_TRUE(landed) << "the lost retry never reached the server";
   const Status r = lock.release();

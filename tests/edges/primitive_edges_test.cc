@@ -23,25 +23,25 @@ namespace {
 using test::DelayProxy;
 using test::run;
 
-Nanos ms_s(int64_t ms) { return millis(ms) * test::slowdown(); }  // stretched under qemu
+Nanos ms_s(int64_t ms) { return Millis(ms) * test::slowdown(); }  // stretched under qemu
 int64_t n_s(int64_t ms) { return ms * test::slowdown(); }
-Nanos now() { return default_clock().now(); }
+TimePoint now() { return default_clock().now(); }
 void sleep_ns(Nanos ns) { default_clock().sleep_for(ns); }
 
 SemaphoreOptions sem_opts(uint32_t permits, int64_t ttl_ms) {
   SemaphoreOptions o;
   o.permits = permits;
-  o.ttl_ms = ttl_ms;
-  o.retry_min = millis(1);
-  o.retry_max = millis(20);
+  o.ttl = Millis(ttl_ms);
+  o.retry_min = Millis(1);
+  o.retry_max = Millis(20);
   return o;
 }
 
 ReentrantLockOptions re_opts(int64_t ttl_ms) {
   ReentrantLockOptions o;
-  o.ttl_ms = ttl_ms;
-  o.retry_min = millis(1);
-  o.retry_max = millis(20);
+  o.ttl = Millis(ttl_ms);
+  o.retry_min = Millis(1);
+  o.retry_max = Millis(20);
   return o;
 }
 
@@ -66,8 +66,8 @@ class PrimitiveEdges : public test::SharedServerTest {
     ConnectionOptions o;
     o.connect_timeout = ms_s(2000);
     o.command_timeout = timeout;
-    o.reconnect_min = millis(1);
-    o.reconnect_max = millis(10);
+    o.reconnect_min = Millis(1);
+    o.reconnect_max = Millis(10);
     ASSERT_TRUE(c.setup(proxy.url().c_str(), o).ok());
   }
   std::unique_ptr<DelayProxy> start_proxy(Nanos delay) {
@@ -78,7 +78,7 @@ class PrimitiveEdges : public test::SharedServerTest {
   // Lets every request still held in the proxy reach the server.
   void drain(DelayProxy& proxy) {
     ASSERT_TRUE(proxy.wait_idle(ms_s(5000)));
-    proxy.set_delay(0);
+    proxy.set_delay(Nanos::zero());
   }
   int64_t pttl(const std::string& key) { return std::stoll(run(admin_, {"PTTL", key})); }
   // Ms the server still gives permit `id` of semaphore `key` (its clock).
@@ -117,9 +117,9 @@ void hold_one(Semaphore& sem, Claims& claims) {
   const int n = ++claims.holders;
   for (int m = claims.most.load(); n > m && !claims.most.compare_exchange_weak(m, n);) {
   }
-  if (p.id_len == 0 || sem.remaining(p) <= 0) ++claims.broken;
+  if (p.id_len == 0 || sem.remaining(p) <= Nanos::zero()) ++claims.broken;
   sleep_ns(ms_s(30));  // well inside the validity: the other must not hold now
-  if (!sem.extend(&p, sem.options().ttl_ms).ok()) ++claims.broken;
+  if (!sem.extend(&p, sem.options().ttl).ok()) ++claims.broken;
   sleep_ns(ms_s(10));
   --claims.holders;
   if (!sem.release(&p).ok()) ++claims.broken;
@@ -155,11 +155,11 @@ TEST_F(PrimitiveEdges, SemaphoreLateGrantNeverMakesTwoHolders) {
   std::thread t1([&] { hold_one(s1, claims); });
   sleep_ns(ms_s(250));  // s1's late permit has expired on the server by then
   std::thread t2([&] { hold_one(s2, claims); });
-  const Nanos give_up = now() + ms_s(6000);
-  while ((late1.n.load() == 0 || late2.n.load() == 0) && now() < give_up) sleep_ns(millis(5));
+  const TimePoint give_up = now() + ms_s(6000);
+  while ((late1.n.load() == 0 || late2.n.load() == 0) && now() < give_up) sleep_ns(Millis(5));
   EXPECT_GE(late1.n.load(), 1);
   EXPECT_GE(late2.n.load(), 1);
-  proxy->set_delay(0);
+  proxy->set_delay(Nanos::zero());
   t1.join();
   t2.join();
   EXPECT_LE(claims.most.load(), 1) << "two holders of a 1-permit semaphore at once";
@@ -171,7 +171,7 @@ TEST_F(PrimitiveEdges, SemaphoreLateGrantNeverMakesTwoHolders) {
 // --- Item 3 ----------------------------------------------------------------
 
 TEST_F(PrimitiveEdges, SemaphoreExtendStopsAtValidityEnd) {
-  auto proxy = start_proxy(0);
+  auto proxy = start_proxy(Nanos::zero());
   Connection c;
   open_via(c, *proxy, ms_s(2000));
   Semaphore sem(c);
@@ -180,13 +180,13 @@ TEST_F(PrimitiveEdges, SemaphoreExtendStopsAtValidityEnd) {
   ASSERT_TRUE(sem.try_acquire(&p).ok()) << c.last_error();
   sleep_ns(sem.remaining(p) - ms_s(300));
   proxy->set_delay(ms_s(700));  // a stalled server: no reply within the validity
-  const Nanos end = now() + sem.remaining(p);
-  const Status s = sem.extend(&p, n_s(600));
-  const Nanos returned = now();
+  const TimePoint end = now() + sem.remaining(p);
+  const Status s = sem.extend(&p, Millis(n_s(600)));
+  const TimePoint returned = now();
   EXPECT_LE(returned, end + ms_s(50)) << "extend overran the validity by "
-                                      << (returned - end) / kNanosPerMilli << " ms";
+                                      << test::ms(returned - end) << " ms";
   EXPECT_FALSE(s.ok());
-  EXPECT_EQ(sem.remaining(p), 0);
+  EXPECT_EQ(sem.remaining(p), Nanos::zero());
   EXPECT_GT(p.id_len, 0u) << "the id is kept for release()";
   drain(*proxy);
   const Status rel = sem.release(&p);
@@ -194,7 +194,7 @@ TEST_F(PrimitiveEdges, SemaphoreExtendStopsAtValidityEnd) {
 }
 
 TEST_F(PrimitiveEdges, ReentrantExtendStopsAtValidityEnd) {
-  auto proxy = start_proxy(0);
+  auto proxy = start_proxy(Nanos::zero());
   Connection c;
   open_via(c, *proxy, ms_s(2000));
   ReentrantLock lock(c);
@@ -202,11 +202,11 @@ TEST_F(PrimitiveEdges, ReentrantExtendStopsAtValidityEnd) {
   ASSERT_TRUE(lock.try_acquire().ok()) << c.last_error();
   sleep_ns(lock.remaining() - ms_s(300));
   proxy->set_delay(ms_s(700));
-  const Nanos end = now() + lock.remaining();
+  const TimePoint end = now() + lock.remaining();
   const Status s = lock.reacquire();
-  const Nanos returned = now();
+  const TimePoint returned = now();
   EXPECT_LE(returned, end + ms_s(50)) << "renewal overran the validity by "
-                                      << (returned - end) / kNanosPerMilli << " ms";
+                                      << test::ms(returned - end) << " ms";
   EXPECT_FALSE(s.ok());
   EXPECT_FALSE(lock.held());
   drain(*proxy);
@@ -217,7 +217,7 @@ TEST_F(PrimitiveEdges, ReentrantExtendStopsAtValidityEnd) {
 // --- Item 4 ----------------------------------------------------------------
 
 TEST_F(PrimitiveEdges, SemaphoreUnknownShorteningExtendShortensValidity) {
-  auto proxy = start_proxy(0);
+  auto proxy = start_proxy(Nanos::zero());
   Connection c;
   open_via(c, *proxy, ms_s(300));
   Semaphore sem(c);
@@ -225,33 +225,33 @@ TEST_F(PrimitiveEdges, SemaphoreUnknownShorteningExtendShortensValidity) {
   Permit p;
   ASSERT_TRUE(sem.try_acquire(&p).ok()) << c.last_error();
   proxy->set_delay(ms_s(400));  // reply lost; the server applies the extend
-  const Nanos start = now();
+  const TimePoint start = now();
   const int64_t asked = n_s(800);
-  EXPECT_FALSE(sem.extend(&p, asked).ok());
-  EXPECT_LE(sem.remaining(p), millis(asked) - (now() - start)) << "kept the old, longer validity";
+  EXPECT_FALSE(sem.extend(&p, Millis(asked)).ok());
+  EXPECT_LE(sem.remaining(p), Millis(asked) - (now() - start)) << "kept the old, longer validity";
   drain(*proxy);
   const Nanos mine = sem.remaining(p);
   const int64_t server = permit_left_ms("sem-shorten", p.id_bytes());
-  EXPECT_LE(to_millis(mine), server + 1) << "we claim more than the server holds";
+  EXPECT_LE(test::ms(mine), server + 1) << "we claim more than the server holds";
   const Status rel = sem.release(&p);
   EXPECT_TRUE(rel.ok() || rel.code() == ErrorCode::kNotOwner) << rel.to_string();
 }
 
 TEST_F(PrimitiveEdges, ReentrantUnknownShorteningRenewalShortensValidity) {
-  auto proxy = start_proxy(0);
+  auto proxy = start_proxy(Nanos::zero());
   Connection c;
   open_via(c, *proxy, ms_s(300));
   ReentrantLock lock(c);
   ASSERT_TRUE(lock.init(Bytes::from_cstr("re-shorten"), re_opts(10000)).ok());
   ASSERT_TRUE(lock.try_acquire().ok()) << c.last_error();
   proxy->set_delay(ms_s(400));
-  const Nanos start = now();
+  const TimePoint start = now();
   const int64_t asked = n_s(800);
-  EXPECT_FALSE(lock.extend(asked).ok());
-  EXPECT_LE(lock.remaining(), millis(asked) - (now() - start)) << "kept the old, longer validity";
+  EXPECT_FALSE(lock.extend(Millis(asked)).ok());
+  EXPECT_LE(lock.remaining(), Millis(asked) - (now() - start)) << "kept the old, longer validity";
   drain(*proxy);
   const Nanos mine = lock.remaining();
-  EXPECT_LE(to_millis(mine), pttl("re-shorten") + 1) << "we claim more than the server holds";
+  EXPECT_LE(test::ms(mine), pttl("re-shorten") + 1) << "we claim more than the server holds";
   EXPECT_TRUE(lock.release().ok());
   EXPECT_EQ(run(admin_, {"EXISTS", "re-shorten"}), "0");
 }
@@ -263,10 +263,10 @@ TEST_F(PrimitiveEdges, SemaphoreExtendOkMeansValidityLeft) {
   ASSERT_TRUE(sem.init(Bytes::from_cstr("sem-tiny"), sem_opts(1, 5000)).ok());
   Permit p;
   ASSERT_TRUE(sem.try_acquire(&p).ok());
-  const Status s = sem.extend(&p, 2);  // less than the drift allowance
-  EXPECT_FALSE(s.ok() && sem.remaining(p) == 0) << "ok with zero validity";
+  const Status s = sem.extend(&p, Millis(2));  // less than the drift allowance
+  EXPECT_FALSE(s.ok() && sem.remaining(p) == Nanos::zero()) << "ok with zero validity";
   EXPECT_EQ(s.code(), ErrorCode::kExpired);
-  EXPECT_EQ(sem.remaining(p), 0);
+  EXPECT_EQ(sem.remaining(p), Nanos::zero());
   EXPECT_GT(p.id_len, 0u);
   const Status rel = sem.release(&p);
   EXPECT_TRUE(rel.ok() || rel.code() == ErrorCode::kNotOwner) << rel.to_string();
@@ -275,7 +275,7 @@ TEST_F(PrimitiveEdges, SemaphoreExtendOkMeansValidityLeft) {
 TEST_F(PrimitiveEdges, ReentrantRefreshingReleaseOkMeansValidityLeft) {
   // The release that keeps depth > 0 refreshes the TTL; its reply comes
   // after that TTL's validity (round trip 240 ms > 200 ms).
-  auto proxy = start_proxy(0);
+  auto proxy = start_proxy(Nanos::zero());
   Connection c;
   open_via(c, *proxy, ms_s(2000));
   ReentrantLock lock(c);
@@ -284,7 +284,7 @@ TEST_F(PrimitiveEdges, ReentrantRefreshingReleaseOkMeansValidityLeft) {
   ASSERT_TRUE(lock.try_acquire().ok());
   proxy->set_delay(ms_s(120));
   const Status s = lock.release();
-  EXPECT_FALSE(s.ok() && lock.remaining() == 0) << "ok with zero validity";
+  EXPECT_FALSE(s.ok() && lock.remaining() == Nanos::zero()) << "ok with zero validity";
   EXPECT_EQ(s.code(), ErrorCode::kExpired);
   EXPECT_FALSE(lock.held());
   EXPECT_EQ(lock.depth(), 0u) << "no level is claimed without validity";
@@ -295,8 +295,8 @@ TEST_F(PrimitiveEdges, ReentrantRefreshingReleaseOkMeansValidityLeft) {
   ReentrantLock other(a_);
   ASSERT_TRUE(other.init(Bytes::from_cstr("re-tiny2"), re_opts(5000)).ok());
   ASSERT_TRUE(other.try_acquire().ok());
-  const Status e = other.extend(2);
-  EXPECT_FALSE(e.ok() && other.remaining() == 0) << "ok with zero validity";
+  const Status e = other.extend(Millis(2));
+  EXPECT_FALSE(e.ok() && other.remaining() == Nanos::zero()) << "ok with zero validity";
   EXPECT_EQ(e.code(), ErrorCode::kExpired);
   EXPECT_FALSE(other.held());
 }
@@ -304,7 +304,7 @@ TEST_F(PrimitiveEdges, ReentrantRefreshingReleaseOkMeansValidityLeft) {
 // --- Item 7 ----------------------------------------------------------------
 
 TEST_F(PrimitiveEdges, SemaphoreUnknownReleaseStopsClaiming) {
-  auto proxy = start_proxy(0);
+  auto proxy = start_proxy(Nanos::zero());
   Connection c;
   open_via(c, *proxy, ms_s(300));
   Semaphore sem(c);
@@ -314,7 +314,7 @@ TEST_F(PrimitiveEdges, SemaphoreUnknownReleaseStopsClaiming) {
   proxy->set_delay(ms_s(400));  // the release runs; its reply is lost
   const Status s = sem.release(&p);
   EXPECT_FALSE(s.ok());
-  EXPECT_EQ(sem.remaining(p), 0) << "still claims a permit the server may have dropped";
+  EXPECT_EQ(sem.remaining(p), Nanos::zero()) << "still claims a permit the server may have dropped";
   EXPECT_GT(p.id_len, 0u) << "the id is kept so release() can be retried";
   drain(*proxy);
   EXPECT_EQ(run(admin_, {"ZCARD", "sem-unrel"}), "0");
@@ -323,7 +323,7 @@ TEST_F(PrimitiveEdges, SemaphoreUnknownReleaseStopsClaiming) {
 }
 
 TEST_F(PrimitiveEdges, ReentrantUnknownReleaseStopsClaiming) {
-  auto proxy = start_proxy(0);
+  auto proxy = start_proxy(Nanos::zero());
   Connection c;
   open_via(c, *proxy, ms_s(300));
   ReentrantLock lock(c);
@@ -342,7 +342,7 @@ TEST_F(PrimitiveEdges, ReentrantUnknownReleaseStopsClaiming) {
 // --- Item 8 ----------------------------------------------------------------
 
 TEST_F(PrimitiveEdges, LostAcquireIsCleanedUpByRelease) {
-  auto proxy = start_proxy(0);
+  auto proxy = start_proxy(Nanos::zero());
   Connection c;
   open_via(c, *proxy, ms_s(300));
   // First level: granted on the server, reply lost.
@@ -369,8 +369,8 @@ TEST_F(PrimitiveEdges, LostAcquireIsCleanedUpByRelease) {
   ASSERT_TRUE(sem.init(Bytes::from_cstr("sem-lost"), sem_opts(2, 10000)).ok());
   Permit p;
   proxy->set_delay(ms_s(400));
-  EXPECT_FALSE(sem.acquire(&p, 0).ok());
-  EXPECT_EQ(sem.remaining(p), 0);
+  EXPECT_FALSE(sem.acquire(&p, Nanos::zero()).ok());
+  EXPECT_EQ(sem.remaining(p), Nanos::zero());
   drain(*proxy);
   ASSERT_EQ(run(admin_, {"ZCARD", "sem-lost"}), "1");
   EXPECT_TRUE(sem.release(&p).ok());
@@ -413,7 +413,7 @@ TEST_F(PrimitiveEdges, CooldownLateEntryIsNotAllowed) {
   Connection c;
   open_via(c, *proxy, ms_s(2000));
   CooldownOptions o;
-  o.period_ms = n_s(200);
+  o.period = Millis(n_s(200));
   Cooldown late(c), peer(b_);
   ASSERT_TRUE(late.init(Bytes::from_cstr("cd-late"), o).ok());
   ASSERT_TRUE(peer.init(Bytes::from_cstr("cd-late"), o).ok());
@@ -434,7 +434,7 @@ TEST_F(PrimitiveEdges, QuotaLateTakeIsNotAllowed) {
   open_via(c, *proxy, ms_s(2000));
   QuotaOptions o;
   o.limit = 1;
-  o.window_ms = n_s(200);
+  o.window = Millis(n_s(200));
   Quota late(c), peer(b_);
   ASSERT_TRUE(late.init(Bytes::from_cstr("q-late"), o).ok());
   ASSERT_TRUE(peer.init(Bytes::from_cstr("q-late"), o).ok());

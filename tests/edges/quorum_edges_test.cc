@@ -20,7 +20,7 @@ using test::run;
 constexpr const char* kKey = "quorum-edge";
 constexpr size_t kServers = 3;
 
-Nanos now() { return default_clock().now(); }
+TimePoint now() { return default_clock().now(); }
 Nanos slow(Nanos t) { return t * test::slowdown(); }
 
 // Three servers, each behind its own DelayProxy (delay 0 until a test sets
@@ -32,7 +32,7 @@ class Trio {
     for (size_t i = 0; i < kServers; ++i) {
       servers_[i].reset(new test::RedisServer());
       if (!servers_[i]->start()) return false;
-      proxies_[i].reset(new test::DelayProxy(servers_[i]->port(), 0));
+      proxies_[i].reset(new test::DelayProxy(servers_[i]->port(), Nanos::zero()));
       if (!proxies_[i]->start()) return false;
       if (!test::open(conns_[i], proxies_[i]->url())) return false;
       if (!test::open(admin_[i], servers_[i]->url())) return false;
@@ -80,10 +80,10 @@ class Trio {
 
 QuorumOptions opts(int64_t ttl_ms = 5000) {
   QuorumOptions o;
-  o.ttl_ms = ttl_ms * test::slowdown();
-  o.server_timeout = slow(millis(100));
-  o.retry_min = millis(10);
-  o.retry_max = millis(100);
+  o.ttl = Millis(ttl_ms * test::slowdown());
+  o.server_timeout = slow(Millis(100));
+  o.retry_min = Millis(10);
+  o.retry_max = Millis(100);
   return o;
 }
 
@@ -112,16 +112,16 @@ TEST(QuorumEdges, FailedAcquireLeavesNoKeyOnAFrozenServer) {
   t.server(1).resume();
   t.server(2).resume();
   // Bounded poll: the resumed servers run acquire then release.
-  const Nanos limit = now() + slow(millis(500));
-  while (t.keyed() > 0 && now() < limit) SystemClock().sleep_for(millis(5));
+  const TimePoint limit = now() + slow(Millis(500));
+  while (t.keyed() > 0 && now() < limit) SystemClock().sleep_for(Millis(5));
   for (size_t i = 0; i < kServers; ++i) {
     EXPECT_EQ(t.cmd(i, {"PTTL", kKey}), "-2") << "server " << i << " still holds our key (10 s TTL)";
   }
   // The late replies are drained, not taken for the next request's.
-  const Nanos wait_end = now() + slow(millis(1000));
+  const TimePoint wait_end = now() + slow(Millis(1000));
   Status again = lock.try_acquire();
   while (!again.ok() && now() < wait_end) {
-    SystemClock().sleep_for(millis(10));
+    SystemClock().sleep_for(Millis(10));
     again = lock.try_acquire();
   }
   ASSERT_TRUE(again.ok()) << again.to_string() << " " << lock.connection_error();
@@ -139,23 +139,23 @@ TEST(QuorumEdges, LostShorteningExtendDoesNotKeepTheOldValidity) {
   ASSERT_TRUE(lock.init(t.conns(), kServers, Bytes::from_cstr(kKey), opts(10000)).ok());
   ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();
   // Caches the extend script: the lost EVALSHA must run, not get NOSCRIPT.
-  ASSERT_TRUE(lock.extend(10000 * test::slowdown(), ExtendMode::kReplace).ok());
+  ASSERT_TRUE(lock.extend(Millis(10000 * test::slowdown()), ExtendMode::kReplace).ok());
   const Nanos lost = 3 * lock.server_timeout();  // one way: the round ends first
   for (size_t i = 0; i < kServers; ++i) t.proxy(i).set_delay(lost);
-  const Nanos start = now();
+  const TimePoint start = now();
   const int64_t shorter_ms = 300 * test::slowdown();
-  const Status s = lock.extend(shorter_ms, ExtendMode::kReplace);
+  const Status s = lock.extend(Millis(shorter_ms), ExtendMode::kReplace);
   EXPECT_FALSE(s.ok()) << "no reply came back in time";
-  EXPECT_LE(lock.remaining(), start + millis(shorter_ms) - now())
-      << "still claims the old validity: " << to_millis(lock.remaining()) << " ms";
+  EXPECT_LE(lock.remaining(), start + Millis(shorter_ms) - now())
+      << "still claims the old validity: " << test::ms(lock.remaining()) << " ms";
   // The invariant where it broke: once the servers' 300 ms run out, another
   // client gets the lock, and we must not say held() then.
-  for (size_t i = 0; i < kServers; ++i) t.proxy(i).set_delay(0);
+  for (size_t i = 0; i < kServers; ++i) t.proxy(i).set_delay(Nanos::zero());
   QuorumLock other;
   ASSERT_TRUE(other.init(t.others(), kServers, Bytes::from_cstr(kKey), opts(10000)).ok());
-  const Status got = other.acquire(lost + slow(millis(2000)));
-  ASSERT_TRUE(got.ok()) << got.to_string() << " " << t.cmd(0, {"PTTL", kKey}) << " " << to_millis(now() - start);
-  EXPECT_FALSE(lock.held()) << "two holders: " << to_millis(lock.remaining()) << " ms left";
+  const Status got = other.acquire(lost + slow(Millis(2000)));
+  ASSERT_TRUE(got.ok()) << got.to_string() << " " << t.cmd(0, {"PTTL", kKey}) << " " << test::ms(now() - start);
+  EXPECT_FALSE(lock.held()) << "two holders: " << test::ms(lock.remaining()) << " ms left";
   ASSERT_TRUE(other.release().ok());
 }
 
@@ -168,11 +168,11 @@ TEST(QuorumEdges, ExtendOkOnlyWithValidityLeft) {
   ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();
   // 1 ms is below the 2 ms drift allowance: every server extends, but no
   // validity can be left.
-  const Status s = lock.extend(1, ExtendMode::kReplace);
+  const Status s = lock.extend(Millis(1), ExtendMode::kReplace);
   EXPECT_EQ(s.code(), ErrorCode::kExpired) << s.to_string();
   EXPECT_FALSE(lock.held());
-  EXPECT_EQ(lock.remaining(), 0);
-  EXPECT_FALSE(s.ok() && lock.remaining() <= 0) << "ok with no validity";
+  EXPECT_EQ(lock.remaining(), Nanos::zero());
+  EXPECT_FALSE(s.ok() && lock.remaining() <= Nanos::zero()) << "ok with no validity";
   EXPECT_NE(lock.release().code(), ErrorCode::kNotHeld) << "the token is kept for clean-up";
 }
 
@@ -185,14 +185,14 @@ TEST(QuorumEdges, HolderWithoutTtlGetsTheNormalBackoff) {
   const QuorumOptions o = opts();
   ASSERT_TRUE(lock.init(t.conns(), kServers, Bytes::from_cstr(kKey), o).ok());
   const uint32_t before = t.conn(0).stats().commands;
-  const Nanos wait = slow(millis(500));
+  const Nanos wait = slow(Millis(500));
   EXPECT_EQ(lock.acquire(wait).code(), ErrorCode::kBusy);
   const uint32_t attempts = t.conn(0).stats().commands - before;
   // Every delay is at least retry_min (10 ms): at most wait / retry_min + 1.
   const uint32_t most = static_cast<uint32_t>(wait / o.retry_min) + 2;
   EXPECT_LE(attempts, most) << "polling instead of backing off";
   EXPECT_GE(attempts, 2u);
-  EXPECT_EQ(lock.busy_ttl_ms(), 0) << "no TTL: no bound";
+  EXPECT_EQ(lock.busy_ttl(), Millis(0)) << "no TTL: no bound";
 }
 
 // Item 7: a release whose outcome is unknown on a majority: not held any
@@ -207,7 +207,7 @@ TEST(QuorumEdges, UnknownReleaseIsNotHeldButKeepsTheToken) {
   t.server(2).pause();
   EXPECT_EQ(lock.release().code(), ErrorCode::kIndeterminate);
   EXPECT_FALSE(lock.held());
-  EXPECT_EQ(lock.remaining(), 0);
+  EXPECT_EQ(lock.remaining(), Nanos::zero());
   EXPECT_EQ(lock.released_on(), 1u);
   t.server(1).resume();
   t.server(2).resume();
@@ -234,8 +234,8 @@ TEST(QuorumEdges, ReleaseOnAMajorityIsARelease) {
   EXPECT_EQ(lock.release().code(), ErrorCode::kNotHeld) << "a release is final";
   t.server(2).resume();
   // The straggler runs the release it was sent.
-  const Nanos limit = now() + slow(millis(500));
-  while (t.keyed() > 0 && now() < limit) SystemClock().sleep_for(millis(5));
+  const TimePoint limit = now() + slow(Millis(500));
+  while (t.keyed() > 0 && now() < limit) SystemClock().sleep_for(Millis(5));
   EXPECT_EQ(t.keyed(), 0u);
 }
 
@@ -253,11 +253,11 @@ TEST(QuorumEdges, BusyTtlIsWhenAMajorityFrees) {
   ASSERT_TRUE(lock.init(t.conns(), kServers, Bytes::from_cstr(kKey), opts()).ok());
   // Server 0's grant comes first (the others answer 20 ms later), and one
   // grant and one refusal cannot decide: all three replies are read.
-  t.proxy(1).set_delay(slow(millis(10)));
-  t.proxy(2).set_delay(slow(millis(10)));
+  t.proxy(1).set_delay(slow(Millis(10)));
+  t.proxy(2).set_delay(slow(Millis(10)));
   EXPECT_EQ(lock.try_acquire().code(), ErrorCode::kBusy);
-  EXPECT_LE(lock.busy_ttl_ms(), ms[1]) << "a majority is free once server 1's key expires";
-  EXPECT_GT(lock.busy_ttl_ms(), ms[1] - 500);
+  EXPECT_LE(lock.busy_ttl(), Millis(ms[1])) << "a majority is free once server 1's key expires";
+  EXPECT_GT(lock.busy_ttl(), Millis(ms[1] - 500));
   EXPECT_EQ(t.cmd(0, {"PTTL", kKey}), "-2") << "the grant on server 0 was cleaned up";
 }
 
@@ -273,15 +273,15 @@ TEST(QuorumEdges, ReleaseWithStalledServersKeepsItsBudget) {
   ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();  // 2's acquire in flight
   t.server(1).pause();
   t.proxy(0).set_delay(2 * lock.server_timeout());
-  const Nanos t0 = now();
+  const TimePoint t0 = now();
   EXPECT_EQ(lock.release().code(), ErrorCode::kIndeterminate);
   const Nanos took = now() - t0;
-  EXPECT_LT(took, lock.server_timeout() + slow(millis(50))) << to_millis(took) << " ms";
-  t.proxy(0).set_delay(0);
+  EXPECT_LT(took, lock.server_timeout() + slow(Millis(50))) << test::ms(took) << " ms";
+  t.proxy(0).set_delay(Nanos::zero());
   t.server(1).resume();
   t.server(2).resume();
-  const Nanos limit = now() + slow(millis(1000));
-  while (t.keyed() > 0 && now() < limit) SystemClock().sleep_for(millis(5));
+  const TimePoint limit = now() + slow(Millis(1000));
+  while (t.keyed() > 0 && now() < limit) SystemClock().sleep_for(Millis(5));
   EXPECT_EQ(t.keyed(), 0u) << "every server ran the release it was sent";
 }
 

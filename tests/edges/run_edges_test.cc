@@ -22,13 +22,13 @@ using test::RedisServer;
 using test::slowdown;
 
 // How late a poll loop may wake after a deadline on a loaded machine.
-Nanos loop_slack() { return millis(10) * slowdown(); }
+Nanos loop_slack() { return Millis(10) * slowdown(); }
 
 // Runs the keeper's poll loop until it is no longer keeping (bounded).
 // Returns the latest instant a service() call returned.
-Nanos keep_until_lost(LeaseKeeper& keeper, Clock& clock, Nanos limit) {
-  const Nanos stop_at = clock.now() + limit;
-  Nanos last_return = 0;
+TimePoint keep_until_lost(LeaseKeeper& keeper, Clock& clock, Nanos limit) {
+  const TimePoint stop_at = clock.now() + limit;
+  TimePoint last_return;
   for (int i = 0; i < 10000 && keeper.state() == LeaseState::kKeeping && clock.now() < stop_at; ++i) {
     poll(nullptr, 0, keeper.next_deadline().poll_timeout_ms(clock));
     keeper.service();
@@ -49,26 +49,26 @@ bool connect_with(Connection& c, const std::string& url, Nanos command_timeout) 
 TEST(RunEdges, KeeperReportsLossByValidityEndUnderPartition) {
   RedisServer server;
   ASSERT_TRUE(server.start());
-  test::DelayProxy proxy(server.port(), 0);
+  test::DelayProxy proxy(server.port(), Nanos::zero());
   ASSERT_TRUE(proxy.start());
   Connection conn;
-  ASSERT_TRUE(connect_with(conn, proxy.url(), millis(250) * slowdown()));
+  ASSERT_TRUE(connect_with(conn, proxy.url(), Millis(250) * slowdown()));
   Clock& clock = conn.clock();
   Lock lock(conn);
   LockOptions lo;
-  lo.ttl_ms = 1000 * slowdown();
+  lo.ttl = Millis(1000 * slowdown());
   ASSERT_TRUE(lock.init(Bytes::from_cstr("modem"), lo).ok());
   ASSERT_TRUE(lock.try_acquire().ok()) << conn.last_error();
   LeaseKeeper keeper(lock);
   ASSERT_TRUE(keeper.start().ok());
-  const Nanos end = clock.now() + lock.remaining();
-  proxy.set_delay(millis(30000) * slowdown());  // partition: nothing of ours gets through
+  const TimePoint end = clock.now() + lock.remaining();
+  proxy.set_delay(Millis(30000) * slowdown());  // partition: nothing of ours gets through
 
-  std::atomic<Nanos> granted_at{0};
+  std::atomic<TimePoint> granted_at{TimePoint()};
   std::atomic<bool> stop{false};
   std::thread other([&] {
     Connection oc;
-    if (!connect_with(oc, server.url(), millis(500) * slowdown())) return;
+    if (!connect_with(oc, server.url(), Millis(500) * slowdown())) return;
     Lock ol(oc);
     if (!ol.init(Bytes::from_cstr("modem")).ok()) return;
     // Bounded by the main thread's stop (time) and a count that a 2 ms
@@ -81,14 +81,14 @@ TEST(RunEdges, KeeperReportsLossByValidityEndUnderPartition) {
       poll(nullptr, 0, 2);
     }
   });
-  const Nanos last_return = keep_until_lost(keeper, clock, millis(5000) * slowdown());
-  for (int i = 0; i < 1000 && granted_at.load() == 0; ++i) poll(nullptr, 0, 5);
+  const TimePoint last_return = keep_until_lost(keeper, clock, Millis(5000) * slowdown());
+  for (int i = 0; i < 1000 && granted_at.load() == TimePoint(); ++i) poll(nullptr, 0, 5);
   stop.store(true);
   other.join();
   ASSERT_EQ(keeper.state(), LeaseState::kLost);
   EXPECT_LE(keeper.lost_at(), end + loop_slack()) << "reported after the validity ended";
   EXPECT_LE(last_return, end + loop_slack()) << "the caller's loop was blocked past the validity";
-  ASSERT_GT(granted_at.load(), 0) << "the other client never got the key";
+  ASSERT_GT(granted_at.load(), TimePoint()) << "the other client never got the key";
   EXPECT_GE(granted_at.load(), keeper.lost_at()) << "another client held the key while we kept it";
 }
 
@@ -102,7 +102,7 @@ TEST(RunEdges, KeeperWithDefaultOptionsReportsLossByValidityEnd) {
   Clock& clock = conn.clock();
   Lock lock(conn);
   LockOptions lo;
-  lo.ttl_ms = 3000;
+  lo.ttl = Millis(3000);
   ASSERT_TRUE(lock.init(Bytes::from_cstr("modem"), lo).ok());
   ASSERT_TRUE(lock.try_acquire().ok()) << conn.last_error();
   LeaseKeeper keeper(lock);
@@ -113,9 +113,9 @@ TEST(RunEdges, KeeperWithDefaultOptionsReportsLossByValidityEnd) {
     keeper.service();
   }
   ASSERT_EQ(keeper.stats().renewals, 2u);
-  const Nanos end = clock.now() + lock.remaining();
+  const TimePoint end = clock.now() + lock.remaining();
   server.pause();
-  const Nanos last_return = keep_until_lost(keeper, clock, millis(8000) * slowdown());
+  const TimePoint last_return = keep_until_lost(keeper, clock, Millis(8000) * slowdown());
   server.resume();
   ASSERT_EQ(keeper.state(), LeaseState::kLost);
   EXPECT_EQ(keeper.last_error().code(), ErrorCode::kExpired);
@@ -124,7 +124,7 @@ TEST(RunEdges, KeeperWithDefaultOptionsReportsLossByValidityEnd) {
 
   // A lease too short for even one renewal within the budget is refused.
   Lock short_lock(conn);
-  lo.ttl_ms = 2000;
+  lo.ttl = Millis(2000);
   ASSERT_TRUE(short_lock.init(Bytes::from_cstr("short"), lo).ok());
   ASSERT_TRUE(short_lock.try_acquire().ok()) << conn.last_error();
   LeaseKeeper refused(short_lock);
@@ -211,7 +211,7 @@ void RunEdgesCli::stubborn_command_stops_in_time(int n) {
   for (int i = 0; i < n; ++i) {
     servers.emplace_back(new RedisServer());
     ASSERT_TRUE(servers.back()->start());
-    proxies.emplace_back(new test::DelayProxy(servers.back()->port(), 0));
+    proxies.emplace_back(new test::DelayProxy(servers.back()->port(), Nanos::zero()));
     ASSERT_TRUE(proxies.back()->start());
     urls.push_back(proxies.back()->url());
   }
@@ -221,7 +221,7 @@ void RunEdgesCli::stubborn_command_stops_in_time(int n) {
   const int64_t t0 = now_ms();
   const pid_t pid = start_bare(args, "stubborn", urls);
   ASSERT_TRUE(wait_for_file(log)) << slurp(dir_ + "/stubborn.err");
-  for (auto& p : proxies) p->set_delay(millis(30000) * slowdown());  // edgelock partitioned
+  for (auto& p : proxies) p->set_delay(Millis(30000) * slowdown());  // edgelock partitioned
   std::vector<std::unique_ptr<Connection>> conns;
   std::vector<Connection*> ptrs;
   for (auto& s : servers) {

@@ -22,7 +22,9 @@ namespace {
 SystemClock g_clock;
 int g_failures = 0;
 
-int64_t ms_since(Nanos t0) { return to_millis(g_clock.now() - t0); }
+// Whole ms, rounded down.
+int64_t ms(Nanos d) { return std::chrono::floor<Millis>(d).count(); }
+int64_t ms_since(TimePoint t0) { return ms(g_clock.now() - t0); }
 
 void check(bool ok, const char* what, int64_t value) {
   if (ok) return;
@@ -49,15 +51,15 @@ struct Jumper {
       const long long w = static_cast<long long>(time(nullptr));
       if (w < min_wall) min_wall = w;
       if (w > max_wall) max_wall = w;
-      g_clock.sleep_for(millis(40));
+      g_clock.sleep_for(Millis(40));
     }
   }
 };
 
 bool open(Connection& c, const char* url) {
   ConnectionOptions o;
-  o.connect_timeout = millis(1000);
-  o.command_timeout = millis(500);
+  o.connect_timeout = Millis(1000);
+  o.command_timeout = Millis(500);
   return c.setup(url, o).ok() && c.connect().ok();
 }
 
@@ -70,30 +72,30 @@ int probe(const char* url) {
   const int sd = std::getenv("EDGELOCK_TEST_SLOWDOWN") ? std::atoi(std::getenv("EDGELOCK_TEST_SLOWDOWN")) : 1;
   const int64_t slack = 60 * (sd > 0 ? sd : 1);
   LockOptions lo;
-  lo.ttl_ms = 1000;
+  lo.ttl = Millis(1000);
   Lock la(a), lb(b);
   if (!la.init(Bytes::from_cstr("clock-probe"), lo).ok() ||
       !lb.init(Bytes::from_cstr("clock-probe"), lo).ok()) return 2;
 
   // Acquire: validity just under the TTL (drift 1% + 2 ms + round trip).
-  Status st = la.acquire(millis(500));
+  Status st = la.acquire(Millis(500));
   check(st.ok(), "acquire", static_cast<int>(st.code()));
-  const int64_t validity0 = to_millis(la.remaining());
+  const int64_t validity0 = ms(la.remaining());
   check(validity0 > 1000 - 12 - slack && validity0 <= 988, "validity after acquire", validity0);
-  g_clock.sleep_for(millis(100));
-  const int64_t validity1 = to_millis(la.remaining());
+  g_clock.sleep_for(Millis(100));
+  const int64_t validity1 = ms(la.remaining());
   const int64_t drop = validity0 - validity1;
   check(drop >= 100 && drop < 100 + slack, "validity drop over 100 ms", drop);
 
   // Extend back to the full TTL.
-  st = la.extend(1000, ExtendMode::kReplace);
+  st = la.extend(Millis(1000), ExtendMode::kReplace);
   check(st.ok(), "extend", static_cast<int>(st.code()));
-  const int64_t validity2 = to_millis(la.remaining());
+  const int64_t validity2 = ms(la.remaining());
   check(validity2 > 988 - slack && validity2 <= 988, "validity after extend", validity2);
 
   // A waiter gives up after its wait (kBusy), not earlier, not much later.
-  Nanos w0 = g_clock.now();
-  st = lb.acquire(millis(200));
+  TimePoint w0 = g_clock.now();
+  st = lb.acquire(Millis(200));
   const int64_t busy_wait = ms_since(w0);
   check(st.code() == ErrorCode::kBusy, "busy wait result", static_cast<int>(st.code()));
   // The server checks blocking timeouts on its event loop (hz 10): up to
@@ -103,10 +105,10 @@ int probe(const char* url) {
   // The keeper renews on schedule for 800 ms.
   LeaseKeeper keeper(la);
   check(keeper.start().ok(), "keeper start", 0);
-  const Nanos k0 = g_clock.now();
-  for (int i = 0; i < 200 && g_clock.now() - k0 < millis(800); ++i) {
+  const TimePoint k0 = g_clock.now();
+  for (int i = 0; i < 200 && g_clock.now() - k0 < Millis(800); ++i) {
     const int t = keeper.next_deadline().poll_timeout_ms(g_clock);
-    const int left = static_cast<int>(to_millis(millis(800) - (g_clock.now() - k0))) + 1;
+    const int left = static_cast<int>(ms(Millis(800) - (g_clock.now() - k0))) + 1;
     poll(nullptr, 0, t < 0 || t > left ? left : t);
     (void)keeper.service();
   }
@@ -119,10 +121,10 @@ int probe(const char* url) {
   const uint64_t fence_a = la.fence();
   w0 = g_clock.now();
   std::thread releaser([&] {
-    g_clock.sleep_for(millis(50));
+    g_clock.sleep_for(Millis(50));
     if (!la.release().ok()) ++g_failures;
   });
-  st = lb.acquire(millis(1000));
+  st = lb.acquire(Millis(1000));
   const int64_t handover = ms_since(w0);
   releaser.join();
   check(st.ok(), "handover acquire", static_cast<int>(st.code()));
@@ -133,12 +135,12 @@ int probe(const char* url) {
   // Validity runs out on the monotonic clock, after ttl minus the margins.
   (void)lb.release();
   LockOptions short_lo = lo;
-  short_lo.ttl_ms = 200;
+  short_lo.ttl = Millis(200);
   Lock lc(a);
   if (!lc.init(Bytes::from_cstr("clock-probe-short"), short_lo).ok()) return 2;
   check(lc.try_acquire().ok(), "short acquire", 0);
-  const Nanos v0 = g_clock.now();
-  for (int i = 0; i < 400 && lc.held(); ++i) g_clock.sleep_for(millis(1));
+  const TimePoint v0 = g_clock.now();
+  for (int i = 0; i < 400 && lc.held(); ++i) g_clock.sleep_for(Millis(1));
   const int64_t held_ms = ms_since(v0);
   check(held_ms >= 200 - 4 - slack && held_ms <= 200, "held ms", held_ms);
   (void)lc.release();

@@ -26,14 +26,15 @@
 #include "edgelock/edgelock.h"
 #include "../support/fenced_resource.h"
 #include "../support/redis_server.h"
+#include "../support/test_util.h"
 
 namespace edgelock {
 namespace {
 
 constexpr int kPort = 16390;  // inside our own namespace: no clash possible
-constexpr Nanos kCommandTimeout = millis(150);
+constexpr Nanos kCommandTimeout = Millis(150);
 // Under 30% loss: long enough for TCP to retransmit (RTO >= 200 ms) once.
-constexpr Nanos kLossCommandTimeout = millis(600);
+constexpr Nanos kLossCommandTimeout = Millis(600);
 constexpr int64_t kLossWaitMs = 1000;
 
 bool sh(const std::string& cmd) {
@@ -133,10 +134,10 @@ class Netns : public ::testing::Test {
 
   bool open(Connection& c, Nanos command_timeout = kCommandTimeout) {
     ConnectionOptions o;
-    o.connect_timeout = millis(300) * test::slowdown();
+    o.connect_timeout = Millis(300) * test::slowdown();
     o.command_timeout = command_timeout * test::slowdown();
-    o.reconnect_min = millis(1);
-    o.reconnect_max = millis(20);
+    o.reconnect_min = Millis(1);
+    o.reconnect_max = Millis(20);
     const std::string url = "redis://" + server_ip_ + ":" + std::to_string(kPort);
     return c.setup(url.c_str(), o).ok();
   }
@@ -146,13 +147,13 @@ class Netns : public ::testing::Test {
   pid_t server_pid_ = -1;
 };
 
-int64_t ms_since(SystemClock& clock, Nanos t0) { return to_millis(clock.now() - t0); }
+int64_t ms_since(SystemClock& clock, TimePoint t0) { return test::ms(clock.now() - t0); }
 
 TEST_F(Netns, DropTimesOutWithinDeadlineWithoutFalseGrant) {
   Connection c;
   ASSERT_TRUE(open(c));
   LockOptions lo;
-  lo.ttl_ms = 1000;
+  lo.ttl = Millis(1000);
   Lock l(c);
   ASSERT_TRUE(l.init(Bytes::from_cstr("dropped"), lo).ok());
   ASSERT_TRUE(l.try_acquire().ok()) << c.last_error();
@@ -160,12 +161,12 @@ TEST_F(Netns, DropTimesOutWithinDeadlineWithoutFalseGrant) {
   const std::string drop = "INPUT -p tcp --dport " + std::to_string(kPort) + " -j DROP";
   ASSERT_TRUE(rule("-A " + drop));
   SystemClock clock;
-  const int64_t budget = to_millis(kCommandTimeout * test::slowdown());
-  Nanos t0 = clock.now();
+  const int64_t budget = test::ms(kCommandTimeout * test::slowdown());
+  TimePoint t0 = clock.now();
   const Status st = l.try_acquire();
   const int64_t try_ms = ms_since(clock, t0);
   t0 = clock.now();
-  const Status wst = l.acquire(millis(300));  // reconnects into the DROP too
+  const Status wst = l.acquire(Millis(300));  // reconnects into the DROP too
   const int64_t wait_ms = ms_since(clock, t0);
   const bool held_during = l.held();
   ASSERT_TRUE(rule("-D " + drop));
@@ -176,7 +177,7 @@ TEST_F(Netns, DropTimesOutWithinDeadlineWithoutFalseGrant) {
   EXPECT_LT(wait_ms, 300 + budget + 50 * test::slowdown());
   EXPECT_FALSE(held_during);
   t0 = clock.now();
-  EXPECT_TRUE(l.acquire(millis(2000)).ok()) << c.last_error();
+  EXPECT_TRUE(l.acquire(Millis(2000)).ok()) << c.last_error();
   const int64_t back_ms = ms_since(clock, t0);
   EXPECT_TRUE(l.release().ok());
   std::printf("netns_drop: try_acquire kTimeout in %lld ms (budget %lld), acquire(300 ms) %s in "
@@ -196,7 +197,7 @@ TEST_F(Netns, RejectWithTcpResetFailsFast) {
       "INPUT -p tcp --dport " + std::to_string(kPort) + " -j REJECT --reject-with tcp-reset";
   ASSERT_TRUE(rule("-A " + reject));
   SystemClock clock;
-  Nanos t0 = clock.now();
+  TimePoint t0 = clock.now();
   const Status st = l.try_acquire();  // on the open connection: RST
   const int64_t rst_ms = ms_since(clock, t0);
   t0 = clock.now();
@@ -214,7 +215,7 @@ TEST_F(Netns, RejectWithTcpResetFailsFast) {
       << st2.to_string();
   EXPECT_LT(connect_ms, 50 * test::slowdown());
   EXPECT_FALSE(l.held());
-  EXPECT_TRUE(l.acquire(millis(1000)).ok()) << c.last_error();
+  EXPECT_TRUE(l.acquire(Millis(1000)).ok()) << c.last_error();
   EXPECT_TRUE(l.release().ok());
   std::printf("netns_reset: open connection -> %s in %lld ms, reconnect -> %s in %lld ms, "
               "then ok\n",
@@ -255,22 +256,22 @@ void count(LossStats* s, Status st) {
 void loss_worker(Connection& c, test::FencedResource* res, LossStats* stats, Nanos run_for) {
   SystemClock clock;
   LockOptions lo;
-  lo.ttl_ms = 2000;
+  lo.ttl = Millis(2000);
   Lock l(c);
   if (!l.init(Bytes::from_cstr("lossy"), lo).ok()) _exit(3);
-  const int64_t budget = to_millis(kLossCommandTimeout * test::slowdown());
-  const Nanos end = clock.now() + run_for;
+  const int64_t budget = test::ms(kLossCommandTimeout * test::slowdown());
+  const TimePoint end = clock.now() + run_for;
   for (int i = 0; i < 2000 && clock.now() < end; ++i) {
-    Nanos t0 = clock.now();
-    Status st = l.acquire(millis(kLossWaitMs));
+    TimePoint t0 = clock.now();
+    Status st = l.acquire(Millis(kLossWaitMs));
     note_overrun(stats, ms_since(clock, t0) - (kLossWaitMs + budget));
     count(stats, st);
     if (!st.ok()) continue;
-    if (l.remaining() > millis(300)) {
+    if (l.remaining() > Millis(300)) {
       if (res->enter()) {
         if (!res->write(l.fence())) res->errors++;  // stale fence while valid
         res->grants++;
-        clock.sleep_for(millis(5));
+        clock.sleep_for(Millis(5));
         res->leave();
       }
     } else {
@@ -286,14 +287,14 @@ void loss_worker(Connection& c, test::FencedResource* res, LossStats* stats, Nan
       if (st.ok() || st.code() == ErrorCode::kNotOwner || st.code() == ErrorCode::kNotHeld) break;
       stats->release_retries++;
       if (!l.held()) break;
-      clock.sleep_for(millis(5));
+      clock.sleep_for(Millis(5));
     }
   }
 }
 
 TEST_F(Netns, RandomLossKeepsMutualExclusionAndDeadlines) {
   constexpr int kProcs = 2;
-  const Nanos run_for = millis(4000);
+  const Nanos run_for = Millis(4000);
   auto* res = test::FencedResource::create();
   void* mem = mmap(nullptr, sizeof(LossStats), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
                    -1, 0);
@@ -344,7 +345,7 @@ TEST_F(Netns, RandomLossKeepsMutualExclusionAndDeadlines) {
               "fences), acquire ok %d / timeout %d / reset %d / connect %d / busy %d, "
               "unexpected %d, skipped(validity<300ms) %d, release retries %d, worst overrun %d ms past "
               "budget\n",
-              kProcs, static_cast<long long>(to_millis(run_for)), res->grants.load(),
+              kProcs, static_cast<long long>(test::ms(run_for)), res->grants.load(),
               res->stale_rejected.load(), stats->ok.load(), stats->timeouts.load(),
               stats->closed.load(), stats->connect.load(), stats->busy.load(),
               stats->unexpected.load(), stats->skipped.load(), stats->release_retries.load(),

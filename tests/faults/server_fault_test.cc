@@ -18,20 +18,20 @@ namespace {
 using test::RedisServer;
 using test::run;
 
-constexpr Nanos kCommandTimeout = millis(150);
+constexpr Nanos kCommandTimeout = Millis(150);
 
 bool open_fast(Connection& c, const std::string& url, const char* password = nullptr) {
   ConnectionOptions o;
-  o.connect_timeout = millis(500) * test::slowdown();
+  o.connect_timeout = Millis(500) * test::slowdown();
   o.command_timeout = kCommandTimeout * test::slowdown();
-  o.reconnect_min = millis(1);
-  o.reconnect_max = millis(10);
+  o.reconnect_min = Millis(1);
+  o.reconnect_max = Millis(10);
   std::string u = url;
   if (password) u = "redis://:" + std::string(password) + "@" + url.substr(8);
   return c.setup(u.c_str(), o).ok();
 }
 
-int64_t ms_since(SystemClock& clock, Nanos t0) { return to_millis(clock.now() - t0); }
+int64_t ms_since(SystemClock& clock, TimePoint t0) { return test::ms(clock.now() - t0); }
 
 TEST(ServerFaults, ClientPauseTimesOutWithinDeadlineThenWorks) {
   RedisServer s;
@@ -40,17 +40,17 @@ TEST(ServerFaults, ClientPauseTimesOutWithinDeadlineThenWorks) {
   ASSERT_TRUE(test::open(admin, s.url()));
   ASSERT_TRUE(open_fast(c, s.url()));
   LockOptions lo;
-  lo.ttl_ms = 300;
+  lo.ttl = Millis(300);
   Lock l(c);
   ASSERT_TRUE(l.init(Bytes::from_cstr("paused"), lo).ok());
   ASSERT_TRUE(l.try_acquire().ok()) << c.last_error();
   ASSERT_TRUE(l.release().ok());
   SystemClock clock;
-  const int64_t budget = to_millis(kCommandTimeout * test::slowdown());
+  const int64_t budget = test::ms(kCommandTimeout * test::slowdown());
   // Long enough to outlast both calls below, also when stretched under qemu.
   const std::string pause_ms = std::to_string(1500 * test::slowdown());
   ASSERT_EQ(run(admin, {"CLIENT", "PAUSE", pause_ms, "ALL"}), "OK");
-  Nanos t0 = clock.now();
+  TimePoint t0 = clock.now();
   Status st = l.try_acquire();
   const int64_t try_ms = ms_since(clock, t0);
   EXPECT_EQ(st.code(), ErrorCode::kTimeout) << c.last_error();
@@ -60,7 +60,7 @@ TEST(ServerFaults, ClientPauseTimesOutWithinDeadlineThenWorks) {
   EXPECT_EQ(l.fence(), 0u);
   // A waiting acquire returns by wait + command budget, not granted.
   t0 = clock.now();
-  st = l.acquire(millis(300));
+  st = l.acquire(Millis(300));
   const int64_t wait_ms = ms_since(clock, t0);
   EXPECT_EQ(st.code(), ErrorCode::kTimeout) << st.to_string() << " " << c.last_error();
   EXPECT_LT(wait_ms, 300 + budget + 50 * test::slowdown());
@@ -71,10 +71,10 @@ TEST(ServerFaults, ClientPauseTimesOutWithinDeadlineThenWorks) {
   // It only delays the next grant by at most the TTL.
   const std::string ghost = run(admin, {"EXISTS", "paused"});
   t0 = clock.now();
-  st = l.acquire(millis(1000));
+  st = l.acquire(Millis(1000));
   const int64_t after_ms = ms_since(clock, t0);
   EXPECT_TRUE(st.ok()) << st.to_string() << " " << c.last_error();
-  EXPECT_LT(after_ms, lo.ttl_ms + 200 * test::slowdown());
+  EXPECT_LT(after_ms, lo.ttl.count() + 200 * test::slowdown());
   EXPECT_TRUE(l.release().ok());
   std::printf("client_pause: try_acquire kTimeout in %lld ms (budget %lld), acquire(300 ms) "
               "kTimeout in %lld ms, ghost grant after unpause: %s, next acquire ok in %lld ms\n",
@@ -155,7 +155,7 @@ TEST(ServerFaults, ClientKillBetweenOpsReconnectsTransparently) {
 uint64_t grant_n(Lock& l, int n) {
   uint64_t last = 0;
   for (int i = 0; i < n; ++i) {
-    Status st = l.acquire(millis(2000) * test::slowdown());
+    Status st = l.acquire(Millis(2000) * test::slowdown());
     if (!st.ok() || l.fence() <= last) {
       ADD_FAILURE() << "grant " << i << ": " << st.to_string() << " fence " << l.fence();
       return 0;

@@ -21,10 +21,10 @@ using test::run;
 
 ConnectionOptions options() {
   ConnectionOptions o;
-  o.connect_timeout = millis(2000) * test::slowdown();
-  o.command_timeout = millis(3000) * test::slowdown();
-  o.reconnect_min = millis(1);
-  o.reconnect_max = millis(10);
+  o.connect_timeout = Millis(2000) * test::slowdown();
+  o.command_timeout = Millis(3000) * test::slowdown();
+  o.reconnect_min = Millis(1);
+  o.reconnect_max = Millis(10);
   return o;
 }
 
@@ -40,7 +40,7 @@ class ClusterTest : public ::testing::Test {
   }
   void SetUp() override {
     ASSERT_TRUE(client_.setup(cluster_->url().c_str(), options()).ok()) << client_.last_error();
-    ASSERT_TRUE(client_.refresh(Deadline::after(client_.clock(), millis(5000))).ok()) << client_.last_error();
+    ASSERT_TRUE(client_.refresh(Deadline::after(client_.clock(), Millis(5000))).ok()) << client_.last_error();
   }
   // A key whose slot the client maps to node `node`, named prefix-N.
   std::string key_on(int node, const std::string& prefix) {
@@ -97,7 +97,7 @@ TEST_F(ClusterTest, LocksOnEveryPrimary) {
     ASSERT_TRUE(test::open(direct, cluster_->node(server).url()));
     EXPECT_EQ(run(direct, {"GET", key}), std::string(reinterpret_cast<const char*>(lock.token().data), lock.token().size));
     EXPECT_EQ(run(direct, {"GET", "{" + key + "}:fence"}), std::to_string(lock.fence()));
-    ASSERT_TRUE(lock.extend(2000).ok());
+    ASSERT_TRUE(lock.extend(Millis(2000)).ok());
     const Result<bool> owned = lock.owned();
     ASSERT_TRUE(owned.ok() && owned.value());
     const Result<KeyStatus> st = lock.status();
@@ -154,7 +154,7 @@ TEST_F(ClusterTest, SlotMigrationMidRun) {
                      "KEYS", key, "{" + key + "}:fence"}),
             "OK");
   // The lock's keys now live on B while A still owns the slot: ASK.
-  ASSERT_TRUE(holder.extend(5000).ok()) << client_.last_error();
+  ASSERT_TRUE(holder.extend(Millis(5000)).ok()) << client_.last_error();
   EXPECT_GE(client_.stats().ask, 1u);
   const Result<bool> owned = holder.owned();
   ASSERT_TRUE(owned.ok() && owned.value()) << client_.last_error();
@@ -173,9 +173,9 @@ TEST_F(ClusterTest, SlotMigrationMidRun) {
     if (!other.setup(cluster_->url().c_str(), options()).ok()) return;
     Lock lock(other);
     LockOptions lo;
-    lo.retry_max = millis(20);
+    lo.retry_max = Millis(20);
     if (!lock.init(Bytes(key.data(), key.size()), lo).ok()) return;
-    waited = lock.acquire(millis(8000) * test::slowdown());
+    waited = lock.acquire(Millis(8000) * test::slowdown());
     second_fence = lock.fence();
     waiter_stats = other.stats();
     if (waited.ok()) lock.release().ignore();
@@ -218,7 +218,7 @@ TEST(ClusterFailover, WaitThenFollowPromotedReplicaAfterKill9) {
   Cluster waiting;
   ClusterOptions co;
   co.wait_replicas = 1;
-  co.wait_timeout = millis(300) * test::slowdown();
+  co.wait_timeout = Millis(300) * test::slowdown();
   ASSERT_TRUE(waiting.setup(servers.url().c_str(), options(), co).ok());
   Lock confirmed(waiting);
   ASSERT_TRUE(confirmed.init(Bytes::from_cstr("feeder")).ok());
@@ -227,7 +227,7 @@ TEST(ClusterFailover, WaitThenFollowPromotedReplicaAfterKill9) {
   const int replica = replica_of(servers, old_port);
   ASSERT_GE(replica, 0);
   servers.node(replica).pause();
-  EXPECT_EQ(confirmed.extend(2000).code(), ErrorCode::kNoQuorum) << waiting.last_error();
+  EXPECT_EQ(confirmed.extend(Millis(2000)).code(), ErrorCode::kNoQuorum) << waiting.last_error();
   servers.node(replica).resume();
   EXPECT_EQ(waiting.stats().wait_failures, 1u);
   ASSERT_TRUE(confirmed.release().ok());
@@ -246,13 +246,13 @@ TEST(ClusterFailover, WaitThenFollowPromotedReplicaAfterKill9) {
   servers.node(killed).kill9();
   // The client re-reads the map from the surviving nodes until the
   // replica has taken the slot over.
-  const Nanos t0 = cluster.clock().now();
-  const Status s = lock.acquire(millis(20000) * test::slowdown());
+  const TimePoint t0 = cluster.clock().now();
+  const Status s = lock.acquire(Millis(20000) * test::slowdown());
   const Nanos took = cluster.clock().now() - t0;
   ASSERT_TRUE(s.ok()) << s.to_string() << " " << cluster.last_error();
   EXPECT_EQ(lock.connection().endpoint().port, servers.node(replica).port());
   EXPECT_GE(cluster.stats().refreshes, 2u);
-  std::printf("cluster: kill -9 failover followed in %lld ms\n", static_cast<long long>(to_millis(took)));
+  std::printf("cluster: kill -9 failover followed in %lld ms\n", static_cast<long long>(test::ms(took)));
   ASSERT_TRUE(lock.release().ok());
 }
 
@@ -264,19 +264,19 @@ int worker(const std::string& url, const std::string& key, test::FencedResource*
   if (!cluster.setup(url.c_str(), options()).ok()) return 10;
   Lock lock(cluster);
   LockOptions lo;
-  lo.ttl_ms = 5000 * test::slowdown();
-  lo.retry_min = millis(1);
-  lo.retry_max = millis(20);
+  lo.ttl = Millis(5000 * test::slowdown());
+  lo.retry_min = Millis(1);
+  lo.retry_max = Millis(20);
   if (!lock.init(Bytes(key.data(), key.size()), lo).ok()) return 11;
   for (int i = 0; i < kGrantsEach; ++i) {
-    if (!lock.acquire(millis(30000) * test::slowdown()).ok()) {
+    if (!lock.acquire(Millis(30000) * test::slowdown()).ok()) {
       dev->errors.fetch_add(1);
       return 12;
     }
     dev->grants.fetch_add(1);
     const bool alone = dev->enter();
     if (!dev->write(lock.fence())) dev->errors.fetch_add(1);
-    if (i % 16 == 0) SystemClock().sleep_for(millis(1));
+    if (i % 16 == 0) SystemClock().sleep_for(Millis(1));
     if (alone) dev->leave();
     if (!lock.release().ok()) dev->errors.fetch_add(1);
   }

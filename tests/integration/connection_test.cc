@@ -19,7 +19,7 @@ namespace {
 using test::RedisServer;
 using test::run;
 
-Nanos since(SystemClock& c, Nanos t0) { return c.now() - t0; }
+Nanos since(SystemClock& c, TimePoint t0) { return c.now() - t0; }
 
 TEST(Connection, ScriptShaMatchesServer) {
   RedisServer s;
@@ -51,7 +51,7 @@ TEST(Connection, NoScriptRecoveryAfterFlushAndRestart) {
   ASSERT_TRUE(s.restart());
   // First command after the restart finds a dead socket; the next reconnects.
   Status st = l.try_acquire();
-  for (int i = 0; i < 5 && !st.ok(); ++i) st = l.acquire(millis(500));
+  for (int i = 0; i < 5 && !st.ok(); ++i) st = l.acquire(Millis(500));
   ASSERT_TRUE(st.ok()) << st.to_string() << " " << c.last_error();
   EXPECT_GE(c.stats().connects, 2u);
   ASSERT_TRUE(l.release().ok());
@@ -103,26 +103,26 @@ TEST(Connection, RefusedConnectFailsFastAndBacksOff) {
   Connection c;
   ASSERT_TRUE(test::open(c, "redis://127.0.0.1:" + std::to_string(test::free_port())));
   SystemClock clock;
-  const Nanos t0 = clock.now();
+  const TimePoint t0 = clock.now();
   Lock l(c);
   ASSERT_TRUE(l.init(Bytes::from_cstr("x")).ok());
   EXPECT_EQ(l.try_acquire().code(), ErrorCode::kConnectFailed);
   EXPECT_NE(std::string(c.last_error()).find("refused"), std::string::npos) << c.last_error();
-  EXPECT_LT(since(clock, t0), millis(500) * test::slowdown());
+  EXPECT_LT(since(clock, t0), Millis(500) * test::slowdown());
 }
 
 TEST(Connection, ReconnectBacksOffAfterFailedConnects) {
   Connection c;
   ConnectionOptions o;
-  o.reconnect_min = millis(300);
-  o.reconnect_max = millis(1000);
+  o.reconnect_min = Millis(300);
+  o.reconnect_max = Millis(1000);
   ASSERT_TRUE(c.setup(("redis://127.0.0.1:" + std::to_string(test::free_port())).c_str(), o).ok());
   Lock l(c);
   ASSERT_TRUE(l.init(Bytes::from_cstr("x")).ok());
   EXPECT_EQ(l.try_acquire().code(), ErrorCode::kConnectFailed);
   EXPECT_EQ(l.try_acquire().code(), ErrorCode::kNotConnected) << "inside the backoff window";
   EXPECT_EQ(c.stats().connect_failures, 1u);
-  SystemClock().sleep_for(millis(320));
+  SystemClock().sleep_for(Millis(320));
   EXPECT_EQ(l.try_acquire().code(), ErrorCode::kConnectFailed) << "window over: tries again";
   EXPECT_EQ(c.stats().connect_failures, 2u);
 }
@@ -160,23 +160,23 @@ TEST(Connection, ServerKilledMidOperationGivesIoErrorWithinDeadline) {
   ASSERT_TRUE(test::open(sleeper, s.url()));
   const Bytes args[3] = {Bytes::from_cstr("DEBUG"), Bytes::from_cstr("SLEEP"), Bytes::from_cstr("5")};
   SystemClock clock;
-  ASSERT_TRUE(sleeper.start_command(args, 3, Deadline::after(clock, millis(1000))).ok());
+  ASSERT_TRUE(sleeper.start_command(args, 3, Deadline::after(clock, Millis(1000))).ok());
   (void)sleeper.advance();
   Lock l(c);
   ASSERT_TRUE(l.init(Bytes::from_cstr("k")).ok());
   pid_t killer = fork();
   if (killer == 0) {
-    SystemClock().sleep_for(millis(150));
+    SystemClock().sleep_for(Millis(150));
     kill(s.pid(), SIGKILL);
     _exit(0);
   }
-  const Nanos t0 = clock.now();
+  const TimePoint t0 = clock.now();
   const Status st = l.try_acquire();
   const Nanos took = since(clock, t0);
   waitpid(killer, nullptr, 0);
   EXPECT_TRUE(st.code() == ErrorCode::kConnectionClosed || st.code() == ErrorCode::kIo)
       << st.to_string() << " " << c.last_error();
-  EXPECT_LT(took, millis(2000) * test::slowdown());
+  EXPECT_LT(took, Millis(2000) * test::slowdown());
   EXPECT_FALSE(c.is_connected()) << "marked broken";
   s.kill9();
 }
@@ -186,19 +186,19 @@ TEST(Connection, StalledServerTimesOutAtDeadline) {
   ASSERT_TRUE(s.start());
   Connection c;
   ConnectionOptions o;
-  o.command_timeout = millis(200);
+  o.command_timeout = Millis(200);
   ASSERT_TRUE(c.setup(s.url().c_str(), o).ok());
   ASSERT_TRUE(c.connect().ok());
   s.pause();
   SystemClock clock;
-  const Nanos t0 = clock.now();
+  const TimePoint t0 = clock.now();
   Lock l(c);
   ASSERT_TRUE(l.init(Bytes::from_cstr("k")).ok());
   EXPECT_EQ(l.try_acquire().code(), ErrorCode::kTimeout);
   const Nanos took = since(clock, t0);
   s.resume();
-  EXPECT_GE(took, millis(200));
-  EXPECT_LT(took, millis(250) + millis(100) * test::slowdown());
+  EXPECT_GE(took, Millis(200));
+  EXPECT_LT(took, Millis(250) + Millis(100) * test::slowdown());
   EXPECT_FALSE(c.is_connected());
   // And the next operation reconnects cleanly.
   EXPECT_TRUE(l.try_acquire().ok()) << c.last_error();

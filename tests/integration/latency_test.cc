@@ -27,9 +27,11 @@ using test::DelayProxy;
 constexpr const char* kKey = "latency-key";
 
 Nanos slow(Nanos t) { return t * test::slowdown(); }
-Nanos now() { return default_clock().now(); }
+TimePoint now() { return default_clock().now(); }
+// For printing: `d` in ms with fractions.
+double ms_of(Nanos d) { return static_cast<double>(d.count()) / 1e6; }
 // One-way delay of the emulated network; a round trip is 2 * one_way().
-Nanos one_way() { return slow(millis(20)); }
+Nanos one_way() { return slow(Millis(20)); }
 Nanos rtt() { return 2 * one_way(); }
 
 long expired_keys_of(int port) {
@@ -92,7 +94,7 @@ class ProxiedServers {
 
 QuorumOptions quorum_opts(bool fencing) {
   QuorumOptions o;
-  o.ttl_ms = 10000 * test::slowdown();
+  o.ttl = Millis(10000 * test::slowdown());
   o.server_timeout = 5 * rtt();
   o.fencing = fencing;
   return o;
@@ -111,33 +113,33 @@ void check_parallel(bool fencing) {
   const QuorumOptions o = quorum_opts(fencing);
   QuorumLock lock;
   ASSERT_TRUE(lock.init(s.conns(), 5, Bytes::from_cstr(kKey), o).ok());
-  ASSERT_TRUE(lock.acquire(slow(millis(2000))).ok()) << lock.connection_error();  // connects
+  ASSERT_TRUE(lock.acquire(slow(Millis(2000))).ok()) << lock.connection_error();  // connects
   ASSERT_TRUE(lock.release().ok());
-  const Nanos rounds = fencing ? 2 : 1;  // acquire (+ fence write-back)
-  const Nanos drift = detail::drift_of(o.ttl_ms, o.drift_factor);
+  const int rounds = fencing ? 2 : 1;  // acquire (+ fence write-back)
+  const Nanos drift = detail::drift_of(o.ttl, o.drift_factor);
   constexpr size_t kCycles = 5;
   Nanos acquire[kCycles], release[kCycles];
   for (size_t i = 0; i < kCycles; ++i) {
-    const Nanos t0 = now();
+    const TimePoint t0 = now();
     ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();
-    const Nanos t1 = now();
+    const TimePoint t1 = now();
     const Nanos left = lock.remaining();
-    const Nanos t2 = now();
+    const TimePoint t2 = now();
     acquire[i] = t1 - t0;
     // Validity runs from before the first request left (>= t0) and at
     // least `rounds` round trips went by before the grant was known.
-    EXPECT_LE(left, millis(o.ttl_ms) - drift - rounds * rtt()) << "validity must count the round trips";
-    EXPECT_GE(left, millis(o.ttl_ms) - drift - (t2 - t0));
+    EXPECT_LE(left, o.ttl - drift - rounds * rtt()) << "validity must count the round trips";
+    EXPECT_GE(left, o.ttl - drift - (t2 - t0));
     EXPECT_EQ(s.holders(lock.token()), 5u);
-    const Nanos t3 = now();
+    const TimePoint t3 = now();
     ASSERT_TRUE(lock.release().ok());
     release[i] = now() - t3;
     EXPECT_EQ(s.holders(lock.token()), 0u);
   }
   const Nanos acq = median(acquire, kCycles), rel = median(release, kCycles);
   std::printf("[latency] 5 servers, %lld ms each way, fencing %s: acquire p50 %.1f ms (%lld rounds), "
-              "release p50 %.1f ms\n", static_cast<long long>(one_way() / kNanosPerMilli),
-              fencing ? "on" : "off", acq / 1e6, static_cast<long long>(rounds), rel / 1e6);
+              "release p50 %.1f ms\n", static_cast<long long>(test::ms(one_way())),
+              fencing ? "on" : "off", ms_of(acq), static_cast<long long>(rounds), ms_of(rel));
   EXPECT_GE(acq, rounds * rtt()) << "the proxy must delay";
   EXPECT_LT(acq, rounds * rtt() * 5 / 2)
       << "a sequential fan-out would take " << 5 * rounds << " round trips";
@@ -158,19 +160,19 @@ TEST(Latency, OneSlowServerCostsAtMostItsTimeout) {
   o.server_timeout = 4 * rtt();
   QuorumLock lock;
   ASSERT_TRUE(lock.init(s.conns(), 5, Bytes::from_cstr(kKey), o).ok());
-  ASSERT_TRUE(lock.acquire(slow(millis(2000))).ok()) << lock.connection_error();
+  ASSERT_TRUE(lock.acquire(slow(Millis(2000))).ok()) << lock.connection_error();
   ASSERT_TRUE(lock.release().ok());
   const Nanos slow_way = o.server_timeout;  // round trip 2x the timeout
   s.proxy(4).set_delay(slow_way);
-  Nanos t0 = now();
+  TimePoint t0 = now();
   ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();
   const Nanos took = now() - t0;
-  const Nanos margin = slow(millis(50));
+  const Nanos margin = slow(Millis(50));
   // The acquire round is decided by the four (1 RTT); the fence round
   // waits for the fastest majority of those that may hold the key.
   EXPECT_LT(took, o.server_timeout + margin);
   EXPECT_GE(s.holders(lock.token()), 3u);
-  EXPECT_GE(lock.remaining(), millis(o.ttl_ms) / 2);
+  EXPECT_GE(lock.remaining(), o.ttl / 2);
   const std::string token(reinterpret_cast<const char*>(lock.token().data), lock.token().size);
   EXPECT_NE(s.get(4), token) << "the slow server's SET is still on its way";
   t0 = now();
@@ -179,12 +181,12 @@ TEST(Latency, OneSlowServerCostsAtMostItsTimeout) {
   // The slow server's SET may still be on its way: the outcome there is unknown.
   EXPECT_TRUE(r.ok() || r.code() == ErrorCode::kIndeterminate) << r.to_string();
   std::printf("[latency] one slow server: acquire %.1f ms (timeout %.0f ms), first release: %s\n",
-              took / 1e6, o.server_timeout / 1e6, r.to_string());
+              ms_of(took), ms_of(o.server_timeout), r.to_string());
   EXPECT_EQ(s.holders(lock.token(), 4), 0u) << "released on the four";
   // The network heals; the retried release reaches the slow server after
   // its delayed SET (same connection, in order, or after it landed).
   s.proxy(4).set_delay(one_way());
-  ASSERT_TRUE(s.proxy(4).wait_idle(slow(millis(3000)))) << "the delayed requests landed";
+  ASSERT_TRUE(s.proxy(4).wait_idle(slow(Millis(3000)))) << "the delayed requests landed";
   for (int i = 0; i < 5 && r.code() == ErrorCode::kIndeterminate; ++i) {
     const Status again = lock.release();
     if (again.code() != ErrorCode::kIndeterminate) {
@@ -206,14 +208,14 @@ TEST(Latency, SingleLockDeadlineShorterThanRoundTrip) {
   const Nanos budget = 4 * rtt();  // the first EVALSHA costs 2 (NOSCRIPT, EVAL)
   ConnectionOptions co;
   co.command_timeout = budget;
-  co.reconnect_min = millis(1);
-  co.reconnect_max = millis(10);
+  co.reconnect_min = Millis(1);
+  co.reconnect_max = Millis(10);
   Connection conn, admin;
   ASSERT_TRUE(conn.setup(proxy.url().c_str(), co).ok());
   ASSERT_TRUE(test::open(admin, server.url()));
   Lock lock(conn);
   ASSERT_TRUE(lock.init(Bytes::from_cstr(kKey)).ok());
-  Nanos t0 = now();
+  TimePoint t0 = now();
   ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();
   EXPECT_GE(now() - t0, rtt()) << "the proxy must delay";
   ASSERT_TRUE(lock.release().ok());
@@ -224,7 +226,7 @@ TEST(Latency, SingleLockDeadlineShorterThanRoundTrip) {
   EXPECT_EQ(lock.try_acquire().code(), ErrorCode::kTimeout);
   const Nanos took = now() - t0;
   EXPECT_GE(took, budget);
-  EXPECT_LT(took, budget + slow(millis(50)));
+  EXPECT_LT(took, budget + slow(Millis(50)));
   EXPECT_FALSE(lock.held());
   EXPECT_FALSE(conn.is_connected()) << "a timed-out connection is closed (its reply may still come)";
   // A plain command with an explicit deadline below the round trip, too.
@@ -233,10 +235,10 @@ TEST(Latency, SingleLockDeadlineShorterThanRoundTrip) {
   t0 = now();
   EXPECT_EQ(conn.command(&ping, 1, Deadline::after(conn.clock(), one_way())).status().code(),
             ErrorCode::kTimeout);
-  EXPECT_LT(now() - t0, one_way() + slow(millis(50)));
+  EXPECT_LT(now() - t0, one_way() + slow(Millis(50)));
 
   // Once the late SET has landed, release() reconnects and removes it.
-  ASSERT_TRUE(proxy.wait_idle(slow(millis(3000))));
+  ASSERT_TRUE(proxy.wait_idle(slow(Millis(3000))));
   const std::string token(reinterpret_cast<const char*>(lock.token().data), lock.token().size);
   EXPECT_EQ(test::run(admin, {"GET", kKey}), token) << "the timed-out SET was applied";
   const Status r = lock.release();
@@ -258,40 +260,40 @@ TEST(Latency, TtlEatenByTheRoundTripFailsClosed) {
   ASSERT_TRUE(s.start(5));
   QuorumOptions c = quorum_opts(true);
   c.drift_factor = 0.5;                   // drift = ttl / 2 + 2 ms
-  c.ttl_ms = 8 * rtt() / kNanosPerMilli;  // validity budget 4 rtt - 2 ms
+  c.ttl = std::chrono::floor<Millis>(8 * rtt());  // validity budget 4 rtt - 2 ms
   c.server_timeout = 3 * rtt();
   {
     QuorumLock control;
     ASSERT_TRUE(control.init(s.conns(), 5, Bytes::from_cstr(kKey), c).ok());
-    ASSERT_TRUE(control.acquire(slow(millis(2000))).ok()) << control.connection_error();
-    EXPECT_GT(control.remaining(), 0);
+    ASSERT_TRUE(control.acquire(slow(Millis(2000))).ok()) << control.connection_error();
+    EXPECT_GT(control.remaining(), Nanos::zero());
     ASSERT_TRUE(control.release().ok());
   }
   QuorumOptions o = c;
-  o.ttl_ms = 2 * rtt() / kNanosPerMilli;  // validity budget = rtt - 2 ms
-  o.server_timeout = millis(o.ttl_ms) - millis(1);
+  o.ttl = std::chrono::floor<Millis>(2 * rtt());  // validity budget = rtt - 2 ms
+  o.server_timeout = o.ttl - Millis(1);
   QuorumLock lock;
   ASSERT_TRUE(lock.init(s.conns(), 5, Bytes::from_cstr(kKey), o).ok());
   const long expired_before = s.expired_keys();
-  const Nanos t0 = now();
+  const TimePoint t0 = now();
   const Status st = lock.try_acquire();
   const Nanos took = now() - t0;
   EXPECT_TRUE(st.code() == ErrorCode::kExpired || st.code() == ErrorCode::kIndeterminate ||
               st.code() == ErrorCode::kNoQuorum) << st.to_string();
   std::printf("[latency] validity budget %.0f ms < rtt %.0f ms: %s after %.1f ms\n",
-              (millis(o.ttl_ms) - detail::drift_of(o.ttl_ms, o.drift_factor)) / 1e6, rtt() / 1e6,
-              st.to_string(), took / 1e6);
+              ms_of(o.ttl - detail::drift_of(o.ttl, o.drift_factor)), ms_of(rtt()),
+              st.to_string(), ms_of(took));
   EXPECT_FALSE(lock.held());
-  EXPECT_EQ(lock.remaining(), 0);
+  EXPECT_EQ(lock.remaining(), Nanos::zero());
   EXPECT_EQ(lock.fence(), 0u);
   // Gave up when the validity ran out, then the clean-up round.
-  EXPECT_LT(took, millis(o.ttl_ms) + o.server_timeout + slow(millis(50)));
+  EXPECT_LT(took, o.ttl + o.server_timeout + slow(Millis(50)));
   const Status r = lock.release();
   EXPECT_EQ(r.code(), ErrorCode::kNotHeld) << "the clean-up round reached every server";
-  ASSERT_TRUE(s.idle(slow(millis(3000))));
+  ASSERT_TRUE(s.idle(slow(Millis(3000))));
   EXPECT_EQ(s.holders(lock.token()), 0u) << "nothing left behind";
   // Deleted, not expired: no key outlived the call to die by its TTL.
-  SystemClock().sleep_for(2 * millis(o.ttl_ms));
+  SystemClock().sleep_for(2 * o.ttl);
   EXPECT_EQ(s.expired_keys(), expired_before) << "a key was left to expire";
 }
 
@@ -308,53 +310,53 @@ namespace {
 // pipeline needs one more round trip for its acquire (the control).
 Nanos handoff_through_proxy(int64_t waiter_ttl_ms, uint32_t* waiter_commands) {
   test::RedisServer server;
-  if (!server.start()) return -1;
+  if (!server.start()) return Nanos(-1);
   DelayProxy proxy(server.port(), one_way());
-  if (!proxy.start()) return -1;
+  if (!proxy.start()) return Nanos(-1);
   Connection holder_conn, waiter_conn;
-  if (!test::open(holder_conn, proxy.url()) || !test::open(waiter_conn, proxy.url())) return -1;
+  if (!test::open(holder_conn, proxy.url()) || !test::open(waiter_conn, proxy.url())) return Nanos(-1);
   LockOptions lo;
-  lo.ttl_ms = 30000 * test::slowdown();
+  lo.ttl = Millis(30000 * test::slowdown());
   Lock holder(holder_conn), waiter(waiter_conn);
-  if (!holder.init(Bytes::from_cstr(kKey), lo).ok()) return -1;
-  lo.ttl_ms = waiter_ttl_ms;
+  if (!holder.init(Bytes::from_cstr(kKey), lo).ok()) return Nanos(-1);
+  lo.ttl = Millis(waiter_ttl_ms);
   // BLPOP caps of 2.5-5 s (scaled): the waiter stays blocked until the release.
-  lo.wake_fallback = slow(millis(5000));
-  if (!waiter.init(Bytes::from_cstr(kKey), lo).ok()) return -1;
+  lo.wake_fallback = slow(Millis(5000));
+  if (!waiter.init(Bytes::from_cstr(kKey), lo).ok()) return Nanos(-1);
   // Load the scripts on the server first (NOSCRIPT would add round trips).
-  if (!waiter.try_acquire().ok() || !waiter.release().ok()) return -1;
-  if (!holder.try_acquire().ok()) return -1;
-  std::atomic<Nanos> granted_at{0};
+  if (!waiter.try_acquire().ok() || !waiter.release().ok()) return Nanos(-1);
+  if (!holder.try_acquire().ok()) return Nanos(-1);
+  std::atomic<TimePoint> granted_at{TimePoint()};
   const uint32_t before = waiter_conn.stats().commands;
   std::thread t([&] {
-    if (waiter.acquire(slow(millis(5000))).ok()) granted_at = now();
+    if (waiter.acquire(slow(Millis(5000))).ok()) granted_at = now();
   });
   // The waiter's busy attempt (1 round trip), then it blocks in BLPOP.
   default_clock().sleep_for(3 * rtt());
-  const Nanos released_at = now();
+  const TimePoint released_at = now();
   const bool released = holder.release().ok();
   t.join();
   *waiter_commands = waiter_conn.stats().commands - before;
-  if (!released || granted_at.load() == 0 || !waiter.release().ok()) return -1;
+  if (!released || granted_at.load() == TimePoint() || !waiter.release().ok()) return Nanos(-1);
   return granted_at.load() - released_at;
 }
 
 TEST(Latency, HandoffPipelinesTheAcquireBehindTheWakeUp) {
   uint32_t commands = 0;
   const Nanos pipelined = handoff_through_proxy(30000 * test::slowdown(), &commands);
-  ASSERT_GT(pipelined, 0) << "set-up or handoff failed";
+  ASSERT_GT(pipelined, Nanos::zero()) << "set-up or handoff failed";
   EXPECT_EQ(commands, 3u) << "busy attempt, then BLPOP + acquire in one write";
   // Floor: one round trip (release there, wake-up and grant back).
-  EXPECT_GE(pipelined, rtt() - slow(millis(2)));
+  EXPECT_GE(pipelined, rtt() - slow(Millis(2)));
   EXPECT_LT(pipelined, rtt() + one_way()) << "the grant rode along with the wake-up";
   // Control: a 9 s TTL cannot pipeline a BLPOP capped at >= 2.5 s (scaled).
   const Nanos two_step = handoff_through_proxy(9000 * test::slowdown(), &commands);
-  ASSERT_GT(two_step, 0) << "set-up or handoff failed";
+  ASSERT_GT(two_step, Nanos::zero()) << "set-up or handoff failed";
   EXPECT_EQ(commands, 3u) << "busy attempt, BLPOP, acquire";
-  EXPECT_GE(two_step, 2 * rtt() - slow(millis(2))) << "the control needs its own acquire round trip";
+  EXPECT_GE(two_step, 2 * rtt() - slow(Millis(2))) << "the control needs its own acquire round trip";
   std::printf("latency: handoff with %lld ms each way: pipelined %lld ms, two-step %lld ms\n",
-              static_cast<long long>(to_millis(one_way())), static_cast<long long>(to_millis(pipelined)),
-              static_cast<long long>(to_millis(two_step)));
+              static_cast<long long>(test::ms(one_way())), static_cast<long long>(test::ms(pipelined)),
+              static_cast<long long>(test::ms(two_step)));
 }
 
 }  // namespace

@@ -20,23 +20,23 @@ using test::run;
 // renew() does what the test says (it may also move time forward).
 struct FakeLock {
   FakeClock* clock = nullptr;
-  Nanos valid_until = 0;
-  Nanos grant = millis(3000);
-  Nanos renew_takes = 0;
+  TimePoint valid_until;
+  Nanos grant = Millis(3000);
+  Nanos renew_takes{0};
   Status next = Status();
   int renews = 0;
 
   Status reacquire() {
     ++renews;
-    const Nanos start = clock->now();
+    const TimePoint start = clock->now();
     clock->advance(renew_takes);
     if (next.ok()) valid_until = start + grant;
-    if (next.code() == ErrorCode::kNotOwner) valid_until = 0;
+    if (next.code() == ErrorCode::kNotOwner) valid_until = TimePoint();
     return next;
   }
   Nanos remaining() const {
     const Nanos left = valid_until - clock->now();
-    return left > 0 ? left : 0;
+    return left > Nanos::zero() ? left : Nanos::zero();
   }
 };
 
@@ -54,9 +54,9 @@ TEST_F(KeeperTimingTest, RenewsAtAThirdOfTheValidity) {
   LeaseKeeper keeper(lease_target(lock_), clock_);
   EXPECT_TRUE(keeper.next_deadline().is_never()) << "idle keeper has no deadline";
   ASSERT_TRUE(keeper.start().ok());
-  const Nanos t0 = clock_.now();
-  EXPECT_EQ(keeper.next_deadline().when(), t0 + millis(1000));
-  clock_.advance(millis(999));
+  const TimePoint t0 = clock_.now();
+  EXPECT_EQ(keeper.next_deadline().when(), t0 + Millis(1000));
+  clock_.advance(Millis(999));
   EXPECT_EQ(keeper.service(), LeaseState::kKeeping);
   EXPECT_EQ(lock_.renews, 0) << "renewed early";
   for (int i = 1; i <= 5; ++i) {
@@ -65,7 +65,7 @@ TEST_F(KeeperTimingTest, RenewsAtAThirdOfTheValidity) {
     EXPECT_EQ(lock_.renews, i);
   }
   EXPECT_EQ(keeper.stats().renewals, 5u);
-  EXPECT_EQ(clock_.now(), t0 + millis(5000));
+  EXPECT_EQ(clock_.now(), t0 + Millis(5000));
   keeper.stop();
   EXPECT_EQ(keeper.state(), LeaseState::kIdle);
   EXPECT_TRUE(keeper.next_deadline().is_never());
@@ -75,7 +75,7 @@ TEST_F(KeeperTimingTest, ReportsLostWhenValidityRunsOutWithoutRenewal) {
   lock_.next = ErrorCode::kTimeout;  // every renewal fails transiently
   LeaseKeeper keeper(lease_target(lock_), clock_);
   ASSERT_TRUE(keeper.start().ok());
-  const Nanos end = lock_.valid_until;
+  const TimePoint end = lock_.valid_until;
   for (int i = 0; i < 100 && keeper.state() == LeaseState::kKeeping; ++i) {
     const Deadline d = keeper.next_deadline();
     ASSERT_LE(d.when(), end) << "the validity's end is always a deadline";
@@ -90,7 +90,7 @@ TEST_F(KeeperTimingTest, ReportsLostWhenValidityRunsOutWithoutRenewal) {
   EXPECT_EQ(keeper.last_error().code(), ErrorCode::kExpired);
   EXPECT_GE(keeper.stats().failures, 2u) << "retried before giving up";
   const int renews = lock_.renews;
-  clock_.advance(millis(10000));
+  clock_.advance(Millis(10000));
   EXPECT_EQ(keeper.service(), LeaseState::kLost);
   EXPECT_EQ(lock_.renews, renews) << "a lost lease is never renewed again";
 }
@@ -117,24 +117,24 @@ TEST_F(KeeperTimingTest, StopsAtNotOwner) {
   EXPECT_EQ(keeper.service(), LeaseState::kLost);
   EXPECT_EQ(keeper.last_error().code(), ErrorCode::kNotOwner);
   EXPECT_TRUE(keeper.next_deadline().is_never());
-  clock_.advance(millis(5000));
+  clock_.advance(Millis(5000));
   EXPECT_EQ(keeper.service(), LeaseState::kLost);
   EXPECT_EQ(lock_.renews, 1);
 }
 
 TEST_F(KeeperTimingTest, RenewalFinishingAfterValidityEndCountsAsLost) {
   KeeperOptions o;
-  o.renew_every = millis(2900);
+  o.renew_every = Millis(2900);
   LeaseKeeper keeper(lease_target(lock_), clock_, o);
   ASSERT_TRUE(keeper.start().ok());
-  lock_.renew_takes = millis(200);  // starts at 2900, answers at 3100 > 3000
+  lock_.renew_takes = Millis(200);  // starts at 2900, answers at 3100 > 3000
   clock_.sleep_for(keeper.next_deadline().remaining(clock_));
   EXPECT_EQ(keeper.service(), LeaseState::kLost);
   EXPECT_EQ(keeper.last_error().code(), ErrorCode::kExpired);
 }
 
 TEST_F(KeeperTimingTest, StartNeedsAHeldLock) {
-  lock_.valid_until = 0;
+  lock_.valid_until = TimePoint();
   LeaseKeeper keeper(lease_target(lock_), clock_);
   EXPECT_EQ(keeper.start().code(), ErrorCode::kNotHeld);
   LeaseKeeper broken(LeaseTarget{}, clock_);
@@ -146,13 +146,13 @@ TEST_F(KeeperTimingTest, StartNeedsAHeldLock) {
 // the validity's end, never later.
 TEST_F(KeeperTimingTest, RenewalsStartOnlyWhileTheirBudgetFits) {
   KeeperOptions o;
-  o.renew_budget = millis(2000);
+  o.renew_budget = Millis(2000);
   lock_.next = ErrorCode::kTimeout;
-  lock_.renew_takes = millis(2000);  // every renewal times out after its budget
+  lock_.renew_takes = Millis(2000);  // every renewal times out after its budget
   LeaseKeeper keeper(lease_target(lock_), clock_, o);
   ASSERT_TRUE(keeper.start().ok());
-  const Nanos end = lock_.valid_until;
-  EXPECT_EQ(keeper.next_deadline().when(), clock_.now() + millis(500)) << "half the slack";
+  const TimePoint end = lock_.valid_until;
+  EXPECT_EQ(keeper.next_deadline().when(), clock_.now() + Millis(500)) << "half the slack";
   for (int i = 0; i < 10 && keeper.state() == LeaseState::kKeeping; ++i) {
     clock_.sleep_for(keeper.next_deadline().remaining(clock_));
     keeper.service();
@@ -165,22 +165,22 @@ TEST_F(KeeperTimingTest, RenewalsStartOnlyWhileTheirBudgetFits) {
 
 TEST_F(KeeperTimingTest, LoseBeforeReportsEarlyAndRefusesWhatCannotFit) {
   KeeperOptions o;
-  o.lose_before = millis(500);
+  o.lose_before = Millis(500);
   lock_.next = ErrorCode::kIo;  // renewals fail at once
   LeaseKeeper keeper(lease_target(lock_), clock_, o);
   ASSERT_TRUE(keeper.start().ok());
-  const Nanos end = lock_.valid_until;
+  const TimePoint end = lock_.valid_until;
   for (int i = 0; i < 100 && keeper.state() == LeaseState::kKeeping; ++i) {
     clock_.sleep_for(keeper.next_deadline().remaining(clock_));
     keeper.service();
   }
   EXPECT_EQ(keeper.state(), LeaseState::kLost);
-  EXPECT_EQ(keeper.lost_at(), end - millis(500));
+  EXPECT_EQ(keeper.lost_at(), end - Millis(500));
   EXPECT_GE(lock_.renews, 2);
   // A renewal that succeeds but leaves no more than lose_before is a loss.
   lock_.valid_until = clock_.now() + lock_.grant;
   lock_.next = Status();
-  lock_.grant = millis(400);
+  lock_.grant = Millis(400);
   LeaseKeeper thin(lease_target(lock_), clock_, o);
   ASSERT_TRUE(thin.start().ok());
   clock_.sleep_for(thin.next_deadline().remaining(clock_));
@@ -195,7 +195,7 @@ TEST_F(KeeperTimingTest, LoseBeforeReportsEarlyAndRefusesWhatCannotFit) {
 // connection's command timeout, scaled up under emulation) keeps TTL/3.
 KeeperOptions fake_io() {
   KeeperOptions o;
-  o.renew_budget = millis(1);
+  o.renew_budget = Millis(1);
   return o;
 }
 
@@ -207,7 +207,7 @@ class KeeperRedisTest : public test::SuiteServerTest {
     ASSERT_TRUE(test::open(admin_, server_->url()));
     ASSERT_EQ(run(admin_, {"FLUSHALL"}), "OK");
     LockOptions o;
-    o.ttl_ms = 3000;
+    o.ttl = Millis(3000);
     ASSERT_TRUE(lock_.init(Bytes::from_cstr("modem"), o).ok());
     ASSERT_TRUE(lock_.try_acquire().ok()) << conn_.last_error();
   }
@@ -236,7 +236,7 @@ TEST_F(KeeperRedisTest, RenewsOnTheServer) {
             std::string(reinterpret_cast<const char*>(lock_.token().data), lock_.token().size));
   for (int i = 0; i < 3; ++i) EXPECT_EQ(step(keeper), LeaseState::kKeeping);
   EXPECT_EQ(keeper.stats().renewals, 5u);
-  EXPECT_GT(lock_.remaining(), millis(2900));
+  EXPECT_GT(lock_.remaining(), Millis(2900));
 }
 
 TEST_F(KeeperRedisTest, RenewBudgetComesFromTheLock) {
@@ -244,7 +244,7 @@ TEST_F(KeeperRedisTest, RenewBudgetComesFromTheLock) {
   // the tests use under qemu (2 s x slowdown): give this lock a TTL that can.
   ASSERT_TRUE(lock_.release().ok());
   LockOptions o;
-  o.ttl_ms = 3 * to_millis(conn_.options().command_timeout);
+  o.ttl = 3 * std::chrono::floor<Millis>(conn_.options().command_timeout);
   ASSERT_TRUE(lock_.init(Bytes::from_cstr("modem"), o).ok());
   ASSERT_TRUE(lock_.try_acquire().ok()) << conn_.last_error();
   LeaseKeeper keeper(lock_);
@@ -257,10 +257,10 @@ TEST_F(KeeperRedisTest, RenewBudgetComesFromTheLock) {
   EXPECT_EQ(lease_target(pl).renew_budget(&pl), conn_.options().command_timeout);
   Connection* conns[1] = {&conn_};
   QuorumOptions qo;
-  qo.server_timeout = millis(77);
+  qo.server_timeout = Millis(77);
   QuorumLock q;
   ASSERT_TRUE(q.init(conns, 1, Bytes::from_cstr("q"), qo).ok());
-  EXPECT_EQ(lease_target(q).renew_budget(&q), millis(77));
+  EXPECT_EQ(lease_target(q).renew_budget(&q), Millis(77));
 }
 
 TEST_F(KeeperRedisTest, OverwrittenKeyIsLostAndLeftAlone) {
@@ -272,7 +272,7 @@ TEST_F(KeeperRedisTest, OverwrittenKeyIsLostAndLeftAlone) {
   EXPECT_FALSE(lock_.held());
   EXPECT_EQ(run(admin_, {"GET", "modem"}), "someone-else");
   const uint32_t commands = conn_.stats().commands;
-  clock_.advance(millis(5000));
+  clock_.advance(Millis(5000));
   EXPECT_EQ(keeper.service(), LeaseState::kLost);
   EXPECT_EQ(conn_.stats().commands, commands) << "no I/O after the loss";
 }
@@ -294,12 +294,12 @@ TEST_F(KeeperRedisTest, ServerGoneMeansLostAtValidityEnd) {
   ASSERT_TRUE(test::open(conn, own.url(), &clock));
   Lock lock(conn);
   LockOptions o;
-  o.ttl_ms = 3000;
+  o.ttl = Millis(3000);
   ASSERT_TRUE(lock.init(Bytes::from_cstr("modem"), o).ok());
   ASSERT_TRUE(lock.try_acquire().ok());
   LeaseKeeper keeper(lock, fake_io());
   ASSERT_TRUE(keeper.start().ok());
-  const Nanos end = clock.now() + lock.remaining();
+  const TimePoint end = clock.now() + lock.remaining();
   own.kill9();
   for (int i = 0; i < 100 && keeper.state() == LeaseState::kKeeping; ++i) {
     clock.sleep_for(keeper.next_deadline().remaining(clock));

@@ -19,7 +19,7 @@ class LockTest : public test::SharedServerTest {
  protected:
   LockOptions ttl(int64_t ms) {
     LockOptions o;
-    o.ttl_ms = ms;
+    o.ttl = Millis(ms);
     return o;
   }
 };
@@ -29,8 +29,8 @@ TEST_F(LockTest, AcquireReleaseCycle) {
   ASSERT_TRUE(lock.init(Bytes::from_cstr("modem"), ttl(5000)).ok());
   ASSERT_TRUE(lock.try_acquire().ok()) << a_.last_error();
   EXPECT_TRUE(lock.held());
-  EXPECT_GT(lock.remaining(), millis(4800));
-  EXPECT_LE(lock.remaining(), millis(5000) - millis(50) - millis(2)) << "drift allowance";
+  EXPECT_GT(lock.remaining(), Millis(4800));
+  EXPECT_LE(lock.remaining(), Millis(5000) - Millis(50) - Millis(2)) << "drift allowance";
   EXPECT_EQ(lock.token().size, 32u);
   EXPECT_EQ(run(admin_, {"GET", "modem"}), std::string(reinterpret_cast<const char*>(lock.token().data), 32));
   const int pttl = std::stoi(run(admin_, {"PTTL", "modem"}));
@@ -47,7 +47,7 @@ TEST_F(LockTest, SecondClientIsBusy) {
   ASSERT_TRUE(lb.init(Bytes::from_cstr("bus"), ttl(3000)).ok());
   ASSERT_TRUE(la.try_acquire().ok());
   EXPECT_EQ(lb.try_acquire().code(), ErrorCode::kBusy);
-  EXPECT_GT(lb.busy_ttl_ms(), 2000);
+  EXPECT_GT(lb.busy_ttl(), Millis(2000));
   EXPECT_FALSE(lb.held());
   FakeClock unused;
   (void)unused;
@@ -87,8 +87,8 @@ TEST_F(LockTest, TtlAbove32BitsOfMilliseconds) {
   ASSERT_TRUE(l.init(Bytes::from_cstr("long"), ttl(month_ms)).ok());
   ASSERT_TRUE(l.try_acquire().ok()) << a_.last_error();
   EXPECT_GT(std::stoll(run(admin_, {"PTTL", "long"})), month_ms - 60000);
-  EXPECT_GT(l.remaining(), millis(month_ms) - millis(month_ms / 100) - millis(60000));
-  ASSERT_TRUE(l.extend(month_ms, ExtendMode::kAdd).ok());
+  EXPECT_GT(l.remaining(), Millis(month_ms) - Millis(month_ms / 100) - Millis(60000));
+  ASSERT_TRUE(l.extend(Millis(month_ms), ExtendMode::kAdd).ok());
   EXPECT_GT(std::stoll(run(admin_, {"PTTL", "long"})), 2 * month_ms - 60000);
   ASSERT_TRUE(l.release().ok());
 }
@@ -100,7 +100,7 @@ TEST_F(LockTest, ExpiredHolderCannotReleaseNewHolder) {
   ASSERT_TRUE(la.init(Bytes::from_cstr("slot"), ttl(100)).ok());
   ASSERT_TRUE(lb.init(Bytes::from_cstr("slot"), ttl(5000)).ok());
   ASSERT_TRUE(la.try_acquire().ok());
-  ASSERT_TRUE(lb.acquire(millis(3000)).ok()) << "B waits for A's expiry";
+  ASSERT_TRUE(lb.acquire(Millis(3000)).ok()) << "B waits for A's expiry";
   EXPECT_FALSE(la.held()) << "local validity ran out";
   EXPECT_EQ(la.release().code(), ErrorCode::kNotOwner);
   EXPECT_EQ(run(admin_, {"GET", "slot"}), std::string(reinterpret_cast<const char*>(lb.token().data), 32));
@@ -114,17 +114,17 @@ TEST_F(LockTest, ExtendAddAndReplace) {
   Lock l(a_);
   ASSERT_TRUE(l.init(Bytes::from_cstr("ext"), ttl(2000)).ok());
   ASSERT_TRUE(l.try_acquire().ok());
-  ASSERT_TRUE(l.extend(10000, ExtendMode::kAdd).ok());
+  ASSERT_TRUE(l.extend(Millis(10000), ExtendMode::kAdd).ok());
   EXPECT_GT(std::stoi(run(admin_, {"PTTL", "ext"})), 11000);
-  EXPECT_GT(l.remaining(), millis(11000));
-  ASSERT_TRUE(l.extend(3000, ExtendMode::kReplace).ok());
+  EXPECT_GT(l.remaining(), Millis(11000));
+  ASSERT_TRUE(l.extend(Millis(3000), ExtendMode::kReplace).ok());
   const int p = std::stoi(run(admin_, {"PTTL", "ext"}));
   EXPECT_GT(p, 2500);
   EXPECT_LE(p, 3000);
   ASSERT_TRUE(l.reacquire().ok());
   EXPECT_LE(std::stoi(run(admin_, {"PTTL", "ext"})), 2000);
-  EXPECT_EQ(l.extend(0).code(), ErrorCode::kInvalidArgument) << "0 is never a delete";
-  EXPECT_EQ(l.extend(-5).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(l.extend(Millis(0)).code(), ErrorCode::kInvalidArgument) << "0 is never a delete";
+  EXPECT_EQ(l.extend(Millis(-5)).code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(run(admin_, {"EXISTS", "ext"}), "1");
   ASSERT_TRUE(l.release().ok());
 }
@@ -133,8 +133,8 @@ TEST_F(LockTest, ExtendAfterExpiryFails) {
   Lock l(a_);
   ASSERT_TRUE(l.init(Bytes::from_cstr("short"), ttl(50)).ok());
   ASSERT_TRUE(l.try_acquire().ok());
-  SystemClock().sleep_for(millis(120));
-  EXPECT_EQ(l.extend(1000).code(), ErrorCode::kNotOwner);
+  SystemClock().sleep_for(Millis(120));
+  EXPECT_EQ(l.extend(Millis(1000)).code(), ErrorCode::kNotOwner);
   EXPECT_EQ(l.reacquire().code(), ErrorCode::kNotHeld) << "token forgotten after not-owner";
   EXPECT_EQ(run(admin_, {"EXISTS", "short"}), "0");
 }
@@ -150,7 +150,8 @@ TEST_F(LockTest, OwnedAndStatus) {
   st = other.status();
   ASSERT_TRUE(st.ok());
   EXPECT_TRUE(st.value().held);
-  EXPECT_GT(st.value().ttl_ms, 3000);
+  EXPECT_TRUE(st.value().expires);
+  EXPECT_GT(st.value().ttl, Millis(3000));
   EXPECT_EQ(other.owned().status().code(), ErrorCode::kNotHeld);
   ASSERT_EQ(run(admin_, {"SET", "own", "someone-else"}), "OK");
   Result<bool> o = l.owned();
@@ -175,7 +176,7 @@ TEST_F(LockTest, InvalidArguments) {
   const std::string big(kMaxKeyLen + 1, 'k');
   EXPECT_EQ(l.init(Bytes(big.data(), big.size())).code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(l.init(Bytes::from_cstr("k"), ttl(0)).code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(l.init(Bytes::from_cstr("k"), ttl(kMaxTtlMs + 1)).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(l.init(Bytes::from_cstr("k"), ttl(kMaxTtl.count() + 1)).code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(l.try_acquire().code(), ErrorCode::kInvalidArgument) << "not initialised";
   const std::string max(kMaxKeyLen - 8, 'k');  // room for "{…}:fence"
   EXPECT_TRUE(l.init(Bytes(max.data(), max.size())).ok());
@@ -187,11 +188,11 @@ TEST_F(LockTest, WaitTimesOutAsBusy) {
   ASSERT_TRUE(lb.init(Bytes::from_cstr("wait"), ttl(10000)).ok());
   ASSERT_TRUE(la.try_acquire().ok());
   SystemClock clock;
-  const Nanos t0 = clock.now();
-  EXPECT_EQ(lb.acquire(millis(200)).code(), ErrorCode::kBusy);
+  const TimePoint t0 = clock.now();
+  EXPECT_EQ(lb.acquire(Millis(200)).code(), ErrorCode::kBusy);
   const Nanos took = clock.now() - t0;
-  EXPECT_GE(took, millis(200));
-  EXPECT_LT(took, millis(200) + millis(400) * test::slowdown());
+  EXPECT_GE(took, Millis(200));
+  EXPECT_LT(took, Millis(200) + Millis(400) * test::slowdown());
   const int commands = static_cast<int>(b_.stats().commands);
   // Busy attempt, BLPOP capped at the wait, last attempt (the wake signal
   // replaces polling; a jittered fallback may split the BLPOP once more).
@@ -207,11 +208,11 @@ TEST_F(LockTest, WaitTimesOutAsBusyWithBackoff) {
   ASSERT_TRUE(lb.init(Bytes::from_cstr("wait2"), o).ok());
   ASSERT_TRUE(la.try_acquire().ok());
   SystemClock clock;
-  const Nanos t0 = clock.now();
-  EXPECT_EQ(lb.acquire(millis(200)).code(), ErrorCode::kBusy);
+  const TimePoint t0 = clock.now();
+  EXPECT_EQ(lb.acquire(Millis(200)).code(), ErrorCode::kBusy);
   const Nanos took = clock.now() - t0;
-  EXPECT_GE(took, millis(200));
-  EXPECT_LT(took, millis(200) + millis(400) * test::slowdown());
+  EXPECT_GE(took, Millis(200));
+  EXPECT_LT(took, Millis(200) + Millis(400) * test::slowdown());
   const int commands = static_cast<int>(b_.stats().commands);
   EXPECT_GT(commands, 3) << "polls when told not to block";
   EXPECT_LT(commands, 60) << "backoff, not a busy loop";
@@ -228,17 +229,17 @@ TEST(LockValidity, ExactArithmeticOnFakeClock) {
   ASSERT_TRUE(test::open(c, server.url(), &clock));
   Lock l(c);
   LockOptions o;
-  o.ttl_ms = 10000;
+  o.ttl = Millis(10000);
   ASSERT_TRUE(l.init(Bytes::from_cstr("fake"), o).ok());
   ASSERT_TRUE(l.try_acquire().ok());
-  EXPECT_EQ(l.remaining(), millis(10000 - 100 - 2));
-  clock.advance(millis(9000));
-  EXPECT_EQ(l.remaining(), millis(898));
-  clock.advance(millis(898));
-  EXPECT_EQ(l.remaining(), 0);
+  EXPECT_EQ(l.remaining(), Millis(10000 - 100 - 2));
+  clock.advance(Millis(9000));
+  EXPECT_EQ(l.remaining(), Millis(898));
+  clock.advance(Millis(898));
+  EXPECT_EQ(l.remaining(), Nanos::zero());
   EXPECT_FALSE(l.held()) << "locally expired although the server key may live on";
-  ASSERT_TRUE(l.extend(5000, ExtendMode::kReplace).ok());
-  EXPECT_EQ(l.remaining(), millis(5000 - 50 - 2));
+  ASSERT_TRUE(l.extend(Millis(5000), ExtendMode::kReplace).ok());
+  EXPECT_EQ(l.remaining(), Millis(5000 - 50 - 2));
   ASSERT_TRUE(l.release().ok());
 }
 
@@ -246,7 +247,7 @@ TEST_F(LockTest, GuardReleasesOnScopeExit) {
   Lock l(a_);
   ASSERT_TRUE(l.init(Bytes::from_cstr("guarded"), ttl(5000)).ok());
   {
-    ASSERT_TRUE(l.acquire(millis(100)).ok());
+    ASSERT_TRUE(l.acquire(Millis(100)).ok());
     LockGuard<Lock> guard(l);
     EXPECT_EQ(run(admin_, {"EXISTS", "guarded"}), "1");
   }
@@ -285,7 +286,7 @@ TEST_F(LockTest, AdoptByToken) {
   ASSERT_TRUE(adopter.init(Bytes::from_cstr("handover"), ttl(5000)).ok());
   ASSERT_TRUE(l.try_acquire().ok());
   ASSERT_TRUE(adopter.adopt(l.token()).ok());
-  EXPECT_TRUE(adopter.extend(1000).ok());
+  EXPECT_TRUE(adopter.extend(Millis(1000)).ok());
   EXPECT_TRUE(adopter.release().ok());
   EXPECT_EQ(l.release().code(), ErrorCode::kNotOwner);
 }

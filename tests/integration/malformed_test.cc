@@ -15,6 +15,7 @@
 #include "../../src/lock_scripts.h"
 #include "../support/fake_server.h"
 #include "../support/redis_server.h"
+#include "../support/test_util.h"
 
 namespace edgelock {
 namespace {
@@ -208,19 +209,19 @@ std::vector<Case> cases() {
 
 struct Outcome {
   Status status;
-  Nanos elapsed = 0;
+  Nanos elapsed{0};
 };
 
 class Malformed : public ::testing::Test {
  protected:
-  static Nanos timeout() { return millis(150) * test::slowdown(); }
+  static Nanos timeout() { return Millis(150) * test::slowdown(); }
 
   void open(Connection& c, const FakeServer& s, bool auth) {
     ConnectionOptions o;
     o.connect_timeout = timeout();
     o.command_timeout = timeout();
-    o.reconnect_min = millis(1);
-    o.reconnect_max = millis(2);
+    o.reconnect_min = Millis(1);
+    o.reconnect_max = Millis(2);
     const std::string url = auth ? "redis://:pw@127.0.0.1:" + std::to_string(s.port()) : s.url();
     ASSERT_TRUE(c.setup(url.c_str(), o).ok());
   }
@@ -233,13 +234,13 @@ class Malformed : public ::testing::Test {
     if (c.op == Op::kIdleAcquire) {
       const Bytes ping = Bytes::from_cstr("PING");
       EXPECT_TRUE(conn.command(&ping, 1, Deadline::after(clock, timeout())).ok());
-      clock.sleep_for(millis(30));  // let the server's close/reset/extra arrive
+      clock.sleep_for(Millis(30));  // let the server's close/reset/extra arrive
     }
     Outcome out;
-    const Nanos t0 = clock.now();
+    const TimePoint t0 = clock.now();
     switch (c.op) {
       case Op::kRelease: out.status = lock.release(); break;
-      case Op::kExtend: out.status = lock.extend(1000); break;
+      case Op::kExtend: out.status = lock.extend(Millis(1000)); break;
       case Op::kOwned: out.status = lock.owned().status(); break;
       case Op::kStatus: out.status = lock.status().status(); break;
       case Op::kPing: {
@@ -258,7 +259,7 @@ TEST_F(Malformed, EveryCaseFailsClosedInTimeAndRecovers) {
   const std::vector<Case> all = cases();
   std::vector<std::string> names;
   size_t faulty = 0;
-  Nanos slowest = 0;
+  Nanos slowest{0};
   const char* slowest_name = "";
   for (const Case& c : all) {
     SCOPED_TRACE(c.name);
@@ -277,7 +278,7 @@ TEST_F(Malformed, EveryCaseFailsClosedInTimeAndRecovers) {
     const Outcome out = run(c, conn, lock);
     EXPECT_EQ(out.status.code(), c.want)
         << "got " << out.status.to_string() << ": " << conn.last_error();
-    EXPECT_LE(out.elapsed, timeout() + millis(50) * test::slowdown());
+    EXPECT_LE(out.elapsed, timeout() + Millis(50) * test::slowdown());
     EXPECT_EQ(conn.is_connected(), !c.broken) << conn.last_error();
     EXPECT_NE(std::strstr(conn.last_error(), c.error_has), nullptr) << conn.last_error();
     EXPECT_LT(std::strlen(conn.last_error()), kErrorTextSize);
@@ -305,7 +306,7 @@ TEST_F(Malformed, EveryCaseFailsClosedInTimeAndRecovers) {
     }
 
     // Recovery: the same handles work again against a behaving server.
-    conn.clock().sleep_for(millis(5));  // past the reconnect backoff
+    conn.clock().sleep_for(Millis(5));  // past the reconnect backoff
     if (lock.held()) {
       EXPECT_TRUE(lock.release().ok()) << conn.last_error();
     }
@@ -327,8 +328,8 @@ TEST_F(Malformed, EveryCaseFailsClosedInTimeAndRecovers) {
   EXPECT_GE(faulty, 60u);
   std::printf("malformed: %zu cases, %zu faulty (error expected), slowest error return %.1f ms (%s), "
               "deadline %lld ms\n",
-              all.size(), faulty, static_cast<double>(slowest) / 1e6, slowest_name,
-              static_cast<long long>(to_millis(timeout())));
+              all.size(), faulty, static_cast<double>(slowest.count()) / 1e6, slowest_name,
+              static_cast<long long>(test::ms(timeout())));
 }
 
 }  // namespace

@@ -18,16 +18,16 @@ constexpr int kGrantsEach = 500;
 int worker(const std::string& url, test::FencedResource* dev) {
   Connection conn;
   ConnectionOptions o;
-  o.command_timeout = millis(2000) * test::slowdown();
+  o.command_timeout = Millis(2000) * test::slowdown();
   if (!conn.setup(url.c_str(), o).ok()) return 10;
   Lock lock(conn);
   LockOptions lo;
-  lo.ttl_ms = 5000 * test::slowdown();
-  lo.retry_min = millis(1);
-  lo.retry_max = millis(20);
+  lo.ttl = Millis(5000 * test::slowdown());
+  lo.retry_min = Millis(1);
+  lo.retry_max = Millis(20);
   if (!lock.init(Bytes::from_cstr("shared-device"), lo).ok()) return 11;
   for (int i = 0; i < kGrantsEach; ++i) {
-    const Status s = lock.acquire(millis(30000) * test::slowdown());
+    const Status s = lock.acquire(Millis(30000) * test::slowdown());
     if (!s.ok()) {
       dev->errors.fetch_add(1);
       return 12;
@@ -35,7 +35,7 @@ int worker(const std::string& url, test::FencedResource* dev) {
     dev->grants.fetch_add(1);
     const bool alone = dev->enter();
     if (!dev->write(lock.fence())) dev->errors.fetch_add(1);
-    if (i % 16 == 0) SystemClock().sleep_for(millis(1));  // hold a little, sometimes
+    if (i % 16 == 0) SystemClock().sleep_for(Millis(1));  // hold a little, sometimes
     if (alone) dev->leave();
     if (!lock.release().ok()) dev->errors.fetch_add(1);
   }

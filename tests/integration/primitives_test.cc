@@ -19,7 +19,7 @@ class PrimitivesTest : public test::SharedServerTest {
  protected:
   static ReentrantLockOptions rttl(int64_t ms) {
     ReentrantLockOptions o;
-    o.ttl_ms = ms;
+    o.ttl = Millis(ms);
     return o;
   }
   int pttl(const std::string& key) { return std::stoi(run(admin_, {"PTTL", key})); }
@@ -36,7 +36,7 @@ TEST_F(PrimitivesTest, ReentrantDepthAndTtlRefresh) {
   EXPECT_EQ(run(admin_, {"HGET", "bus", "owner"}), "task:bus");
   // Re-entry refreshes the TTL: shorten it behind the lock's back first.
   ASSERT_EQ(run(admin_, {"PEXPIRE", "bus", "1000"}), "1");
-  ASSERT_TRUE(lock.acquire(millis(1000)).ok());
+  ASSERT_TRUE(lock.acquire(Millis(1000)).ok());
   ASSERT_TRUE(lock.try_acquire().ok());
   EXPECT_EQ(lock.depth(), 3u);
   EXPECT_EQ(run(admin_, {"HGET", "bus", "depth"}), "3");
@@ -68,10 +68,10 @@ TEST_F(PrimitivesTest, ReentrantOtherOwnerIsBusyAndCannotTouchIt) {
   ASSERT_TRUE(mine.try_acquire().ok());
   ASSERT_TRUE(mine.try_acquire().ok());
   EXPECT_EQ(other.try_acquire().code(), ErrorCode::kBusy);
-  EXPECT_GT(other.busy_ttl_ms(), 4000);
+  EXPECT_GT(other.busy_ttl(), Millis(4000));
   EXPECT_EQ(twin.try_acquire().code(), ErrorCode::kBusy);
   EXPECT_EQ(other.release().code(), ErrorCode::kNotHeld);
-  EXPECT_EQ(other.extend(1000).code(), ErrorCode::kNotHeld);
+  EXPECT_EQ(other.extend(Millis(1000)).code(), ErrorCode::kNotHeld);
   EXPECT_EQ(run(admin_, {"HGET", "i2c", "depth"}), "2");
 
   // Server-side owner check: `other` held it once, lost it (deleted as if
@@ -81,7 +81,7 @@ TEST_F(PrimitivesTest, ReentrantOtherOwnerIsBusyAndCannotTouchIt) {
   ASSERT_TRUE(other.try_acquire().ok());
   ASSERT_EQ(run(admin_, {"DEL", "i2c"}), "1");
   ASSERT_TRUE(mine.try_acquire().ok());
-  EXPECT_EQ(other.extend(60000).code(), ErrorCode::kNotOwner);
+  EXPECT_EQ(other.extend(Millis(60000)).code(), ErrorCode::kNotOwner);
   EXPECT_EQ(other.depth(), 0u) << "a lost lease forgets every level";
   ASSERT_TRUE(other.try_acquire().code() == ErrorCode::kBusy);
   EXPECT_LE(pttl("i2c"), 5000) << "other's extend did not change mine";
@@ -155,28 +155,28 @@ TEST_F(PrimitivesTest, CooldownExactSequenceRealTtl) {
   const int64_t period = 300 * test::slowdown();  // real TTL: stretch under qemu
   Cooldown cd(a_), peer(b_);
   CooldownOptions o;
-  o.period_ms = period;
+  o.period = Millis(period);
   o.local_hint = false;  // server answers only: real TTLs decide
   ASSERT_TRUE(cd.init(Bytes::from_cstr("modem-reset"), o).ok());
   ASSERT_TRUE(peer.init(Bytes::from_cstr("modem-reset"), o).ok());
   Admission adm;
   ASSERT_TRUE(cd.try_enter(&adm).ok());
   EXPECT_TRUE(adm.allowed);
-  EXPECT_EQ(adm.retry_after_ms, period);
+  EXPECT_EQ(adm.retry_after, Millis(period));
   EXPECT_EQ(cd.try_enter(&adm).code(), ErrorCode::kBusy);
   EXPECT_FALSE(adm.allowed);
-  EXPECT_GT(adm.retry_after_ms, 0);
-  EXPECT_LE(adm.retry_after_ms, period);
+  EXPECT_GT(adm.retry_after, Millis(0));
+  EXPECT_LE(adm.retry_after, Millis(period));
   EXPECT_EQ(peer.try_enter(&adm).code(), ErrorCode::kBusy) << "the period is shared";
-  SystemClock().sleep_for(millis(adm.retry_after_ms + 20));
+  SystemClock().sleep_for(adm.retry_after + Millis(20));
   ASSERT_TRUE(peer.try_enter(&adm).ok()) << "allowed again once the server TTL ran out";
   EXPECT_EQ(cd.try_enter().code(), ErrorCode::kBusy);
-  const Result<int64_t> after = cd.retry_after_ms();
+  const Result<Millis> after = cd.retry_after();
   ASSERT_TRUE(after.ok());
-  EXPECT_GT(after.value(), 0);
+  EXPECT_GT(after.value(), Millis(0));
   // enter() waits out the cooldown (bounded by its wait).
-  ASSERT_TRUE(cd.enter(millis(2000) * test::slowdown(), &adm).ok());
-  EXPECT_EQ(cd.enter(millis(50)).code(), ErrorCode::kBusy) << "wait shorter than the period";
+  ASSERT_TRUE(cd.enter(Millis(2000) * test::slowdown(), &adm).ok());
+  EXPECT_EQ(cd.enter(Millis(50)).code(), ErrorCode::kBusy) << "wait shorter than the period";
   ASSERT_TRUE(cd.reset().ok());
   EXPECT_TRUE(peer.try_enter().ok());
 }
@@ -187,7 +187,7 @@ TEST_F(PrimitivesTest, CooldownLocalHintUsesClientClockServerStillDecides) {
   ASSERT_TRUE(test::open(conn, server_->url(), &clock));
   Cooldown cd(conn);
   CooldownOptions o;
-  o.period_ms = 60000;
+  o.period = Millis(60000);
   ASSERT_TRUE(cd.init(Bytes::from_cstr("power-cycle"), o).ok());
   Admission adm;
   ASSERT_TRUE(cd.try_enter(&adm).ok());
@@ -195,21 +195,21 @@ TEST_F(PrimitivesTest, CooldownLocalHintUsesClientClockServerStillDecides) {
   // Refused locally, no round trip, retry_after from the fake clock.
   EXPECT_EQ(cd.try_enter(&adm).code(), ErrorCode::kBusy);
   EXPECT_TRUE(adm.local);
-  EXPECT_EQ(adm.retry_after_ms, 60000 - 600 - 2);  // drift 1% + 2 ms
-  clock.advance(millis(30000));
+  EXPECT_EQ(adm.retry_after, Millis(60000 - 600 - 2));  // drift 1% + 2 ms
+  clock.advance(Millis(30000));
   EXPECT_EQ(cd.try_enter(&adm).code(), ErrorCode::kBusy);
-  EXPECT_EQ(adm.retry_after_ms, 30000 - 600 - 2);
+  EXPECT_EQ(adm.retry_after, Millis(30000 - 600 - 2));
   EXPECT_EQ(conn.stats().commands, commands);
   // Past the hint the server is asked: its key (real time) still lives.
-  clock.advance(millis(30000));
+  clock.advance(Millis(30000));
   EXPECT_EQ(cd.try_enter(&adm).code(), ErrorCode::kBusy);
   EXPECT_FALSE(adm.local);
-  EXPECT_GT(adm.retry_after_ms, 55000);
+  EXPECT_GT(adm.retry_after, Millis(55000));
   EXPECT_EQ(conn.stats().commands, commands + 1);
   // The hint never allows on its own: after an operator reset the next
   // attempt past the hint goes to the server and is allowed.
   ASSERT_EQ(run(admin_, {"DEL", "power-cycle"}), "1");
-  clock.advance(millis(adm.retry_after_ms));
+  clock.advance(adm.retry_after);
   EXPECT_TRUE(cd.try_enter(&adm).ok());
   EXPECT_EQ(cd.metrics().attempts, 5u);
   EXPECT_EQ(cd.metrics().grants, 2u);
@@ -223,7 +223,7 @@ TEST_F(PrimitivesTest, QuotaExactSequenceRealWindow) {
   Quota q(a_), peer(b_);
   QuotaOptions o;
   o.limit = 3;
-  o.window_ms = window;
+  o.window = Millis(window);
   o.local_hint = false;
   ASSERT_TRUE(q.init(Bytes::from_cstr("downloads"), o).ok());
   ASSERT_TRUE(peer.init(Bytes::from_cstr("downloads"), o).ok());
@@ -237,23 +237,23 @@ TEST_F(PrimitivesTest, QuotaExactSequenceRealWindow) {
     EXPECT_EQ(adm.allowed, expect[i]) << i;
     EXPECT_EQ(adm.remaining, left[i]) << i;
     if (left[i] > 0) {
-      EXPECT_EQ(adm.retry_after_ms, 0) << i;
+      EXPECT_EQ(adm.retry_after, Millis(0)) << i;
     } else {
-      EXPECT_GT(adm.retry_after_ms, 0) << i;
-      EXPECT_LE(adm.retry_after_ms, window) << i;
+      EXPECT_GT(adm.retry_after, Millis(0)) << i;
+      EXPECT_LE(adm.retry_after, Millis(window)) << i;
     }
   }
   EXPECT_EQ(run(admin_, {"GET", "downloads"}), "3") << "refusals are not counted";
   const Result<Admission> p = q.peek();
   ASSERT_TRUE(p.ok());
   EXPECT_FALSE(p.value().allowed);
-  SystemClock().sleep_for(millis(adm.retry_after_ms + 20));
+  SystemClock().sleep_for(adm.retry_after + Millis(20));
   ASSERT_TRUE(q.try_take(&adm).ok()) << "a new window";
   EXPECT_EQ(adm.remaining, 2);
-  ASSERT_TRUE(q.take(millis(1000), &adm).ok());
-  ASSERT_TRUE(q.take(millis(1000), &adm).ok());
-  EXPECT_EQ(q.take(millis(20), &adm).code(), ErrorCode::kBusy);
-  ASSERT_TRUE(q.take(millis(2000) * test::slowdown(), &adm).ok()) << "waits for the next window";
+  ASSERT_TRUE(q.take(Millis(1000), &adm).ok());
+  ASSERT_TRUE(q.take(Millis(1000), &adm).ok());
+  EXPECT_EQ(q.take(Millis(20), &adm).code(), ErrorCode::kBusy);
+  ASSERT_TRUE(q.take(Millis(2000) * test::slowdown(), &adm).ok()) << "waits for the next window";
   ASSERT_TRUE(q.reset().ok());
   const Result<Admission> fresh = q.peek();
   ASSERT_TRUE(fresh.ok());
@@ -267,7 +267,7 @@ TEST_F(PrimitivesTest, QuotaLocalHintWithFakeClock) {
   Quota q(conn);
   QuotaOptions o;
   o.limit = 2;
-  o.window_ms = 60000;
+  o.window = Millis(60000);
   o.drift_factor = 0;
   ASSERT_TRUE(q.init(Bytes::from_cstr("uploads"), o).ok());
   Admission adm;
@@ -275,15 +275,15 @@ TEST_F(PrimitivesTest, QuotaLocalHintWithFakeClock) {
   EXPECT_FALSE(adm.local);
   ASSERT_TRUE(q.try_take(&adm).ok());
   EXPECT_EQ(adm.remaining, 0);
-  EXPECT_GT(adm.retry_after_ms, 59000);
+  EXPECT_GT(adm.retry_after, Millis(59000));
   const uint32_t commands = conn.stats().commands;
-  clock.advance(millis(10000));
+  clock.advance(Millis(10000));
   EXPECT_EQ(q.try_take(&adm).code(), ErrorCode::kBusy);
   EXPECT_TRUE(adm.local);
-  EXPECT_LE(adm.retry_after_ms, 50000 - 2);
-  EXPECT_GT(adm.retry_after_ms, 49000);
+  EXPECT_LE(adm.retry_after, Millis(50000 - 2));
+  EXPECT_GT(adm.retry_after, Millis(49000));
   EXPECT_EQ(conn.stats().commands, commands);
-  clock.advance(millis(50000));
+  clock.advance(Millis(50000));
   EXPECT_EQ(q.try_take(&adm).code(), ErrorCode::kBusy) << "server window (real time) still open";
   EXPECT_FALSE(adm.local);
   EXPECT_EQ(run(admin_, {"GET", "uploads"}), "2");
@@ -318,7 +318,7 @@ TEST_F(PrimitivesTest, MetricsCountPerLockAndPerConnection) {
   ASSERT_TRUE(lb.adopt(Bytes::from_cstr("wrong")).ok());
   EXPECT_EQ(lb.release().code(), ErrorCode::kNotOwner);
   ASSERT_TRUE(lb.adopt(Bytes::from_cstr("wrong")).ok());
-  EXPECT_EQ(lb.extend(1000).code(), ErrorCode::kNotOwner);
+  EXPECT_EQ(lb.extend(Millis(1000)).code(), ErrorCode::kNotOwner);
   const Metrics& m = lb.metrics();
   EXPECT_EQ(m.attempts, 2u);
   EXPECT_EQ(m.grants, 0u);
@@ -350,16 +350,16 @@ TEST_F(PrimitivesTest, MetricsCountPerLockAndPerConnection) {
 }
 
 TEST(Metrics, LatencyBuckets) {
-  EXPECT_EQ(latency_bucket(0), 0u);
-  EXPECT_EQ(latency_bucket(millis(1)), 0u);
-  EXPECT_EQ(latency_bucket(millis(1) + 1), 1u);
-  EXPECT_EQ(latency_bucket(millis(10)), 3u);
-  EXPECT_EQ(latency_bucket(millis(1000)), kLatencyBuckets - 2);
-  EXPECT_EQ(latency_bucket(millis(5000)), kLatencyBuckets - 1);
+  EXPECT_EQ(latency_bucket(Nanos::zero()), 0u);
+  EXPECT_EQ(latency_bucket(Millis(1)), 0u);
+  EXPECT_EQ(latency_bucket(Millis(1) + Nanos(1)), 1u);
+  EXPECT_EQ(latency_bucket(Millis(10)), 3u);
+  EXPECT_EQ(latency_bucket(Millis(1000)), kLatencyBuckets - 2);
+  EXPECT_EQ(latency_bucket(Millis(5000)), kLatencyBuckets - 1);
   Metrics m;
-  m.record(EventKind::kAcquire, ErrorCode::kTimeout, millis(3000));
-  m.record(EventKind::kRelease, ErrorCode::kIo, 0);
-  m.record(EventKind::kCheck, ErrorCode::kNotOwner, 0);
+  m.record(EventKind::kAcquire, ErrorCode::kTimeout, Millis(3000));
+  m.record(EventKind::kRelease, ErrorCode::kIo, Nanos::zero());
+  m.record(EventKind::kCheck, ErrorCode::kNotOwner, Nanos::zero());
   EXPECT_EQ(m.timeouts, 1u);
   EXPECT_EQ(m.errors, 1u);
   EXPECT_EQ(m.lost_leases, 1u);

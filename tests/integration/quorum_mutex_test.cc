@@ -24,20 +24,20 @@ int worker(const std::string* urls, test::FencedResource* dev) {
   Connection conns[kServers];
   Connection* ptrs[kServers];
   ConnectionOptions o;
-  o.command_timeout = millis(2000) * test::slowdown();
+  o.command_timeout = Millis(2000) * test::slowdown();
   for (size_t i = 0; i < kServers; ++i) {
     if (!conns[i].setup(urls[i].c_str(), o).ok()) return 10;
     ptrs[i] = &conns[i];
   }
   QuorumLock lock;
   QuorumOptions qo;
-  qo.ttl_ms = 5000 * test::slowdown();
-  qo.server_timeout = millis(200) * test::slowdown();
-  qo.retry_min = millis(1);
-  qo.retry_max = millis(20);
+  qo.ttl = Millis(5000 * test::slowdown());
+  qo.server_timeout = Millis(200) * test::slowdown();
+  qo.retry_min = Millis(1);
+  qo.retry_max = Millis(20);
   if (!lock.init(ptrs, kServers, Bytes::from_cstr("shared-device"), qo).ok()) return 11;
   for (int i = 0; i < kGrantsEach; ++i) {
-    const Status s = lock.acquire(millis(30000) * test::slowdown());
+    const Status s = lock.acquire(Millis(30000) * test::slowdown());
     if (!s.ok()) {
       dev->errors.fetch_add(1);
       return 12;
@@ -45,7 +45,7 @@ int worker(const std::string* urls, test::FencedResource* dev) {
     dev->grants.fetch_add(1);
     const bool alone = dev->enter();
     if (!dev->write(lock.fence())) dev->errors.fetch_add(1);
-    if (i % 16 == 0) SystemClock().sleep_for(millis(1));  // hold a little, sometimes
+    if (i % 16 == 0) SystemClock().sleep_for(Millis(1));  // hold a little, sometimes
     if (alone) dev->leave();
     if (!lock.release().ok()) dev->errors.fetch_add(1);
   }
@@ -62,7 +62,7 @@ TEST(QuorumMutualExclusion, FourProcessesThreeHundredGrantsEach) {
   }
   test::FencedResource* dev = test::FencedResource::create();
   ASSERT_NE(dev, nullptr);
-  const Nanos t0 = default_clock().now();
+  const TimePoint t0 = default_clock().now();
   pid_t pids[kWorkers];
   for (int w = 0; w < kWorkers; ++w) {
     pids[w] = fork();
@@ -81,7 +81,7 @@ TEST(QuorumMutualExclusion, FourProcessesThreeHundredGrantsEach) {
   EXPECT_GE(dev->max_fence.load(), static_cast<uint64_t>(kWorkers * kGrantsEach));
   std::printf("quorum mutex: %d grants over %zu servers in %lld ms, %d overlaps, max fence %llu\n",
               dev->grants.load(), kServers,
-              static_cast<long long>(to_millis(default_clock().now() - t0)), dev->overlaps.load(),
+              static_cast<long long>(test::ms(default_clock().now() - t0)), dev->overlaps.load(),
               static_cast<unsigned long long>(dev->max_fence.load()));
 }
 

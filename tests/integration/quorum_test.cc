@@ -18,7 +18,7 @@ using test::run;
 
 constexpr const char* kKey = "gateway-modem";
 
-Nanos elapsed_since(Nanos t0) { return default_clock().now() - t0; }
+Nanos elapsed_since(TimePoint t0) { return default_clock().now() - t0; }
 Nanos slow(Nanos t) { return t * test::slowdown(); }
 
 // N servers, a lock connection and an inspection connection to each.
@@ -59,10 +59,10 @@ class Cluster {
 
 QuorumOptions opts(int64_t ttl_ms = 5000) {
   QuorumOptions o;
-  o.ttl_ms = ttl_ms * test::slowdown();
-  o.server_timeout = slow(millis(100));
-  o.retry_min = millis(2);
-  o.retry_max = millis(20);
+  o.ttl = Millis(ttl_ms * test::slowdown());
+  o.server_timeout = slow(Millis(100));
+  o.retry_min = Millis(2);
+  o.retry_max = Millis(20);
   return o;
 }
 
@@ -79,15 +79,15 @@ TEST(QuorumLock, InitValidates) {
   EXPECT_EQ(q.init(dup, 2, key).code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(q.init(two, 2, Bytes()).code(), ErrorCode::kInvalidArgument);
   QuorumOptions o;
-  o.ttl_ms = 2;  // no validity left after the 2 ms drift allowance
+  o.ttl = Millis(2);  // no validity left after the 2 ms drift allowance
   EXPECT_EQ(q.init(two, 2, key, o).code(), ErrorCode::kInvalidArgument);
   o = QuorumOptions();
-  o.server_timeout = millis(o.ttl_ms);
+  o.server_timeout = o.ttl;
   EXPECT_EQ(q.init(two, 2, key, o).code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(q.try_acquire().code(), ErrorCode::kInvalidArgument) << "not initialised";
   ASSERT_TRUE(q.init(two, 2, key).ok());
   EXPECT_EQ(q.quorum(), 2u);
-  EXPECT_EQ(q.server_timeout(), millis(200)) << "default: ttl / 50";
+  EXPECT_EQ(q.server_timeout(), Millis(200)) << "default: ttl / 50";
   EXPECT_EQ(q.release().code(), ErrorCode::kNotHeld);
 }
 
@@ -97,11 +97,11 @@ void full_cycle(Cluster& c) {
   ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();
   EXPECT_TRUE(lock.held());
   EXPECT_GT(lock.fence(), 0u);
-  const Nanos max_validity = millis(opts().ttl_ms) - detail::drift_of(opts().ttl_ms, 0.01);
+  const Nanos max_validity = opts().ttl - detail::drift_of(opts().ttl, 0.01);
   EXPECT_LE(lock.remaining(), max_validity);
-  EXPECT_GT(lock.remaining(), max_validity - slow(millis(200)));
+  EXPECT_GT(lock.remaining(), max_validity - slow(Millis(200)));
   EXPECT_GE(c.holders(lock.token()), lock.quorum());
-  ASSERT_TRUE(lock.extend(5000).ok());
+  ASSERT_TRUE(lock.extend(Millis(5000)).ok());
   EXPECT_GT(lock.remaining(), max_validity);
   const Result<bool> own = lock.owned();
   ASSERT_TRUE(own.ok());
@@ -114,7 +114,7 @@ void full_cycle(Cluster& c) {
   EXPECT_FALSE(lock.held());
   EXPECT_EQ(c.holders(token), 0u);
   EXPECT_EQ(lock.release().code(), ErrorCode::kNotHeld);
-  EXPECT_EQ(lock.extend(100).code(), ErrorCode::kNotHeld);
+  EXPECT_EQ(lock.extend(Millis(100)).code(), ErrorCode::kNotHeld);
 }
 
 TEST(QuorumLock, ThreeServersCycle) {
@@ -139,12 +139,12 @@ TEST(QuorumLock, FiveServersBusyGuardAndFences) {
   uint64_t last = 0;
   for (int i = 0; i < 3; ++i) {
     {
-      ASSERT_TRUE(a.acquire(millis(1000)).ok());
+      ASSERT_TRUE(a.acquire(Millis(1000)).ok());
       LockGuard<QuorumLock> guard(a);
       EXPECT_GT(a.fence(), last);
       last = a.fence();
       EXPECT_EQ(b.try_acquire().code(), ErrorCode::kBusy);
-      EXPECT_GT(b.busy_ttl_ms(), 0);
+      EXPECT_GT(b.busy_ttl(), Millis(0));
       EXPECT_EQ(c.holders(b.token()), 0u) << "no partial grant left behind";
     }
     EXPECT_EQ(c.holders(a.token()), 0u) << "the guard released it";
@@ -182,12 +182,12 @@ TEST(QuorumLock, MinorityKilledStillWorks) {
   ASSERT_TRUE(lock.init(c.conns(), 5, Bytes::from_cstr(kKey), opts()).ok());
   for (size_t killed = 1; killed <= 2; ++killed) {
     c.server(killed - 1).kill9();
-    const Nanos t0 = default_clock().now();
+    const TimePoint t0 = default_clock().now();
     ASSERT_TRUE(lock.try_acquire().ok()) << killed << " killed: " << lock.connection_error();
-    EXPECT_LT(elapsed_since(t0), slow(millis(100)));
+    EXPECT_LT(elapsed_since(t0), slow(Millis(100)));
     EXPECT_TRUE(lock.server_down(killed - 1));
     EXPECT_GE(c.holders(lock.token()), lock.quorum());
-    ASSERT_TRUE(lock.extend(1000).ok());
+    ASSERT_TRUE(lock.extend(Millis(1000)).ok());
     const Result<bool> own = lock.owned();
     ASSERT_TRUE(own.ok() && own.value());
     ASSERT_TRUE(lock.release().ok());
@@ -202,12 +202,12 @@ TEST(QuorumLock, MajorityKilledFailsWithNoQuorumInTime) {
   QuorumLock lock;
   ASSERT_TRUE(lock.init(c.conns(), 5, Bytes::from_cstr(kKey), opts()).ok());
   EXPECT_EQ(lock.try_acquire().code(), ErrorCode::kNoQuorum);
-  const Nanos wait = slow(millis(300));
-  const Nanos t0 = default_clock().now();
+  const Nanos wait = slow(Millis(300));
+  const TimePoint t0 = default_clock().now();
   EXPECT_EQ(lock.acquire(wait).code(), ErrorCode::kNoQuorum);
   const Nanos took = elapsed_since(t0);
   EXPECT_GE(took, wait);
-  EXPECT_LT(took, wait + 2 * lock.server_timeout() + slow(millis(100)));
+  EXPECT_LT(took, wait + 2 * lock.server_timeout() + slow(Millis(100)));
   EXPECT_EQ(c.holders(lock.token()), 0u);
   EXPECT_FALSE(lock.held());
 }
@@ -218,12 +218,12 @@ TEST(QuorumLock, StoppedServerCostsAtMostItsTimeout) {
   QuorumLock lock;
   ASSERT_TRUE(lock.init(c.conns(), 5, Bytes::from_cstr(kKey), opts()).ok());
   // Generous for a loaded 2-core CI box; the point is "not N timeouts".
-  const Nanos margin = slow(millis(150));
+  const Nanos margin = slow(Millis(150));
   // Warm up: scripts cached, so server 0 runs our EVALSHA when it resumes.
   ASSERT_TRUE(lock.try_acquire().ok());
   ASSERT_TRUE(lock.release().ok());
   c.server(0).pause();
-  Nanos t0 = default_clock().now();
+  TimePoint t0 = default_clock().now();
   ASSERT_TRUE(lock.try_acquire().ok());
   EXPECT_LT(elapsed_since(t0), lock.server_timeout() + margin) << "decided by the other four";
   t0 = default_clock().now();
@@ -237,8 +237,8 @@ TEST(QuorumLock, StoppedServerCostsAtMostItsTimeout) {
   EXPECT_TRUE(lock.server_down(0));
   c.server(0).resume();
   // The release queued behind the SET runs right after it on resume.
-  const Nanos limit = default_clock().now() + slow(millis(500));
-  while (c.get(0) != "(nil)" && default_clock().now() < limit) SystemClock().sleep_for(millis(5));
+  const TimePoint limit = default_clock().now() + slow(Millis(500));
+  while (c.get(0) != "(nil)" && default_clock().now() < limit) SystemClock().sleep_for(Millis(5));
   EXPECT_EQ(c.get(0), "(nil)");
 }
 
@@ -249,11 +249,11 @@ TEST(QuorumLock, StoppedAndKilledLeaveTheOutcomeUnknown) {
   ASSERT_TRUE(lock.init(c.conns(), 3, Bytes::from_cstr(kKey), opts()).ok());
   c.server(1).kill9();
   c.server(2).pause();
-  const Nanos t0 = default_clock().now();
+  const TimePoint t0 = default_clock().now();
   // One grant, one refused connect, one silent: only waiting could decide.
   EXPECT_EQ(lock.try_acquire().code(), ErrorCode::kIndeterminate);
   // The acquire round and the clean-up round each wait for server 2 once.
-  EXPECT_LT(elapsed_since(t0), 2 * lock.server_timeout() + slow(millis(80)));
+  EXPECT_LT(elapsed_since(t0), 2 * lock.server_timeout() + slow(Millis(80)));
   EXPECT_EQ(c.get(0), "(nil)") << "the partial grant on server 0 was released";
   c.server(2).resume();
 }
@@ -266,7 +266,7 @@ TEST(QuorumLock, ServerRestartedBetweenAcquireAndExtend) {
   ASSERT_TRUE(lock.try_acquire().ok());
   const uint64_t first = lock.fence();
   ASSERT_TRUE(c.server(1).restart());  // no persistence: key and counter gone
-  ASSERT_TRUE(lock.extend(3000).ok()) << lock.connection_error();
+  ASSERT_TRUE(lock.extend(Millis(3000)).ok()) << lock.connection_error();
   EXPECT_TRUE(lock.held());
   const Result<bool> own = lock.owned();
   ASSERT_TRUE(own.ok() && own.value());
@@ -310,16 +310,16 @@ TEST(QuorumLock, ValidityOnAFakeClock) {
   ASSERT_TRUE(c.start());
   QuorumLock lock;
   QuorumOptions o = opts();
-  o.ttl_ms = 10000;
+  o.ttl = Millis(10000);
   ASSERT_TRUE(lock.init(c.conns(), 3, Bytes::from_cstr(kKey), o).ok());
   ASSERT_TRUE(lock.try_acquire().ok());
   // The fake clock did not move during the round: elapsed = 0.
-  EXPECT_EQ(lock.remaining(), millis(10000) - detail::drift_of(10000, o.drift_factor));
-  clock.advance(lock.remaining() - 1);
+  EXPECT_EQ(lock.remaining(), Millis(10000) - detail::drift_of(Millis(10000), o.drift_factor));
+  clock.advance(lock.remaining() - Nanos(1));
   EXPECT_TRUE(lock.held());
-  clock.advance(1);
+  clock.advance(Nanos(1));
   EXPECT_FALSE(lock.held());
-  EXPECT_EQ(lock.extend(1000).code(), ErrorCode::kExpired) << "no validity left to extend in";
+  EXPECT_EQ(lock.extend(Millis(1000)).code(), ErrorCode::kExpired) << "no validity left to extend in";
   EXPECT_TRUE(lock.release().ok()) << "the servers' keys are still there (real TTL)";
   EXPECT_EQ(c.holders(lock.token()), 0u);
 }

@@ -22,9 +22,9 @@ using test::run;
 SemaphoreOptions opts(uint32_t permits, int64_t ttl_ms) {
   SemaphoreOptions o;
   o.permits = permits;
-  o.ttl_ms = ttl_ms;
-  o.retry_min = millis(1);
-  o.retry_max = millis(20);
+  o.ttl = Millis(ttl_ms);
+  o.retry_min = Millis(1);
+  o.retry_max = Millis(20);
   return o;
 }
 
@@ -41,11 +41,11 @@ TEST_F(SemaphoreTest, CountsReleasesAndExtends) {
   ASSERT_TRUE(sb.try_acquire(&p2).ok());
   EXPECT_EQ(p1.id_len, 32u);
   EXPECT_FALSE(p1.id_bytes().equals(p2.id_bytes()));
-  EXPECT_GT(sa.remaining(p1), millis(4800));
+  EXPECT_GT(sa.remaining(p1), Millis(4800));
   EXPECT_EQ(sa.try_acquire(&p3).code(), ErrorCode::kBusy);
-  EXPECT_GT(sa.busy_wait_ms(), 4000);
-  EXPECT_LE(sa.busy_wait_ms(), 5000);
-  EXPECT_EQ(sa.remaining(p3), 0);
+  EXPECT_GT(sa.busy_wait(), Millis(4000));
+  EXPECT_LE(sa.busy_wait(), Millis(5000));
+  EXPECT_EQ(sa.remaining(p3), Nanos::zero());
   Result<uint32_t> used = sa.in_use();
   ASSERT_TRUE(used.ok());
   EXPECT_EQ(used.value(), 2u);
@@ -53,19 +53,19 @@ TEST_F(SemaphoreTest, CountsReleasesAndExtends) {
   ASSERT_TRUE(sb.release_id(p1.id_bytes()).ok());
   EXPECT_EQ(sa.release(&p1).code(), ErrorCode::kNotOwner) << "already gone";
   EXPECT_EQ(sa.release(&p1).code(), ErrorCode::kNotHeld) << "handle forgot it";
-  ASSERT_TRUE(sa.acquire(&p3, millis(1000)).ok());
+  ASSERT_TRUE(sa.acquire(&p3, Millis(1000)).ok());
   // Extend resets the lease on the server's clock.
-  ASSERT_TRUE(sb.extend(&p2, 20000).ok());
-  EXPECT_GT(sb.remaining(p2), millis(19000));
+  ASSERT_TRUE(sb.extend(&p2, Millis(20000)).ok());
+  EXPECT_GT(sb.remaining(p2), Millis(19000));
   PermitLease lease{&sb, &p2};  // what a lease keeper renews
   ASSERT_TRUE(lease.reacquire().ok());
-  EXPECT_LE(lease.remaining(), millis(5000));
-  EXPECT_GT(lease.remaining(), millis(4800));
+  EXPECT_LE(lease.remaining(), Millis(5000));
+  EXPECT_GT(lease.remaining(), Millis(4800));
   ASSERT_TRUE(sb.release(&p2).ok());
-  EXPECT_EQ(sb.extend(&p2, 1000).code(), ErrorCode::kNotHeld);
+  EXPECT_EQ(sb.extend(&p2, Millis(1000)).code(), ErrorCode::kNotHeld);
   Permit gone = p3;
   ASSERT_TRUE(sa.release(&p3).ok());
-  EXPECT_EQ(sa.extend(&gone, 1000).code(), ErrorCode::kNotOwner) << "released permits stay gone";
+  EXPECT_EQ(sa.extend(&gone, Millis(1000)).code(), ErrorCode::kNotOwner) << "released permits stay gone";
   used = sa.in_use();
   ASSERT_TRUE(used.ok());
   EXPECT_EQ(used.value(), 0u);
@@ -98,15 +98,15 @@ TEST_F(SemaphoreTest, ShortLeaseExpiresAndExtendKeepsIt) {
   ASSERT_TRUE(other.init(Bytes::from_cstr("sem-ttl"), opts(1, 200 * k)).ok());
   Permit kept, expired, mine;
   ASSERT_TRUE(s.try_acquire(&kept).ok());
-  ASSERT_TRUE(s.extend(&kept, 2000 * k).ok());
-  SystemClock().sleep_for(millis(300 * k));
+  ASSERT_TRUE(s.extend(&kept, Millis(2000 * k)).ok());
+  SystemClock().sleep_for(Millis(300 * k));
   EXPECT_EQ(other.try_acquire(&mine).code(), ErrorCode::kBusy) << "extended past its first TTL";
   ASSERT_TRUE(s.release(&kept).ok());
   ASSERT_TRUE(s.try_acquire(&expired).ok());
-  SystemClock().sleep_for(millis(300 * k));
-  EXPECT_EQ(s.remaining(expired), 0);
+  SystemClock().sleep_for(Millis(300 * k));
+  EXPECT_EQ(s.remaining(expired), Nanos::zero());
   ASSERT_TRUE(other.try_acquire(&mine).ok()) << "expired permit came back";
-  EXPECT_EQ(s.extend(&expired, 1000).code(), ErrorCode::kNotOwner);
+  EXPECT_EQ(s.extend(&expired, Millis(1000)).code(), ErrorCode::kNotOwner);
   ASSERT_TRUE(other.release(&mine).ok());
 }
 
@@ -130,14 +130,14 @@ TEST_F(SemaphoreTest, CrashedHolderPermitReturnsAfterTtl) {
   ASSERT_TRUE(s.init(Bytes::from_cstr("modem-slots"), opts(1, 5000)).ok());
   Permit p;
   EXPECT_EQ(s.try_acquire(&p).code(), ErrorCode::kBusy);
-  EXPECT_GT(s.busy_wait_ms(), 0);
-  EXPECT_LE(s.busy_wait_ms(), ttl);
+  EXPECT_GT(s.busy_wait(), Millis(0));
+  EXPECT_LE(s.busy_wait(), Millis(ttl));
   SystemClock clock;
-  const Nanos t0 = clock.now();
-  ASSERT_TRUE(s.acquire(&p, millis(5000) * test::slowdown()).ok());
+  const TimePoint t0 = clock.now();
+  ASSERT_TRUE(s.acquire(&p, Millis(5000) * test::slowdown()).ok());
   const Nanos waited = clock.now() - t0;
-  EXPECT_GT(waited, millis(ttl / 2)) << "not before the crashed holder's TTL";
-  EXPECT_LT(waited, millis(ttl + 1000 * test::slowdown())) << "but soon after it";
+  EXPECT_GT(waited, Millis(ttl / 2)) << "not before the crashed holder's TTL";
+  EXPECT_LT(waited, Millis(ttl + 1000 * test::slowdown())) << "but soon after it";
   ASSERT_TRUE(s.release(&p).ok());
 }
 
@@ -168,7 +168,7 @@ bool enter(Shared* sh) {
 int worker(int w, const std::string& url, Shared* sh) {
   Connection conn;
   ConnectionOptions o;
-  o.command_timeout = millis(2000) * test::slowdown();
+  o.command_timeout = Millis(2000) * test::slowdown();
   if (!conn.setup(url.c_str(), o).ok()) return 10;
   Semaphore sem(conn), short_sem(conn);
   if (!sem.init(Bytes::from_cstr("fw-slots"), opts(kPermits, 5000 * test::slowdown())).ok()) return 11;
@@ -178,14 +178,14 @@ int worker(int w, const std::string& url, Shared* sh) {
     const bool abandon = w == 7 && i % 8 == 0;
     Semaphore& s = abandon ? short_sem : sem;
     Permit p;
-    if (!s.acquire(&p, millis(30000) * test::slowdown()).ok()) {
+    if (!s.acquire(&p, Millis(30000) * test::slowdown()).ok()) {
       sh->errors.fetch_add(1);
       return 12;
     }
-    if (s.remaining(p) <= 0) continue;  // too late to use (not expected)
+    if (s.remaining(p) <= Nanos::zero()) continue;  // too late to use (not expected)
     sh->grants.fetch_add(1);
     enter(sh);
-    SystemClock().sleep_for(millis(1));
+    SystemClock().sleep_for(Millis(1));
     sh->inside.fetch_sub(1);  // leave before the permit can expire
     if (abandon) {
       sh->abandoned.fetch_add(1);

@@ -19,14 +19,14 @@ class SentinelTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(setup_.start()) << "could not start primary, replica and sentinels";
-    conn_.connect_timeout = millis(500) * test::slowdown();
-    conn_.command_timeout = millis(2000) * test::slowdown();
-    conn_.reconnect_min = millis(1);
-    conn_.reconnect_max = millis(10);
+    conn_.connect_timeout = Millis(500) * test::slowdown();
+    conn_.command_timeout = Millis(2000) * test::slowdown();
+    conn_.reconnect_min = Millis(1);
+    conn_.reconnect_max = Millis(10);
     opts_.wait_replicas = 1;
-    opts_.wait_timeout = millis(300) * test::slowdown();
-    opts_.recheck_interval = millis(100);
-    opts_.retry_pause = millis(20);
+    opts_.wait_timeout = Millis(300) * test::slowdown();
+    opts_.recheck_interval = Millis(100);
+    opts_.retry_pause = Millis(20);
   }
   Status start(Sentinel& s) { return s.setup(setup_.url().c_str(), conn_, opts_); }
 
@@ -47,7 +47,7 @@ TEST_F(SentinelTest, FindsPrimaryAndConfirmsWithReplica) {
   Connection replica;
   ASSERT_TRUE(test::open(replica, setup_.replica().url()));
   EXPECT_EQ(run(replica, {"GET", "gate"}), std::string(reinterpret_cast<const char*>(lock.token().data), 32));
-  ASSERT_TRUE(lock.extend(1000).ok());
+  ASSERT_TRUE(lock.extend(Millis(1000)).ok());
   ASSERT_TRUE(lock.release().ok());
   EXPECT_EQ(sentinel.stats().wait_failures, 0u);
 }
@@ -60,7 +60,7 @@ TEST_F(SentinelTest, AuthenticatesToSentinelsWithPassword) {
   ASSERT_TRUE(guarded.start());
   const std::string url = "redis-sentinel://127.0.0.1:" + std::to_string(guarded.port()) + "/" +
                           test::SentinelSetup::kMaster;
-  conn_.command_timeout = millis(300) * test::slowdown();
+  conn_.command_timeout = Millis(300) * test::slowdown();
   Sentinel without;
   ASSERT_TRUE(without.setup(url.c_str(), conn_, opts_).ok());
   Lock refused(without);
@@ -83,20 +83,20 @@ TEST_F(SentinelTest, WaitFailsWithReplicaStopped) {
   ASSERT_TRUE(lock.init(Bytes::from_cstr("gate")).ok());
   ASSERT_TRUE(lock.try_acquire().ok()) << sentinel.last_error();
   setup_.replica().pause();  // SIGSTOP: connected, but acknowledges nothing
-  EXPECT_EQ(lock.extend(1000).code(), ErrorCode::kNoQuorum) << sentinel.last_error();
+  EXPECT_EQ(lock.extend(Millis(1000)).code(), ErrorCode::kNoQuorum) << sentinel.last_error();
   EXPECT_TRUE(lock.release().ok());
   Lock other(sentinel);
   ASSERT_TRUE(other.init(Bytes::from_cstr("valve")).ok());
-  const Nanos t0 = sentinel.clock().now();
-  EXPECT_EQ(other.acquire(millis(500)).code(), ErrorCode::kNoQuorum) << "no retry: it would fail the same";
-  EXPECT_LT(sentinel.clock().now() - t0, millis(1500) * test::slowdown());
+  const TimePoint t0 = sentinel.clock().now();
+  EXPECT_EQ(other.acquire(Millis(500)).code(), ErrorCode::kNoQuorum) << "no retry: it would fail the same";
+  EXPECT_LT(sentinel.clock().now() - t0, Millis(1500) * test::slowdown());
   EXPECT_FALSE(other.held());
   Connection primary;
   ASSERT_TRUE(test::open(primary, setup_.primary().url()));
   EXPECT_EQ(run(primary, {"EXISTS", "valve"}), "0") << "an unconfirmed grant is handed back";
   EXPECT_GE(sentinel.stats().wait_failures, 2u);
   setup_.replica().resume();
-  EXPECT_TRUE(other.acquire(millis(2000)).ok()) << sentinel.last_error();
+  EXPECT_TRUE(other.acquire(Millis(2000)).ok()) << sentinel.last_error();
   EXPECT_TRUE(other.release().ok());
 }
 
@@ -109,7 +109,7 @@ TEST_F(SentinelTest, FollowsManualFailover) {
   const uint64_t fence = lock.fence();
   // A second client that only looks again after an error (no rechecks).
   Sentinel lazy;
-  opts_.recheck_interval = 0;
+  opts_.recheck_interval = Nanos::zero();
   opts_.wait_replicas = 0;
   ASSERT_TRUE(start(lazy).ok());
   Lock lazy_lock(lazy);
@@ -118,23 +118,23 @@ TEST_F(SentinelTest, FollowsManualFailover) {
   ASSERT_EQ(setup_.failover(), "+OK\r\n");
   // The client moves over within the deadline. The grant was confirmed by
   // the replica, so the lock is still ours on the new primary.
-  const Nanos t0 = sentinel.clock().now();
-  const Nanos limit = millis(10000) * test::slowdown();
+  const TimePoint t0 = sentinel.clock().now();
+  const Nanos limit = Millis(10000) * test::slowdown();
   bool moved = false, owned = false;
   for (int i = 0; i < 1000 && !moved && sentinel.clock().now() - t0 < limit; ++i) {
     const Result<bool> r = lock.owned();
     owned = r.ok() && r.value();
     moved = sentinel.primary().endpoint().port == setup_.replica().port();
-    if (!moved) SystemClock().sleep_for(millis(20));
+    if (!moved) SystemClock().sleep_for(Millis(20));
   }
   const Nanos took = sentinel.clock().now() - t0;
   ASSERT_TRUE(moved) << sentinel.last_error();
   EXPECT_TRUE(owned) << "a WAIT-confirmed grant survives the failover";
   EXPECT_GE(sentinel.stats().primary_changes, 1u);
-  std::printf("sentinel: manual failover followed in %lld ms\n", static_cast<long long>(to_millis(took)));
+  std::printf("sentinel: manual failover followed in %lld ms\n", static_cast<long long>(test::ms(took)));
   // The new primary has no replica yet (the old one is demoted seconds
   // later): WAIT fails closed instead of reporting an unprotected lease.
-  EXPECT_EQ(lock.extend(2000).code(), ErrorCode::kNoQuorum);
+  EXPECT_EQ(lock.extend(Millis(2000)).code(), ErrorCode::kNoQuorum);
   ASSERT_TRUE(lock.release().ok()) << sentinel.last_error();
   // Demote the old primary now (Sentinel would, seconds later): the lazy
   // client gets READONLY there, looks the primary up again and retries.
@@ -142,7 +142,7 @@ TEST_F(SentinelTest, FollowsManualFailover) {
   EXPECT_EQ(test::raw_command(setup_.primary().port(),
                               {"REPLICAOF", "127.0.0.1", std::to_string(setup_.replica().port())}),
             "+OK\r\n");
-  EXPECT_TRUE(lazy_lock.extend(2000).ok()) << lazy.last_error();
+  EXPECT_TRUE(lazy_lock.extend(Millis(2000)).ok()) << lazy.last_error();
   EXPECT_GE(lazy.stats().readonly, 1u);
   EXPECT_EQ(lazy.primary().endpoint().port, setup_.replica().port());
   EXPECT_TRUE(lazy_lock.release().ok());
@@ -166,14 +166,14 @@ TEST_F(SentinelTest, FollowsFailoverAfterKill9) {
   ASSERT_TRUE(lock.try_acquire().ok()) << sentinel.last_error();
   ASSERT_TRUE(lock.release().ok());
   setup_.primary().kill9();
-  const Nanos t0 = sentinel.clock().now();
-  const Status s = lock.acquire(millis(15000) * test::slowdown());
+  const TimePoint t0 = sentinel.clock().now();
+  const Status s = lock.acquire(Millis(15000) * test::slowdown());
   const Nanos took = sentinel.clock().now() - t0;
   ASSERT_TRUE(s.ok()) << s.to_string() << " " << sentinel.last_error();
   EXPECT_EQ(sentinel.primary().endpoint().port, setup_.replica().port());
   EXPECT_EQ(test::raw_command(setup_.replica().port(), {"ROLE"}).rfind("*3\r\n$6\r\nmaster", 0), 0u)
       << "the promoted replica is a primary";
-  std::printf("sentinel: kill -9 failover followed in %lld ms\n", static_cast<long long>(to_millis(took)));
+  std::printf("sentinel: kill -9 failover followed in %lld ms\n", static_cast<long long>(test::ms(took)));
   ASSERT_TRUE(lock.release().ok());
 }
 

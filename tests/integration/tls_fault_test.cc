@@ -109,8 +109,8 @@ class CuttingProxy {
 
 ConnectionOptions tls_options(const std::string& ca) {
   ConnectionOptions o;
-  o.connect_timeout = millis(3000) * test::slowdown();
-  o.command_timeout = millis(3000) * test::slowdown();
+  o.connect_timeout = Millis(3000) * test::slowdown();
+  o.command_timeout = Millis(3000) * test::slowdown();
   o.tls.ca_file = ca.c_str();
   return o;
 }
@@ -126,8 +126,8 @@ TEST(TlsFault, HandshakeTimeoutHasItsOwnDeadline) {
   ASSERT_GE(silent, 0);
   const std::string ca = test::shared_certs().path("ca.crt");
   ConnectionOptions o = tls_options(ca);
-  o.connect_timeout = millis(5000) * test::slowdown();
-  o.tls.handshake_timeout = millis(300) * test::slowdown();
+  o.connect_timeout = Millis(5000) * test::slowdown();
+  o.tls.handshake_timeout = Millis(300) * test::slowdown();
   Connection c;
   ASSERT_TRUE(c.setup(("rediss://127.0.0.1:" + std::to_string(port)).c_str(), o).ok());
   auto t0 = std::chrono::steady_clock::now();
@@ -140,8 +140,8 @@ TEST(TlsFault, HandshakeTimeoutHasItsOwnDeadline) {
   std::printf("  silent server: %s (%lld ms)\n", c.last_error(), static_cast<long long>(ms));
 
   // The connect deadline caps the handshake's own.
-  o.connect_timeout = millis(300) * test::slowdown();
-  o.tls.handshake_timeout = millis(5000) * test::slowdown();
+  o.connect_timeout = Millis(300) * test::slowdown();
+  o.tls.handshake_timeout = Millis(5000) * test::slowdown();
   Connection d;
   ASSERT_TRUE(d.setup(("rediss://127.0.0.1:" + std::to_string(port)).c_str(), o).ok());
   Lock lock(d);
@@ -168,7 +168,7 @@ TEST(TlsFault, ResetMidRecord) {
   proxy.cut();
   const Bytes ping[1] = {Bytes::from_cstr("PING")};
   const auto t0 = std::chrono::steady_clock::now();
-  const Deadline deadline = Deadline::after(c.clock(), millis(3000) * test::slowdown());
+  const Deadline deadline = Deadline::after(c.clock(), Millis(3000) * test::slowdown());
   const Result<const Reply*> r = c.command(ping, 1, deadline);
   EXPECT_EQ(r.status().code(), ErrorCode::kTls) << c.last_error();
   EXPECT_NE(std::string(c.last_error()).find("mid-record"), std::string::npos) << c.last_error();

@@ -47,10 +47,10 @@ class TlsTest : public ::testing::Test {
   // Options trusting the test CA, with test-sized timeouts.
   ConnectionOptions options() const {
     ConnectionOptions o;
-    o.connect_timeout = millis(3000) * test::slowdown();
-    o.command_timeout = millis(3000) * test::slowdown();
+    o.connect_timeout = Millis(3000) * test::slowdown();
+    o.command_timeout = Millis(3000) * test::slowdown();
     o.tls.ca_file = ca_.c_str();
-    o.tls.handshake_timeout = millis(2000) * test::slowdown();
+    o.tls.handshake_timeout = Millis(2000) * test::slowdown();
     return o;
   }
 
@@ -87,7 +87,7 @@ class TlsTest : public ::testing::Test {
     const Status s = connect(c, url, o, &ms);
     EXPECT_EQ(s.code(), code) << s.to_string() << ": " << c.last_error();
     EXPECT_NE(std::string(c.last_error()).find(text), std::string::npos) << c.last_error();
-    EXPECT_LE(ms, (o.connect_timeout / 1000000) + 500 * test::slowdown());
+    EXPECT_LE(ms, test::ms(o.connect_timeout) + 500 * test::slowdown());
     Lock lock(c);
     ASSERT_TRUE(lock.init(Bytes::from_cstr("tls-denied")).ok());
     EXPECT_FALSE(lock.try_acquire().ok());
@@ -213,8 +213,8 @@ TEST_F(TlsTest, InsecureModeIsExplicit) {
 
 TEST_F(TlsTest, PlaintextServerBehindRediss) {
   ConnectionOptions o = options();
-  o.connect_timeout = millis(1000) * test::slowdown();
-  o.tls.handshake_timeout = millis(500) * test::slowdown();
+  o.connect_timeout = Millis(1000) * test::slowdown();
+  o.tls.handshake_timeout = Millis(500) * test::slowdown();
   const std::string url = "rediss://127.0.0.1:" + std::to_string(good_->plain_port());
   Connection c;
   int64_t ms = 0;
@@ -228,8 +228,8 @@ TEST_F(TlsTest, PlaintextServerBehindRediss) {
 
 TEST_F(TlsTest, TlsServerBehindRedis) {
   ConnectionOptions o = options();
-  o.connect_timeout = millis(1000) * test::slowdown();
-  o.command_timeout = millis(1000) * test::slowdown();
+  o.connect_timeout = Millis(1000) * test::slowdown();
+  o.command_timeout = Millis(1000) * test::slowdown();
   const std::string url = "redis://127.0.0.1:" + std::to_string(good_->tls_port());
   Connection c;
   ASSERT_TRUE(c.setup(url.c_str(), o).ok());
@@ -263,8 +263,8 @@ TEST_F(TlsTest, QuorumMixedEndpoints) {
   ASSERT_TRUE(bad.setup(expired_->tls_url().c_str(), options()).ok());
   for (Connection* conn : {&a, &b, &c}) ASSERT_TRUE(conn->connect().ok()) << conn->last_error();
   QuorumOptions q;
-  q.ttl_ms = 5000 * test::slowdown();
-  q.server_timeout = millis(500) * test::slowdown();
+  q.ttl = Millis(5000 * test::slowdown());
+  q.server_timeout = Millis(500) * test::slowdown();
   Connection* ok_set[3] = {&a, &b, &c};
   QuorumLock lock;
   ASSERT_TRUE(lock.init(ok_set, 3, Bytes::from_cstr("tls-quorum"), q).ok());

@@ -18,11 +18,13 @@ namespace {
 
 using test::run;
 
+int64_t us(Nanos d) { return std::chrono::duration_cast<std::chrono::microseconds>(d).count(); }
+
 class WakeTest : public test::SharedServerTest {
  protected:
   static LockOptions ttl(int64_t ms, bool wake = true) {
     LockOptions o;
-    o.ttl_ms = ms;
+    o.ttl = Millis(ms);
     o.wake_on_release = wake;
     return o;
   }
@@ -39,15 +41,15 @@ TEST_F(WakeTest, HandoffIsQuick) {
   for (int round = 0; round < 5; ++round) {
     ASSERT_TRUE(la.try_acquire().ok());
     const uint32_t before = b_.stats().commands;
-    std::atomic<Nanos> granted_at{0};
+    std::atomic<TimePoint> granted_at{TimePoint()};
     std::thread waiter([&] {
-      if (lb.acquire(millis(5000) * test::slowdown()).ok()) granted_at = clock.now();
+      if (lb.acquire(Millis(5000) * test::slowdown()).ok()) granted_at = clock.now();
     });
-    clock.sleep_for(millis(60));  // past the backoff's first steps: the waiter is blocked
-    const Nanos released_at = clock.now();
+    clock.sleep_for(Millis(60));  // past the backoff's first steps: the waiter is blocked
+    const TimePoint released_at = clock.now();
     ASSERT_TRUE(la.release().ok());
     waiter.join();
-    ASSERT_NE(granted_at.load(), 0) << b_.last_error();
+    ASSERT_NE(granted_at.load(), TimePoint()) << b_.last_error();
     handoffs[round] = granted_at.load() - released_at;
     EXPECT_LE(b_.stats().commands - before, 3u) << "busy attempt, BLPOP, granted attempt";
     ASSERT_TRUE(lb.release().ok());
@@ -55,9 +57,9 @@ TEST_F(WakeTest, HandoffIsQuick) {
   std::sort(handoffs, handoffs + 5);
   // The median, so one scheduling hiccup on a busy machine cannot fail it;
   // polling this late into a wait would sleep tens of ms.
-  EXPECT_LT(handoffs[2], millis(15) * test::slowdown()) << "woken by the release, not by a timer";
+  EXPECT_LT(handoffs[2], Millis(15) * test::slowdown()) << "woken by the release, not by a timer";
   std::printf("wake: handoff median %lld us, worst %lld us\n",
-              static_cast<long long>(handoffs[2] / 1000), static_cast<long long>(handoffs[4] / 1000));
+              static_cast<long long>(us(handoffs[2])), static_cast<long long>(us(handoffs[4])));
 }
 
 // A holder that never releases: no signal comes, the waiter still gets in
@@ -68,11 +70,11 @@ TEST_F(WakeTest, CrashedHolderLetsWaiterInAfterTtl) {
   ASSERT_TRUE(lb.init(Bytes::from_cstr("crashed"), ttl(5000)).ok());
   ASSERT_TRUE(la.try_acquire().ok());  // and never released
   SystemClock clock;
-  const Nanos t0 = clock.now();
-  ASSERT_TRUE(lb.acquire(millis(5000) * test::slowdown()).ok()) << b_.last_error();
+  const TimePoint t0 = clock.now();
+  ASSERT_TRUE(lb.acquire(Millis(5000) * test::slowdown()).ok()) << b_.last_error();
   const Nanos took = clock.now() - t0;
-  EXPECT_GE(took, millis(250));
-  EXPECT_LT(took, millis(300) + millis(100) * test::slowdown());
+  EXPECT_GE(took, Millis(250));
+  EXPECT_LT(took, Millis(300) + Millis(100) * test::slowdown());
   EXPECT_LE(b_.stats().commands, 6u) << "blocked until the TTL, not polled";
   ASSERT_TRUE(lb.release().ok());
 }
@@ -91,8 +93,8 @@ TEST_F(WakeTest, CommandsPerGrantStayLow) {
       Lock l(conns[t]);
       if (!l.init(Bytes::from_cstr("turns"), ttl(10000)).ok()) return errors.fetch_add(1), void();
       for (int i = 0; i < kGrantsEach; ++i) {
-        if (!l.acquire(millis(10000) * test::slowdown()).ok()) return errors.fetch_add(1), void();
-        SystemClock().sleep_for(millis(1));
+        if (!l.acquire(Millis(10000) * test::slowdown()).ok()) return errors.fetch_add(1), void();
+        SystemClock().sleep_for(Millis(1));
         if (!l.release().ok()) errors.fetch_add(1);
       }
     });
@@ -127,7 +129,7 @@ TEST_F(WakeTest, WakeOffFallsBackToBackoff) {
   ASSERT_TRUE(la.init(Bytes::from_cstr("quiet"), ttl(150, false)).ok());
   ASSERT_TRUE(lb.init(Bytes::from_cstr("quiet"), ttl(5000, false)).ok());
   ASSERT_TRUE(la.try_acquire().ok());
-  ASSERT_TRUE(lb.acquire(millis(3000) * test::slowdown()).ok());
+  ASSERT_TRUE(lb.acquire(Millis(3000) * test::slowdown()).ok());
   ASSERT_TRUE(lb.release().ok());
   EXPECT_EQ(run(admin_, {"EXISTS", "{quiet}:wake"}), "0");
 }

@@ -43,7 +43,7 @@ TEST(ZeroHeap, ReentrantLockCycles) {
   ASSERT_TRUE(other.init(Bytes::from_cstr("zh-reentrant")).ok());
   ASSERT_TRUE(mine.try_acquire().ok());
   ASSERT_EQ(other.try_acquire().code(), ErrorCode::kBusy);
-  ASSERT_TRUE(mine.extend(5000).ok());
+  ASSERT_TRUE(mine.extend(Millis(5000)).ok());
   ASSERT_TRUE(mine.release().ok());
   int hook_calls = 0;
   a.set_event_hook(count_event, &hook_calls);
@@ -51,7 +51,7 @@ TEST(ZeroHeap, ReentrantLockCycles) {
   int failures = 0;
   test::start_counting();
   for (int i = 0; i < n; ++i) {
-    failures += !mine.acquire(millis(1000)).ok();
+    failures += !mine.acquire(Millis(1000)).ok();
     failures += !mine.try_acquire().ok();
     failures += !mine.try_acquire().ok();
     failures += other.try_acquire().code() != ErrorCode::kBusy;
@@ -82,7 +82,7 @@ TEST(ZeroHeap, SemaphoreCycles) {
   ASSERT_TRUE(sb.init(Bytes::from_cstr("zh-sem"), o).ok());
   Permit p1, p2, p3;
   ASSERT_TRUE(sa.try_acquire(&p1).ok());
-  ASSERT_TRUE(sa.extend(&p1, 5000).ok());
+  ASSERT_TRUE(sa.extend(&p1, Millis(5000)).ok());
   ASSERT_TRUE(sa.in_use().ok());
   ASSERT_TRUE(sa.release(&p1).ok());
   ASSERT_EQ(sb.release_id(Bytes::from_cstr("nobody")).code(), ErrorCode::kNotOwner);
@@ -90,10 +90,10 @@ TEST(ZeroHeap, SemaphoreCycles) {
   int failures = 0;
   test::start_counting();
   for (int i = 0; i < n; ++i) {
-    failures += !sa.acquire(&p1, millis(1000)).ok();
+    failures += !sa.acquire(&p1, Millis(1000)).ok();
     failures += !sa.try_acquire(&p2).ok();
     failures += sb.try_acquire(&p3).code() != ErrorCode::kBusy;
-    failures += !sa.extend(&p1, 5000).ok();
+    failures += !sa.extend(&p1, Millis(5000)).ok();
     const Result<uint32_t> used = sb.in_use();
     failures += !(used.ok() && used.value() == 2);
     failures += !sb.release_id(p2.id_bytes()).ok();
@@ -113,7 +113,7 @@ TEST(ZeroHeap, CooldownQuotaAndMetrics) {
   ASSERT_TRUE(test::open(a, server.url()));
   Cooldown cd(a), cd_server(a);
   CooldownOptions co;
-  co.period_ms = 60000;
+  co.period = Millis(60000);
   ASSERT_TRUE(cd.init(Bytes::from_cstr("zh-cooldown"), co).ok());
   co.local_hint = false;
   ASSERT_TRUE(cd_server.init(Bytes::from_cstr("zh-cooldown"), co).ok());
@@ -125,7 +125,7 @@ TEST(ZeroHeap, CooldownQuotaAndMetrics) {
   ASSERT_TRUE(cd.reset().ok());
   ASSERT_TRUE(q.try_take().ok());
   ASSERT_TRUE(q.reset().ok());
-  ASSERT_TRUE(cd.retry_after_ms().ok());
+  ASSERT_TRUE(cd.retry_after().ok());
   ASSERT_TRUE(q.peek().ok());
   const int n = small_cycles();
   int failures = 0;
@@ -136,11 +136,11 @@ TEST(ZeroHeap, CooldownQuotaAndMetrics) {
     failures += !cd.try_enter(&adm).ok();
     failures += cd.try_enter(&adm).code() != ErrorCode::kBusy || !adm.local;
     failures += cd_server.try_enter(&adm).code() != ErrorCode::kBusy || adm.local;
-    failures += cd.enter(millis(1), &adm).code() != ErrorCode::kBusy;
-    failures += !cd.retry_after_ms().ok();
+    failures += cd.enter(Millis(1), &adm).code() != ErrorCode::kBusy;
+    failures += !cd.retry_after().ok();
     failures += !cd.reset().ok();
     failures += !q.try_take(&adm).ok();
-    failures += !q.take(millis(10), &adm).ok();
+    failures += !q.take(Millis(10), &adm).ok();
     failures += q.try_take(&adm).code() != ErrorCode::kBusy;
     failures += !q.peek().ok();
     failures += !q.reset().ok();

@@ -34,8 +34,8 @@ int router_cycles() {
 // Every steady-state operation of one lock; returns the number of failures.
 int lock_cycle(Lock& lock) {
   int failures = 0;
-  failures += !lock.acquire(millis(1000)).ok();
-  failures += !lock.extend(5000).ok();
+  failures += !lock.acquire(Millis(1000)).ok();
+  failures += !lock.extend(Millis(5000)).ok();
   failures += !lock.reacquire().ok();
   const Result<bool> owned = lock.owned();
   failures += !(owned.ok() && owned.value());
@@ -50,8 +50,8 @@ TEST(ZeroHeap, ClusterCyclesOnEveryPrimary) {
   Cluster cluster;
   ASSERT_TRUE(cluster.setup(servers.url().c_str()).ok());
   // Set-up: read the slot map and connect every primary.
-  ASSERT_TRUE(cluster.refresh(Deadline::after(cluster.clock(), millis(5000))).ok());
-  ASSERT_TRUE(cluster.connect_primaries(Deadline::after(cluster.clock(), millis(5000))).ok());
+  ASSERT_TRUE(cluster.refresh(Deadline::after(cluster.clock(), Millis(5000))).ok());
+  ASSERT_TRUE(cluster.connect_primaries(Deadline::after(cluster.clock(), Millis(5000))).ok());
   Lock locks[3] = {Lock(cluster), Lock(cluster), Lock(cluster)};
   const uint16_t slots[3] = {0, 8192, 16383};
   for (int i = 0; i < 3; ++i) {
@@ -86,7 +86,7 @@ TEST(ZeroHeap, SentinelCyclesWithWaitAndRechecks) {
   Sentinel sentinel;
   SentinelOptions so;
   so.wait_replicas = 1;            // WAIT after every acquire and extend
-  so.recheck_interval = millis(1);  // ask a sentinel before nearly every op
+  so.recheck_interval = Millis(1);  // ask a sentinel before nearly every op
   ASSERT_TRUE(sentinel.setup(servers.url().c_str(), {}, so).ok());
   Lock lock(sentinel);
   ASSERT_TRUE(lock.init(Bytes::from_cstr("zero-heap")).ok());
@@ -120,13 +120,13 @@ TEST(ZeroHeap, QuorumCycles) {
     theirs[i] = &others[i];
   }
   QuorumOptions o;
-  o.server_timeout = millis(500) * test::slowdown();
+  o.server_timeout = Millis(500) * test::slowdown();
   QuorumLock la, lb;
   ASSERT_TRUE(la.init(mine, kServers, Bytes::from_cstr("zero-heap-quorum"), o).ok());
   ASSERT_TRUE(lb.init(theirs, kServers, Bytes::from_cstr("zero-heap-quorum"), o).ok());
   // Set-up: every connection connected and every script cached.
   ASSERT_TRUE(la.try_acquire().ok());
-  ASSERT_TRUE(la.extend(1000).ok());
+  ASSERT_TRUE(la.extend(Millis(1000)).ok());
   ASSERT_TRUE(la.owned().ok());
   ASSERT_EQ(lb.try_acquire().code(), ErrorCode::kBusy);
   ASSERT_TRUE(la.release().ok());
@@ -138,8 +138,8 @@ TEST(ZeroHeap, QuorumCycles) {
   int failures = 0;
   test::start_counting();
   for (int i = 0; i < n; ++i) {
-    failures += !la.acquire(millis(1000)).ok();
-    failures += !la.extend(5000).ok();
+    failures += !la.acquire(Millis(1000)).ok();
+    failures += !la.extend(Millis(5000)).ok();
     failures += !la.reacquire().ok();
     const Result<bool> owned = la.owned();
     failures += !(owned.ok() && owned.value());
@@ -171,8 +171,8 @@ TEST(ZeroHeap, TlsCycles) {
   ASSERT_TRUE(server.start());
   const std::string ca = certs.path("ca.crt");
   ConnectionOptions o;
-  o.connect_timeout = millis(3000) * test::slowdown();
-  o.command_timeout = millis(3000) * test::slowdown();
+  o.connect_timeout = Millis(3000) * test::slowdown();
+  o.command_timeout = Millis(3000) * test::slowdown();
   o.tls.ca_file = ca.c_str();
   Connection conn;
   ASSERT_TRUE(conn.setup(server.tls_url().c_str(), o).ok());
@@ -213,8 +213,8 @@ TEST(ZeroHeap, TlsCycles) {
   int failures = 0;
   test::start_counting();
   for (int i = 0; i < n; ++i) {
-    failures += !lock.acquire(millis(1000)).ok();
-    failures += !lock.extend(5000).ok();
+    failures += !lock.acquire(Millis(1000)).ok();
+    failures += !lock.extend(Millis(5000)).ok();
     const Result<bool> owned = lock.owned();
     failures += !(owned.ok() && owned.value());
     failures += !lock.status().ok();

@@ -52,8 +52,8 @@ TEST(ZeroHeap, SingleInstanceCycles) {
   int failures = 0;
   test::start_counting();
   for (int i = 0; i < n; ++i) {
-    failures += !lock.acquire(millis(1000)).ok();
-    failures += !lock.extend(5000).ok();
+    failures += !lock.acquire(Millis(1000)).ok();
+    failures += !lock.extend(Millis(5000)).ok();
     failures += !lock.reacquire().ok();
     const Result<bool> owned = lock.owned();
     failures += !(owned.ok() && owned.value());
@@ -116,23 +116,23 @@ TEST(ZeroHeap, ContendedWaitPath) {
   // (idle) until counting has stopped.
   std::atomic<int> go{0}, wrong{0}, finished{0}, may_exit{0};
   std::thread holder([&] {
-    while (go.load() == 0) SystemClock().sleep_for(millis(1));
+    while (go.load() == 0) SystemClock().sleep_for(Millis(1));
     for (int i = 0; i < kRounds; ++i) {
-      wrong += !la.acquire(millis(5000)).ok();
-      SystemClock().sleep_for(millis(1));  // the waiter blocks meanwhile
+      wrong += !la.acquire(Millis(5000)).ok();
+      SystemClock().sleep_for(Millis(1));  // the waiter blocks meanwhile
       wrong += !la.release().ok();
     }
     finished = 1;
-    for (int i = 0; i < 100000 && may_exit.load() == 0; ++i) SystemClock().sleep_for(millis(1));
+    for (int i = 0; i < 100000 && may_exit.load() == 0; ++i) SystemClock().sleep_for(Millis(1));
   });
   const uint32_t before = b.stats().commands;
   test::start_counting();
   go = 1;
   for (int i = 0; i < kRounds; ++i) {
-    wrong += !lb.acquire(millis(5000)).ok();
+    wrong += !lb.acquire(Millis(5000)).ok();
     wrong += !lb.release().ok();
   }
-  for (int i = 0; i < 100000 && finished.load() == 0; ++i) SystemClock().sleep_for(millis(1));
+  for (int i = 0; i < 100000 && finished.load() == 0; ++i) SystemClock().sleep_for(Millis(1));
   const test::AllocCounts c = test::stop_counting();
   may_exit = 1;
   holder.join();
@@ -152,7 +152,7 @@ TEST(ZeroHeap, LeaseKeeperRenewals) {
   ASSERT_TRUE(lock.try_acquire().ok());
   ASSERT_TRUE(lock.reacquire().ok());  // loads the script
   KeeperOptions ko;
-  ko.renew_budget = millis(1);  // I/O takes no time on the FakeClock
+  ko.renew_budget = Millis(1);  // I/O takes no time on the FakeClock
   LeaseKeeper keeper(lock, ko);
   ASSERT_TRUE(keeper.start().ok());
   test::start_counting();
@@ -177,13 +177,13 @@ TEST(ZeroHeap, LeaseKeeperOverQuorumLock) {
     ptrs[i] = &conns[i];
   }
   QuorumOptions o;
-  o.server_timeout = millis(500) * test::slowdown();
+  o.server_timeout = Millis(500) * test::slowdown();
   QuorumLock lock;
   ASSERT_TRUE(lock.init(ptrs, kServers, Bytes::from_cstr("kept-quorum"), o).ok());
   ASSERT_TRUE(lock.try_acquire().ok());
   ASSERT_TRUE(lock.reacquire().ok());  // loads the script everywhere
   KeeperOptions ko;
-  ko.renew_every = millis(1);  // as fast as the loop goes: many renewals, real clock
+  ko.renew_every = Millis(1);  // as fast as the loop goes: many renewals, real clock
   LeaseKeeper keeper(lease_target(lock), conns[0].clock(), ko);
   ASSERT_TRUE(keeper.start().ok());
   test::start_counting();

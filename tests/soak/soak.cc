@@ -54,14 +54,16 @@ constexpr int64_t kWaitMs = 2000;
 constexpr int64_t kSlackMs = 50;  // scheduling slack on a loaded 2-core box
 constexpr int64_t kServerMs = 50;  // quorum: budget of one round per server
 
-int64_t mono() { return SystemClock().now(); }
+// Shared-memory records keep monotonic ns as plain integers.
+int64_t mono() { return SystemClock().now().time_since_epoch().count(); }
+int64_t ns(Nanos d) { return d.count(); }
 
 ConnectionOptions conn_options() {
   ConnectionOptions o;
-  o.connect_timeout = millis(kCommandMs) * test::slowdown();
-  o.command_timeout = millis(kCommandMs) * test::slowdown();
-  o.reconnect_min = millis(5);
-  o.reconnect_max = millis(50);
+  o.connect_timeout = Millis(kCommandMs) * test::slowdown();
+  o.command_timeout = Millis(kCommandMs) * test::slowdown();
+  o.reconnect_min = Millis(5);
+  o.reconnect_max = Millis(50);
   return o;
 }
 
@@ -69,24 +71,24 @@ ConnectionOptions conn_options() {
 template <typename L>
 int grant_loop(int id, L& lock, const Args& a, Shared& sh, Nanos call_budget) {
   Prng rng(a.seed * 1000003 + static_cast<uint64_t>(id) + 1);
-  const int64_t acquire_budget = millis(kWaitMs + kSlackMs) * test::slowdown() + call_budget;
-  const int64_t release_budget = millis(kSlackMs) * test::slowdown() + call_budget;
+  const int64_t acquire_budget = ns(Millis(kWaitMs + kSlackMs) * test::slowdown() + call_budget);
+  const int64_t release_budget = ns(Millis(kSlackMs) * test::slowdown() + call_budget);
   while (sh.grants.load() < sh.max_grants) {
     uint32_t stops = sh.stops[id].load();
     int64_t t0 = mono();
-    const Status s = lock.acquire(millis(kWaitMs));
+    const Status s = lock.acquire(Millis(kWaitMs));
     int64_t took = mono() - t0;  // read the clock before checking for a stop
     if (stops == sh.stops[id].load()) record_call(sh, 0, took, acquire_budget);
     if (!s.ok()) {
       sh.errors.fetch_add(1);
       // Still holding after a lost release reply: free it before retrying.
       if (s.code() == ErrorCode::kInvalidArgument) lock.release().ignore();
-      SystemClock().sleep_for(millis(1));
+      SystemClock().sleep_for(Millis(1));
       continue;
     }
     const int64_t now = mono();
     Grant* g = record_grant(sh);
-    if (g) *g = Grant{id, lock.fence(), now, now + lock.remaining(), 0};
+    if (g) *g = Grant{id, lock.fence(), now, now + ns(lock.remaining()), 0};
     int64_t v = 0;
     if ((a.ignore_validity || lock.held()) && resource_begin(sh, id, lock.fence(), &v)) {
       // Work, and now and then a pause past the lease (a GC pause, a
@@ -95,8 +97,8 @@ int grant_loop(int id, L& lock, const Args& a, Shared& sh, Nanos call_budget) {
       // Past the lease by more than the lateness of a BLPOP timeout on a
       // quiet server (its timer runs at `hz`, 100 here), so a waiter has
       // been granted by the time the late write comes.
-      if (r == 0) SystemClock().sleep_for(millis(a.ttl_ms + 50));
-      if (r < 12) SystemClock().sleep_for(millis(rng.uniform(1, 3)));
+      if (r == 0) SystemClock().sleep_for(Millis(a.ttl_ms + 50));
+      if (r < 12) SystemClock().sleep_for(Millis(rng.uniform(1, 3)));
       if (a.ignore_validity || lock.held()) resource_commit(sh, id, lock.fence(), v + 1, mono());
     }
     if (g) g->released = mono();
@@ -117,22 +119,22 @@ int worker(int id, const std::vector<std::string>& urls, const Args& a, Shared& 
   if (urls.size() == 1) {
     Lock lock(conns[0]);
     LockOptions lo;
-    lo.ttl_ms = a.ttl_ms;
-    lo.retry_min = millis(1);
-    lo.retry_max = millis(20);
+    lo.ttl = Millis(a.ttl_ms);
+    lo.retry_min = Millis(1);
+    lo.retry_max = Millis(20);
     if (!lock.init(Bytes::from_cstr("soak"), lo).ok()) return 11;
-    return grant_loop(id, lock, a, sh, millis(kCommandMs) * test::slowdown());
+    return grant_loop(id, lock, a, sh, Millis(kCommandMs) * test::slowdown());
   }
   static QuorumLock lock;
   Connection* ptrs[kMaxQuorumServers];
   for (size_t i = 0; i < urls.size(); ++i) ptrs[i] = &conns[i];
   QuorumOptions qo;
-  qo.ttl_ms = a.ttl_ms;
-  qo.server_timeout = millis(kServerMs) * test::slowdown();
-  qo.retry_min = millis(1);
-  qo.retry_max = millis(20);
-  qo.down_min = millis(20);
-  qo.down_max = millis(200);
+  qo.ttl = Millis(a.ttl_ms);
+  qo.server_timeout = Millis(kServerMs) * test::slowdown();
+  qo.retry_min = Millis(1);
+  qo.retry_max = Millis(20);
+  qo.down_min = Millis(20);
+  qo.down_max = Millis(200);
   if (!lock.init(ptrs, urls.size(), Bytes::from_cstr("soak"), qo).ok()) return 11;
   return grant_loop(id, lock, a, sh, 2 * qo.server_timeout);
 }
@@ -140,16 +142,16 @@ int worker(int id, const std::vector<std::string>& urls, const Args& a, Shared& 
 void admin(test::RedisServer& server, std::initializer_list<const char*> args) {
   Connection c;
   ConnectionOptions o;
-  o.connect_timeout = millis(200);
-  o.command_timeout = millis(200);
+  o.connect_timeout = Millis(200);
+  o.command_timeout = Millis(200);
   if (!c.setup(server.url().c_str(), o).ok()) return;
   Bytes argv[8];
   size_t n = 0;
   for (const char* x : args) argv[n++] = Bytes::from_cstr(x);
-  c.command(argv, n, Deadline::after(c.clock(), millis(200))).status().ignore();
+  c.command(argv, n, Deadline::after(c.clock(), Millis(200))).status().ignore();
 }
 
-void sleep_ms(int64_t ms) { SystemClock().sleep_for(millis(ms)); }
+void sleep_ms(int64_t ms) { SystemClock().sleep_for(Millis(ms)); }
 
 // One random fault; returns its name for the schedule log.
 const char* inject(Prng& rng, std::vector<std::unique_ptr<test::RedisServer>>& servers,
@@ -259,15 +261,15 @@ int run(int argc, char** argv) {
     while (!done) {
       const int64_t before = mono();
       sleep_ms(1);
-      const int64_t late = mono() - before - millis(1);
-      if (late > millis(kSlackMs)) stalls.fetch_add(1);
+      const int64_t late = mono() - before - ns(Millis(1));
+      if (late > ns(Millis(kSlackMs))) stalls.fetch_add(1);
       if (late > worst_stall) worst_stall = late;
     }
   });
   const int64_t t0 = mono();
   // Bounded: ends when the workers have their grants, or after 20 minutes.
-  while (sh->grants.load() < a.grants && mono() - t0 < millis(20 * 60 * 1000)) {
-    const int64_t next = mono() + millis(rng.uniform(a.fault_ms / 2, a.fault_ms * 3 / 2));
+  while (sh->grants.load() < a.grants && mono() - t0 < ns(Millis(20 * 60 * 1000))) {
+    const int64_t next = mono() + ns(Millis(rng.uniform(a.fault_ms / 2, a.fault_ms * 3 / 2)));
     while (mono() < next && sh->grants.load() < a.grants) sleep_ms(5);
     if (sh->grants.load() >= a.grants) break;
     const char* f = inject(rng, servers, pids, *sh, a);

@@ -20,9 +20,9 @@ namespace {
 constexpr size_t kReadSize = 16384;
 constexpr size_t kMaxQueuedBytes = 1 << 20;  // per direction; then stop reading
 constexpr size_t kMaxPairs = 64;
-constexpr Nanos kMaxWait = millis(10);  // how often the thread checks stop_
+constexpr Nanos kMaxWait = Millis(10);  // how often the thread checks stop_
 
-Nanos now() { return default_clock().now(); }
+TimePoint now() { return default_clock().now(); }
 
 void tune(int fd) {
   const int one = 1;
@@ -31,7 +31,7 @@ void tune(int fd) {
 }
 
 struct Chunk {
-  Nanos due;
+  TimePoint due;
   std::string data;  // empty: end of stream
   size_t sent = 0;
 };
@@ -64,7 +64,7 @@ void read_in(Direction& d, Nanos delay) {
 }
 
 // Writes the chunks that are due, in order. False on a write error.
-bool deliver(Direction& d, Nanos t) {
+bool deliver(Direction& d, TimePoint t) {
   for (size_t i = 0; i < 1024 && !d.queue.empty() && d.queue.front().due <= t; ++i) {
     Chunk& c = d.queue.front();
     if (c.data.empty()) {
@@ -137,12 +137,12 @@ bool DelayProxy::start() {
 }
 
 bool DelayProxy::wait_idle(Nanos limit) const {
-  const Nanos end = now() + limit;
+  const TimePoint end = now() + limit;
   int zeros = 0;
   for (int i = 0; i < 100000 && now() < end; ++i) {
     zeros = queued() == 0 ? zeros + 1 : 0;
     if (zeros == 2) return true;
-    SystemClock().sleep_for(millis(5));
+    SystemClock().sleep_for(Millis(5));
   }
   return false;
 }
@@ -179,12 +179,12 @@ void DelayProxy::accept_one() {
 }
 
 // Until the earliest queued chunk is due, at most kMaxWait.
-Nanos DelayProxy::wait_budget(Nanos t) const {
+Nanos DelayProxy::wait_budget(TimePoint t) const {
   Nanos wait = kMaxWait;
   for (const auto& p : pairs_) {
     for (const Direction& d : p->dir) {
       if (d.queue.empty() || d.blocked) continue;
-      wait = std::min(wait, std::max<Nanos>(0, d.queue.front().due - t));
+      wait = std::min(wait, std::max<Nanos>(Nanos::zero(), d.queue.front().due - t));
     }
   }
   return wait;
@@ -193,7 +193,7 @@ Nanos DelayProxy::wait_budget(Nanos t) const {
 void DelayProxy::run() {
   std::vector<pollfd> fds;
   while (!stop_.load()) {  // bounded: the destructor sets stop_
-    const Nanos t = now();
+    const TimePoint t = now();
     for (auto& p : pairs_) {
       for (Direction& d : p->dir) {
         if (!d.blocked && !deliver(d, t)) p->dead = true;
@@ -214,7 +214,8 @@ void DelayProxy::run() {
       }
     }
     const Nanos wait = wait_budget(t);
-    const timespec ts{static_cast<time_t>(wait / 1000000000), static_cast<long>(wait % 1000000000)};
+    const auto secs = std::chrono::duration_cast<std::chrono::seconds>(wait);
+    const timespec ts{static_cast<time_t>(secs.count()), static_cast<long>((wait - secs).count())};
     if (ppoll(fds.data(), fds.size(), &ts, nullptr) <= 0) continue;
     const Nanos delay = delay_.load();
     for (size_t k = 0; k < pairs_.size(); ++k) {

@@ -52,7 +52,7 @@ class DelayProxy {
  private:
   void run();
   void accept_one();
-  Nanos wait_budget(Nanos now) const;
+  Nanos wait_budget(TimePoint now) const;
 
   int upstream_port_;
   std::atomic<Nanos> delay_;

@@ -26,17 +26,17 @@ std::string run(Connection& c, std::initializer_list<std::string> args) {
   std::vector<Bytes> argv;
   for (const auto& a : args) argv.push_back(Bytes(a.data(), a.size()));
   const Result<const Reply*> r =
-      c.command(argv.data(), argv.size(), Deadline::after(c.clock(), millis(5000) * slowdown()));
+      c.command(argv.data(), argv.size(), Deadline::after(c.clock(), Millis(5000) * slowdown()));
   if (!r.ok()) return std::string("ERR:") + c.last_error();
   return to_text(*r.value());
 }
 
 bool open(Connection& c, const std::string& url, Clock* clock) {
   ConnectionOptions o;
-  o.connect_timeout = millis(2000) * slowdown();
-  o.command_timeout = millis(2000) * slowdown();
-  o.reconnect_min = millis(1);
-  o.reconnect_max = millis(10);
+  o.connect_timeout = Millis(2000) * slowdown();
+  o.command_timeout = Millis(2000) * slowdown();
+  o.reconnect_min = Millis(1);
+  o.reconnect_max = Millis(10);
   o.clock = clock;
   const Status s = c.setup(url.c_str(), o);
   if (!s.ok()) {

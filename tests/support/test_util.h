@@ -1,6 +1,8 @@
 #pragma once
 // Test helpers built on the library itself.
 
+#include <chrono>
+#include <cstdint>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -14,6 +16,9 @@ namespace test {
 /// integers in decimal, nil as "(nil)", errors as "ERR:<text>", arrays as
 /// space-joined elements.
 std::string run(Connection& c, std::initializer_list<std::string> args);
+
+/// `d` in whole ms, rounded down (for printing and ms arithmetic).
+inline int64_t ms(Nanos d) { return std::chrono::floor<Millis>(d).count(); }
 
 /// A connection set up to `url` with short timeouts suited to tests.
 /// Returns false (and fails the calling test via ADD_FAILURE) on error.

@@ -33,47 +33,48 @@ TEST(Status, EveryCodeHasItsOwnName) {
 }
 
 TEST(Deadline, ArithmeticOnFakeClock) {
-  FakeClock clock(millis(5));
-  const Deadline d = Deadline::after(clock, millis(100));
-  EXPECT_EQ(d.remaining(clock), millis(100));
+  FakeClock clock(TimePoint(Millis(5)));
+  const Deadline d = Deadline::after(clock, Millis(100));
+  EXPECT_EQ(d.remaining(clock), Millis(100));
   EXPECT_EQ(d.poll_timeout_ms(clock), 100);
-  clock.advance(millis(99) + 1);
+  clock.advance(Millis(99) + Nanos(1));
   EXPECT_FALSE(d.expired(clock));
   EXPECT_EQ(d.poll_timeout_ms(clock), 1) << "rounds up, never 0 before expiry";
-  clock.advance(millis(1));
+  clock.advance(Millis(1));
   EXPECT_TRUE(d.expired(clock));
-  EXPECT_EQ(d.remaining(clock), 0);
+  EXPECT_EQ(d.remaining(clock), Nanos::zero());
   EXPECT_EQ(d.poll_timeout_ms(clock), 0);
 }
 
 TEST(Deadline, NeverAndOverflow) {
-  FakeClock clock(INT64_MAX - millis(1));
-  EXPECT_TRUE(Deadline::after(clock, -1).is_never());
-  EXPECT_TRUE(Deadline::after(clock, millis(10)).is_never()) << "saturates instead of wrapping";
+  FakeClock clock(TimePoint(Nanos::max() - Millis(1)));
+  EXPECT_TRUE(Deadline::after(clock, Nanos(-1)).is_never());
+  EXPECT_TRUE(Deadline::after(clock, kForever).is_never());
+  EXPECT_TRUE(Deadline::after(clock, Millis(10)).is_never()) << "saturates instead of wrapping";
   EXPECT_EQ(Deadline::never().poll_timeout_ms(clock), -1);
-  FakeClock c2(0);
-  const Deadline a = Deadline::after(c2, millis(5)), b = Deadline::after(c2, millis(3));
+  FakeClock c2{TimePoint()};
+  const Deadline a = Deadline::after(c2, Millis(5)), b = Deadline::after(c2, Millis(3));
   EXPECT_EQ(a.min(b).when(), b.when());
 }
 
 TEST(Deadline, LargeValuesStay64Bit) {
   // 30 days in ns exceeds 2^32 many times over; must be exact on 32-bit too.
-  FakeClock clock(0);
-  const Nanos month = millis(30LL * 24 * 3600 * 1000);
+  FakeClock clock{TimePoint()};
+  const Nanos month = Millis(30LL * 24 * 3600 * 1000);
   const Deadline d = Deadline::after(clock, month);
-  EXPECT_EQ(d.remaining(clock), 2592000000000000LL);
-  EXPECT_EQ(to_millis(d.remaining(clock)), 2592000000LL);
+  EXPECT_EQ(d.remaining(clock).count(), 2592000000000000LL);
+  EXPECT_EQ(std::chrono::floor<Millis>(d.remaining(clock)).count(), 2592000000LL);
 }
 
 TEST(Backoff, BoundsGrowAndCap) {
   Prng rng(42);
-  Backoff b(millis(2), millis(50));
-  Nanos caps[] = {millis(2), millis(4), millis(8), millis(16), millis(32), millis(50), millis(50)};
+  Backoff b(Millis(2), Millis(50));
+  Nanos caps[] = {Millis(2), Millis(4), Millis(8), Millis(16), Millis(32), Millis(50), Millis(50)};
   for (Nanos cap : caps) {
     for (int i = 0; i < 200; ++i) {
       Backoff probe = b;
       const Nanos d = probe.next(rng);
-      EXPECT_GE(d, millis(2));
+      EXPECT_GE(d, Millis(2));
       EXPECT_LE(d, cap);
     }
     (void)b.next(rng);
@@ -84,7 +85,7 @@ TEST(Backoff, JitterSpreads) {
   Prng rng(7);
   std::set<Nanos> seen;
   for (int i = 0; i < 100; ++i) {
-    Backoff b(millis(1), millis(100));
+    Backoff b(Millis(1), Millis(100));
     for (int k = 0; k < 6; ++k) (void)b.next(rng);
     seen.insert(b.next(rng));
   }

@@ -23,24 +23,24 @@ TEST(QuorumMath, MajorityOfN) {
 }
 
 TEST(QuorumMath, DriftIsFactorTimesTtlPlusTwoMillis) {
-  EXPECT_EQ(drift_of(10000, 0.01), millis(100) + millis(2));
-  EXPECT_EQ(drift_of(10000, 0.0), millis(2));
-  EXPECT_EQ(drift_of(1000, 0.5), millis(500) + millis(2));
+  EXPECT_EQ(drift_of(Millis(10000), 0.01), Millis(100) + Millis(2));
+  EXPECT_EQ(drift_of(Millis(10000), 0.0), Millis(2));
+  EXPECT_EQ(drift_of(Millis(1000), 0.5), Millis(500) + Millis(2));
 }
 
 TEST(QuorumMath, ValidityCountsFromBeforeTheFirstSend) {
   FakeClock clock;
-  const Nanos start = clock.now();  // taken before the first request leaves
-  const Nanos end = validity_end(start, 10000, 0.01);
-  EXPECT_EQ(end - start, millis(10000) - millis(102));
-  clock.advance(millis(30));  // the quorum-th reply is read 30 ms later
+  const TimePoint start = clock.now();  // taken before the first request leaves
+  const TimePoint end = validity_end(start, Millis(10000), 0.01);
+  EXPECT_EQ(end - start, Millis(10000) - Millis(102));
+  clock.advance(Millis(30));  // the quorum-th reply is read 30 ms later
   EXPECT_TRUE(still_valid(end, clock.now()));
-  EXPECT_EQ(end - clock.now(), millis(10000) - millis(30) - millis(102)) << "TTL - elapsed - drift";
-  clock.advance(end - clock.now() - 1);
+  EXPECT_EQ(end - clock.now(), Millis(10000) - Millis(30) - Millis(102)) << "TTL - elapsed - drift";
+  clock.advance(end - clock.now() - Nanos(1));
   EXPECT_TRUE(still_valid(end, clock.now())) << "1 ns left is still valid";
-  clock.advance(1);
+  clock.advance(Nanos(1));
   EXPECT_FALSE(still_valid(end, clock.now())) << "validity 0 is expired";
-  clock.advance(millis(5));
+  clock.advance(Millis(5));
   EXPECT_FALSE(still_valid(end, clock.now()));
 }
 

@@ -54,22 +54,23 @@ class RateGate {
   /// Runs `script` on the key within one command timeout.
   /// Errors: Connection::command()'s.
   Result<const Reply*> eval_key(const Script& script, const Bytes* args, size_t nargs);
-  /// The key's PTTL (*ttl) and, if `used` is set, its counter (kRatePeekScript).
+  /// The key's PTTL as the server counts it (*pttl, ms; -2 no key, -1 no
+  /// expiry) and, if `used` is set, its counter (kRatePeekScript).
   /// Errors: kInvalidArgument (no key), kProtocol, Connection::command()'s.
-  Status peek_key(int64_t* ttl, int64_t* used);
+  Status peek_key(int64_t* pttl, int64_t* used);
   /// Deletes the key and clears the hint.
   /// Errors: kInvalidArgument (no key), kProtocol, Connection::command()'s.
   Status reset_key();
   /// The status of an answer the server gave (*a filled in) to a request
-  /// sent no earlier than `start`, whose period/window had `ttl_ms` left:
+  /// sent no earlier than `start`, whose period/window had `ttl` left:
   /// an allowed answer is usable only while that surely lasts on our clock;
   /// later, acting on it could overlap the next period or window.
   /// Errors: kBusy (refused), kExpired (allowed too late: `allowed` is
   /// cleared; the attempt was counted on the server).
-  Status admitted(Admission* a, Nanos start, int64_t ttl_ms);
+  Status admitted(Admission* a, TimePoint start, Millis ttl);
   /// `on`: refuse locally until the key, (re)armed no earlier than `start`
-  /// with `ttl_ms` left, surely still lives on our clock. Else clears it.
-  void set_hint(bool on, Nanos start, int64_t ttl_ms);
+  /// with `ttl` left, surely still lives on our clock. Else clears it.
+  void set_hint(bool on, TimePoint start, Millis ttl);
 
  private:
   Connection* conn_;
@@ -78,7 +79,7 @@ class RateGate {
   double drift_factor_ = 0.01;
   bool local_hint_ = true;
   bool hinted_ = false;
-  Nanos refuse_until_ = 0;
+  TimePoint refuse_until_{};
   Metrics metrics_;
 };
 
