@@ -11,7 +11,7 @@
 
 #include "edgelock/random.h"
 #include "error_text.h"
-#include "transport/tls_info.h"
+#include "transport/library_info.h"
 #include "transport/tls_session.h"
 #include "transport/transport.h"
 
@@ -236,10 +236,10 @@ const char* tls_version_name(const TransportState& t) {
   return t.tls ? mbedtls_ssl_get_version(&t.tls->ssl) : nullptr;
 }
 
-void tls_library_versions(TlsLibraryVersions* out) {
-  out->compiled = MBEDTLS_VERSION_STRING;
-  mbedtls_version_get_string(out->linked);
-  out->max_version = EDGELOCK_TLS13 ? "TLSv1.3" : "TLSv1.2";
+void tls_library_info(LibraryInfo* out) {
+  out->tls_compiled = MBEDTLS_VERSION_STRING;
+  mbedtls_version_get_string(out->tls_linked);
+  out->tls_max = EDGELOCK_TLS13 ? "TLSv1.3" : "TLSv1.2";
 }
 
 }  // namespace detail

@@ -2,7 +2,7 @@
 #include <cstdio>
 
 #include "error_text.h"
-#include "transport/tls_info.h"
+#include "transport/library_info.h"
 #include "transport/transport.h"
 
 namespace edgelock {
@@ -22,7 +22,7 @@ Result<size_t> tls_read(TransportState&, uint8_t*, size_t, ErrorText&) {
 }
 bool tls_has_pending(const TransportState&) { return false; }
 bool tls_available() { return false; }
-void tls_library_versions(TlsLibraryVersions* out) { *out = TlsLibraryVersions(); }
+void tls_library_info(LibraryInfo*) {}
 const char* tls_version_name(const TransportState&) { return nullptr; }
 
 }  // namespace detail
