@@ -70,6 +70,21 @@ int verify_cb(void* ctx, mbedtls_x509_crt* crt, int depth, uint32_t* flags) {
   return 0;
 }
 
+#if EDGELOCK_TLS13
+// Signature algorithms offered, PKCS#1 v1.5 before RSA-PSS: mbedTLS 3.6.6
+// offers PSS (TLS 1.3 needs it) but rejects a TLS 1.2 ServerKeyExchange
+// signed with it, which an OpenSSL server with an RSA key and TLS 1.2 only
+// picks when PSS comes first (Mbed-TLS PR 10674, after 3.6.6). TLS 1.3
+// does not use PKCS#1 for handshake signatures, so it still gets PSS. What
+// the library lacks is left out of the ClientHello by mbedTLS.
+constexpr uint16_t kSigAlgs[] = {
+    MBEDTLS_TLS1_3_SIG_ECDSA_SECP256R1_SHA256, MBEDTLS_TLS1_3_SIG_ECDSA_SECP384R1_SHA384,
+    MBEDTLS_TLS1_3_SIG_ECDSA_SECP521R1_SHA512, MBEDTLS_TLS1_3_SIG_RSA_PKCS1_SHA256,
+    MBEDTLS_TLS1_3_SIG_RSA_PKCS1_SHA384,       MBEDTLS_TLS1_3_SIG_RSA_PKCS1_SHA512,
+    MBEDTLS_TLS1_3_SIG_RSA_PSS_RSAE_SHA256,    MBEDTLS_TLS1_3_SIG_RSA_PSS_RSAE_SHA384,
+    MBEDTLS_TLS1_3_SIG_RSA_PSS_RSAE_SHA512,    MBEDTLS_TLS1_3_SIG_NONE};
+#endif
+
 Status load_trust(TlsSession& s, const TlsOptions& o, ErrorText& err) {
   if (o.ca_file) {
     const int ret = mbedtls_x509_crt_parse_file(&s.ca, o.ca_file);
@@ -120,6 +135,9 @@ Status tls_configure(TlsSession& s, const TlsOptions& o, ErrorText& err) {
   // first, with 1.2 still accepted from servers that lack 1.3).
 #if MBEDTLS_VERSION_NUMBER >= 0x03000000
   mbedtls_ssl_conf_min_tls_version(&s.conf, MBEDTLS_SSL_VERSION_TLS1_2);
+#if EDGELOCK_TLS13
+  mbedtls_ssl_conf_sig_algs(&s.conf, kSigAlgs);
+#endif
 #else
   mbedtls_ssl_conf_min_version(&s.conf, MBEDTLS_SSL_MAJOR_VERSION_3, MBEDTLS_SSL_MINOR_VERSION_3);
 #endif

@@ -265,6 +265,23 @@ TEST_F(TlsTest, Tls13OnlyServer) {
   }
 }
 
+// An RSA server key under both protocols: TLS 1.3 signs with RSA-PSS,
+// TLS 1.2 with PKCS#1 v1.5 (mbedTLS 3.6.6 rejects a TLS 1.2 PSS signature,
+// so the client must not invite one).
+TEST_F(TlsTest, RsaServerKeyOverEachProtocol) {
+  TlsRedis rsa(*certs_, "rsa-server");
+  TlsRedis rsa12(*certs_, "rsa-server", false, {"--tls-protocols", "TLSv1.2"});
+  ASSERT_TRUE(rsa.start());
+  ASSERT_TRUE(rsa12.start());
+  EXPECT_EQ(negotiated(rsa.tls_url(), options().tls), library_max());
+  EXPECT_EQ(negotiated(rsa12.tls_url(), options().tls), "TLSv1.2");
+  for (TlsRedis* s : {&rsa, &rsa12}) {
+    Connection c;
+    ASSERT_TRUE(connect(c, s->tls_url(), options()).ok()) << c.last_error();
+    expect_lock_works(c, *s);
+  }
+}
+
 // An IP literal is checked against the IP SANs, and a DNS name against the
 // DNS SANs, under whichever protocol is negotiated.
 TEST_F(TlsTest, IpSanOverTls12) {
