@@ -61,10 +61,6 @@ Status add_seed(void* ctx, const Endpoint& host) {
 
 }  // namespace
 
-struct Cluster::Call : detail::RoutedCall {
-  uint16_t slot;
-};
-
 Status Cluster::setup(const char* url, const ConnectionOptions& options,
                       const ClusterOptions& cluster_options) {
   for (size_t i = 0; i < node_count_; ++i) nodes_[i].close();
@@ -125,13 +121,13 @@ Status Cluster::note(Connection& conn, Status s) {
   return s;
 }
 
-Result<const Reply*> Cluster::eval(const Script& script, const Bytes* keys, size_t nkeys,
-                                   const Bytes* args, size_t nargs, bool replicate,
-                                   Deadline deadline) {
-  if (nkeys == 0) return ErrorCode::kInvalidArgument;
-  const Call call{{&script, keys, nkeys, args, nargs}, key_slot(keys[0])};
-  const Result<const Reply*> r = route(call, deadline);
-  if (!r.ok() || !replicate) return r;
+Result<const Reply*> Cluster::eval(const ScriptCall& call, Deadline deadline) {
+  if (!call.script || call.keys.empty()) {
+    set_error(error_, "eval without a script or a key to route by");
+    return ErrorCode::kInvalidArgument;
+  }
+  const Result<const Reply*> r = route(call, key_slot(call.keys[0]), deadline);
+  if (!r.ok() || !call.writes_lease) return r;
   const Result<const Reply*> c =
       detail::confirm_write(nodes_[last_node_], r.value(), cluster_options_.wait_replicas,
                             cluster_options_.wait_timeout, deadline, &confirmed_, error_);
@@ -139,13 +135,11 @@ Result<const Reply*> Cluster::eval(const Script& script, const Bytes* keys, size
   return c;
 }
 
-Result<const Reply*> Cluster::command(Bytes key, const Bytes* args, size_t count,
-                                      Deadline deadline) {
-  const Call call{{nullptr, nullptr, 0, args, count}, key_slot(key)};
-  return route(call, deadline);
+Result<const Reply*> Cluster::command(Bytes key, Span<const Bytes> args, Deadline deadline) {
+  return route(detail::plain_command(args), key_slot(key), deadline);
 }
 
-Result<const Reply*> Cluster::send(const Call& call, Connection& conn, bool asking,
+Result<const Reply*> Cluster::send(const ScriptCall& call, Connection& conn, bool asking,
                                    Deadline deadline) {
   if (asking) {
     // ASKING covers the next command only, and a NOSCRIPT fallback would
@@ -153,17 +147,17 @@ Result<const Reply*> Cluster::send(const Call& call, Connection& conn, bool aski
     if (call.script) {
       const Bytes load[3] = {Bytes::from_cstr("SCRIPT"), Bytes::from_cstr("LOAD"),
                              Bytes(call.script->body, call.script->len)};
-      const Result<const Reply*> r = conn.command(load, 3, deadline);
+      const Result<const Reply*> r = conn.command(load, deadline);
       if (!r.ok()) return r;
     }
     const Bytes ask[1] = {Bytes::from_cstr("ASKING")};
-    const Result<const Reply*> r = conn.command(ask, 1, deadline);
+    const Result<const Reply*> r = conn.command(ask, deadline);
     if (!r.ok()) return r;
   }
-  return call.send_on(conn, deadline);
+  return detail::send_routed(conn, call, deadline);
 }
 
-Result<const Reply*> Cluster::route(const Call& call, Deadline deadline) {
+Result<const Reply*> Cluster::route(const ScriptCall& call, uint16_t slot, Deadline deadline) {
   if (!is_setup_) {
     set_error(error_, "cluster used before setup()");
     return ErrorCode::kInvalidArgument;
@@ -174,7 +168,7 @@ Result<const Reply*> Cluster::route(const Call& call, Deadline deadline) {
     const Status s = refresh(deadline);
     if (!s.ok() && stats_.refreshes == 0) return s;
   }
-  int target = pick_node(call.slot);
+  int target = pick_node(slot);
   bool asking = false;
   int redirects = 0;
   for (int round = 0; round < kMaxRounds; ++round) {
@@ -191,19 +185,19 @@ Result<const Reply*> Cluster::route(const Call& call, Deadline deadline) {
       // the next command. Retry now only if nothing was sent and the slot
       // has a new owner; after an I/O error the outcome is unknown.
       map_stale_ = true;
-      if (!not_sent(s.code()) || !refresh(deadline).ok() || pick_node(call.slot) == target) {
+      if (!not_sent(s.code()) || !refresh(deadline).ok() || pick_node(slot) == target) {
         return note(conn, s);
       }
-      target = pick_node(call.slot);
+      target = pick_node(slot);
       asking = false;
       continue;
     }
     note(conn, r.status()).ignore();
     const bool redirect = starts_with(error_, "MOVED ") || starts_with(error_, "ASK ");
     if (redirect && ++redirects > kMaxRedirects) break;
-    EDGELOCK_TRY(follow(call.slot, &target, &asking, deadline));
+    EDGELOCK_TRY(follow(slot, &target, &asking, deadline));
   }
-  set_error(error_, "too many redirects for slot %u", call.slot);
+  set_error(error_, "too many redirects for slot %u", slot);
   return ErrorCode::kServerError;
 }
 

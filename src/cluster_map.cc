@@ -69,7 +69,7 @@ Status Cluster::read_map(Connection& conn, Deadline deadline) {
     char num[24];
     const int n = std::snprintf(num, sizeof num, "%lld", static_cast<long long>(first));
     const Bytes arg(num, static_cast<size_t>(n));
-    const Result<const Reply*> r = conn.eval(kSlotsPageScript, nullptr, 0, &arg, 1, deadline);
+    const Result<const Reply*> r = conn.eval({&kSlotsPageScript, {}, {&arg, 1}}, deadline);
     if (!r.ok()) return note(conn, r.status());
     const Reply& rep = *r.value();
     if (rep.type != ReplyType::kArray || rep.count < 1 || (rep.count - 1) % 4 != 0 ||

@@ -125,7 +125,7 @@ Status Connection::handshake(Deadline deadline) {
     auth[n++] = Bytes::from_cstr("AUTH");
     if (endpoint_.user[0] != '\0') auth[n++] = Bytes::from_cstr(endpoint_.user);
     auth[n++] = Bytes::from_cstr(endpoint_.password);
-    EDGELOCK_TRY(encode(auth, n));
+    EDGELOCK_TRY(encode(Span<const Bytes>(auth, n)));
     EDGELOCK_TRY(begin());
     const Result<const Reply*> r = wait(deadline);
     if (!r.ok()) return r.status();
@@ -135,7 +135,7 @@ Status Connection::handshake(Deadline deadline) {
     char db[12];
     const int n = std::snprintf(db, sizeof db, "%d", endpoint_.db);
     const Bytes select[2] = {Bytes::from_cstr("SELECT"), Bytes(db, static_cast<size_t>(n))};
-    EDGELOCK_TRY(encode(select, 2));
+    EDGELOCK_TRY(encode(select));
     EDGELOCK_TRY(begin());
     const Result<const Reply*> r = wait(deadline);
     if (!r.ok()) return r.status();
@@ -169,14 +169,13 @@ void Connection::note_event(EventKind kind, Status status, Bytes key, Nanos late
   }
 }
 
-Result<const Reply*> Connection::command(const Bytes* args, size_t count, Deadline deadline) {
-  EDGELOCK_TRY(start_command(args, count, deadline));
+Result<const Reply*> Connection::command(Span<const Bytes> args, Deadline deadline) {
+  EDGELOCK_TRY(start_command(args, deadline));
   return wait(deadline);
 }
 
-Result<const Reply*> Connection::eval(const Script& script, const Bytes* keys, size_t nkeys,
-                                      const Bytes* args, size_t nargs, Deadline deadline) {
-  EDGELOCK_TRY(start_eval(script, keys, nkeys, args, nargs, deadline));
+Result<const Reply*> Connection::eval(const ScriptCall& call, Deadline deadline) {
+  EDGELOCK_TRY(start_eval(call, deadline));
   return wait(deadline);
 }
 

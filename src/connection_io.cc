@@ -20,12 +20,13 @@ namespace {
 constexpr int kMaxRounds = 1 << 20;
 }  // namespace
 
-Status Connection::encode(const Bytes* args, size_t count, size_t offset) {
+Status Connection::encode(Span<const Bytes> args, size_t offset) {
   ByteBuilder out(tx_ + offset, sizeof tx_ - offset);
-  const Status s = resp::encode_command(out, resp::Command{args, count});
+  const resp::Command command{args.data(), args.size()};
+  const Status s = resp::encode_command(out, command);
   if (!s.ok()) {
     set_error(error_, "command of %zu bytes does not fit the %zu-byte buffer",
-                  resp::encoded_length(resp::Command{args, count}), sizeof tx_ - offset);
+                  resp::encoded_length(command), sizeof tx_ - offset);
     return s;
   }
   tx_len_ = offset + out.size();
@@ -34,22 +35,27 @@ Status Connection::encode(const Bytes* args, size_t count, size_t offset) {
 
 Status Connection::encode_eval(bool by_sha, size_t offset) {
   eval_by_sha_ = by_sha;
-  // EVALSHA sha numkeys key... arg...; at most 2 + keys + args arguments.
+  if (!eval_.script) {
+    set_error(error_, "eval without a script");
+    return ErrorCode::kInvalidArgument;
+  }
+  // EVALSHA sha numkeys key... arg...; at most 3 + keys + args arguments.
   constexpr size_t kMaxArgs = 16;
-  if (eval_nkeys_ + eval_nargs_ + 3 > kMaxArgs) {
+  if (eval_.keys.size() + eval_.args.size() + 3 > kMaxArgs) {
     set_error(error_, "EVAL with more than %zu keys and arguments", kMaxArgs - 3);
     return ErrorCode::kInvalidArgument;
   }
   Bytes argv[kMaxArgs];
   char numkeys[8];
-  const int n = std::snprintf(numkeys, sizeof numkeys, "%zu", eval_nkeys_);
+  const int n = std::snprintf(numkeys, sizeof numkeys, "%zu", eval_.keys.size());
+  const Script& script = *eval_.script;
   size_t c = 0;
   argv[c++] = Bytes::from_cstr(by_sha ? "EVALSHA" : "EVAL");
-  argv[c++] = by_sha ? Bytes(eval_script_->sha1, 40) : Bytes(eval_script_->body, eval_script_->len);
+  argv[c++] = by_sha ? Bytes(script.sha1, 40) : Bytes(script.body, script.len);
   argv[c++] = Bytes(numkeys, static_cast<size_t>(n));
-  for (size_t i = 0; i < eval_nkeys_; ++i) argv[c++] = eval_keys_[i];
-  for (size_t i = 0; i < eval_nargs_; ++i) argv[c++] = eval_args_[i];
-  return encode(argv, c, offset);
+  for (const Bytes& key : eval_.keys) argv[c++] = key;
+  for (const Bytes& arg : eval_.args) argv[c++] = arg;
+  return encode(Span<const Bytes>(argv, c), offset);
 }
 
 Status Connection::begin() {
@@ -72,32 +78,22 @@ Status Connection::reject_reply(const char* what) {
   return fail(ErrorCode::kProtocol);
 }
 
-Status Connection::start_command(const Bytes* args, size_t count, Deadline deadline) {
+Status Connection::start_command(Span<const Bytes> args, Deadline deadline) {
   if (busy()) return ErrorCode::kInvalidArgument;
   drop_if_stale();
   EDGELOCK_TRY(ensure_connected(deadline));
-  eval_script_ = nullptr;
-  EDGELOCK_TRY(encode(args, count));
+  eval_ = ScriptCall();
+  EDGELOCK_TRY(encode(args));
   return begin();
 }
 
-Status Connection::start_eval(const Script& script, const Bytes* keys, size_t nkeys,
-                              const Bytes* args, size_t nargs, Deadline deadline) {
+Status Connection::start_eval(const ScriptCall& call, Deadline deadline) {
   if (busy()) return ErrorCode::kInvalidArgument;
   drop_if_stale();
   EDGELOCK_TRY(ensure_connected(deadline));
-  set_eval(script, keys, nkeys, args, nargs);
+  set_eval(call);
   EDGELOCK_TRY(encode_eval(true));
   return begin();
-}
-
-void Connection::set_eval(const Script& script, const Bytes* keys, size_t nkeys, const Bytes* args,
-                          size_t nargs) {
-  eval_script_ = &script;
-  eval_keys_ = keys;
-  eval_nkeys_ = nkeys;
-  eval_args_ = args;
-  eval_nargs_ = nargs;
 }
 
 short Connection::poll_events() const {
@@ -115,7 +111,7 @@ Result<const Reply*> Connection::on_reply(const Reply* reply) {
     return reply;
   }
   const bool noscript = reply->len >= 8 && std::memcmp(reply->str, "NOSCRIPT", 8) == 0;
-  if (noscript && eval_script_ && eval_by_sha_) {
+  if (noscript && eval_.script && eval_by_sha_) {
     // The server lost its script cache: send the body once, which reloads it.
     // Only once: an EVAL answered with NOSCRIPT is an error, not a loop.
     const Status s = encode_eval(false);

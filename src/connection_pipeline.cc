@@ -7,16 +7,13 @@
 
 namespace edgelock {
 
-Result<const Reply*> Connection::command_then_eval(const Bytes* args, size_t count,
-                                                   const Script& script, const Bytes* keys,
-                                                   size_t nkeys, const Bytes* eval_args,
-                                                   size_t nargs, Deadline deadline,
-                                                   Status* first) {
+Result<const Reply*> Connection::command_then_eval(Span<const Bytes> args, const ScriptCall& call,
+                                                   Deadline deadline, Status* first) {
   if (busy() || !first) return ErrorCode::kInvalidArgument;
   drop_if_stale();
   EDGELOCK_TRY(ensure_connected(deadline));
-  set_eval(script, keys, nkeys, eval_args, nargs);
-  EDGELOCK_TRY(encode(args, count));
+  set_eval(call);
+  EDGELOCK_TRY(encode(args));
   EDGELOCK_TRY(encode_eval(true, tx_len_));
   EDGELOCK_TRY(begin());
   ++stats_.commands;  // two commands in this write
@@ -36,29 +33,20 @@ Result<const Reply*> Connection::command_then_eval(const Bytes* args, size_t cou
 
 namespace edgelock {
 
-Status Connection::pipeline_eval(const Script& script, const Bytes* keys, size_t nkeys,
-                                 const Bytes* args, size_t nargs) {
+Status Connection::pipeline_eval(const ScriptCall& call) {
   // Only behind a request already written whole: the send buffer is then
   // free, and a TLS write in progress is never re-armed with other bytes.
   if (phase_ != Phase::kReceiving || !is_connected() || replies_due_ >= kMaxPipelined) {
     return ErrorCode::kInvalidArgument;
   }
-  const Script* script0 = eval_script_;
-  const Bytes* keys0 = eval_keys_;
-  const size_t nkeys0 = eval_nkeys_;
-  const Bytes* args0 = eval_args_;
-  const size_t nargs0 = eval_nargs_;
+  const ScriptCall call0 = eval_;  // no script after a plain command
   const bool sha0 = eval_by_sha_;
-  set_eval(script, keys, nkeys, args, nargs);
+  set_eval(call);
   // By body: a NOSCRIPT for the earlier request must not re-send anything
   // (it would land after this one), and this one cannot get NOSCRIPT.
   const Status s = encode_eval(false);
   if (!s.ok()) {
-    eval_script_ = script0;  // null after a plain command
-    eval_keys_ = keys0;
-    eval_nkeys_ = nkeys0;
-    eval_args_ = args0;
-    eval_nargs_ = nargs0;
+    eval_ = call0;
     eval_by_sha_ = sha0;
     return s;
   }

@@ -23,7 +23,7 @@ Status Cooldown::send(Admission* a) {
   const detail::DecimalText period(options_.period);
   const Bytes args[1] = {period.bytes()};
   const TimePoint start = connection().clock().now();
-  const Result<const Reply*> r = eval_key(detail::kCooldownScript, args, 1);
+  const Result<const Reply*> r = eval_key(detail::kCooldownScript, args);
   if (!r.ok()) return r.status();
   int64_t ok = 0, pttl = 0;
   if (!detail::int_at(r.value(), 0, &ok) || !detail::int_at(r.value(), 1, &pttl) || pttl < 0) {

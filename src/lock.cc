@@ -29,7 +29,7 @@ Status Lock::init(Bytes key, const LockOptions& options) {
     return ErrorCode::kInvalidArgument;
   }
   if (options.wake_fallback < Millis(2)) return ErrorCode::kInvalidArgument;
-  if (router_) EDGELOCK_TRY(router_->check_key(key));
+  if (backend_) EDGELOCK_TRY(backend_->check_key(key));
   const Result<size_t> fk = detail::companion_key(key, ":fence", fence_key_, sizeof fence_key_);
   if (!fk.ok()) return fk.status();
   const Result<size_t> wk = detail::companion_key(key, ":wake", wake_key_, sizeof wake_key_);
@@ -59,15 +59,14 @@ Deadline Lock::io_deadline() const {
   return Deadline::after(clock(), command_timeout());
 }
 
-Result<const Reply*> Lock::run_eval(const Script& script, const Bytes* keys, size_t nkeys,
-                                    const Bytes* args, size_t nargs, bool replicate, Deadline d) {
-  if (router_) return router_->eval(script, keys, nkeys, args, nargs, replicate, d);
-  return conn_->eval(script, keys, nkeys, args, nargs, d);
+Result<const Reply*> Lock::run_eval(const ScriptCall& call, Deadline d) {
+  if (backend_) return backend_->eval(call, d);
+  return conn_->eval(call, d);
 }
 
-Result<const Reply*> Lock::run_command(const Bytes* args, size_t count, Deadline d) {
-  if (router_) return router_->command(key(), args, count, d);
-  return conn_->command(args, count, d);
+Result<const Reply*> Lock::run_command(Span<const Bytes> args, Deadline d) {
+  if (backend_) return backend_->command(key(), args, d);
+  return conn_->command(args, d);
 }
 
 
@@ -99,7 +98,8 @@ Status Lock::attempt(Deadline deadline) {
   // Validity counts from before the request leaves: the server's TTL may
   // have started any time after this.
   const TimePoint start = clock().now();
-  return on_acquire_reply(run_eval(detail::kAcquireScript, keys, nkeys, args, 2, true, deadline), start);
+  const ScriptCall call{&detail::kAcquireScript, {keys, nkeys}, args, true};
+  return on_acquire_reply(run_eval(call, deadline), start);
 }
 
 Status Lock::on_acquire_reply(const Result<const Reply*>& r, TimePoint start) {
@@ -174,7 +174,7 @@ Status Lock::send_release() {
   const Bytes keys[2] = {key(), Bytes(wake_key_, wake_key_len_)};
   const Bytes args[2] = {token(), Bytes::from_cstr(kWakeSignalTtlMs)};
   const size_t n = options_.wake_on_release ? 2 : 1;
-  const Result<const Reply*> r = run_eval(detail::kReleaseScript, keys, n, args, n, false, io_deadline());
+  const Result<const Reply*> r = run_eval({&detail::kReleaseScript, {keys, n}, {args, n}}, io_deadline());
   if (!r.ok()) return r.status();
   // Only the script's 1 or 0 is an answer; anything else keeps the token
   // so the caller can try again.
@@ -199,7 +199,7 @@ Status Lock::send_extend(Millis ttl, ExtendMode mode) {
   // must learn of the loss (e.g. to stop the work it guards).
   const Deadline d =
       detail::capped_at_validity(io_deadline(), granted_ ? valid_until_ : TimePoint(), start);
-  const Result<const Reply*> r = run_eval(detail::kExtendScript, keys, 1, args, 3, true, d);
+  const Result<const Reply*> r = run_eval({&detail::kExtendScript, keys, args, true}, d);
   if (!r.ok()) return after_unknown_extend(start, ttl, r.status());
   const Reply* rep = r.value();
   if (rep->type != ReplyType::kInteger || rep->integer < 0 || Millis(rep->integer) > 2 * kMaxTtl) {
@@ -236,7 +236,7 @@ Result<bool> Lock::owned() {
   if (!has_token_) return ErrorCode::kNotHeld;
   const Bytes keys[1] = {key()};
   const Bytes args[1] = {token()};
-  const Result<const Reply*> r = run_eval(detail::kOwnedScript, keys, 1, args, 1, false, io_deadline());
+  const Result<const Reply*> r = run_eval({&detail::kOwnedScript, keys, args}, io_deadline());
   if (!r.ok()) return r.status();
   const Reply* rep = r.value();
   if (rep->type != ReplyType::kInteger || (rep->integer < -1 && rep->integer != -3)) {
@@ -252,7 +252,7 @@ Result<bool> Lock::owned() {
 
 Result<KeyStatus> Lock::status() {
   const Bytes args[2] = {Bytes::from_cstr("PTTL"), key()};
-  const Result<const Reply*> r = run_command(args, 2, io_deadline());
+  const Result<const Reply*> r = run_command(args, io_deadline());
   if (!r.ok()) return r.status();
   if (r.value()->type != ReplyType::kInteger || r.value()->integer < -2) {
     return connection().reject_reply("PTTL wants an integer >= -2");

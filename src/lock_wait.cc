@@ -34,9 +34,9 @@ bool Lock::pause(Status last, Nanos left, Deadline op_deadline, Status* attempte
     Nanos cap = rng_.uniform(half, options_.wake_fallback);
     cap = min_of(min_of(cap, busy_ttl_ + Millis(1)), left);  // a crashed holder frees by then
     // The pipelined attempt's validity counts from before the BLPOP: only
-    // worth it while the wait can cost at most a quarter of the TTL. Not
-    // through a router, which must pick the node per command.
-    if (!router_ && cap * 4 <= options_.ttl) {
+    // worth it while the wait can cost at most a quarter of the TTL. Only
+    // on a plain connection: Sentinel and Cluster pick the node per command.
+    if (conn_ && cap * 4 <= options_.ttl) {
       if (await_and_attempt(cap, op_deadline, attempted)) return true;
     } else if (await_release(cap, op_deadline)) {
       return false;
@@ -70,7 +70,7 @@ bool Lock::await_release(Nanos cap, Deadline op_deadline) {
   // BLPOP holds the connection for up to `cap`: the reply's budget is that
   // plus one ordinary command timeout.
   const Deadline d = Deadline::after(clock(), cap + command_timeout()).min(op_deadline);
-  const Result<const Reply*> r = run_command(args, 3, d);
+  const Result<const Reply*> r = run_command(args, d);
   if (r.ok()) return true;  // signal (array) or timeout (nil): retry now
   // Redis < 6 refuses a fractional timeout: stop trying on this lock.
   if (r.status().code() == ErrorCode::kServerError) wake_supported_ = false;
@@ -93,7 +93,7 @@ bool Lock::await_and_attempt(Nanos cap, Deadline op_deadline, Status* attempted)
   has_token_ = true;                  // a lost reply may mean the key is ours
   Status first;
   const Result<const Reply*> r =
-      conn_->command_then_eval(blpop, 3, detail::kAcquireScript, keys, 3, args, 2, d, &first);
+      conn_->command_then_eval(blpop, {&detail::kAcquireScript, keys, args, true}, d, &first);
   if (first.code() == ErrorCode::kServerError) wake_supported_ = false;
   *attempted = noted(EventKind::kAcquire, start, on_acquire_reply(r, start));
   return true;

@@ -82,8 +82,7 @@ void step(Round& r, size_t i) {
 
 void start(Round& r, size_t i) {
   FanoutSlot& s = r.slots[i];
-  const Status st = r.conns[i]->start_eval(*r.req.script, r.req.keys, r.req.nkeys, r.req.args,
-                                           r.req.nargs, r.deadline);
+  const Status st = r.conns[i]->start_eval(r.req.call, r.deadline);
   if (!st.ok()) {
     s.error = st.code();
     s.outcome = SlotOutcome::kFailed;
@@ -116,8 +115,7 @@ void drop_dead_idle(Round& r) {
 // server runs both in order even if it never answers within the round.
 // False if it cannot (then the old reply is drained first).
 bool queue_behind(Round& r, size_t i) {
-  const Status st = r.conns[i]->pipeline_eval(*r.req.script, r.req.keys, r.req.nkeys, r.req.args,
-                                              r.req.nargs);
+  const Status st = r.conns[i]->pipeline_eval(r.req.call);
   if (!st.ok()) return false;
   r.slots[i].sent = true;
   step(r, i);  // write now

@@ -23,20 +23,18 @@
 #include "edgelock/connection.h"
 #include "edgelock/detail/fanout_slot.h"
 #include "edgelock/script.h"
+#include "edgelock/script_call.h"
 #include "edgelock/status.h"
 #include "quorum_math.h"
 
 namespace edgelock {
 namespace detail {
 
-/// The script and its arguments; all must stay valid while any request of
-/// the round may still be in flight (the lock keeps them as members).
+/// The script call; the script and the arrays its spans view must stay
+/// valid while any request of the round may still be in flight (the lock
+/// keeps them as members).
 struct FanoutRequest {
-  const Script* script = nullptr;
-  const Bytes* keys = nullptr;
-  size_t nkeys = 0;
-  const Bytes* args = nullptr;
-  size_t nargs = 0;
+  ScriptCall call;
   /// Queue the request behind one still in flight on the same connection
   /// (Connection::pipeline_eval) instead of first draining its reply: the
   /// server runs it after that request even if it never answers in time.

@@ -182,7 +182,7 @@ Status QuorumLock::attempt(Deadline limit) {
   const TimePoint start = c.now();  // before the first request leaves
   const TimePoint end = detail::validity_end(start, options_.ttl, options_.drift_factor);
   for (size_t i = 0; i < n_; ++i) slots_[i].want = start >= servers_[i].down_until;
-  const detail::FanoutRequest req{&detail::kAcquireScript, keys_, 2, acquire_args_, 2};
+  const detail::FanoutRequest req{{&detail::kAcquireScript, {keys_, 2}, {acquire_args_, 2}}};
   const detail::FanoutGoal goal{quorum(), 1, false};
   const detail::FanoutResult fr =
       detail::run_fanout(conns_, slots_, n_, req, goal, round_deadline(limit).min(Deadline::at(end)), c);
@@ -215,7 +215,7 @@ Status QuorumLock::raise_fence(Deadline limit) {
   // grant whose reply was still on its way counts too (the script checks
   // ownership), so this round waits for the fastest majority again.
   for (size_t i = 0; i < n_; ++i) slots_[i].want = servers_[i].maybe_holds;
-  const detail::FanoutRequest req{&detail::kFenceRaiseScript, keys_, 2, fence_args_, 2};
+  const detail::FanoutRequest req{{&detail::kFenceRaiseScript, {keys_, 2}, {fence_args_, 2}}};
   const detail::FanoutGoal goal{quorum(), 1, false};
   const detail::FanoutResult fr = detail::run_fanout(
       conns_, slots_, n_, req, goal, round_deadline(limit).min(Deadline::at(valid_until_)), c);

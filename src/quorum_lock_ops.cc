@@ -59,7 +59,7 @@ size_t QuorumLock::release_round() {
   bool any = false;
   for (size_t i = 0; i < n_; ++i) any = any || slots_[i].want;
   if (any) {
-    detail::FanoutRequest req{&detail::kReleaseScript, keys_, 1, token_args_, 1};
+    detail::FanoutRequest req{{&detail::kReleaseScript, {keys_, 1}, {token_args_, 1}}};
     req.pipeline = true;
     const detail::FanoutGoal goal{quorum(), 1, true};
     const detail::FanoutResult fr = detail::run_fanout(conns_, slots_, n_, req, goal, deadline, c);
@@ -160,7 +160,7 @@ Status QuorumLock::extend(Millis ttl, ExtendMode mode) {
   extend_args_[2] = Bytes(mode_text_, 3);
   const TimePoint start = c.now();
   want_holders(true, start);
-  const detail::FanoutRequest req{&detail::kExtendScript, keys_, 1, extend_args_, 3};
+  const detail::FanoutRequest req{{&detail::kExtendScript, {keys_, 1}, {extend_args_, 3}}};
   const detail::FanoutGoal goal{quorum(), 1, false};
   const detail::FanoutResult fr = detail::run_fanout(
       conns_, slots_, n_, req, goal, round_deadline(Deadline::at(valid_until_)), c);
@@ -175,7 +175,7 @@ Result<bool> QuorumLock::owned() {
   Clock& c = clock();
   want_holders(true, c.now());
   // kOwnedScript: the key's PTTL (>= -1) if ours, -3 if not.
-  const detail::FanoutRequest req{&detail::kOwnedScript, keys_, 1, token_args_, 1};
+  const detail::FanoutRequest req{{&detail::kOwnedScript, {keys_, 1}, {token_args_, 1}}};
   const detail::FanoutGoal goal{quorum(), -2, false};
   const detail::FanoutResult fr =
       detail::run_fanout(conns_, slots_, n_, req, goal, round_deadline(Deadline::never()), c);

@@ -29,7 +29,7 @@ Status Quota::send(Admission* a) {
   const detail::DecimalText window(options_.window);
   const Bytes args[2] = {limit.bytes(), window.bytes()};
   const TimePoint start = connection().clock().now();
-  const Result<const Reply*> r = eval_key(detail::kQuotaScript, args, 2);
+  const Result<const Reply*> r = eval_key(detail::kQuotaScript, args);
   if (!r.ok()) return r.status();
   int64_t ok = 0, left = 0, pttl = 0;
   if (!detail::int_at(r.value(), 0, &ok) || !detail::int_at(r.value(), 1, &left) ||

@@ -59,15 +59,15 @@ Status RateGate::wait_admit(Nanos wait, Admission* out) {
   return s;
 }
 
-Result<const Reply*> RateGate::eval_key(const Script& script, const Bytes* args, size_t nargs) {
+Result<const Reply*> RateGate::eval_key(const Script& script, Span<const Bytes> args) {
   const Bytes keys[1] = {key()};
   const Deadline d = Deadline::after(conn_->clock(), conn_->options().command_timeout);
-  return conn_->eval(script, keys, 1, args, nargs, d);
+  return conn_->eval({&script, keys, args}, d);
 }
 
 Status RateGate::peek_key(int64_t* pttl, int64_t* used) {
   if (key_len_ == 0) return ErrorCode::kInvalidArgument;
-  const Result<const Reply*> r = eval_key(kRatePeekScript, nullptr, 0);
+  const Result<const Reply*> r = eval_key(kRatePeekScript, {});
   if (!r.ok()) return r.status();
   if (!int_at(r.value(), 0, pttl) || (used && !int_at(r.value(), 1, used))) {
     return ErrorCode::kProtocol;
@@ -80,7 +80,7 @@ Status RateGate::reset_key() {
   hinted_ = false;
   const Bytes args[2] = {Bytes::from_cstr("DEL"), key()};
   const Deadline d = Deadline::after(conn_->clock(), conn_->options().command_timeout);
-  const Result<const Reply*> r = conn_->command(args, 2, d);
+  const Result<const Reply*> r = conn_->command(args, d);
   if (!r.ok()) return r.status();
   return r.value()->type == ReplyType::kInteger ? Status() : Status(ErrorCode::kProtocol);
 }

@@ -84,7 +84,7 @@ Status ReentrantLock::send_acquire(Deadline deadline) {
   const Bytes keys[2] = {key(), Bytes(fence_key_, fence_key_len_)};
   const Bytes args[5] = {owner(), ttl.bytes(), want_text.bytes(), handle(), most.bytes()};
   const TimePoint start = conn_->clock().now();
-  const Result<const Reply*> r = conn_->eval(detail::kReentrantAcquireScript, keys, 2, args, 5, deadline);
+  const Result<const Reply*> r = conn_->eval({&detail::kReentrantAcquireScript, keys, args}, deadline);
   int64_t code = 0, value = 0;
   Status s = r.ok() ? Status() : r.status();
   if (s.ok() && (!detail::int_at(r.value(), 0, &code) || !detail::int_at(r.value(), 1, &value))) {
@@ -162,7 +162,7 @@ Status ReentrantLock::send_release() {
   const Bytes keys[1] = {key()};
   const Bytes args[5] = {owner(), want_text.bytes(), ttl.bytes(), handle(), most.bytes()};
   const TimePoint start = conn_->clock().now();
-  const Result<const Reply*> r = conn_->eval(detail::kReentrantReleaseScript, keys, 1, args, 5, io_deadline());
+  const Result<const Reply*> r = conn_->eval({&detail::kReentrantReleaseScript, keys, args}, io_deadline());
   Status s = r.ok() ? Status() : r.status();
   if (s.ok() && r.value()->type != ReplyType::kInteger) s = ErrorCode::kProtocol;
   if (!s.ok()) {
@@ -204,7 +204,7 @@ Status ReentrantLock::send_extend(Millis ttl) {
   const TimePoint start = conn_->clock().now();
   // A renewal is worth waiting for only while the lease is still valid.
   const Deadline deadline = detail::capped_at(io_deadline(), valid_until_, start);
-  const Result<const Reply*> r = conn_->eval(detail::kReentrantExtendScript, keys, 1, args, 3, deadline);
+  const Result<const Reply*> r = conn_->eval({&detail::kReentrantExtendScript, keys, args}, deadline);
   Status s = r.ok() ? Status() : r.status();
   if (s.ok() && r.value()->type != ReplyType::kInteger) s = ErrorCode::kProtocol;
   if (!s.ok()) {

@@ -20,7 +20,7 @@ Status wait_for_replicas(Connection& conn, int want, Nanos max_wait, Deadline de
   const int ml = std::snprintf(ms_text, sizeof ms_text, "%lld", ms);
   const Bytes args[3] = {Bytes::from_cstr("WAIT"), Bytes(n_text, static_cast<size_t>(nl)),
                          Bytes(ms_text, static_cast<size_t>(ml))};
-  const Result<const Reply*> r = conn.command(args, 3, deadline);
+  const Result<const Reply*> r = conn.command(args, deadline);
   if (!r.ok()) {
     set_error(err, "%s", conn.last_error());
     return r.status();

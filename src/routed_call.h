@@ -1,32 +1,31 @@
 #pragma once
-// One eval or plain command for a router to send (private), shared by the
-// Sentinel and Cluster routers; each adds what it routes by.
+// Sends one routed call on the connection a router picked (private), shared
+// by the Sentinel and Cluster routers: an eval, or with no script a plain
+// command whose words are call.args.
 
-#include <cstddef>
-
-#include "edgelock/bytes.h"
 #include "edgelock/clock.h"
 #include "edgelock/connection.h"
 #include "edgelock/reply.h"
-#include "edgelock/script.h"
+#include "edgelock/script_call.h"
 #include "edgelock/status.h"
 
 namespace edgelock {
 namespace detail {
 
-struct RoutedCall {
-  const Script* script;  // nullptr: a plain command
-  const Bytes* keys;
-  size_t nkeys;
-  const Bytes* args;
-  size_t nargs;
+/// A plain command as a routed call: no script, the command in args.
+inline ScriptCall plain_command(Span<const Bytes> args) {
+  ScriptCall call;
+  call.args = args;
+  return call;
+}
 
-  /// Sends it on `conn`. Errors: Connection::command()'s.
-  Result<const Reply*> send_on(Connection& conn, Deadline deadline) const {
-    if (script) return conn.eval(*script, keys, nkeys, args, nargs, deadline);
-    return conn.command(args, nargs, deadline);
-  }
-};
+/// Sends `call` on `conn`. Errors: Connection::command()'s, and
+/// Connection::eval()'s for an eval.
+inline Result<const Reply*> send_routed(Connection& conn, const ScriptCall& call,
+                                        Deadline deadline) {
+  if (call.script) return conn.eval(call, deadline);
+  return conn.command(call.args, deadline);
+}
 
 }  // namespace detail
 }  // namespace edgelock

@@ -55,7 +55,7 @@ Status Semaphore::send_acquire(Permit* permit, Deadline deadline) {
   const Bytes keys[1] = {key()};
   const Bytes args[3] = {permit->id_bytes(), ttl.bytes(), n.bytes()};
   const TimePoint start = conn_->clock().now();
-  const Result<const Reply*> r = conn_->eval(detail::kSemAcquireScript, keys, 1, args, 3, deadline);
+  const Result<const Reply*> r = conn_->eval({&detail::kSemAcquireScript, keys, args}, deadline);
   // Failed: the grant may still have landed. The permit keeps its id, so a
   // retry re-arms it and release() removes it.
   if (!r.ok()) return r.status();
@@ -137,7 +137,7 @@ Status Semaphore::send_release(Bytes id) {
   if (id.size == 0) return ErrorCode::kNotHeld;
   const Bytes keys[1] = {key()};
   const Bytes args[1] = {id};
-  const Result<const Reply*> r = conn_->eval(detail::kSemReleaseScript, keys, 1, args, 1, io_deadline());
+  const Result<const Reply*> r = conn_->eval({&detail::kSemReleaseScript, keys, args}, io_deadline());
   if (!r.ok()) return r.status();
   if (r.value()->type != ReplyType::kInteger) return ErrorCode::kProtocol;
   return r.value()->integer == 1 ? Status() : Status(ErrorCode::kNotOwner);
@@ -158,7 +158,7 @@ Status Semaphore::send_extend(Permit* permit, Millis ttl) {
   // A renewal is worth waiting for only while the permit is still valid.
   const Deadline deadline =
       detail::capped_at(io_deadline(), permit->granted ? permit->valid_until : TimePoint(), start);
-  const Result<const Reply*> r = conn_->eval(detail::kSemExtendScript, keys, 1, args, 2, deadline);
+  const Result<const Reply*> r = conn_->eval({&detail::kSemExtendScript, keys, args}, deadline);
   Status s = r.ok() ? Status() : r.status();
   if (s.ok() && r.value()->type != ReplyType::kInteger) s = ErrorCode::kProtocol;
   if (!s.ok()) {
@@ -185,7 +185,7 @@ Status Semaphore::send_extend(Permit* permit, Millis ttl) {
 Result<uint32_t> Semaphore::in_use() {
   if (key_len_ == 0) return ErrorCode::kInvalidArgument;
   const Bytes keys[1] = {key()};
-  const Result<const Reply*> r = conn_->eval(detail::kSemCountScript, keys, 1, nullptr, 0, io_deadline());
+  const Result<const Reply*> r = conn_->eval({&detail::kSemCountScript, keys, {}}, io_deadline());
   if (!r.ok()) return r.status();
   if (r.value()->type != ReplyType::kInteger || r.value()->integer < 0) return ErrorCode::kProtocol;
   return static_cast<uint32_t>(r.value()->integer);

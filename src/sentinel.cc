@@ -101,10 +101,6 @@ bool outcome_unknown(ErrorCode c) {
 
 }  // namespace
 
-struct Sentinel::Call : detail::RoutedCall {
-  bool replicate;
-};
-
 Status Sentinel::setup(const char* url, const ConnectionOptions& options,
                        const SentinelOptions& sentinel_options) {
   probe_.close();
@@ -160,7 +156,7 @@ Status Sentinel::ask(size_t index, Deadline deadline, Endpoint* primary) {
   const Bytes args[3] = {Bytes::from_cstr("SENTINEL"), Bytes::from_cstr("get-master-addr-by-name"),
                          Bytes::from_cstr(name_)};
   const Deadline d = deadline.min(Deadline::after(*clock_, options_.command_timeout));
-  const Result<const Reply*> r = probe_.command(args, 3, d);
+  const Result<const Reply*> r = probe_.command(args, d);
   if (!r.ok()) return note(probe_, r.status());
   const Reply& rep = *r.value();
   if (rep.type != ReplyType::kArray || rep.count != 2 || rep.elements[0].type != ReplyType::kString ||
@@ -188,7 +184,7 @@ Status Sentinel::ask(size_t index, Deadline deadline, Endpoint* primary) {
 Status Sentinel::check_role(Deadline deadline) {
   const Deadline d = deadline.min(Deadline::after(*clock_, options_.command_timeout));
   const Bytes role[1] = {Bytes::from_cstr("ROLE")};
-  const Result<const Reply*> r = primary_.command(role, 1, d);
+  const Result<const Reply*> r = primary_.command(role, d);
   // A reply too big for the fixed arena cannot be read, so the node is not
   // confirmed (fail closed): a primary with more than 3 replicas, but also
   // a sentinel or anything else that answers at length.
@@ -256,19 +252,20 @@ Connection& Sentinel::connection_for(Bytes key) {
   return primary_;
 }
 
-Result<const Reply*> Sentinel::eval(const Script& script, const Bytes* keys, size_t nkeys,
-                                    const Bytes* args, size_t nargs, bool replicate,
-                                    Deadline deadline) {
-  return run(Call{{&script, keys, nkeys, args, nargs}, replicate}, deadline);
+Result<const Reply*> Sentinel::eval(const ScriptCall& call, Deadline deadline) {
+  if (!call.script) {
+    set_error(error_, "eval without a script");
+    return ErrorCode::kInvalidArgument;
+  }
+  return run(call, deadline);
 }
 
-Result<const Reply*> Sentinel::command(Bytes key, const Bytes* args, size_t count,
-                                       Deadline deadline) {
+Result<const Reply*> Sentinel::command(Bytes key, Span<const Bytes> args, Deadline deadline) {
   (void)key;
-  return run(Call{{nullptr, nullptr, 0, args, count}, false}, deadline);
+  return run(detail::plain_command(args), deadline);
 }
 
-Result<const Reply*> Sentinel::run(const Call& call, Deadline deadline) {
+Result<const Reply*> Sentinel::run(const ScriptCall& call, Deadline deadline) {
   Status s = is_setup_ ? Status(ErrorCode::kNotConnected) : Status(ErrorCode::kInvalidArgument);
   for (int round = 0; round < kMaxRounds && is_setup_; ++round) {
     if (round > 0) {
@@ -285,8 +282,8 @@ Result<const Reply*> Sentinel::run(const Call& call, Deadline deadline) {
       if (!s.ok() && !transient(s.code())) return s;  // e.g. a wrong sentinel password
       if (!s.ok()) continue;
     }
-    const Result<const Reply*> r = call.send_on(primary_, deadline);
-    if (r.ok()) return call.replicate ? confirm(r.value(), deadline) : r;
+    const Result<const Reply*> r = detail::send_routed(primary_, call, deadline);
+    if (r.ok()) return call.writes_lease ? confirm(r.value(), deadline) : r;
     s = note(primary_, r.status());
     if (s.code() == ErrorCode::kReadOnly) ++stats_.readonly;
     if (retry_after_resolve(s.code())) {

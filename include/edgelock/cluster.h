@@ -23,10 +23,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "edgelock/backend.h"
 #include "edgelock/connection.h"
 #include "edgelock/key_slot.h"
 #include "edgelock/limits.h"
-#include "edgelock/router.h"
 
 namespace edgelock {
 
@@ -48,7 +48,7 @@ struct ClusterStats {
   uint32_t wait_failures = 0;  ///< WAITs with too few acknowledgements.
 };
 
-class Cluster final : public Router {
+class Cluster final : public Backend {
  public:
   Cluster() = default;
   Cluster(const Cluster&) = delete;
@@ -84,15 +84,12 @@ class Cluster final : public Router {
   Connection& node(size_t i) { return nodes_[i]; }
   const ClusterStats& stats() const { return stats_; }
 
-  // Router: kInvalidArgument from check_key() for a key whose companion
+  // Backend: kInvalidArgument from check_key() for a key whose companion
   // keys would hash to another slot (a '{' without a valid tag, or a '}'
   // that would end the tag early). eval()/command() follow redirects.
   Status check_key(Bytes key) override;
-  Result<const Reply*> eval(const Script& script, const Bytes* keys, size_t nkeys,
-                            const Bytes* args, size_t nargs, bool replicate,
-                            Deadline deadline) override;
-  Result<const Reply*> command(Bytes key, const Bytes* args, size_t count,
-                               Deadline deadline) override;
+  Result<const Reply*> eval(const ScriptCall& call, Deadline deadline) override;
+  Result<const Reply*> command(Bytes key, Span<const Bytes> args, Deadline deadline) override;
   Connection& connection_for(Bytes key) override;
   Clock& clock() const override { return *clock_; }
   Nanos command_timeout() const override { return options_.command_timeout; }
@@ -100,10 +97,10 @@ class Cluster final : public Router {
 
  private:
   static constexpr uint8_t kNoOwner = 0xFF;
-  struct Call;  // one eval or command to route (cluster.cc)
-
-  Result<const Reply*> route(const Call& call, Deadline deadline);
-  Result<const Reply*> send(const Call& call, Connection& conn, bool asking, Deadline deadline);
+  // An eval, or with no script the plain command in call.args, for `slot`.
+  Result<const Reply*> route(const ScriptCall& call, uint16_t slot, Deadline deadline);
+  Result<const Reply*> send(const ScriptCall& call, Connection& conn, bool asking,
+                            Deadline deadline);
   Status follow(uint16_t slot, int* target, bool* asking, Deadline deadline);
   Status read_map(Connection& conn, Deadline deadline);
   Status note(Connection& conn, Status s);

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 
+#include "edgelock/backend.h"
 #include "edgelock/bytes.h"
 #include "edgelock/clock.h"
 #include "edgelock/detail/transport_state.h"
@@ -29,6 +30,8 @@
 #include "edgelock/metrics.h"
 #include "edgelock/reply.h"
 #include "edgelock/script.h"
+#include "edgelock/script_call.h"
+#include "edgelock/span.h"
 #include "edgelock/status.h"
 #include "edgelock/tls_options.h"
 
@@ -57,7 +60,7 @@ struct ConnectionStats {
   uint32_t lookups = 0;          ///< Host name lookups (setup(), resolve()).
 };
 
-class Connection {
+class Connection final : public Backend {
  public:
   Connection() = default;
   ~Connection();
@@ -108,34 +111,59 @@ class Connection {
   /// off), kTimeout, kIo, kConnectionClosed, kProtocol, kBufferTooSmall,
   /// kServerError, kAuthFailed, kNoAuth, kReadOnly, kOutOfMemory,
   /// kServerBusy, kLoading.
-  Result<const Reply*> command(const Bytes* args, size_t count, Deadline deadline);
-  /// EVALSHA `script`, falling back to EVAL on NOSCRIPT (restart, SCRIPT
-  /// FLUSH), all within `deadline`. The library's own scripts always fit
-  /// the command buffer as EVAL (checked at build time); a caller's script
-  /// whose EVAL does not fit fails with kBufferTooSmall after the NOSCRIPT,
-  /// and the connection stays usable. Errors: as command(), kInvalidArgument
-  /// (more than 13 keys and arguments).
-  Result<const Reply*> eval(const Script& script, const Bytes* keys, size_t nkeys,
-                            const Bytes* args, size_t nargs, Deadline deadline);
+  Result<const Reply*> command(Span<const Bytes> args, Deadline deadline);
+  /// Backend: as command(args, deadline); one server serves every key.
+  Result<const Reply*> command(Bytes key, Span<const Bytes> args, Deadline deadline) override {
+    (void)key;
+    return command(args, deadline);
+  }
+  /// EVALSHA call.script, falling back to EVAL on NOSCRIPT (restart, SCRIPT
+  /// FLUSH), all within `deadline`. call.writes_lease changes nothing (one
+  /// server has no replicas to confirm). The library's own scripts always
+  /// fit the command buffer as EVAL (checked at build time); a caller's
+  /// script whose EVAL does not fit fails with kBufferTooSmall after the
+  /// NOSCRIPT, and the connection stays usable. Errors: as command(),
+  /// kInvalidArgument (no script, more than 13 keys and arguments).
+  Result<const Reply*> eval(const ScriptCall& call, Deadline deadline) override;
 
-  /// Sends `args` and EVALSHA `script` in one write (a pipeline) and waits
-  /// for both replies; returns the eval's. Redis runs the eval as soon as
-  /// the command is done, even one that blocks (BLPOP): a waiter gets its
-  /// answer one round trip after the wake-up instead of two. `*first` gets
-  /// the command's outcome (ok, or its error reply's code); its reply is
-  /// not kept. Errors: as eval() (for the connection or the eval's reply).
-  Result<const Reply*> command_then_eval(const Bytes* args, size_t count, const Script& script,
-                                         const Bytes* keys, size_t nkeys, const Bytes* eval_args,
-                                         size_t nargs, Deadline deadline, Status* first);
+  /// Sends `args` and EVALSHA call.script in one write (a pipeline) and
+  /// waits for both replies; returns the eval's. Redis runs the eval as
+  /// soon as the command is done, even one that blocks (BLPOP): a waiter
+  /// gets its answer one round trip after the wake-up instead of two.
+  /// `*first` gets the command's outcome (ok, or its error reply's code);
+  /// its reply is not kept. Errors: as eval() (for the connection or the
+  /// eval's reply); kInvalidArgument also for a null `first` or a command
+  /// already in flight.
+  Result<const Reply*> command_then_eval(Span<const Bytes> args, const ScriptCall& call,
+                                         Deadline deadline, Status* first);
+
+  // --- Backend: one server, so every key is fine and served here.
+  /// Always ok (no error).
+  Status check_key(Bytes key) override {
+    (void)key;
+    return Status();
+  }
+  /// This connection.
+  Connection& connection_for(Bytes key) override {
+    (void)key;
+    return *this;
+  }
+  /// This connection.
+  Connection* direct() override { return this; }
+  /// options().command_timeout.
+  Nanos command_timeout() const override { return options_.command_timeout; }
 
   // --- Non-blocking use, for fanning out over many connections with one
   // poll(). Arguments must stay valid until the reply is complete.
 
-  /// Encodes and starts sending. Connects first (bounded by `deadline`).
-  /// Errors: as connect(), kNotConnected, kBufferTooSmall, kInvalidArgument.
-  Status start_eval(const Script& script, const Bytes* keys, size_t nkeys, const Bytes* args,
-                    size_t nargs, Deadline deadline);
-  Status start_command(const Bytes* args, size_t count, Deadline deadline);
+  /// Encodes and starts sending (EVALSHA; advance() falls back to EVAL on
+  /// NOSCRIPT). Connects first (bounded by `deadline`).
+  /// Errors: as connect(), kNotConnected, kBufferTooSmall, kInvalidArgument
+  /// (a command in flight, no script, more than 13 keys and arguments).
+  Status start_eval(const ScriptCall& call, Deadline deadline);
+  /// As start_eval() for a plain command. Errors: as connect(),
+  /// kNotConnected, kBufferTooSmall, kInvalidArgument (a command in flight).
+  Status start_command(Span<const Bytes> args, Deadline deadline);
   /// Does what I/O it can without blocking. Returns the reply when complete,
   /// nullptr while pending. Errors: as command() except kTimeout.
   Result<const Reply*> advance();
@@ -145,17 +173,17 @@ class Connection {
   /// `what` in last_error(). Always returns kProtocol.
   Status reject_reply(const char* what);
 
-  /// Queues an EVAL of `script` (by body, so it never needs the NOSCRIPT
+  /// Queues an EVAL of call.script (by body, so it never needs the NOSCRIPT
   /// fallback) behind the request in flight, in one connection: the server
   /// runs it right after that request, even if that request's reply is
   /// never read. A quorum lock queues its release behind an acquire left
   /// unanswered by a frozen server. Read the replies, oldest first, with
   /// advance_pipeline(). No allocation. Errors: kInvalidArgument (nothing
-  /// in flight, the request in flight not yet written whole, or
-  /// kMaxPipelined replies already due), kBufferTooSmall (the EVAL does
-  /// not fit the command buffer). On error nothing was queued.
-  Status pipeline_eval(const Script& script, const Bytes* keys, size_t nkeys, const Bytes* args,
-                       size_t nargs);
+  /// in flight, the request in flight not yet written whole,
+  /// kMaxPipelined replies already due, no script, more than 13 keys and
+  /// arguments), kBufferTooSmall (the EVAL does not fit the command
+  /// buffer). On error nothing was queued.
+  Status pipeline_eval(const ScriptCall& call);
   /// advance() that returns each reply of a pipeline in turn: busy() stays
   /// true until the last is in. An error reply to an earlier request is
   /// returned as its error with the connection still busy; a transport
@@ -176,8 +204,8 @@ class Connection {
   bool has_pending_input() const;
 
   /// The last error's text (fixed buffer, NUL-terminated, never null).
-  const char* last_error() const { return error_; }
-  Clock& clock() const { return *clock_; }
+  const char* last_error() const override { return error_; }
+  Clock& clock() const override { return *clock_; }
   const Endpoint& endpoint() const { return endpoint_; }
   const ConnectionOptions& options() const { return options_; }
   const ConnectionStats& stats() const { return stats_; }
@@ -199,11 +227,10 @@ class Connection {
   Status ensure_connected(Deadline deadline);
   Status handshake(Deadline deadline);
   Result<const Reply*> wait(Deadline deadline);
-  Status encode(const Bytes* args, size_t count, size_t offset = 0);
+  Status encode(Span<const Bytes> args, size_t offset = 0);
   Status encode_eval(bool by_sha, size_t offset = 0);
   // Remembers the eval in flight (to re-send it as EVAL after NOSCRIPT).
-  void set_eval(const Script& script, const Bytes* keys, size_t nkeys, const Bytes* args,
-                size_t nargs);
+  void set_eval(const ScriptCall& call) { eval_ = call; }
   Status begin();
   Result<const Reply*> on_reply(const Reply* reply);
   Status fail(Status s);
@@ -219,12 +246,9 @@ class Connection {
   uint8_t tx_[kTxBufferSize];
   size_t tx_len_ = 0;
   size_t tx_sent_ = 0;
-  // The eval in flight, kept to re-send it as EVAL after NOSCRIPT.
-  const Script* eval_script_ = nullptr;
-  const Bytes* eval_keys_ = nullptr;
-  size_t eval_nkeys_ = 0;
-  const Bytes* eval_args_ = nullptr;
-  size_t eval_nargs_ = 0;
+  // The eval in flight, kept to re-send it as EVAL after NOSCRIPT (no
+  // script after a plain command).
+  ScriptCall eval_;
   bool eval_by_sha_ = false;  // the eval in flight was sent as EVALSHA
   uint8_t replies_due_ = 1;   // replies still to read for what was sent
   uint32_t failed_connects_ = 0;

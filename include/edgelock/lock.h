@@ -23,13 +23,15 @@
 
 #include <cstdint>
 
+#include "edgelock/backend.h"
 #include "edgelock/backoff.h"
 #include "edgelock/bytes.h"
 #include "edgelock/connection.h"
 #include "edgelock/limits.h"
 #include "edgelock/metrics.h"
 #include "edgelock/random.h"
-#include "edgelock/router.h"
+#include "edgelock/script_call.h"
+#include "edgelock/span.h"
 #include "edgelock/status.h"
 
 namespace edgelock {
@@ -75,16 +77,18 @@ class Lock {
  public:
   /// Uses `conn` (and its clock) for every operation; `conn` must outlive it.
   explicit Lock(Connection& conn) : conn_(&conn) {}
-  /// Uses `router` (Sentinel, Cluster) for every operation; it must outlive
-  /// the lock. init() also refuses keys the router cannot serve (cluster:
-  /// a key whose companion keys would land in another slot).
-  explicit Lock(Router& router) : router_(&router) {}
+  /// Uses `backend` (Sentinel, Cluster, or a Connection, which is then used
+  /// as by the constructor above) for every operation; it must outlive the
+  /// lock. init() also refuses keys the back end cannot serve (cluster: a
+  /// key whose companion keys would land in another slot).
+  explicit Lock(Backend& backend)
+      : conn_(backend.direct()), backend_(conn_ ? nullptr : &backend) {}
   Lock(const Lock&) = delete;
   Lock& operator=(const Lock&) = delete;
 
   /// Sets the key and options. No I/O. Errors: kInvalidArgument (empty or
   /// longer than kMaxKeyLen, TTL, drift, retry delays or wake_fallback
-  /// (< 2 ms) out of range, or a key the router refuses), kRandomFailed.
+  /// (< 2 ms) out of range, or a key the back end refuses), kRandomFailed.
   Status init(Bytes key, const LockOptions& options = {});
 
   /// One attempt, no waiting, with a fresh token. Errors: kBusy, kExpired
@@ -93,7 +97,7 @@ class Lock {
   /// kRandomFailed, kProtocol (reply not an integer: the connection is
   /// closed), kServerError (also: the fence counter is of the wrong type or
   /// at INT64_MAX; the text names it and nothing was written),
-  /// Connection::command()'s, and with a Router its eval()'s: kNoQuorum
+  /// Connection::command()'s, and on Sentinel or Cluster Backend::eval()'s: kNoQuorum
   /// (replicas did not confirm the grant in time; the lock was released
   /// again), kBufferTooSmall.
   /// On kTimeout, kIo, kConnectionClosed or kProtocol (and kNoQuorum whose
@@ -134,7 +138,7 @@ class Lock {
   /// trip and drift leaves no validity: held() false, token kept),
   /// kProtocol (reply not a TTL or 0; connection closed),
   /// Connection::command()'s (kTimeout also when the validity ended first:
-  /// held() is then false), kNoQuorum (router with WAIT: applied on the
+  /// held() is then false), kNoQuorum (Sentinel or Cluster with WAIT: applied on the
   /// primary, not confirmed by replicas), kBufferTooSmall.
   /// On the other errors (not kInvalidArgument, kNotHeld, kNotOwner,
   /// kExpired) the new TTL may or may not have been applied: the local
@@ -171,11 +175,11 @@ class Lock {
   /// without TTL.
   Millis busy_ttl() const { return busy_ttl_; }
   const LockOptions& options() const { return options_; }
-  /// The connection serving the key (through the router, if any).
-  Connection& connection() const { return router_ ? router_->connection_for(key()) : *conn_; }
-  /// The connection's (or router's) last error text (for logs).
+  /// The connection serving the key (through Sentinel or Cluster, if used).
+  Connection& connection() const { return backend_ ? backend_->connection_for(key()) : *conn_; }
+  /// The connection's (or Sentinel's, Cluster's) last error text (for logs).
   const char* connection_error() const {
-    return router_ ? router_->last_error() : conn_->last_error();
+    return backend_ ? backend_->last_error() : conn_->last_error();
   }
 
  private:
@@ -188,21 +192,20 @@ class Lock {
   Status after_unknown_extend(TimePoint start, Millis ttl, Status s);
   Deadline io_deadline() const;
   void forget();
-  // One path for both back ends: a plain Connection or a Router.
-  Clock& clock() const { return router_ ? router_->clock() : conn_->clock(); }
+  // One path for both: a plain Connection (conn_) or Sentinel/Cluster (backend_).
+  Clock& clock() const { return backend_ ? backend_->clock() : conn_->clock(); }
   Nanos command_timeout() const {
-    return router_ ? router_->command_timeout() : conn_->options().command_timeout;
+    return backend_ ? backend_->command_timeout() : conn_->options().command_timeout;
   }
-  Result<const Reply*> run_eval(const Script& script, const Bytes* keys, size_t nkeys,
-                                const Bytes* args, size_t nargs, bool replicate, Deadline d);
-  Result<const Reply*> run_command(const Bytes* args, size_t count, Deadline d);
+  Result<const Reply*> run_eval(const ScriptCall& call, Deadline d);
+  Result<const Reply*> run_command(Span<const Bytes> args, Deadline d);
   Nanos retry_delay(Status last, Nanos left);
   bool pause(Status last, Nanos left, Deadline op_deadline, Status* attempted);
   bool await_release(Nanos cap, Deadline op_deadline);
   bool await_and_attempt(Nanos cap, Deadline op_deadline, Status* attempted);
 
-  Connection* conn_ = nullptr;
-  Router* router_ = nullptr;
+  Connection* conn_ = nullptr;  // a plain connection, or
+  Backend* backend_ = nullptr;  // Sentinel or Cluster
   LockOptions options_;
   uint8_t key_[kMaxKeyLen] = {};
   size_t key_len_ = 0;

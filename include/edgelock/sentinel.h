@@ -16,9 +16,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "edgelock/backend.h"
 #include "edgelock/connection.h"
 #include "edgelock/limits.h"
-#include "edgelock/router.h"
 
 namespace edgelock {
 
@@ -52,7 +52,7 @@ struct SentinelStats {
   uint32_t wait_failures = 0;    ///< WAITs with too few acknowledgements.
 };
 
-class Sentinel final : public Router {
+class Sentinel final : public Backend {
  public:
   Sentinel() = default;
   Sentinel(const Sentinel&) = delete;
@@ -83,27 +83,23 @@ class Sentinel final : public Router {
   Connection& primary() { return primary_; }
   const SentinelStats& stats() const { return stats_; }
 
-  // Router. eval()/command() find the primary first if needed, and find it
+  // Backend. eval()/command() find the primary first if needed, and find it
   // again and retry when the command surely did not run there (READONLY,
   // connect failed); after an I/O error or timeout (outcome unknown) they
   // return the error and the next call looks the primary up again. A lookup
   // error that a pause cannot fix (kNoAuth, kAuthFailed, ...) ends the
   // call at once.
   Status check_key(Bytes key) override;
-  Result<const Reply*> eval(const Script& script, const Bytes* keys, size_t nkeys,
-                            const Bytes* args, size_t nargs, bool replicate,
-                            Deadline deadline) override;
-  Result<const Reply*> command(Bytes key, const Bytes* args, size_t count,
-                               Deadline deadline) override;
+  Result<const Reply*> eval(const ScriptCall& call, Deadline deadline) override;
+  Result<const Reply*> command(Bytes key, Span<const Bytes> args, Deadline deadline) override;
   Connection& connection_for(Bytes key) override;
   Clock& clock() const override { return *clock_; }
   Nanos command_timeout() const override { return options_.command_timeout; }
   const char* last_error() const override { return error_; }
 
  private:
-  struct Call;  // one eval or command (sentinel.cc)
-
-  Result<const Reply*> run(const Call& call, Deadline deadline);
+  // An eval, or with no script the plain command in call.args.
+  Result<const Reply*> run(const ScriptCall& call, Deadline deadline);
   Status ask(size_t index, Deadline deadline, Endpoint* primary);
   Status check_role(Deadline deadline);
   Result<const Reply*> confirm(const Reply* reply, Deadline deadline);

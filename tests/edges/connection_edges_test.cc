@@ -100,7 +100,7 @@ TEST_F(ConnectionEdges, NoscriptFallbackTooLongLeavesConnectionUsable) {
   const Script big = make_script(body.c_str());
   ASSERT_EQ(test::run(admin_, {"SCRIPT", "FLUSH"}), "OK");
   const Result<const Reply*> r =
-      a_.eval(big, nullptr, 0, nullptr, 0, Deadline::after(a_.clock(), Millis(2000)));
+      a_.eval({&big}, Deadline::after(a_.clock(), Millis(2000)));
   EXPECT_EQ(r.status().code(), ErrorCode::kBufferTooSmall) << a_.last_error();
   EXPECT_FALSE(a_.busy()) << "nothing may stay in flight after a failed fallback";
   EXPECT_EQ(test::run(a_, {"PING"}), "PONG") << "the connection must stay usable";
@@ -314,7 +314,7 @@ TEST(ConnectionEdgesDeadline, HungServerEndsEveryCallByItsDeadline) {
   server.pause();
   const Bytes ping[1] = {Bytes::from_cstr("PING")};
   TimePoint t0 = now();
-  Result<const Reply*> r = c.command(ping, 1, Deadline::after(c.clock(), budget));
+  Result<const Reply*> r = c.command(ping, Deadline::after(c.clock(), budget));
   Nanos took = now() - t0;
   EXPECT_EQ(r.status().code(), ErrorCode::kTimeout) << c.last_error();
   EXPECT_LT(took, budget + slack) << "connect + AUTH + SELECT on a frozen server";
@@ -325,7 +325,7 @@ TEST(ConnectionEdgesDeadline, HungServerEndsEveryCallByItsDeadline) {
   ASSERT_TRUE(c.connect(Deadline::after(c.clock(), Millis(2000) * test::slowdown())).ok()) << c.last_error();
   server.pause();
   t0 = now();
-  r = c.command(ping, 1, Deadline::after(c.clock(), budget));
+  r = c.command(ping, Deadline::after(c.clock(), budget));
   took = now() - t0;
   server.resume();
   EXPECT_EQ(r.status().code(), ErrorCode::kTimeout);
@@ -346,7 +346,7 @@ TEST(ConnectionEdgesDeadline, HungServerEndsEveryCallByItsDeadline) {
   fake.script({test::reply("-NOSCRIPT No matching script.\r\n"), test::silent()});
   const Script s = make_script("return 1");
   t0 = now();
-  r = f.eval(s, nullptr, 0, nullptr, 0, Deadline::after(f.clock(), budget));
+  r = f.eval({&s}, Deadline::after(f.clock(), budget));
   took = now() - t0;
   EXPECT_EQ(r.status().code(), ErrorCode::kTimeout) << f.last_error();
   EXPECT_LT(took, budget + slack) << "the EVAL fallback keeps the operation's deadline";

@@ -143,23 +143,22 @@ TEST_F(LockEdges, LostShorteningExtendShortensValidity) {
   EXPECT_TRUE(rival.release().ok());
 }
 
-// A router whose replicas never confirm (WAIT short): every write that
+// A back end whose replicas never confirm (WAIT short): every write that
 // granted or extended reports kNoQuorum although the primary applied it.
-class UnconfirmedRouter : public Router {
+class UnconfirmedBackend final : public Backend {
  public:
-  explicit UnconfirmedRouter(Connection& c) : c_(c) {}
+  explicit UnconfirmedBackend(Connection& c) : c_(c) {}
   Status check_key(Bytes) override { return Status(); }
-  Result<const Reply*> eval(const Script& script, const Bytes* keys, size_t nkeys, const Bytes* args,
-                            size_t nargs, bool replicate, Deadline deadline) override {
-    const Result<const Reply*> r = c_.eval(script, keys, nkeys, args, nargs, deadline);
-    if (unconfirmed && replicate && r.ok() && r.value()->type == ReplyType::kInteger &&
+  Result<const Reply*> eval(const ScriptCall& call, Deadline deadline) override {
+    const Result<const Reply*> r = c_.eval(call, deadline);
+    if (unconfirmed && call.writes_lease && r.ok() && r.value()->type == ReplyType::kInteger &&
         r.value()->integer > 0) {
       return ErrorCode::kNoQuorum;
     }
     return r;
   }
-  Result<const Reply*> command(Bytes, const Bytes* args, size_t count, Deadline d) override {
-    return c_.command(args, count, d);
+  Result<const Reply*> command(Bytes, Span<const Bytes> args, Deadline d) override {
+    return c_.command(args, d);
   }
   Connection& connection_for(Bytes) override { return c_; }
   Clock& clock() const override { return c_.clock(); }
@@ -174,11 +173,11 @@ class UnconfirmedRouter : public Router {
 // Item 4, router part: a shortening extend applied on the primary but not
 // confirmed by WAIT (kNoQuorum) must shorten the local validity too.
 TEST_F(LockEdges, UnconfirmedShorteningExtendShortensValidity) {
-  UnconfirmedRouter router(other_);
-  Lock lock(router);
+  UnconfirmedBackend backend(other_);
+  Lock lock(backend);
   ASSERT_TRUE(lock.init(Bytes::from_cstr(kKey), ttl(10000)).ok());
   ASSERT_TRUE(lock.try_acquire().ok());
-  router.unconfirmed = true;
+  backend.unconfirmed = true;
   EXPECT_EQ(lock.extend(Millis(300), ExtendMode::kReplace).code(), ErrorCode::kNoQuorum);
   EXPECT_LE(lock.remaining(), Millis(300));
   EXPECT_GT(lock.token().size, 0u);

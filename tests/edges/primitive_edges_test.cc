@@ -131,7 +131,7 @@ TEST_F(PrimitiveEdges, SemaphoreLateGrantNeverMakesTwoHolders) {
   const Bytes keys[1] = {Bytes::from_cstr("sem-empty")};
   const Bytes args[3] = {Bytes::from_cstr(""), Bytes::from_cstr("5000"), Bytes::from_cstr("1")};
   const Result<const Reply*> r =
-      admin_.eval(detail::kSemAcquireScript, keys, 1, args, 3, Deadline::after(admin_.clock(), ms_s(2000)));
+      admin_.eval({&detail::kSemAcquireScript, keys, args}, Deadline::after(admin_.clock(), ms_s(2000)));
   ASSERT_TRUE(r.ok()) << admin_.last_error();
   ASSERT_EQ(r.value()->type, ReplyType::kArray);
   EXPECT_NE(r.value()->elements[0].integer, 1) << "an empty id was granted";

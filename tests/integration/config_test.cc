@@ -52,7 +52,7 @@ TEST(ConfigCheck, LongestBoundReplyFitsTheReceiveBuffer) {
   EXPECT_EQ(test::run(c, {"ECHO", "fits"}), text) << c.last_error();
 
   const Bytes args[2] = {Bytes::from_cstr("ECHO"), Bytes::from_cstr("too long")};
-  const Result<const Reply*> r = c.command(args, 2, Deadline::after(c.clock(), Millis(2000)));
+  const Result<const Reply*> r = c.command(args, Deadline::after(c.clock(), Millis(2000)));
   EXPECT_EQ(r.status().code(), ErrorCode::kBufferTooSmall) << c.last_error();
   EXPECT_EQ(test::run(c, {"PING"}), "PONG") << "the connection must stay usable";
   server.stop();

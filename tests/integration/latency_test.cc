@@ -233,7 +233,7 @@ TEST(Latency, SingleLockDeadlineShorterThanRoundTrip) {
   proxy.set_delay(one_way());
   const Bytes ping = Bytes::from_cstr("PING");
   t0 = now();
-  EXPECT_EQ(conn.command(&ping, 1, Deadline::after(conn.clock(), one_way())).status().code(),
+  EXPECT_EQ(conn.command({&ping, 1}, Deadline::after(conn.clock(), one_way())).status().code(),
             ErrorCode::kTimeout);
   EXPECT_LT(now() - t0, one_way() + slow(Millis(50)));
 

@@ -233,7 +233,7 @@ class Malformed : public ::testing::Test {
     }
     if (c.op == Op::kIdleAcquire) {
       const Bytes ping = Bytes::from_cstr("PING");
-      EXPECT_TRUE(conn.command(&ping, 1, Deadline::after(clock, timeout())).ok());
+      EXPECT_TRUE(conn.command({&ping, 1}, Deadline::after(clock, timeout())).ok());
       clock.sleep_for(Millis(30));  // let the server's close/reset/extra arrive
     }
     Outcome out;
@@ -245,7 +245,7 @@ class Malformed : public ::testing::Test {
       case Op::kStatus: out.status = lock.status().status(); break;
       case Op::kPing: {
         const Bytes ping = Bytes::from_cstr("PING");
-        out.status = conn.command(&ping, 1, Deadline::after(clock, timeout())).status();
+        out.status = conn.command({&ping, 1}, Deadline::after(clock, timeout())).status();
         break;
       }
       default: out.status = lock.try_acquire(); break;

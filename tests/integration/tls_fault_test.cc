@@ -255,7 +255,7 @@ TEST(TlsFault, ResetMidRecord) {
   const Bytes ping[1] = {Bytes::from_cstr("PING")};
   const auto t0 = std::chrono::steady_clock::now();
   const Deadline deadline = Deadline::after(c.clock(), Millis(3000) * test::slowdown());
-  const Result<const Reply*> r = c.command(ping, 1, deadline);
+  const Result<const Reply*> r = c.command(ping, deadline);
   EXPECT_EQ(r.status().code(), ErrorCode::kTls) << c.last_error();
   EXPECT_NE(std::string(c.last_error()).find("mid-record"), std::string::npos) << c.last_error();
   EXPECT_LE(elapsed_ms(t0), 1500 * test::slowdown());

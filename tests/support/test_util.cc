@@ -26,7 +26,7 @@ std::string run(Connection& c, std::initializer_list<std::string> args) {
   std::vector<Bytes> argv;
   for (const auto& a : args) argv.push_back(Bytes(a.data(), a.size()));
   const Result<const Reply*> r =
-      c.command(argv.data(), argv.size(), Deadline::after(c.clock(), Millis(5000) * slowdown()));
+      c.command({argv.data(), argv.size()}, Deadline::after(c.clock(), Millis(5000) * slowdown()));
   if (!r.ok()) return std::string("ERR:") + c.last_error();
   return to_text(*r.value());
 }

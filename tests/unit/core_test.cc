@@ -1,14 +1,17 @@
 // Status strings, deadlines on a fake clock, backoff bounds, script hashes,
-// companion keys.
+// companion keys, spans and script calls.
 #include <gtest/gtest.h>
 
 #include <set>
 #include <string>
+#include <type_traits>
 
 #include "edgelock/backoff.h"
 #include "edgelock/fake_clock.h"
 #include "edgelock/random.h"
 #include "edgelock/script.h"
+#include "edgelock/script_call.h"
+#include "edgelock/span.h"
 #include "edgelock/status.h"
 #include "lock_keys.h"
 
@@ -109,6 +112,45 @@ TEST(Script, Sha1KnownVectors) {
   EXPECT_STREQ(abc.sha1, "a9993e364706816aba3e25717850c26c9cd0d89d");
   EXPECT_STREQ(two_blocks.sha1, "84983e441c3bd26ebaae4aa1f95129e5e54670f1");
   static_assert(abc.len == 3, "length computed at compile time");
+}
+
+// A span only ever adds const: a read-only view never becomes writable.
+static_assert(std::is_convertible<Span<Bytes>, Span<const Bytes>>::value, "adds const");
+static_assert(!std::is_convertible<Span<const Bytes>, Span<Bytes>>::value, "never drops const");
+constexpr int kThree[3] = {1, 2, 3};
+static_assert(Span<const int>(kThree).size() == 3 && Span<const int>(kThree)[2] == 3,
+              "a whole C array, at compile time");
+
+TEST(Span, ViewsWithoutCopying) {
+  Bytes words[2] = {Bytes::from_cstr("GET"), Bytes::from_cstr("k")};
+  const Span<Bytes> all(words);
+  EXPECT_EQ(all.size(), 2u);
+  EXPECT_EQ(all.data(), words);
+  EXPECT_FALSE(all.empty());
+  all[1] = Bytes::from_cstr("other");
+  EXPECT_TRUE(words[1].equals(Bytes::from_cstr("other")));
+  const Span<const Bytes> ro = all;
+  size_t n = 0;
+  for (const Bytes& b : ro) n += b.size;
+  EXPECT_EQ(n, 3u + 5u);
+  const Span<const Bytes> first(words, 1);
+  EXPECT_EQ(first.end() - first.begin(), 1);
+  EXPECT_TRUE(Span<const Bytes>().empty());
+  EXPECT_EQ(Span<const Bytes>().data(), nullptr);
+}
+
+TEST(ScriptCall, BraceListMayStopEarly) {
+  static const Script kScript = make_script("return 1");
+  const Bytes keys[2] = {Bytes::from_cstr("a"), Bytes::from_cstr("b")};
+  const ScriptCall bare{&kScript};
+  EXPECT_EQ(bare.script, &kScript);
+  EXPECT_TRUE(bare.keys.empty());
+  EXPECT_TRUE(bare.args.empty());
+  EXPECT_FALSE(bare.writes_lease);
+  const ScriptCall call{&kScript, keys, {keys, 1}, true};
+  EXPECT_EQ(call.keys.size(), 2u);
+  EXPECT_EQ(call.args.size(), 1u);
+  EXPECT_TRUE(call.writes_lease);
 }
 
 TEST(CompanionKey, SameSlotByHashTag) {

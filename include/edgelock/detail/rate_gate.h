@@ -15,6 +15,7 @@
 #include "edgelock/metrics.h"
 #include "edgelock/reply.h"
 #include "edgelock/script.h"
+#include "edgelock/span.h"
 #include "edgelock/status.h"
 
 namespace edgelock {
@@ -53,7 +54,7 @@ class RateGate {
   Status wait_admit(Nanos wait, Admission* out);
   /// Runs `script` on the key within one command timeout.
   /// Errors: Connection::command()'s.
-  Result<const Reply*> eval_key(const Script& script, const Bytes* args, size_t nargs);
+  Result<const Reply*> eval_key(const Script& script, Span<const Bytes> args);
   /// The key's PTTL as the server counts it (*pttl, ms; -2 no key, -1 no
   /// expiry) and, if `used` is set, its counter (kRatePeekScript).
   /// Errors: kInvalidArgument (no key), kProtocol, Connection::command()'s.

@@ -1,0 +1,64 @@
+#pragma once
+/// @file backend.h
+/// Where a primitive's commands go: one server (a Connection), the current
+/// primary behind Redis Sentinel (found again after a failover), or the
+/// primary owning the key's slot in a Redis Cluster (following MOVED/ASK).
+/// Connection, Sentinel and Cluster implement it.
+
+#include "edgelock/bytes.h"
+#include "edgelock/clock.h"
+#include "edgelock/reply.h"
+#include "edgelock/script_call.h"
+#include "edgelock/span.h"
+#include "edgelock/status.h"
+
+namespace edgelock {
+
+class Connection;
+
+class Backend {
+ public:
+  /// Checks that `key` and its companion keys ("{key}:fence", ...) can be
+  /// used together here. Errors: kInvalidArgument.
+  virtual Status check_key(Bytes key) = 0;
+
+  /// Runs `call` on the server serving call.keys[0] (all keys share its
+  /// slot), within `deadline`: EVALSHA, falling back to EVAL on NOSCRIPT.
+  /// With call.writes_lease, a replicated back end may confirm a positive
+  /// integer reply with its replicas (WAIT) before reporting success. The
+  /// reply lives until the back end's next command.
+  /// Errors: Connection::command()'s; kInvalidArgument (not set up, no
+  /// script, no keys where routing needs one, more than 13 keys and
+  /// arguments); kNoQuorum (too few replicas acknowledged the write);
+  /// kBufferTooSmall (the EVAL does not fit the command buffer, or a
+  /// redirect needs a node beyond the fixed capacity); kServerError (also:
+  /// more than kMaxRedirects redirects); kTimeout (also: the deadline passed
+  /// while a slot migration or failover settled); kNotConnected (also: no
+  /// sentinel named a reachable primary).
+  virtual Result<const Reply*> eval(const ScriptCall& call, Deadline deadline) = 0;
+
+  /// Runs the plain command `args` about `key` on the server serving it.
+  /// Errors: as eval() except kNoQuorum.
+  virtual Result<const Reply*> command(Bytes key, Span<const Bytes> args, Deadline deadline) = 0;
+
+  /// The connection that currently serves `key` (for stats and logs).
+  virtual Connection& connection_for(Bytes key) = 0;
+  /// The time source of every connection behind the back end.
+  virtual Clock& clock() const = 0;
+  /// The per-command budget a primitive uses when the caller gives none.
+  virtual Nanos command_timeout() const = 0;
+  /// The last error's text (fixed buffer, NUL-terminated, never null).
+  virtual const char* last_error() const = 0;
+  /// The one connection when the back end is a plain Connection (for what
+  /// only one connection can do: pipelined waits, BLPOP); else nullptr.
+  virtual Connection* direct() { return nullptr; }
+
+ protected:
+  Backend() = default;
+  Backend(const Backend&) = default;
+  Backend& operator=(const Backend&) = default;
+  // Not deleted through this interface: the owner holds the concrete type.
+  ~Backend() = default;
+};
+
+}  // namespace edgelock

@@ -1,0 +1,28 @@
+#pragma once
+/// @file script_call.h
+/// One script call as a value: the script, its keys and its arguments.
+/// Holds views only: the caller keeps the arrays (and the script) alive
+/// until the call's reply is read, which for a non-blocking or pipelined
+/// call is after the call that started it has returned.
+
+#include "edgelock/bytes.h"
+#include "edgelock/script.h"
+#include "edgelock/span.h"
+
+namespace edgelock {
+
+// Every member has a default, so a brace list may stop early ({&script})
+// without -Wmissing-field-initializers.
+struct ScriptCall {
+  const Script* script = nullptr;
+  /// KEYS[1..]: every key of one call shares one server (and cluster slot).
+  Span<const Bytes> keys = {};
+  /// ARGV[1..].
+  Span<const Bytes> args = {};
+  /// The script writes, and a positive integer reply means it granted or
+  /// extended a lease: a replicated back end may confirm it with its
+  /// replicas (WAIT) before reporting success.
+  bool writes_lease = false;
+};
+
+}  // namespace edgelock
