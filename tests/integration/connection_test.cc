@@ -267,14 +267,14 @@ TEST(Connection, BusyFromRealServer) {
   ErrorCode code = ErrorCode::kOk;
   const TimePoint limit = clock.now() + Millis(2000) * test::slowdown();
   while (code != ErrorCode::kServerBusy && clock.now() < limit) {
-    const Result<const Reply*> r = c.command(get, 2, Deadline::after(clock, Millis(1000) * test::slowdown()));
+    const Result<const Reply*> r = c.command(get, Deadline::after(clock, Millis(1000) * test::slowdown()));
     code = r.ok() ? ErrorCode::kOk : r.status().code();
     clock.sleep_for(Millis(5));
   }
   busy.join();
   EXPECT_EQ(code, ErrorCode::kServerBusy) << c.last_error();
   EXPECT_EQ(std::string(c.last_error()).rfind("BUSY ", 0), 0u) << c.last_error();
-  EXPECT_TRUE(c.command(get, 2, Deadline::after(clock, Millis(1000) * test::slowdown())).ok())
+  EXPECT_TRUE(c.command(get, Deadline::after(clock, Millis(1000) * test::slowdown())).ok())
       << "the script ended; " << c.last_error();
 }
 
