@@ -109,8 +109,12 @@ void print_usage() { std::fputs(kUsage, stdout); }
 void print_version() {
   const edgelock::BuildInfo& b = edgelock::build_info();
   std::printf("edgelock %s\n", EDGELOCK_TOOL_VERSION);
-  std::printf("library %s, hiredis %s, mbedTLS %s, TLS %s\n", b.version, b.hiredis,
-              b.tls ? b.mbedtls : "not built in", b.tls ? "on" : "off");
+  if (b.tls) {
+    std::printf("library %s, hiredis %s, mbedTLS %s (linked %s), TLS on (up to %s)\n", b.version, b.hiredis,
+                b.mbedtls, b.mbedtls_linked, b.tls_max);
+  } else {
+    std::printf("library %s, hiredis %s, mbedTLS not built in, TLS off\n", b.version, b.hiredis);
+  }
   std::printf("capacities: max_key_len=%zu tx_buffer_size=%zu rx_buffer_size=%zu max_cluster_nodes=%zu"
               " max_quorum_servers=%zu\n",
               edgelock::config::kMaxKeyLen, edgelock::config::kTxBufferSize, edgelock::config::kRxBufferSize,
