@@ -12,7 +12,7 @@
 
 #include "edgelock/edgelock.h"
 #include "edgelock/key_slot.h"
-#include "../support/delay_proxy.h"
+#include "delay_proxy.h"
 #include "../support/redis_server.h"
 #include "../support/shared_server_test.h"
 #include "../support/test_util.h"

@@ -13,7 +13,7 @@
 #include "rate_scripts.h"
 #include "reentrant_scripts.h"
 #include "semaphore_scripts.h"
-#include "../support/delay_proxy.h"
+#include "delay_proxy.h"
 #include "../support/shared_server_test.h"
 #include "../support/test_util.h"
 

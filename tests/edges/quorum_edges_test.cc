@@ -8,7 +8,7 @@
 #include <string>
 
 #include "edgelock/edgelock.h"
-#include "../support/delay_proxy.h"
+#include "delay_proxy.h"
 #include "../support/redis_server.h"
 #include "../support/test_util.h"
 

@@ -11,7 +11,7 @@
 #include "edgelock/edgelock.h"
 #include "edgelock/lease_keeper.h"
 #include "../integration/cli_fixture.h"
-#include "../support/delay_proxy.h"
+#include "delay_proxy.h"
 #include "../support/redis_server.h"
 #include "../support/test_util.h"
 

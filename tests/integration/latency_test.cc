@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "edgelock/edgelock.h"
-#include "../support/delay_proxy.h"
+#include "delay_proxy.h"
 #include "../support/redis_server.h"
 #include "../support/test_util.h"
 #include "validity.h"

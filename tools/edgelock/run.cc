@@ -20,7 +20,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "cli.h"
+#include "handles.h"
+#include "report.h"
 
 namespace cli {
 namespace {
@@ -45,11 +46,6 @@ struct InheritedFds {
 };
 const InheritedFds g_inherited;
 
-void close_own_fds() {
-  for (int fd = 3; fd < kTrackedFds; ++fd) {
-    if (!g_inherited.open[fd]) close(fd);
-  }
-}
 
 // True if edgelock runs in the foreground of the terminal on stdin: then
 // COMMAND's group gets the terminal, as a shell does for a job.
@@ -146,8 +142,9 @@ void on_lost(const Options& o, const LeaseKeeper& keeper, TimePoint now, TimePoi
   child->kill_at = valid_end - kill_margin(o);
   if (now + grace < child->kill_at) child->kill_at = now + grace;
   const bool not_owner = keeper.last_error().code() == edgelock::ErrorCode::kNotOwner;
-  error_line("lease on %s lost (%s, %u renewals failed); sending SIGTERM to %s (process group %d),"
-             " SIGKILL in %lld ms", o.key,
+  fail("lost", kExitLost,
+       "lease on %s lost (%s, %u renewals failed); sending SIGTERM to %s (process group %d),"
+       " SIGKILL in %lld ms", o.key,
              not_owner ? "another owner or no key on the server" : "no renewal before the validity ends",
              keeper.stats().failures, o.child_argv[0], static_cast<int>(child->pid),
              to_ms(child->kill_at > now ? child->kill_at - now : Nanos::zero()));
@@ -156,7 +153,7 @@ void on_lost(const Options& o, const LeaseKeeper& keeper, TimePoint now, TimePoi
 
 void kill_if_due(const Options& o, edgelock::Clock& clock, Child* child) {
   if (!child->lost || child->killed || clock.now() < child->kill_at) return;
-  notice_line(o, "%s did not stop in time; sending SIGKILL to its process group", o.child_argv[0]);
+  notice_line("%s did not stop in time; sending SIGKILL to its process group", o.child_argv[0]);
   kill(-child->pid, SIGKILL);
   child->killed = true;
 }
@@ -180,7 +177,7 @@ void supervise(const Options& o, const Lease& lease, LeaseKeeper& keeper, int sf
       // its last instants without the lock, so that is a loss too.
       if (!child->lost && lease.target.remaining(lease.target.lock) <= Nanos::zero()) {
         child->lost = true;
-        error_line("lease on %s ran out as %s exited", o.key, o.child_argv[0]);
+        fail("lost", kExitLost, "lease on %s ran out as %s exited", o.key, o.child_argv[0]);
       }
       break;
     }
@@ -197,11 +194,10 @@ int finish(const Options& o, const Lease& lease, const Child& child) {
   if (child.lost) return kExitLost;  // release above is owner-checked cleanup only
   if (!s.ok()) {
     if (s.code() == edgelock::ErrorCode::kNotOwner) {
-      error_line("lease on %s was lost just before %s exited", o.key, o.child_argv[0]);
-      return kExitLost;
+      return fail("lost", kExitLost, "lease on %s was lost just before %s exited", o.key, o.child_argv[0]);
     }
-    error_line("release of %s failed: %s: %s", o.key, s.to_string(), lease.error_text(lease.target.lock));
-    notice_line(o, "the lease on %s ends by itself within %lld ms", o.key, static_cast<long long>(o.ttl_ms));
+    error_line("release of %s failed: %s: %s", o.key, cause_text(s), lease.error_text(lease.target.lock));
+    notice_line("the lease on %s ends by itself within %lld ms", o.key, static_cast<long long>(o.ttl_ms));
   }
   return shell_status(child.status);
 }
@@ -213,15 +209,13 @@ int start_keeper(const Options& o, const Lease& lease, LeaseKeeper& keeper) {
   if (s.ok()) return kExitOk;
   lease.release(lease.target.lock).ignore();
   if (s.code() == edgelock::ErrorCode::kNotHeld) {
-    error_line("lease on %s ran out before %s could start", o.key, o.child_argv[0]);
-    return kExitLost;
+    return fail("lost", kExitLost, "lease on %s ran out before %s could start", o.key, o.child_argv[0]);
   }
-  error_line("--ttl %lld is too short to keep: a renewal may take %lld ms and --grace %lld ms plus"
+  return fail("usage", kExitUsage, "--ttl %lld is too short to keep: a renewal may take %lld ms and --grace %lld ms plus"
              " %lld ms come out of the validity", static_cast<long long>(o.ttl_ms),
              to_ms(keeper.renew_budget()),
              static_cast<long long>(effective_grace_ms(o)),
              to_ms(kill_margin(o)));
-  return kExitUsage;
 }
 
 int fork_and_supervise(const Options& o, const Lease& lease, LeaseKeeper& keeper, int sfd,
@@ -233,9 +227,9 @@ int fork_and_supervise(const Options& o, const Lease& lease, LeaseKeeper& keeper
   Child child;
   child.pid = fork();
   if (child.pid < 0) {
-    error_line("fork: %s", std::strerror(errno));
+    const int err = errno;
     lease.release(lease.target.lock).ignore();
-    return kExitServer;
+    return fail("internal", kExitServer, "cannot start %s: fork: %s", o.child_argv[0], std::strerror(err));
   }
   if (child.pid == 0) exec_child(o, lease, old_mask, parent, terminal);
   setpgid(child.pid, child.pid);  // also here: no signal may miss the group
@@ -245,6 +239,12 @@ int fork_and_supervise(const Options& o, const Lease& lease, LeaseKeeper& keeper
 }
 
 }  // namespace
+
+void close_own_fds() {
+  for (int fd = 3; fd < kTrackedFds; ++fd) {
+    if (!g_inherited.open[fd]) close(fd);
+  }
+}
 
 int64_t effective_grace_ms(const Options& o) {
   if (o.grace_ms >= 0) return o.grace_ms;
@@ -265,12 +265,16 @@ int run_child(const Options& o, const Lease& lease) {
   sigprocmask(SIG_BLOCK, &mask, &old_mask);
   const int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
   if (sfd < 0) {
-    error_line("signalfd: %s", std::strerror(errno));
+    const int err = errno;
     lease.release(lease.target.lock).ignore();
     sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-    return kExitServer;
+    return fail("internal", kExitServer, "cannot start %s: signalfd: %s", o.child_argv[0], std::strerror(err));
   }
   const int rc = fork_and_supervise(o, lease, keeper, sfd, old_mask);
+  if (o.stats) {
+    std::fprintf(stderr, "edgelock: stats keeper: renewals=%u failures=%u\n", keeper.stats().renewals,
+                 keeper.stats().failures);
+  }
   close(sfd);
   sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   return rc;

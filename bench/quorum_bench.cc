@@ -1,7 +1,7 @@
 // quorum_bench: acquire+release latency of a quorum lock over the first
 // server alone and over all servers given, measured in the same run.
 // Starts no servers: point it at running ones. --delay-ms D puts an
-// in-process test::DelayProxy (tests/support/delay_proxy.h) in front of
+// in-process test::DelayProxy (bench/delay_proxy.h) in front of
 // each server, adding D ms each way (emulated network latency; the servers
 // must then be on 127.0.0.1). --sequential also times N plain `Lock`s
 // taken one after another (what a client without a parallel fan-out pays).
