@@ -105,28 +105,6 @@ const char* quorum_feature();
 // Writes `s` as a JSON string literal (quoted, escaped) to stdout.
 void print_json_string(const char* s, size_t n);
 
-// A held lease as `run` needs it, for any lock type (Lock, QuorumLock).
-struct Lease {
-  edgelock::LeaseTarget target;  // renewal and validity, for the keeper
-  edgelock::Clock* clock = nullptr;
-  edgelock::Bytes token;
-  uint64_t fence = 0;
-  edgelock::Status (*release)(void* lock) = nullptr;
-  const char* (*error_text)(const void* lock) = nullptr;
-};
-
-template <typename LockT>
-Lease lease_of(LockT& lock, edgelock::Clock& clock) {
-  Lease l;
-  l.target = edgelock::lease_target(lock);
-  l.clock = &clock;
-  l.token = lock.token();
-  l.fence = lock.fence();
-  l.release = [](void* p) -> edgelock::Status { return static_cast<LockT*>(p)->release(); };
-  l.error_text = [](const void* p) -> const char* { return static_cast<const LockT*>(p)->connection_error(); };
-  return l;
-}
-
 // semaphore and cooldown on one connection (cli_primitives.cc).
 int dispatch_primitive(const Options& o, edgelock::Connection& conn);
 
@@ -138,8 +116,9 @@ void print_stats(const char* what, const edgelock::Metrics& m);
 // above TTL/2.
 int64_t effective_grace_ms(const Options& o);
 
-// The run subcommand, with the lease already acquired: runs COMMAND,
-// keeps the lease, releases it. Returns the exit code.
-int run_child(const Options& o, const Lease& lease);
+// The run subcommand, with the lease (Lock, QuorumLock, Permit) already
+// acquired: runs COMMAND, keeps the lease, releases it. Returns the exit
+// code.
+int run_child(const Options& o, edgelock::Lease& lease);
 
 }  // namespace cli

@@ -29,7 +29,6 @@ using edgelock::Bytes;
 using edgelock::ErrorCode;
 using edgelock::Nanos;
 using edgelock::Permit;
-using edgelock::PermitLease;
 using edgelock::Semaphore;
 using edgelock::Status;
 
@@ -44,7 +43,7 @@ int sem_error(const Options& o, const Semaphore& sem, Status s, const char* doin
     expired_line(o, "permit");
   } else if (s.code() == ErrorCode::kBusy) {
     notice_line(o, "%s: all %lld permits in use (the first frees in %lld ms)", o.key,
-                static_cast<long long>(o.permits), to_ms(sem.busy_wait()));
+                static_cast<long long>(o.permits), to_ms(sem.busy_ttl()));
   } else if (s.code() == ErrorCode::kNotOwner || s.code() == ErrorCode::kNotHeld) {
     error_line("not the owner of a permit of %s: the id is stale (expired, released or unknown)", o.key);
   } else {
@@ -78,33 +77,17 @@ int sem_release(const Options& o, Semaphore& sem) {
   return kExitOk;
 }
 
-void print_permit(const Options& o, const Semaphore& sem, const Permit& p) {
+void print_permit(const Options& o, const Permit& p) {
   if (o.quiet) return;
   if (!o.json) {
-    std::printf("%.*s\n", static_cast<int>(p.id_len), p.id);
+    std::printf("%.*s\n", static_cast<int>(p.id().size), reinterpret_cast<const char*>(p.id().data));
     return;
   }
   json_key(o);
   std::printf(",\"permit\":");
-  print_json_string(p.id, p.id_len);
+  print_json_string(reinterpret_cast<const char*>(p.id().data), p.id().size);
   std::printf(",\"permits\":%lld,\"ttl_ms\":%lld,\"validity_ms\":%lld}\n", static_cast<long long>(o.permits),
-              static_cast<long long>(o.ttl_ms), to_ms(sem.remaining(p)));
-}
-
-// The permit as a run lease: renewed by the keeper, released after COMMAND.
-Lease permit_lease(PermitLease& pl, edgelock::Clock& clock) {
-  Lease l;
-  l.target = edgelock::lease_target(pl);
-  l.clock = &clock;
-  l.token = pl.permit->id_bytes();
-  l.release = [](void* p) -> Status {
-    PermitLease* lease = static_cast<PermitLease*>(p);
-    return lease->semaphore->release(lease->permit);
-  };
-  l.error_text = [](const void* p) -> const char* {
-    return static_cast<const PermitLease*>(p)->semaphore->connection_error();
-  };
-  return l;
+              static_cast<long long>(o.ttl_ms), to_ms(p.remaining()));
 }
 
 int cmd_semaphore(const Options& o, edgelock::Connection& conn, Semaphore& sem) {
@@ -116,17 +99,14 @@ int cmd_semaphore(const Options& o, edgelock::Connection& conn, Semaphore& sem) 
   const Status s = bounded_acquire(
       o, conn.clock(), &conn, [&](Nanos wait) { return sem.acquire(&permit, wait); },
       [&]() {
-        if (permit.id_len > 0) sem.release(&permit).ignore();
+        if (!permit.id().empty()) permit.release().ignore();
       });
   if (!s.ok()) return sem_error(o, sem, s, "acquire");
   if (!o.child_argv) {
-    print_permit(o, sem, permit);
+    print_permit(o, permit);
     return kExitOk;
   }
-  PermitLease pl;
-  pl.semaphore = &sem;
-  pl.permit = &permit;
-  return run_child(o, permit_lease(pl, conn.clock()));
+  return run_child(o, permit);
 }
 
 int semaphore(const Options& o, edgelock::Connection& conn) {

@@ -24,7 +24,7 @@ using edgelock::Status;
 const char* quorum_feature() { return "quorum"; }
 
 void report_lock_error(const edgelock::QuorumLock& lock, Status s, const char* doing) {
-  const char* text = lock.connection_error();
+  const char* text = lock.last_error();
   error_line("%s failed on %zu servers (quorum %zu): %s%s%s", doing, lock.size(), lock.quorum(),
              s.to_string(), text[0] ? ": " : "", text);
 }
@@ -108,7 +108,7 @@ int by_token(const Options& o, Servers& sv, bool extend) {
       error_line("bad KEY or TOKEN");
       return kExitUsage;
     }
-    const Status s = extend ? lock.reacquire() : lock.release();
+    const Status s = extend ? lock.renew() : lock.release();
     done += s.ok();
     not_owner += s.code() == ErrorCode::kNotOwner;
     if (s.code() != ErrorCode::kNotOwner) failed[i] = s;

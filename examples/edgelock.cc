@@ -43,7 +43,7 @@ int cmd_release(const Options& o, Lock& lock) {
 int cmd_extend(const Options& o, Lock& lock) {
   int rc = adopt_token(o, lock);
   if (rc != kExitOk) return rc;
-  const Status s = lock.reacquire();  // owner-checked: TTL := --ttl
+  const Status s = lock.renew();  // owner-checked: TTL := --ttl
   if (!s.ok()) return lock_error(o, lock, s, "extend");
   if (o.json && !o.quiet) print_json_lock(o, lock, false);
   return kExitOk;

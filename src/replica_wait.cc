@@ -37,13 +37,37 @@ Status wait_for_replicas(Connection& conn, int want, Nanos max_wait, Deadline de
   return Status();
 }
 
+namespace {
+
+// A positive integer, or an array that starts with one.
+bool is_grant(const Reply* r) {
+  if (r->type == ReplyType::kArray) r = r->count > 0 ? &r->elements[0] : nullptr;
+  return r && r->type == ReplyType::kInteger && r->integer > 0;
+}
+
+}  // namespace
+
 Result<const Reply*> confirm_write(Connection& conn, const Reply* reply, int want, Nanos max_wait,
-                                   Deadline deadline, Reply* keep, char (&err)[kErrorTextSize]) {
-  if (want == 0 || reply->type != ReplyType::kInteger || reply->integer <= 0) return reply;
-  *keep = *reply;
+                                   Deadline deadline, Reply (&keep)[4], char (&err)[kErrorTextSize]) {
+  if (want == 0 || !is_grant(reply)) return reply;
+  keep[0] = *reply;
+  if (reply->type == ReplyType::kArray) {
+    if (reply->count > 3) {
+      set_error(err, "a grant of %zu elements is too long to keep for WAIT", reply->count);
+      return ErrorCode::kProtocol;
+    }
+    for (size_t i = 0; i < reply->count; ++i) {
+      if (reply->elements[i].type != ReplyType::kInteger) {
+        set_error(err, "a grant with a non-integer element");
+        return ErrorCode::kProtocol;
+      }
+      keep[1 + i] = reply->elements[i];
+    }
+    keep[0].elements = &keep[1];
+  }
   const Status s = wait_for_replicas(conn, want, max_wait, deadline, err);
   if (!s.ok()) return s;
-  return static_cast<const Reply*>(keep);
+  return static_cast<const Reply*>(&keep[0]);
 }
 
 }  // namespace detail

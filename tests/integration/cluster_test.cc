@@ -90,7 +90,7 @@ TEST_F(ClusterTest, LocksOnEveryPrimary) {
     ASSERT_GE(server, 0);
     Lock lock(client_);
     ASSERT_TRUE(lock.init(Bytes(key.data(), key.size())).ok());
-    ASSERT_TRUE(lock.try_acquire().ok()) << key << ": " << lock.connection_error();
+    ASSERT_TRUE(lock.try_acquire().ok()) << key << ": " << lock.last_error();
     EXPECT_EQ(lock.connection().endpoint().port, cluster_->node(server).port());
     // The key and its fencing counter live on the slot's primary.
     Connection direct;

@@ -94,7 +94,7 @@ TEST(QuorumLock, InitValidates) {
 void full_cycle(Cluster& c) {
   QuorumLock lock;
   ASSERT_TRUE(lock.init(c.conns(), c.size(), Bytes::from_cstr(kKey), opts()).ok());
-  ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();
+  ASSERT_TRUE(lock.try_acquire().ok()) << lock.last_error();
   EXPECT_TRUE(lock.held());
   EXPECT_GT(lock.fence(), 0u);
   const Nanos max_validity = opts().ttl - detail::drift_of(opts().ttl, 0.01);
@@ -106,7 +106,7 @@ void full_cycle(Cluster& c) {
   const Result<bool> own = lock.owned();
   ASSERT_TRUE(own.ok());
   EXPECT_TRUE(own.value());
-  ASSERT_TRUE(lock.reacquire().ok());
+  ASSERT_TRUE(lock.renew().ok());
   EXPECT_LE(lock.remaining(), max_validity);
   EXPECT_EQ(lock.try_acquire().code(), ErrorCode::kInvalidArgument) << "already holding";
   const Bytes token = lock.token();
@@ -140,7 +140,7 @@ TEST(QuorumLock, FiveServersBusyGuardAndFences) {
   for (int i = 0; i < 3; ++i) {
     {
       ASSERT_TRUE(a.acquire(Millis(1000)).ok());
-      LockGuard<QuorumLock> guard(a);
+      LockGuard guard(a);
       EXPECT_GT(a.fence(), last);
       last = a.fence();
       EXPECT_EQ(b.try_acquire().code(), ErrorCode::kBusy);
@@ -183,7 +183,7 @@ TEST(QuorumLock, MinorityKilledStillWorks) {
   for (size_t killed = 1; killed <= 2; ++killed) {
     c.server(killed - 1).kill9();
     const TimePoint t0 = default_clock().now();
-    ASSERT_TRUE(lock.try_acquire().ok()) << killed << " killed: " << lock.connection_error();
+    ASSERT_TRUE(lock.try_acquire().ok()) << killed << " killed: " << lock.last_error();
     EXPECT_LT(elapsed_since(t0), slow(Millis(100)));
     EXPECT_TRUE(lock.server_down(killed - 1));
     EXPECT_GE(c.holders(lock.token()), lock.quorum());
@@ -266,7 +266,7 @@ TEST(QuorumLock, ServerRestartedBetweenAcquireAndExtend) {
   ASSERT_TRUE(lock.try_acquire().ok());
   const uint64_t first = lock.fence();
   ASSERT_TRUE(c.server(1).restart());  // no persistence: key and counter gone
-  ASSERT_TRUE(lock.extend(Millis(3000)).ok()) << lock.connection_error();
+  ASSERT_TRUE(lock.extend(Millis(3000)).ok()) << lock.last_error();
   EXPECT_TRUE(lock.held());
   const Result<bool> own = lock.owned();
   ASSERT_TRUE(own.ok() && own.value());
@@ -277,7 +277,7 @@ TEST(QuorumLock, ServerRestartedBetweenAcquireAndExtend) {
   ASSERT_TRUE(lock.try_acquire().ok());
   EXPECT_GT(lock.fence(), first) << "the majority's counters carry the order";
   EXPECT_GE(c.holders(lock.token()), 2u);
-  EXPECT_FALSE(lock.server_down(1)) << lock.connection_error();
+  EXPECT_FALSE(lock.server_down(1)) << lock.last_error();
   ASSERT_TRUE(lock.release().ok());
 }
 

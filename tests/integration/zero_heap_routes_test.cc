@@ -36,7 +36,7 @@ int lock_cycle(Lock& lock) {
   int failures = 0;
   failures += !lock.acquire(Millis(1000)).ok();
   failures += !lock.extend(Millis(5000)).ok();
-  failures += !lock.reacquire().ok();
+  failures += !lock.renew().ok();
   const Result<bool> owned = lock.owned();
   failures += !(owned.ok() && owned.value());
   failures += !lock.status().ok();
@@ -140,7 +140,7 @@ TEST(ZeroHeap, QuorumCycles) {
   for (int i = 0; i < n; ++i) {
     failures += !la.acquire(Millis(1000)).ok();
     failures += !la.extend(Millis(5000)).ok();
-    failures += !la.reacquire().ok();
+    failures += !la.renew().ok();
     const Result<bool> owned = la.owned();
     failures += !(owned.ok() && owned.value());
     failures += lb.try_acquire().code() != ErrorCode::kBusy;  // busy + clean-up rounds
