@@ -5,6 +5,7 @@
 
 #include "edgelock/edgelock.h"
 #include "edgelock/fake_clock.h"
+#include "../support/backend_checks.h"
 #include "../support/redis_server.h"
 #include "../support/shared_server_test.h"
 #include "../support/test_util.h"
@@ -24,6 +25,14 @@ class PrimitivesTest : public test::SharedServerTest {
   }
   int pttl(const std::string& key) { return std::stoi(run(admin_, {"PTTL", key})); }
 };
+
+// Every primitive over a plain Connection (the Backend the Sentinel and
+// Cluster tests run the same checks through).
+TEST_F(PrimitivesTest, EveryPrimitiveOnAConnection) {
+  test::check_every_primitive(a_, b_, "conn");
+  EXPECT_EQ(run(admin_, {"EXISTS", "{conn}lock:fence"}), "1");
+  EXPECT_EQ(run(admin_, {"EXISTS", "{conn}reentrant:fence"}), "1");
+}
 
 // --- Reentrant lock -------------------------------------------------------
 
