@@ -7,10 +7,7 @@
 namespace edgelock {
 
 Status Cooldown::init(Bytes key, const CooldownOptions& options) {
-  detail::RateRule rule;
-  rule.script = &detail::kCooldownScript;
-  rule.args[0] = options.period.count();
-  rule.nargs = 1;
+  const detail::RateRule rule{&detail::kCooldownScript, {options.period.count()}, 1};
   EDGELOCK_TRY(gate_.init(key, rule, options.period, options.drift_factor, options.local_hint));
   options_ = options;
   return Status();

@@ -69,7 +69,10 @@ Nanos LeaseCore::left(TimePoint valid_until) const {
 }
 
 Deadline LeaseCore::renewal_deadline(TimePoint valid_until, TimePoint start) const {
-  return capped_at(io_deadline(), valid_until, start);
+  // Waiting past the validity would only delay the caller's reaction to
+  // the loss.
+  const Deadline d = io_deadline();
+  return valid_until > start ? d.min(Deadline::at(valid_until)) : d;
 }
 
 Status LeaseCore::mint(char* out, size_t hex_len) {

@@ -144,8 +144,7 @@ Status QuorumLock::finish_extend(TimePoint start, TimePoint decided_at, Millis t
   // may have shortened their TTL (an add only lengthens it), so the
   // validity is what either could leave: the old one or the new request's.
   if (mode == ExtendMode::kReplace) {
-    const TimePoint could = detail::validity_end(start, ttl, options_.drift_factor);
-    if (could < valid_until_) valid_until_ = could;
+    valid_until_ = detail::least_end(valid_until_, start, ttl, options_.drift_factor);
   }
   const ErrorCode e = detail::keep_failure(t, possible);
   if (e == ErrorCode::kNotOwner || !held()) {

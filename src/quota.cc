@@ -12,11 +12,7 @@ constexpr int64_t kMaxLimit = 0x7fffffff;
 
 Status Quota::init(Bytes key, const QuotaOptions& options) {
   if (options.limit < 1 || options.limit > kMaxLimit) return ErrorCode::kInvalidArgument;
-  detail::RateRule rule;
-  rule.script = &detail::kQuotaScript;
-  rule.args[0] = options.limit;
-  rule.args[1] = options.window.count();
-  rule.nargs = 2;
+  const detail::RateRule rule{&detail::kQuotaScript, {options.limit, options.window.count()}, 2};
   EDGELOCK_TRY(gate_.init(key, rule, options.window, options.drift_factor, options.local_hint));
   options_ = options;
   return Status();

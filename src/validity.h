@@ -30,12 +30,5 @@ constexpr TimePoint least_end(TimePoint old_end, TimePoint start, Millis ttl, do
   return e < old_end ? e : old_end;
 }
 
-/// A renewal's deadline: `d`, but no later than the lease's validity end
-/// `valid_until` while that is still ahead of `now` (waiting past it would
-/// only delay the caller's reaction to the loss).
-constexpr Deadline capped_at(Deadline d, TimePoint valid_until, TimePoint now) {
-  return valid_until > now ? d.min(Deadline::at(valid_until)) : d;
-}
-
 }  // namespace detail
 }  // namespace edgelock

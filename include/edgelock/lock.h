@@ -1,8 +1,9 @@
 #pragma once
 /// @file lock.h
-/// A lock on one Redis server: SET-if-absent with a TTL, owner-checked
-/// release and extend, a fencing token per grant, and a conservative local
-/// validity measured on the monotonic clock.
+/// A lock on one Redis key (one server, the primary Sentinel names, or the
+/// cluster node owning the key's slot): SET-if-absent with a TTL,
+/// owner-checked release and extend, a fencing token per grant, and a
+/// conservative local validity measured on the monotonic clock.
 ///
 /// Fencing: every grant returns fence() — a 64-bit number strictly greater
 /// than any handed out before for this key on this server (INCR of a

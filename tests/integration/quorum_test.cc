@@ -117,6 +117,35 @@ void full_cycle(Cluster& c) {
   EXPECT_EQ(lock.extend(Millis(100)).code(), ErrorCode::kNotHeld);
 }
 
+// Counters per operation, as a Lock keeps them: one acquire attempt per
+// round, busy refusals, and a lease found gone by extend.
+TEST(QuorumLock, KeepsMetricsPerOperation) {
+  Cluster c(3);
+  ASSERT_TRUE(c.start());
+  QuorumLock lock;
+  ASSERT_TRUE(lock.init(c.conns(), c.size(), Bytes::from_cstr(kKey), opts()).ok());
+  ASSERT_TRUE(lock.try_acquire().ok()) << lock.last_error();
+  ASSERT_TRUE(lock.extend(Millis(5000)).ok());
+  ASSERT_TRUE(lock.renew().ok());
+  ASSERT_TRUE(lock.release().ok());
+  EXPECT_EQ(lock.metrics().attempts, 1u);
+  EXPECT_EQ(lock.metrics().grants, 1u);
+  EXPECT_EQ(lock.metrics().busy, 0u);
+  EXPECT_EQ(lock.metrics().errors, 0u);
+  for (size_t i = 0; i < c.size(); ++i) c.cmd(i, {"SET", kKey, "someone", "PX", "60000"});
+  EXPECT_EQ(lock.try_acquire().code(), ErrorCode::kBusy);
+  EXPECT_EQ(lock.metrics().attempts, 2u);
+  EXPECT_EQ(lock.metrics().busy, 1u);
+  for (size_t i = 0; i < c.size(); ++i) c.cmd(i, {"DEL", kKey});
+  ASSERT_TRUE(lock.try_acquire().ok());
+  for (size_t i = 0; i < c.size(); ++i) c.cmd(i, {"SET", kKey, "someone", "PX", "60000"});
+  EXPECT_EQ(lock.extend(Millis(5000)).code(), ErrorCode::kNotOwner);
+  EXPECT_EQ(lock.metrics().not_owner, 1u);
+  EXPECT_EQ(lock.metrics().lost_leases, 1u);
+  lock.reset_metrics();
+  EXPECT_EQ(lock.metrics().attempts, 0u);
+}
+
 TEST(QuorumLock, ThreeServersCycle) {
   Cluster c(3);
   ASSERT_TRUE(c.start());
