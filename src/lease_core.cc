@@ -2,15 +2,23 @@
 // every primitive shares.
 #include "edgelock/detail/lease_core.h"
 
+#include "edgelock/detail/decimal_text.h"
+
 #include <cstring>
 
 #include "lease_util.h"
+#include "edgelock/connection.h"
 #include "lock_keys.h"
-#include "metrics_note.h"
 #include "validity.h"
 
 namespace edgelock {
 namespace detail {
+
+void DecimalText::set(int64_t v) {
+  ByteBuilder b(reinterpret_cast<uint8_t*>(text), sizeof text);
+  b.append_decimal(v);
+  len = b.size();
+}
 
 namespace {
 
@@ -23,6 +31,13 @@ bool valid_timing(const LeaseTiming& t) {
          t.drift_factor <= 0.5 && t.retry_min > Nanos::zero() && t.retry_max >= t.retry_min;
 }
 
+Status make_companion(Bytes key, const char* suffix, CompanionKey* out) {
+  const Result<size_t> n = companion_key(key, suffix, out->data, sizeof out->data);
+  if (!n.ok()) return n.status();
+  out->len = n.value();
+  return Status();
+}
+
 bool wants_retry(Status s, RetryOn on) {
   if (on == RetryOn::kTransient) return retryable(s.code());
   return s.code() == ErrorCode::kBusy || s.code() == ErrorCode::kExpired;
@@ -30,37 +45,31 @@ bool wants_retry(Status s, RetryOn on) {
 
 }  // namespace
 
-Status LeaseCore::init(Bytes key, bool companions, const LeaseTiming& timing) {
+Status LeaseCore::init(Bytes key, const LeaseTiming& timing, CompanionKey* fence,
+                       CompanionKey* wake) {
   if (key.size == 0 || key.size > kMaxKeyLen || !key.data) return ErrorCode::kInvalidArgument;
   if (!valid_timing(timing)) return ErrorCode::kInvalidArgument;
-  if (companions) {
-    // Every companion is the key plus a short suffix (lock_keys.h): the
-    // longest one fitting means they all do.
-    CompanionKey c;
-    if (!companion_key(key, ":fence", c.data, sizeof c.data).ok()) return ErrorCode::kInvalidArgument;
+  if (fence) {
+    EDGELOCK_TRY(make_companion(key, ":fence", fence));
+    if (wake) EDGELOCK_TRY(make_companion(key, ":wake", wake));
     EDGELOCK_TRY(backend_->check_key(key));
   }
   EDGELOCK_TRY(rng_.seed_from_os());
   std::memcpy(key_, key.data, key.size);
   key_len_ = key.size;
-  timing_ = timing;
+  drift_factor_ = timing.drift_factor;
   backoff_ = Backoff(timing.retry_min, timing.retry_max);
   busy_ttl_ = Millis(0);
   return Status();
 }
 
-Bytes LeaseCore::companion(const char* suffix, CompanionKey* out) const {
-  const Result<size_t> n = companion_key(key(), suffix, out->data, sizeof out->data);
-  out->len = n.ok() ? n.value() : 0;
-  return out->bytes();
-}
-
 TimePoint LeaseCore::validity_end(TimePoint start, Millis ttl) const {
-  return detail::validity_end(start, ttl, timing_.drift_factor);
+  return detail::validity_end(start, ttl, drift_factor_);
 }
 
 TimePoint LeaseCore::least_end(TimePoint old_end, TimePoint start, Millis ttl) const {
-  return detail::least_end(old_end, start, ttl, timing_.drift_factor);
+  const TimePoint e = validity_end(start, ttl);
+  return e < old_end ? e : old_end;
 }
 
 Nanos LeaseCore::left(TimePoint valid_until) const {
@@ -75,16 +84,16 @@ Deadline LeaseCore::renewal_deadline(TimePoint valid_until, TimePoint start) con
   return valid_until > start ? d.min(Deadline::at(valid_until)) : d;
 }
 
-Status LeaseCore::mint(char* out, size_t hex_len) {
-  if (hex_len % 2 != 0 || hex_len > kMaxTokenLen) return ErrorCode::kInvalidArgument;
-  return random_hex(out, hex_len / 2);
-}
-
 Status LeaseCore::noted(EventKind kind, TimePoint start, Status s) {
-  Connection& c = connection();
-  note(c, metrics_, kind, s, key(), c.clock().now() - start);
+  const Nanos latency = clock().now() - start;
+  metrics_.record(kind, s, latency);
+  connection().note_event(kind, s, key(), latency);
   return s;
 }
+
+Connection& LeaseCore::connection() const { return backend_->connection_for(key()); }
+
+Deadline LeaseCore::io_deadline() const { return Deadline::after(clock(), command_timeout()); }
 
 Nanos LeaseCore::backoff_delay(Status last, Nanos left) {
   Nanos delay = backoff_.next(rng_);

@@ -20,9 +20,10 @@ constexpr const char* kWakeSignalTtlMs = "250";
 
 Status Lock::init(Bytes key, const LockOptions& options) {
   if (options.wake_fallback < Millis(2)) return ErrorCode::kInvalidArgument;
-  EDGELOCK_TRY(core_.init(key, true,
-                          {options.ttl, options.drift_factor, options.retry_min, options.retry_max}));
+  EDGELOCK_TRY(core_.init(key, {options.ttl, options.drift_factor, options.retry_min, options.retry_max},
+                          &fence_key_, &wake_key_));
   wake_supported_ = true;
+  ttl_text_.set(options.ttl.count());
   options_ = options;
   forget();
   return Status();
@@ -43,11 +44,8 @@ Status Lock::counted_attempt(Deadline deadline) {
 }
 
 Status Lock::attempt(Deadline deadline) {
-  detail::CompanionKey fence_key, wake_key;
-  const Bytes keys[3] = {key(), core_.companion(":fence", &fence_key),
-                         core_.companion(":wake", &wake_key)};
-  const detail::DecimalText ttl(options_.ttl);
-  const Bytes args[2] = {token(), ttl.bytes()};
+  const Bytes keys[3] = {key(), fence_key_.bytes(), wake_key_.bytes()};
+  const Bytes args[2] = {token(), ttl_text_.bytes()};
   const size_t nkeys = options_.wake_on_release ? 3 : 2;
   // From here a lost reply may mean the key is ours (also on a retry after
   // a late grant was handed back): keep the token so release() can clean up.
@@ -77,7 +75,7 @@ Status Lock::on_acquire_reply(const Result<const Reply*>& r, TimePoint start) {
   granted_ = true;
   fence_ = static_cast<uint64_t>(rep->integer);
   valid_until_ = core_.validity_end(start, options_.ttl);
-  if (!held()) {
+  if (remaining() <= Nanos::zero()) {
     release().ignore();  // too late to use: hand it back at once
     return ErrorCode::kExpired;
   }
@@ -85,7 +83,7 @@ Status Lock::on_acquire_reply(const Result<const Reply*>& r, TimePoint start) {
 }
 
 Status Lock::try_acquire() {
-  if (!core_.ready() || held()) return ErrorCode::kInvalidArgument;
+  if (!core_.ready() || remaining() > Nanos::zero()) return ErrorCode::kInvalidArgument;
   forget();
   EDGELOCK_TRY(core_.mint(token_, kTokenLen));
   token_len_ = kTokenLen;
@@ -120,8 +118,7 @@ Status Lock::send_release() {
   // may run even if its reply never comes. The token stays for a retry.
   granted_ = false;
   valid_until_ = TimePoint();
-  detail::CompanionKey wake_key;
-  const Bytes keys[2] = {key(), core_.companion(":wake", &wake_key)};
+  const Bytes keys[2] = {key(), wake_key_.bytes()};
   const Bytes args[2] = {token(), Bytes::from_cstr(kWakeSignalTtlMs)};
   const size_t n = options_.wake_on_release ? 2 : 1;
   const Result<const Reply*> r =
@@ -161,7 +158,7 @@ Status Lock::send_extend(Millis ttl, ExtendMode mode) {
   granted_ = true;
   valid_until_ = core_.validity_end(start, Millis(rep->integer));
   // ok means usable: a TTL the round trip and drift eat is not (token kept).
-  if (!held()) return ErrorCode::kExpired;
+  if (remaining() <= Nanos::zero()) return ErrorCode::kExpired;
   return Status();
 }
 

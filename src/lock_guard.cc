@@ -9,18 +9,4 @@ void default_release_error_handler(Status status, const char* detail, void*) {
                detail ? detail : "");
 }
 
-LockGuard::~LockGuard() {
-  if (!lease_) return;
-  const Status s = lease_->release();
-  if (!s.ok() && s.code() != ErrorCode::kNotHeld && on_error_) {
-    on_error_(s, lease_->last_error(), context_);
-  }
-}
-
-Status LockGuard::release() {
-  Lease* l = lease_;
-  lease_ = nullptr;
-  return l ? l->release() : Status(ErrorCode::kNotHeld);
-}
-
 }  // namespace edgelock

@@ -60,8 +60,7 @@ bool Lock::pause(Status last, Nanos left, Deadline op_deadline, Status* attempte
 bool Lock::await_release(Nanos cap, Deadline op_deadline) {
   const BlpopTimeout secs(cap);
   if (secs.len == 0) return false;
-  detail::CompanionKey wake_key;
-  const Bytes args[3] = {Bytes::from_cstr("BLPOP"), core_.companion(":wake", &wake_key), secs.bytes()};
+  const Bytes args[3] = {Bytes::from_cstr("BLPOP"), wake_key_.bytes(), secs.bytes()};
   // BLPOP holds the connection for up to `cap`: the reply's budget is that
   // plus one ordinary command timeout.
   const Deadline d = Deadline::after(clock(), cap + core_.command_timeout()).min(op_deadline);
@@ -80,12 +79,9 @@ bool Lock::await_release(Nanos cap, Deadline op_deadline) {
 bool Lock::await_and_attempt(Nanos cap, Deadline op_deadline, Status* attempted) {
   const BlpopTimeout secs(cap);
   if (secs.len == 0) return false;
-  detail::CompanionKey fence_key, wake_key;
-  const Bytes wake = core_.companion(":wake", &wake_key);
-  const Bytes blpop[3] = {Bytes::from_cstr("BLPOP"), wake, secs.bytes()};
-  const Bytes keys[3] = {key(), core_.companion(":fence", &fence_key), wake};
-  const detail::DecimalText ttl(options_.ttl);
-  const Bytes args[2] = {token(), ttl.bytes()};
+  const Bytes blpop[3] = {Bytes::from_cstr("BLPOP"), wake_key_.bytes(), secs.bytes()};
+  const Bytes keys[3] = {key(), fence_key_.bytes(), wake_key_.bytes()};
+  const Bytes args[2] = {token(), ttl_text_.bytes()};
   const Deadline d = Deadline::after(clock(), cap + core_.command_timeout()).min(op_deadline);
   const TimePoint start = clock().now();  // the acquire may run any time after this
   has_token_ = true;                      // a lost reply may mean the key is ours

@@ -3,7 +3,6 @@
 
 #include <cstdio>
 
-#include "metrics_note.h"
 
 namespace edgelock {
 
@@ -78,13 +77,4 @@ Result<size_t> format_metrics(const Metrics& m, char* buf, size_t cap) {
   if (len >= cap) return ErrorCode::kBufferTooSmall;
   return len;
 }
-
-namespace detail {
-
-void note(Connection& conn, Metrics& own, EventKind kind, Status status, Bytes key, Nanos latency) {
-  own.record(kind, status, latency);
-  conn.note_event(kind, status, key, latency);
-}
-
-}  // namespace detail
 }  // namespace edgelock

@@ -2,7 +2,6 @@
 // shared by the rate limiters (Cooldown, Quota).
 #include "edgelock/detail/rate_gate.h"
 
-#include "edgelock/detail/decimal_text.h"
 #include "duration.h"
 #include "lease_util.h"
 #include "rate_scripts.h"
@@ -14,8 +13,10 @@ Status RateGate::init(Bytes key, const RateRule& rule, Millis ttl, double drift_
                       bool local_hint) {
   if (!rule.script || rule.nargs > 2) return ErrorCode::kInvalidArgument;
   // The gate waits what the server says, not a backoff: 1 ms is its floor.
-  EDGELOCK_TRY(core_.init(key, false, {ttl, drift_factor, Millis(1), Millis(1)}));
-  rule_ = rule;
+  EDGELOCK_TRY(core_.init(key, {ttl, drift_factor, Millis(1), Millis(1)}));
+  script_ = rule.script;
+  nargs_ = rule.nargs;
+  for (size_t i = 0; i < nargs_; ++i) args_[i].set(rule.args[i]);
   local_hint_ = local_hint;
   hinted_ = false;
   return Status();
@@ -30,26 +31,22 @@ Status RateGate::attempt(Admission* a, Deadline deadline) {
   *a = Admission();
   if (!core_.ready()) return ErrorCode::kInvalidArgument;
   const TimePoint now = core_.clock().now();
+  Status s = ErrorCode::kBusy;
   if (local_hint_ && hinted_ && now < refuse_until_) {
+    // Refused with no round trip (still counted as an attempt).
     a->retry_after = ms_until(refuse_until_, now);
     a->local = true;
-    // Counted as an attempt, with no round trip.
-    return core_.noted(EventKind::kAdmit, now, ErrorCode::kBusy);
+  } else {
+    s = decide(a, deadline);
   }
-  return core_.noted(EventKind::kAdmit, now, decide(a, deadline));
+  return core_.noted(EventKind::kAdmit, now, s);
 }
 
 Status RateGate::decide(Admission* a, Deadline deadline) {
-  DecimalText text[2];
-  Bytes args[2];
-  for (size_t i = 0; i < rule_.nargs; ++i) {
-    text[i].set(rule_.args[i]);
-    args[i] = text[i].bytes();
-  }
+  const Bytes args[2] = {args_[0].bytes(), args_[1].bytes()};
   const Bytes keys[1] = {key()};
   const TimePoint start = core_.clock().now();
-  const Result<const Reply*> r =
-      core_.backend().eval({rule_.script, keys, {args, rule_.nargs}, true}, deadline);
+  const Result<const Reply*> r = core_.backend().eval({script_, keys, {args, nargs_}, true}, deadline);
   if (!r.ok()) return r.status();
   int64_t ok = 0, left = 0, pttl = 0;
   if (!int_at(r.value(), 0, &ok) || !int_at(r.value(), 1, &left) || !int_at(r.value(), 2, &pttl) ||

@@ -16,8 +16,8 @@ constexpr uint32_t kMaxDepth = 1u << 31;
 
 Status ReentrantLock::init(Bytes key, const ReentrantLockOptions& options, Bytes owner) {
   if (owner.size > kMaxTokenLen) return ErrorCode::kInvalidArgument;
-  EDGELOCK_TRY(core_.init(key, true,
-                          {options.ttl, options.drift_factor, options.retry_min, options.retry_max}));
+  EDGELOCK_TRY(core_.init(key, {options.ttl, options.drift_factor, options.retry_min, options.retry_max},
+                          &fence_key_));
   EDGELOCK_TRY(core_.mint(handle_, sizeof handle_));
   if (owner.size == 0) {
     EDGELOCK_TRY(core_.mint(owner_, kOwnerLen));
@@ -51,8 +51,7 @@ uint32_t ReentrantLock::depth() const { return remaining() > Nanos::zero() ? dep
 // KEYS[1] = the hash; with `fenced` (acquire) KEYS[2] = the fence counter.
 Result<const Reply*> ReentrantLock::eval(const Script& script, bool fenced, Span<const Bytes> args,
                                          bool writes, Deadline deadline) {
-  detail::CompanionKey fence_key;
-  const Bytes keys[2] = {key(), fenced ? core_.companion(":fence", &fence_key) : Bytes()};
+  const Bytes keys[2] = {key(), fence_key_.bytes()};
   return core_.backend().eval({&script, {keys, fenced ? 2u : 1u}, args, writes}, deadline);
 }
 

@@ -35,8 +35,7 @@ Clock& Permit::clock() const { return sem_ ? sem_->core_.clock() : default_clock
 
 Status Semaphore::init(Bytes key, const SemaphoreOptions& options) {
   if (options.permits < 1 || options.permits > kMaxPermits) return ErrorCode::kInvalidArgument;
-  EDGELOCK_TRY(core_.init(key, false,
-                          {options.ttl, options.drift_factor, options.retry_min, options.retry_max}));
+  EDGELOCK_TRY(core_.init(key, {options.ttl, options.drift_factor, options.retry_min, options.retry_max}));
   options_ = options;
   return Status();
 }

@@ -27,6 +27,7 @@
 #include "edgelock/backend.h"
 #include "edgelock/bytes.h"
 #include "edgelock/connection.h"
+#include "edgelock/detail/decimal_text.h"
 #include "edgelock/detail/lease_core.h"
 #include "edgelock/lease.h"
 #include "edgelock/limits.h"
@@ -191,15 +192,19 @@ class Lock final : public Lease {
   bool await_release(Nanos cap, Deadline op_deadline);
   bool await_and_attempt(Nanos cap, Deadline op_deadline, Status* attempted);
 
-  detail::LeaseCore core_;
-  LockOptions options_;
+  // Small fields first: short offsets, shorter code on Thumb-2.
+  bool has_token_ = false;      // release/extend may act (held or maybe held)
+  bool granted_ = false;        // the server confirmed the grant
   bool wake_supported_ = true;  // false after the server refused BLPOP
-  char token_[kMaxTokenLen] = {};
   size_t token_len_ = 0;
-  bool has_token_ = false;   // release/extend may act (held or maybe held)
-  bool granted_ = false;     // the server confirmed the grant
   TimePoint valid_until_{};
   uint64_t fence_ = 0;
+  LockOptions options_;
+  detail::DecimalText ttl_text_;  // options_.ttl as sent
+  char token_[kMaxTokenLen] = {};
+  detail::LeaseCore core_;
+  detail::CompanionKey fence_key_;  // "{key}:fence": the fencing counter
+  detail::CompanionKey wake_key_;   // "{key}:wake": the release signal
 };
 
 }  // namespace edgelock

@@ -28,11 +28,21 @@ class LockGuard {
   LockGuard(const LockGuard&) = delete;
   LockGuard& operator=(const LockGuard&) = delete;
   /// Releases; a failure other than kNotHeld goes to the handler.
-  ~LockGuard();
+  ~LockGuard() {
+    if (!lease_) return;
+    const Status s = lease_->release();
+    if (!s.ok() && s.code() != ErrorCode::kNotHeld && on_error_) {
+      on_error_(s, lease_->last_error(), context_);
+    }
+  }
 
   /// Releases now and reports the outcome; the destructor then does nothing.
   /// Errors: as the lease's release(); kNotHeld after release() or dismiss().
-  Status release();
+  Status release() {
+    Lease* l = lease_;
+    lease_ = nullptr;
+    return l ? l->release() : Status(ErrorCode::kNotHeld);
+  }
   /// Stops guarding without releasing (e.g. handing the lease to a keeper).
   void dismiss() { lease_ = nullptr; }
 

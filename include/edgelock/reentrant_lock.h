@@ -150,6 +150,7 @@ class ReentrantLock final : public Lease {
                             bool writes, Deadline deadline);
 
   detail::LeaseCore core_;
+  detail::CompanionKey fence_key_;  // "{key}:fence": the fencing counter
   ReentrantLockOptions options_;
   char owner_[kMaxTokenLen] = {};
   size_t owner_len_ = 0;

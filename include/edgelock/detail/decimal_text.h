@@ -21,11 +21,8 @@ struct DecimalText {
   explicit DecimalText(int64_t v) { set(v); }
   /// A duration as the server counts it: whole ms.
   explicit DecimalText(Millis d) { set(static_cast<int64_t>(d.count())); }
-  void set(int64_t v) {
-    ByteBuilder b(reinterpret_cast<uint8_t*>(text), sizeof text);
-    b.append_decimal(v);
-    len = b.size();
-  }
+  /// Writes `v` (src/lease_core.cc).
+  void set(int64_t v);
   Bytes bytes() const { return Bytes(text, len); }
 };
 

@@ -32,10 +32,10 @@ struct LeaseTiming {
   Nanos retry_max = Millis(250);
 };
 
-/// A companion key's name ("{key}:fence"), built on demand on the stack.
+/// A companion key's name ("{key}:fence"), kept by the primitive using it.
 struct CompanionKey {
-  uint8_t data[kMaxKeyLen + 8];
   size_t len = 0;
+  uint8_t data[kMaxKeyLen + 8];
   Bytes bytes() const { return Bytes(data, len); }
 };
 
@@ -51,25 +51,25 @@ class LeaseCore {
   LeaseCore(const LeaseCore&) = delete;
   LeaseCore& operator=(const LeaseCore&) = delete;
 
-  /// Checks the key (1 .. kMaxKeyLen bytes; with `companions`, that its
-  /// companion keys fit and the back end can serve them with it:
-  /// Backend::check_key) and the timing, seeds the jitter and keeps them.
-  /// Changes nothing on error. Errors: kInvalidArgument, kRandomFailed.
-  Status init(Bytes key, bool companions, const LeaseTiming& timing);
+  /// Checks the key (1 .. kMaxKeyLen bytes) and the timing, seeds the
+  /// jitter and keeps them. With `fence` (and `wake`), also writes the
+  /// key's companions ":fence" (":wake") there (lock_keys.h) and checks
+  /// that the back end can serve them with the key (Backend::check_key).
+  /// The core is unchanged on error. Errors: kInvalidArgument,
+  /// kRandomFailed.
+  Status init(Bytes key, const LeaseTiming& timing, CompanionKey* fence = nullptr,
+              CompanionKey* wake = nullptr);
   /// True once init() succeeded.
   bool ready() const { return key_len_ > 0; }
 
   Bytes key() const { return Bytes(key_, key_len_); }
-  /// key()'s companion with `suffix` (":fence", ":wake"): lock_keys.h.
-  Bytes companion(const char* suffix, CompanionKey* out) const;
-  const LeaseTiming& timing() const { return timing_; }
   Backend& backend() const { return *backend_; }
   Clock& clock() const { return backend_->clock(); }
   Nanos command_timeout() const { return backend_->command_timeout(); }
   /// The connection serving the key (through Sentinel or Cluster, if used).
-  Connection& connection() const { return backend_->connection_for(key()); }
+  Connection& connection() const;
   /// One command timeout from now.
-  Deadline io_deadline() const { return Deadline::after(clock(), command_timeout()); }
+  Deadline io_deadline() const;
 
   /// When a lease of `ttl` asked for at `start` stops being safe to use.
   TimePoint validity_end(TimePoint start, Millis ttl) const;
@@ -84,7 +84,7 @@ class LeaseCore {
 
   /// Writes `hex_len` (even, <= kMaxTokenLen) random hex characters to
   /// `out`: tokens, permit ids, owner ids. Errors: kRandomFailed.
-  Status mint(char* out, size_t hex_len);
+  static Status mint(char* out, size_t hex_len) { return random_hex(out, hex_len / 2); }
 
   /// Counts one operation that started at `start` in metrics() and in the
   /// serving connection's (which calls its event hook). Returns `s`.
@@ -115,14 +115,15 @@ class LeaseCore {
   Status retry(Status first, Deadline deadline, RetryOn on, Step step, void* self);
 
  private:
+  // Small fields first: short offsets, shorter code on Thumb-2.
   Backend* backend_;
-  LeaseTiming timing_;
-  uint8_t key_[kMaxKeyLen] = {};
   size_t key_len_ = 0;
   Millis busy_ttl_{0};
+  double drift_factor_ = 0.01;
   Prng rng_;
   Backoff backoff_{Millis(2), Millis(250)};
   Metrics metrics_;
+  uint8_t key_[kMaxKeyLen] = {};
 };
 
 }  // namespace detail

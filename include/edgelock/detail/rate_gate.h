@@ -11,6 +11,7 @@
 #include "edgelock/backend.h"
 #include "edgelock/bytes.h"
 #include "edgelock/clock.h"
+#include "edgelock/detail/decimal_text.h"
 #include "edgelock/detail/lease_core.h"
 #include "edgelock/metrics.h"
 #include "edgelock/reply.h"
@@ -71,7 +72,9 @@ class RateGate {
   Status decide(Admission* a, Deadline deadline);
 
   LeaseCore core_;
-  RateRule rule_;
+  const Script* script_ = nullptr;
+  DecimalText args_[2];  // the rule's arguments as sent
+  size_t nargs_ = 0;
   bool local_hint_ = true;
   bool hinted_ = false;
   TimePoint refuse_until_{};
