@@ -93,6 +93,8 @@ Status LeaseCore::noted(EventKind kind, TimePoint start, Status s) {
 
 Connection& LeaseCore::connection() const { return backend_->connection_for(key()); }
 
+Status LeaseCore::reject(const char* what) const { return connection().reject_reply(what); }
+
 Deadline LeaseCore::io_deadline() const { return Deadline::after(clock(), command_timeout()); }
 
 Nanos LeaseCore::backoff_delay(Status last, Nanos left) {

@@ -38,23 +38,26 @@ void Lock::forget() {
 
 Nanos Lock::remaining() const { return granted_ ? core_.left(valid_until_) : Nanos::zero(); }
 
-Status Lock::counted_attempt(Deadline deadline) {
-  const TimePoint t0 = clock().now();
-  return core_.noted(EventKind::kAcquire, t0, attempt(deadline));
-}
-
-Status Lock::attempt(Deadline deadline) {
+// One counted attempt; with `blpop`, pipelined behind that command on the
+// plain connection (lock_wait.cc).
+Status Lock::attempt(Deadline deadline, Span<const Bytes> blpop) {
   const Bytes keys[3] = {key(), fence_key_.bytes(), wake_key_.bytes()};
   const Bytes args[2] = {token(), ttl_text_.bytes()};
   const size_t nkeys = options_.wake_on_release ? 3 : 2;
   // From here a lost reply may mean the key is ours (also on a retry after
   // a late grant was handed back): keep the token so release() can clean up.
   has_token_ = true;
-  // Validity counts from before the request leaves: the server's TTL may
-  // have started any time after this.
+  // Validity counts from before the request leaves (before the BLPOP, if
+  // any): the server's TTL may have started any time after this.
   const TimePoint start = clock().now();
   const ScriptCall call{&detail::kAcquireScript, {keys, nkeys}, args, true};
-  return on_acquire_reply(core_.backend().eval(call, deadline), start);
+  Status first;
+  const Result<const Reply*> r = blpop.empty()
+                                     ? core_.backend().eval(call, deadline)
+                                     : core_.backend().direct()->command_then_eval(blpop, call, deadline, &first);
+  // Redis < 6 refuses BLPOP's fractional timeout: stop waiting on signals.
+  if (first.code() == ErrorCode::kServerError) wake_supported_ = false;
+  return core_.noted(EventKind::kAcquire, start, on_acquire_reply(r, start));
 }
 
 Status Lock::on_acquire_reply(const Result<const Reply*>& r, TimePoint start) {
@@ -66,7 +69,7 @@ Status Lock::on_acquire_reply(const Result<const Reply*>& r, TimePoint start) {
   }
   const Reply* rep = r.value();
   // Fail closed: only an integer fence (> 0) is a grant.
-  if (rep->type != ReplyType::kInteger) return connection().reject_reply("acquire wants an integer");
+  if (rep->type != ReplyType::kInteger) return core_.reject("acquire wants an integer");
   if (rep->integer <= 0) {
     core_.set_busy_ttl(Millis(-rep->integer));
     return ErrorCode::kBusy;
@@ -87,7 +90,7 @@ Status Lock::try_acquire() {
   forget();
   EDGELOCK_TRY(core_.mint(token_, kTokenLen));
   token_len_ = kTokenLen;
-  return counted_attempt(core_.io_deadline());
+  return attempt(core_.io_deadline());
 }
 
 Status Lock::acquire(Nanos wait) {
@@ -104,7 +107,7 @@ Status Lock::next_attempt(Status last, Nanos left, Deadline op_deadline) {
   Status next;
   if (pause(last, left, op_deadline, &next)) return next;
   // Same token on retries: the script recognises a grant whose reply we lost.
-  return counted_attempt(core_.io_deadline().min(op_deadline));
+  return attempt(core_.io_deadline().min(op_deadline));
 }
 
 Status Lock::release() {
@@ -128,7 +131,7 @@ Status Lock::send_release() {
   // so the caller can try again.
   const Reply* rep = r.value();
   if (rep->type != ReplyType::kInteger || rep->integer < 0 || rep->integer > 1) {
-    return connection().reject_reply("release wants 0 or 1");
+    return core_.reject("release wants 0 or 1");
   }
   forget();
   return rep->integer == 1 ? Status() : Status(ErrorCode::kNotOwner);
@@ -149,7 +152,7 @@ Status Lock::send_extend(Millis ttl, ExtendMode mode) {
   if (!r.ok()) return after_unknown_extend(start, ttl, r.status());
   const Reply* rep = r.value();
   if (rep->type != ReplyType::kInteger || rep->integer < 0 || Millis(rep->integer) > 2 * kMaxTtl) {
-    return after_unknown_extend(start, ttl, connection().reject_reply("extend wants a TTL or 0"));
+    return after_unknown_extend(start, ttl, core_.reject("extend wants a TTL or 0"));
   }
   if (rep->integer == 0) {
     forget();
@@ -185,7 +188,7 @@ Result<bool> Lock::owned() {
   if (!r.ok()) return r.status();
   const Reply* rep = r.value();
   if (rep->type != ReplyType::kInteger || (rep->integer < -1 && rep->integer != -3)) {
-    return connection().reject_reply("owned wants a PTTL or -3");
+    return core_.reject("owned wants a PTTL or -3");
   }
   if (rep->integer == -3) {
     forget();
@@ -200,7 +203,7 @@ Result<KeyStatus> Lock::status() {
   const Result<const Reply*> r = core_.backend().command(key(), args, core_.io_deadline());
   if (!r.ok()) return r.status();
   if (r.value()->type != ReplyType::kInteger || r.value()->integer < -2) {
-    return connection().reject_reply("PTTL wants an integer >= -2");
+    return core_.reject("PTTL wants an integer >= -2");
   }
   KeyStatus ks;
   ks.held = r.value()->integer != -2;

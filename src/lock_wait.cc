@@ -3,7 +3,6 @@
 // to capped, jittered backoff when no signal can be waited for.
 #include "edgelock/detail/decimal_text.h"
 #include "edgelock/lock.h"
-#include "lock_scripts.h"
 
 namespace edgelock {
 
@@ -80,16 +79,7 @@ bool Lock::await_and_attempt(Nanos cap, Deadline op_deadline, Status* attempted)
   const BlpopTimeout secs(cap);
   if (secs.len == 0) return false;
   const Bytes blpop[3] = {Bytes::from_cstr("BLPOP"), wake_key_.bytes(), secs.bytes()};
-  const Bytes keys[3] = {key(), fence_key_.bytes(), wake_key_.bytes()};
-  const Bytes args[2] = {token(), ttl_text_.bytes()};
-  const Deadline d = Deadline::after(clock(), cap + core_.command_timeout()).min(op_deadline);
-  const TimePoint start = clock().now();  // the acquire may run any time after this
-  has_token_ = true;                      // a lost reply may mean the key is ours
-  Status first;
-  const Result<const Reply*> r = core_.backend().direct()->command_then_eval(
-      blpop, {&detail::kAcquireScript, keys, args, true}, d, &first);
-  if (first.code() == ErrorCode::kServerError) wake_supported_ = false;
-  *attempted = core_.noted(EventKind::kAcquire, start, on_acquire_reply(r, start));
+  *attempted = attempt(Deadline::after(clock(), cap + core_.command_timeout()).min(op_deadline), blpop);
   return true;
 }
 

@@ -7,15 +7,10 @@
 namespace edgelock {
 
 const char* to_string(EventKind kind) {
-  switch (kind) {
-    case EventKind::kAcquire: return "acquire";
-    case EventKind::kAdmit: return "admit";
-    case EventKind::kRelease: return "release";
-    case EventKind::kExtend: return "extend";
-    case EventKind::kCheck: return "check";
-    case EventKind::kReconnect: return "reconnect";
-  }
-  return "unknown";
+  // In EventKind's order.
+  static const char* const kNames[] = {"acquire", "admit", "release", "extend", "check", "reconnect"};
+  const size_t i = static_cast<size_t>(kind);
+  return i < sizeof kNames / sizeof kNames[0] ? kNames[i] : "unknown";
 }
 
 size_t latency_bucket(Nanos latency) {

@@ -32,6 +32,7 @@
 #include "edgelock/lease.h"
 #include "edgelock/limits.h"
 #include "edgelock/metrics.h"
+#include "edgelock/span.h"
 #include "edgelock/status.h"
 
 namespace edgelock {
@@ -180,8 +181,7 @@ class Lock final : public Lease {
   Connection& connection() const { return core_.connection(); }
 
  private:
-  Status attempt(Deadline deadline);
-  Status counted_attempt(Deadline deadline);
+  Status attempt(Deadline deadline, Span<const Bytes> blpop = {});
   Status on_acquire_reply(const Result<const Reply*>& r, TimePoint start);
   Status send_release();
   Status send_extend(Millis ttl, ExtendMode mode);

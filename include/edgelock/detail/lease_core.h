@@ -68,6 +68,9 @@ class LeaseCore {
   Nanos command_timeout() const { return backend_->command_timeout(); }
   /// The connection serving the key (through Sentinel or Cluster, if used).
   Connection& connection() const;
+  /// A well-formed reply that is not ours: Connection::reject_reply() on
+  /// the serving connection (closes it). Returns kProtocol.
+  Status reject(const char* what) const;
   /// One command timeout from now.
   Deadline io_deadline() const;
 
