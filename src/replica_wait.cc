@@ -1,7 +1,6 @@
 #include "replica_wait.h"
 
-#include <cstdio>
-
+#include "edgelock/detail/decimal_text.h"
 #include "duration.h"
 #include "error_text.h"
 
@@ -15,11 +14,9 @@ Status wait_for_replicas(Connection& conn, int want, Nanos max_wait, Deadline de
   // Rounded down: WAIT gives up before the budget does (at least 1 ms).
   const Millis wait = std::chrono::floor<Millis>(budget);
   const long long ms = detail::ms_arg(wait > Millis(0) ? wait : Millis(1));
-  char n_text[12], ms_text[24];
-  const int nl = std::snprintf(n_text, sizeof n_text, "%d", want);
-  const int ml = std::snprintf(ms_text, sizeof ms_text, "%lld", ms);
-  const Bytes args[3] = {Bytes::from_cstr("WAIT"), Bytes(n_text, static_cast<size_t>(nl)),
-                         Bytes(ms_text, static_cast<size_t>(ml))};
+  const DecimalText n_text(want);
+  const DecimalText ms_text(ms);
+  const Bytes args[3] = {Bytes::from_cstr("WAIT"), n_text.bytes(), ms_text.bytes()};
   const Result<const Reply*> r = conn.command(args, deadline);
   if (!r.ok()) {
     set_error(err, "%s", conn.last_error());
