@@ -65,7 +65,7 @@ Nanos cycle(QuorumLock& lock) {
   const Status s = lock.acquire(Millis(1000));
   const Status r = s.ok() ? lock.release() : s;
   if (!r.ok()) {
-    std::fprintf(stderr, "cycle over %zu: %s (%s)\n", lock.size(), r.to_string(), lock.connection_error());
+    std::fprintf(stderr, "cycle over %zu: %s (%s)\n", lock.size(), r.to_string(), lock.last_error());
     return Nanos(-1);
   }
   return clock.now() - t0;
@@ -79,7 +79,7 @@ Nanos sequential_cycle(std::vector<std::unique_ptr<Lock>>& locks) {
   for (auto& l : locks) {
     const Status s = l->try_acquire();
     if (!s.ok()) {
-      std::fprintf(stderr, "sequential acquire: %s (%s)\n", s.to_string(), l->connection_error());
+      std::fprintf(stderr, "sequential acquire: %s (%s)\n", s.to_string(), l->last_error());
       return Nanos(-1);
     }
   }

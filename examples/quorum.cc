@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
   options.ttl = std::chrono::seconds(10);
   if (!lock.init(ptrs, n, Bytes::from_cstr("modem"), options).ok()) return 2;
   if (Status s = lock.acquire(std::chrono::seconds(5)); !s.ok()) {
-    std::fprintf(stderr, "quorum: not acquired: %s (%s)\n", s.to_string(), lock.connection_error());
+    std::fprintf(stderr, "quorum: not acquired: %s (%s)\n", s.to_string(), lock.last_error());
     return 1;
   }
   std::printf("holding modem on a majority of %zu, fence %llu, valid for %lld ms\n", n,

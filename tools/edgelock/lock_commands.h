@@ -94,7 +94,7 @@ int cmd_acquire(const Options& o, LockT& lock, edgelock::Clock& clock, edgelock:
 template <typename LockT>
 int cmd_run(const Options& o, LockT& lock, edgelock::Clock& clock, edgelock::Connection* conn) {
   const int rc = acquire(o, lock, clock, conn);
-  return rc != kExitOk ? rc : run_child(o, lease_of(lock, clock));
+  return rc != kExitOk ? rc : run_child(o, lock);
 }
 
 // release, extend, status and acquire/run for a Lock on any back end.

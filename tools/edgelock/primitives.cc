@@ -47,7 +47,7 @@ int sem_error(const Options& o, const Semaphore& sem, Status s, const char* doin
   if (s.code() == ErrorCode::kExpired) return too_late(o, "permit");
   if (s.code() == ErrorCode::kBusy) {
     return fail("busy", kExitBusy, "%s: all %lld permits in use (the first frees in %lld ms)", o.key,
-                static_cast<long long>(o.permits), to_ms(sem.busy_wait()));
+                static_cast<long long>(o.permits), to_ms(sem.busy_ttl()));
   }
   if (s.code() == ErrorCode::kNotOwner || s.code() == ErrorCode::kNotHeld) {
     return fail("not_owner", kExitNotOwner,
@@ -75,17 +75,18 @@ int sem_release(const Options& o, Semaphore& sem) {
 }
 
 // The permit id (also with -q: --release needs it later).
-void print_permit(const Options& o, const Semaphore& sem, const Permit& p) {
+void print_permit(const Options& o, const Permit& p) {
+  const edgelock::Bytes id = p.id();
   if (!o.json) {
-    std::printf("%.*s\n", static_cast<int>(p.id_len), p.id);
+    std::printf("%.*s\n", static_cast<int>(id.size), reinterpret_cast<const char*>(id.data));
     return;
   }
   JsonObject()
       .str("key", o.key)
-      .str("permit", p.id, p.id_len)
+      .str("permit", reinterpret_cast<const char*>(id.data), id.size)
       .num("permits", o.permits)
       .num("ttl_ms", o.ttl_ms)
-      .num("validity_ms", to_ms(sem.remaining(p)))
+      .num("validity_ms", to_ms(p.remaining()))
       .end(kExitOk);
 }
 
@@ -98,20 +99,17 @@ int cmd_semaphore(const Options& o, Target& t, Semaphore& sem) {
   const WaitResult r = bounded_acquire(
       o, t.clock(), t.direct(), false, [&](Nanos wait) { return sem.acquire(&permit, wait); },
       [&]() {
-        if (permit.id_len > 0) sem.release(&permit).ignore();
+        if (!permit.id().empty()) permit.release().ignore();
       });
   if (!r.status.ok()) {
     const int rc = sem_error(o, sem, r.status, "acquire");
     return r.silent ? report_silent(o, r) : rc;
   }
   if (!o.child_argv) {
-    print_permit(o, sem, permit);
+    print_permit(o, permit);
     return kExitOk;
   }
-  edgelock::PermitLease pl;
-  pl.semaphore = &sem;
-  pl.permit = &permit;
-  return run_child(o, permit_lease_of(pl, t.clock()));
+  return run_child(o, permit);
 }
 
 template <typename B>

@@ -98,7 +98,7 @@ int by_token(const Options& o, Servers& sv, bool extend) {
     if (!lock.init(Bytes::from_cstr(o.key), lo).ok() || !lock.adopt(Bytes::from_cstr(o.token)).ok()) {
       return fail("usage", kExitUsage, "KEY or TOKEN too long or empty");
     }
-    const Status s = extend ? renew(lock) : lock.release();
+    const Status s = extend ? lock.renew() : lock.release();
     done += s.ok();
     not_owner += s.code() == ErrorCode::kNotOwner;
     if (s.code() != ErrorCode::kNotOwner) failed[i] = s;

@@ -60,7 +60,7 @@ void give_terminal(pid_t pgid) {
   sigaction(SIGTTOU, &old, nullptr);
 }
 
-[[noreturn]] void exec_child(const Options& o, const Lease& lease, const sigset_t& old_mask,
+[[noreturn]] void exec_child(const Options& o, edgelock::Lease& lease, const sigset_t& old_mask,
                              pid_t parent, bool terminal) {
   setpgid(0, 0);
   // Die with edgelock; if it is already gone, never start.
@@ -68,10 +68,10 @@ void give_terminal(pid_t pgid) {
   if (terminal) give_terminal(getpid());
   close_own_fds();
   char token[edgelock::kMaxTokenLen + 1];
-  std::snprintf(token, sizeof token, "%.*s", static_cast<int>(lease.token.size),
-                reinterpret_cast<const char*>(lease.token.data));
+  std::snprintf(token, sizeof token, "%.*s", static_cast<int>(lease.token().size),
+                reinterpret_cast<const char*>(lease.token().data));
   char fence[24];
-  std::snprintf(fence, sizeof fence, "%llu", static_cast<unsigned long long>(lease.fence));
+  std::snprintf(fence, sizeof fence, "%llu", static_cast<unsigned long long>(lease.fence()));
   sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   if (setenv("EDGELOCK_KEY", o.key, 1) != 0 || setenv("EDGELOCK_TOKEN", token, 1) != 0 ||
       setenv("EDGELOCK_FENCE", fence, 1) != 0) {
@@ -141,7 +141,7 @@ void on_lost(const Options& o, const LeaseKeeper& keeper, TimePoint now, TimePoi
   const Nanos grace = from_ms(effective_grace_ms(o));
   child->kill_at = valid_end - kill_margin(o);
   if (now + grace < child->kill_at) child->kill_at = now + grace;
-  const bool not_owner = keeper.last_error().code() == edgelock::ErrorCode::kNotOwner;
+  const bool not_owner = keeper.last_status().code() == edgelock::ErrorCode::kNotOwner;
   fail("lost", kExitLost,
        "lease on %s lost (%s, %u renewals failed); sending SIGTERM to %s (process group %d),"
        " SIGKILL in %lld ms", o.key,
@@ -160,13 +160,13 @@ void kill_if_due(const Options& o, edgelock::Clock& clock, Child* child) {
 
 // Keeps the lease until the child exits. Bounded: every iteration either
 // waits in poll() until a deadline or a signal, or ends the loop.
-void supervise(const Options& o, const Lease& lease, LeaseKeeper& keeper, int sfd, Child* child) {
-  edgelock::Clock& clock = *lease.clock;
+void supervise(const Options& o, edgelock::Lease& lease, LeaseKeeper& keeper, int sfd, Child* child) {
+  edgelock::Clock& clock = lease.clock();
   while (!child->exited) {
     Deadline d = keeper.next_deadline();
     if (child->lost && !child->killed) d = d.min(Deadline::at(child->kill_at));
     pollfd p{sfd, POLLIN, 0};
-    const TimePoint valid_end = clock.now() + lease.target.remaining(lease.target.lock);
+    const TimePoint valid_end = clock.now() + lease.remaining();
     if (poll(&p, 1, d.poll_timeout_ms(clock)) < 0 && errno != EINTR) {
       error_line("poll: %s", std::strerror(errno));
       if (!child->lost) on_lost(o, keeper, clock.now(), valid_end, child);
@@ -175,7 +175,7 @@ void supervise(const Options& o, const Lease& lease, LeaseKeeper& keeper, int sf
     if (child->exited) {
       // Exiting at the very moment validity ran out: COMMAND may have run
       // its last instants without the lock, so that is a loss too.
-      if (!child->lost && lease.target.remaining(lease.target.lock) <= Nanos::zero()) {
+      if (!child->lost && lease.remaining() <= Nanos::zero()) {
         child->lost = true;
         fail("lost", kExitLost, "lease on %s ran out as %s exited", o.key, o.child_argv[0]);
       }
@@ -189,14 +189,14 @@ void supervise(const Options& o, const Lease& lease, LeaseKeeper& keeper, int sf
   keeper.stop();
 }
 
-int finish(const Options& o, const Lease& lease, const Child& child) {
-  const edgelock::Status s = lease.release(lease.target.lock);
+int finish(const Options& o, edgelock::Lease& lease, const Child& child) {
+  const edgelock::Status s = lease.release();
   if (child.lost) return kExitLost;  // release above is owner-checked cleanup only
   if (!s.ok()) {
     if (s.code() == edgelock::ErrorCode::kNotOwner) {
       return fail("lost", kExitLost, "lease on %s was lost just before %s exited", o.key, o.child_argv[0]);
     }
-    error_line("release of %s failed: %s: %s", o.key, cause_text(s), lease.error_text(lease.target.lock));
+    error_line("release of %s failed: %s: %s", o.key, cause_text(s), lease.last_error());
     notice_line("the lease on %s ends by itself within %lld ms", o.key, static_cast<long long>(o.ttl_ms));
   }
   return shell_status(child.status);
@@ -204,10 +204,10 @@ int finish(const Options& o, const Lease& lease, const Child& child) {
 
 // Starts keeping the lease before COMMAND starts: a lease that cannot be
 // kept with these options is refused rather than run unprotected.
-int start_keeper(const Options& o, const Lease& lease, LeaseKeeper& keeper) {
+int start_keeper(const Options& o, edgelock::Lease& lease, LeaseKeeper& keeper) {
   const edgelock::Status s = keeper.start();
   if (s.ok()) return kExitOk;
-  lease.release(lease.target.lock).ignore();
+  lease.release().ignore();
   if (s.code() == edgelock::ErrorCode::kNotHeld) {
     return fail("lost", kExitLost, "lease on %s ran out before %s could start", o.key, o.child_argv[0]);
   }
@@ -218,7 +218,7 @@ int start_keeper(const Options& o, const Lease& lease, LeaseKeeper& keeper) {
              to_ms(kill_margin(o)));
 }
 
-int fork_and_supervise(const Options& o, const Lease& lease, LeaseKeeper& keeper, int sfd,
+int fork_and_supervise(const Options& o, edgelock::Lease& lease, LeaseKeeper& keeper, int sfd,
                        const sigset_t& old_mask) {
   std::fflush(stdout);
   std::fflush(stderr);
@@ -228,7 +228,7 @@ int fork_and_supervise(const Options& o, const Lease& lease, LeaseKeeper& keeper
   child.pid = fork();
   if (child.pid < 0) {
     const int err = errno;
-    lease.release(lease.target.lock).ignore();
+    lease.release().ignore();
     return fail("internal", kExitServer, "cannot start %s: fork: %s", o.child_argv[0], std::strerror(err));
   }
   if (child.pid == 0) exec_child(o, lease, old_mask, parent, terminal);
@@ -251,10 +251,10 @@ int64_t effective_grace_ms(const Options& o) {
   return o.ttl_ms / 4 < 2000 ? o.ttl_ms / 4 : 2000;
 }
 
-int run_child(const Options& o, const Lease& lease) {
+int run_child(const Options& o, edgelock::Lease& lease) {
   edgelock::KeeperOptions ko;
   ko.lose_before = from_ms(effective_grace_ms(o)) + kill_margin(o);
-  LeaseKeeper keeper(lease.target, *lease.clock, ko);
+  LeaseKeeper keeper(lease, ko);
   const int started = start_keeper(o, lease, keeper);
   if (started != kExitOk) return started;
   sigset_t mask, old_mask;
@@ -266,7 +266,7 @@ int run_child(const Options& o, const Lease& lease) {
   const int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
   if (sfd < 0) {
     const int err = errno;
-    lease.release(lease.target.lock).ignore();
+    lease.release().ignore();
     sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     return fail("internal", kExitServer, "cannot start %s: signalfd: %s", o.child_argv[0], std::strerror(err));
   }
