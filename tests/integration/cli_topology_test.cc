@@ -82,23 +82,17 @@ void run_keeps_the_lease(CliTest& t, const std::string& url) {
   EXPECT_EQ(o.err, "") << "no loss reported";
 }
 
-// semaphore and cooldown: where the library runs them on this back end
-// they work; where it does not, the tool says so and exits 2.
-void primitives(CliTest& t, const std::string& url, const std::string& scheme) {
-  const bool everywhere = has(t.run_cli({"--version"}).out, "(every subcommand)");
+// semaphore and cooldown run on every back end, as the locks do.
+void primitives(CliTest& t, const std::string& url) {
   Outcome s = t.run_cli({"semaphore", "slots", "--permits", "2"}, {}, url);
   Outcome c = t.run_cli({"cooldown", "modem", "--period", "5000"}, {}, url);
   Outcome q = t.run_cli({"cooldown", "dl", "--quota", "2", "--window", "5000"}, {}, url);
-  if (everywhere) {
-    EXPECT_EQ(s.rc, 0) << s.err;
-    EXPECT_EQ(c.out, "allowed\n") << c.err;
-    EXPECT_EQ(q.out, "allowed\n") << q.err;
-    return;
-  }
-  for (const Outcome* o : {&s, &c, &q}) {
-    EXPECT_EQ(o->rc, 2) << o->err;
-    EXPECT_TRUE(has(o->err, "on a " + scheme + " URL is not supported by this build")) << o->err;
-  }
+  EXPECT_EQ(s.rc, 0) << s.err;
+  EXPECT_EQ(s.out.size(), 33u) << "a permit id and a newline: " << s.out;
+  EXPECT_EQ(c.out, "allowed\n") << c.err;
+  EXPECT_EQ(q.out, "allowed\n") << q.err;
+  Outcome again = t.run_cli({"-w", "0", "cooldown", "modem", "--period", "5000"}, {}, url);
+  EXPECT_EQ(again.rc, 1) << again.err;
 }
 
 class CliSentinel : public CliTest {
@@ -148,7 +142,7 @@ TEST_F(CliSentinel, WaitReplicasConfirmsWithTheReplica) {
   EXPECT_EQ(primary_value("hatch"), "") << "an unconfirmed grant is handed back";
 }
 
-TEST_F(CliSentinel, SemaphoreAndCooldown) { primitives(*this, setup_->url(), "redis-sentinel://"); }
+TEST_F(CliSentinel, SemaphoreAndCooldown) { primitives(*this, setup_->url()); }
 
 TEST_F(CliSentinel, PasswordComesFromTheEnvironment) {
   // The primary has no password: a password sent with AUTH is refused,
@@ -259,7 +253,7 @@ TEST_F(CliCluster, WaitReplicasWithoutReplicasFailsClosed) {
 
 TEST_F(CliCluster, RunKeepsTheLeasePastItsTtl) { run_keeps_the_lease(*this, setup_->url()); }
 
-TEST_F(CliCluster, SemaphoreAndCooldown) { primitives(*this, setup_->url(), "redis-cluster://"); }
+TEST_F(CliCluster, SemaphoreAndCooldown) { primitives(*this, setup_->url()); }
 
 TEST_F(CliCluster, PasswordComesFromTheEnvironment) {
   Outcome o = run_cli({"status", "k"}, {"REDISCLI_AUTH=pw-from-env"}, setup_->url());

@@ -3,8 +3,6 @@
 // subcommands call these, never the handles' renewal, error-text, reset
 // or metrics members directly, so a change of those names is made here.
 
-#include <type_traits>
-
 #include "cli.h"
 
 namespace cli {
@@ -26,11 +24,6 @@ template <typename L>
 const edgelock::Metrics* metrics_of(const L& lock) {
   return &lock.metrics();
 }
-
-// True when the primitive runs on any back end (Sentinel, Cluster), not
-// only on a plain connection.
-template <typename Handle>
-constexpr bool kRunsOnBackend = std::is_constructible<Handle, edgelock::Backend&>::value;
 
 // Ends a cooldown period or quota window now (deletes its server key).
 template <typename Gate>

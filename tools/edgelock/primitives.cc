@@ -27,19 +27,12 @@ using edgelock::Permit;
 using edgelock::Semaphore;
 using edgelock::Status;
 
-// Runs fn(back end) with the target's connection, or with the Sentinel or
-// Cluster when the library runs `Handle` on any back end; otherwise says
-// that this build cannot (exit 2).
+// Runs fn(back end): the plain connection when the target is one (the
+// primitives' direct paths), else the Sentinel or Cluster.
 template <typename Handle, typename Fn>
-int on_target(Target& t, const char* what, Fn fn) {
+int on_target(Target& t, const char*, Fn fn) {
   if (edgelock::Connection* conn = t.direct()) return fn(*conn);
-  if constexpr (kRunsOnBackend<Handle>) {
-    return fn(t.backend());
-  } else {
-    return fail("usage", kExitUsage,
-                "%s on a %s URL is not supported by this build of the library (it runs %s on one server"
-                " only); give a redis://, rediss:// or unix:// URL", what, scheme_name(t.topology()), what);
-  }
+  return fn(t.backend());
 }
 
 // The exit code for a failed semaphore operation, with its message.

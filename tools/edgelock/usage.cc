@@ -119,10 +119,8 @@ void print_version() {
               " max_quorum_servers=%zu\n",
               edgelock::config::kMaxKeyLen, edgelock::config::kTxBufferSize, edgelock::config::kRxBufferSize,
               edgelock::config::kMaxClusterNodes, edgelock::config::kMaxQuorumServers);
-  const bool all = kRunsOnBackend<edgelock::Semaphore> && kRunsOnBackend<edgelock::Cooldown> &&
-                   kRunsOnBackend<edgelock::Quota>;
   std::printf("URLs: redis:// rediss:// unix:// (several: quorum lock) redis-sentinel:// redis-cluster://"
-              " (%s)\n", all ? "every subcommand" : "locks; semaphore and cooldown on one server only");
+              " (every subcommand)\n");
 }
 
 }  // namespace cli
