@@ -323,14 +323,14 @@ RVal re_extend(ScriptRun& s) {
 
 RVal cooldown(ScriptRun& s) {
   SIM_CALL(set, 1, "SET", key(s, 1), "1", "NX", "PX", arg(s, 1));
-  if (!set.is_nil()) return ints({1, to_reply_int(arg_num(s, 1))});
+  if (!set.is_nil()) return ints({1, 0, to_reply_int(arg_num(s, 1))});
   SIM_CALL(t, 4, "PTTL", key(s, 1));
   int64_t left = t.i;
   if (left < 0) {
     SIM_CALL(exp, 6, "PEXPIRE", key(s, 1), arg(s, 1));
     left = to_reply_int(arg_num(s, 1));
   }
-  return ints({0, left});
+  return ints({0, 0, left});
 }
 
 RVal quota(ScriptRun& s) {
@@ -382,7 +382,7 @@ const NativeEntry kNatives[] = {
     {"5dd0a01394eec8c7d583d79dacba38116a87e524", "kReentrantAcquireScript", re_acquire},
     {"cfc833d56182ea1efe1943ec10198bfc61d7f25c", "kReentrantReleaseScript", re_release},
     {"cde29f193c22ea00d4d04e0437896db3225f6aab", "kReentrantExtendScript", re_extend},
-    {"2a03dca304af28a2e177571ae343e68319d98e5a", "kCooldownScript", cooldown},
+    {"b9e9c02f32a1588378d2f8cf4b507e47f31f95eb", "kCooldownScript", cooldown},
     {"d5111690b494e44a0764e50943b4a6c3b927f833", "kQuotaScript", quota},
     {"2319ec2b1cdc3923feee6eecd27d304695f20857", "kRatePeekScript", rate_peek},
 };

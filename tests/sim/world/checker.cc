@@ -184,7 +184,7 @@ void Checker::on_script(int server, int client, const std::string& name, const s
       taint(client, first_arg(argv), "a request given up on ran after a later success with its token");
     }
   }
-  if (name == "kCooldownScript" && reply.type == RType::kArray && reply.a.size() == 2 && reply.a[0].i == 1) {
+  if (name == "kCooldownScript" && reply.type == RType::kArray && reply.a.size() == 3 && reply.a[0].i == 1) {
     const std::string& key = argv[3];
     ++server_admits_[{client, key}];
     const int64_t period = std::atoll(argv[4].c_str());

@@ -164,7 +164,7 @@ void hold(Env& e, L& lock, const LeaseRef& ref) {
       }
       case 1:
         may_shorten(e, Millis(e.w().config().ttl_ms));
-        lock.reacquire().ignore();
+        lock.renew().ignore();
         break;
       case 2:
         lock.owned().status().ignore();
@@ -269,7 +269,7 @@ void run_quorum(Env& e, bool with_keeper) {
       e.checker().granted(e.id(), "Q", lock.fence());
       report(e, lock, ref);
       if (with_keeper) {
-        LeaseKeeper keeper(lease_target(lock), e.clock());
+        LeaseKeeper keeper(lock);
         keep(e, lock, ref, keeper);
       } else {
         hold(e, lock, ref);
@@ -296,27 +296,29 @@ void run_semaphore(Env& e) {
     e.checker().waiting(e.id(), "S", true);
     const Status s = wait == Nanos(0) ? sem.try_acquire(&p) : sem.acquire(&p, wait);
     e.checker().waiting(e.id(), "S", false);
-    const LeaseRef ref = lock_ref(LeaseKind::kPermit, "S", p.id_bytes());
-    PermitLease lease{&sem, &p};
+    const LeaseRef ref = lock_ref(LeaseKind::kPermit, "S", p.id());
     if (s.ok()) {
       ++e.w().stats().grants;
-      report(e, lease, ref);
+      report(e, p, ref);
       const int steps = static_cast<int>(e.rng().uniform(0, 2));
       for (int i = 0; i <= steps; ++i) {
         e.sleep(e.pick_hold());
-        report(e, lease, ref);
+        report(e, p, ref);
         if (i < steps) {
           const Millis ttl(e.rng().log_uniform(1, 3 * e.w().config().ttl_ms));
           may_shorten(e, ttl);
-          sem.extend(&p, ttl).ignore();
+          p.extend(ttl).ignore();
         }
-        report(e, lease, ref);
+        report(e, p, ref);
       }
     }
     e.checker().unclaim(e.id(), 0);
-    for (int i = 0; i < 3 && p.id_len > 0; ++i) {
-      const Status r = sem.release(&p);
-      if (r.ok() || r.code() == ErrorCode::kNotOwner || r.code() == ErrorCode::kInvalidArgument) break;
+    for (int i = 0; i < 3 && !p.id().empty(); ++i) {
+      const Status r = p.release();
+      if (r.ok() || r.code() == ErrorCode::kNotOwner || r.code() == ErrorCode::kNotHeld ||
+          r.code() == ErrorCode::kInvalidArgument) {
+        break;
+      }
       e.sleep(e.rng().log_uniform(kMs, e.ttl_ns() / 2));
     }
     if (!ref.token.empty()) e.checker().must_clean(e.id(), ref, start);
