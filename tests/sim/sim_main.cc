@@ -145,8 +145,9 @@ struct Totals {
   double sim_s = 0;
 };
 
-const char* const kFaultNames[] = {"partitions", "server pauses", "server restarts", "client pauses",
-                                   "script flushes", "error-reply spells"};
+const char* const kFaultNames[] = {"partitions",     "server pauses",      "server restarts",
+                                   "client pauses",  "script flushes",     "error-reply spells",
+                                   "TTL-less holders"};
 
 // One run; returns its trace hash.
 uint64_t run_one(uint64_t seed, const Options& opt, std::vector<std::unique_ptr<Fiber>>& fibers,
@@ -240,7 +241,7 @@ int main_impl(int argc, char** argv) {
               t.sim_s, static_cast<unsigned long long>(t.requests), static_cast<unsigned long long>(t.grants),
               static_cast<unsigned long long>(t.violations), wall, static_cast<double>(t.events) / wall);
   std::printf("faults:");
-  for (int k = 0; k < 6; ++k) std::printf(" %llu %s,", static_cast<unsigned long long>(t.faults[k]), kFaultNames[k]);
+  for (int k = 0; k < 7; ++k) std::printf(" %llu %s,", static_cast<unsigned long long>(t.faults[k]), kFaultNames[k]);
   std::printf(" %llu connection resets, %llu messages delayed past the TTL\n",
               static_cast<unsigned long long>(t.resets), static_cast<unsigned long long>(t.long_delays));
   if (t.fence_regressions) {

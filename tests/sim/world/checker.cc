@@ -385,6 +385,8 @@ bool Checker::refused(const Obligation& o, int s) const {
 bool Checker::exempt(const Obligation& o, int s) const {
   // A partition, reset or restart may have kept the release from the server.
   if (w_.last_unreachable(o.client, s) >= o.op_start) return true;
+  // A request given up on ran after a later one with the token (see taint()).
+  if (tainted_.count({o.client, o.ref.token}) != 0) return true;
   // Known gap (--strict-cleanup shows it): a command that timed out had its
   // connection closed, so a release sent later cannot be queued behind it,
   // and a frozen or slow server may run it after the release (Lock and
@@ -396,7 +398,23 @@ bool Checker::exempt(const Obligation& o, int s) const {
   if (w_.config().strict_cleanup) return false;
   auto f = token_first_sent_.find({o.client, o.ref.token});
   const int64_t first = f == token_first_sent_.end() ? o.op_start : f->second;
-  if (o.ref.kind != LeaseKind::kQuorum) return w_.timed_out_between(o.client, s, first, w_.now());
+  if (o.ref.kind != LeaseKind::kQuorum) {
+    // Lock, Semaphore: a timeout since the token's first use, then a
+    // release written after it (on another connection) or a release attempt
+    // that failed too. Not a client that never tried (issue 13, item 8).
+    auto rs = releases_.find({o.client, s});
+    int64_t written = -1;
+    if (rs != releases_.end()) {
+      auto t = rs->second.find(o.ref.token);
+      if (t != rs->second.end()) written = t->second.last_written;
+    }
+    const std::vector<int64_t>& fails = w_.timed_out(o.client, s);
+    for (size_t i = 0; i < fails.size(); ++i) {
+      if (fails[i] < first) continue;
+      if (written >= fails[i] || i + 1 < fails.size()) return true;
+    }
+    return false;
+  }
   auto r = last_release_.find({o.client, o.ref.token});
   return r != last_release_.end() && w_.abandoned_between(o.client, s, first, r->second);
 }
@@ -434,7 +452,9 @@ void Checker::check_liveness() {
   const int64_t now = w_.now();
   const int64_t start = cfg.fault_phase_ns + 2 * cfg.ttl_ms * kMs + 1000 * kMs;
   if (!w_.calm() || now < start) return;
-  int64_t bound = 1000 * kMs + 2 * cfg.command_timeout_ms * kMs;
+  // Backoff (retry_max 250 ms), a wake-up cap (500 ms), a reconnect's
+  // backoff (up to 2 s) and a few round trips.
+  int64_t bound = 3000 * kMs + 2 * cfg.command_timeout_ms * kMs;
   if (cfg.quorum()) bound += 5000 * kMs;
   for (const auto& k : waiters_) {
     int n = 0;

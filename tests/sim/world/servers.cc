@@ -158,6 +158,25 @@ void World::server_resume(ServerProc& s) {
   arm_server_timer(s);
 }
 
+// Another client (an older library, a hand-made key) holding the lock key
+// with no TTL: waiters must back off, not poll (issue 13, item 6).
+void World::rogue(bool on) {
+  const char* key = cfg_.quorum() ? "Q" : "L";
+  for (int i = 0; i < cfg_.servers; ++i) {
+    // On the data itself, whatever the process is doing: the rogue client
+    // got its command in just before a pause or crash, or just after.
+    ServerProc& s = server(i);
+    Keyspace& ks = s.core->db(cfg_.db);
+    const int64_t us = server_us(i, now_);
+    if (on) {
+      ks.call({"SET", key, "rogue-holder", "NX"}, us / 1000, us);
+      continue;
+    }
+    const Entry* e = ks.peek(key, us / 1000);
+    if (e && e->type == KeyType::kString && e->str == "rogue-holder") ks.call({"DEL", key}, us / 1000, us);
+  }
+}
+
 void World::plan_faults() {
   if (cfg_.faults_per_s <= 0) return;
   const int64_t ttl = cfg_.ttl_ms * kMs;
@@ -171,7 +190,7 @@ void World::plan_faults() {
     const int64_t len = fault_rng_.log_uniform(kMs / 2, 3 * ttl);
     f.end = f.start + len;
     if (f.end > cfg_.fault_phase_ns) f.end = cfg_.fault_phase_ns;
-    const int kind = static_cast<int>(fault_rng_.uniform(0, 11));
+    const int kind = static_cast<int>(fault_rng_.uniform(0, 12));
     if (kind < 3) {
       f.kind = FaultKind::kPartition;
       f.a = static_cast<int>(fault_rng_.uniform(0, cfg_.clients - 1));
@@ -196,6 +215,8 @@ void World::plan_faults() {
       f.kind = FaultKind::kScriptFlush;
       f.a = static_cast<int>(fault_rng_.uniform(0, cfg_.servers - 1));
       f.end = f.start;
+    } else if (kind == 12) {
+      f.kind = FaultKind::kRogueHolder;
     } else {
       f.kind = FaultKind::kErrorReplies;
       f.a = static_cast<int>(fault_rng_.uniform(0, cfg_.servers - 1));
@@ -253,6 +274,10 @@ void World::fault_start(int index) {
       server(f.a).core->flush_scripts();
       trace("fault: s%d SCRIPT FLUSH", f.a);
       break;
+    case FaultKind::kRogueHolder:
+      rogue(true);
+      trace("fault: a holder without TTL takes the lock key until %.3f", static_cast<double>(f.end) / 1e6);
+      break;
     case FaultKind::kErrorReplies:
       server(f.a).error_mode = f.c;
       // A refused release leaves the key until its TTL: as unreachable.
@@ -307,6 +332,10 @@ void World::fault_end(int index) {
       break;
     }
     case FaultKind::kScriptFlush:
+      break;
+    case FaultKind::kRogueHolder:
+      rogue(false);
+      trace("fault over: the holder without TTL is gone");
       break;
     case FaultKind::kErrorReplies:
       server(f.a).error_mode = 0;

@@ -135,12 +135,46 @@ void may_shorten(Env& e, Millis ttl, int slot = 0) {
   if (could < old_end) e.checker().shorten(e.id(), slot, could);
 }
 
+// What every lease call promises (lease.h, lock.h): ok from an acquire or
+// an extend means held with validity left; after any release() call the
+// lease is not claimed, whatever its outcome; a renewal started while held
+// returns no later than the validity it renews (unless the process froze).
+template <typename L>
+void after_ok(Env& e, const L& lock, Status s, const char* what) {
+  if (s.ok() && lock.remaining() <= Nanos::zero()) {
+    e.checker().violation("contract", "c%d: %s returned ok with no validity left", e.id(), what);
+  }
+}
+
+template <typename L>
+void after_release(Env& e, const L& lock) {
+  if (lock.remaining() > Nanos::zero()) {
+    e.checker().violation("contract", "c%d: still held for %.3f ms after release()", e.id(),
+                          static_cast<double>(lock.remaining().count()) / 1e6);
+  }
+}
+
+// A renewal (extend, renew) timed against the validity it started with.
+template <typename L, typename F>
+Status renewal(Env& e, const L& lock, F call) {
+  const Nanos before = lock.remaining();
+  const int64_t end = before > Nanos::zero() ? e.end_after(before) : -1;
+  const uint32_t pauses = e.pauses();
+  const Status s = call();
+  if (end >= 0 && e.pauses() == pauses && e.w().now() > end + 1000) {
+    e.checker().violation("contract", "c%d: a renewal returned %.3f ms after the validity it renewed ended",
+                          e.id(), static_cast<double>(e.w().now() - end) / 1e6);
+  }
+  return s;
+}
+
 // Releases as the docs say: again after an unknown outcome, a few times.
 template <typename L>
 void release_all(Env& e, L& lock, const LeaseRef& ref, int64_t op_start) {
   e.checker().unclaim(e.id(), 0);
   for (int i = 0; i < 3; ++i) {
     const Status s = lock.release();
+    after_release(e, lock);
     if (s.ok() || s.code() == ErrorCode::kNotHeld || s.code() == ErrorCode::kNotOwner) break;
     e.sleep(e.rng().log_uniform(kMs, e.ttl_ns() / 2));
   }
@@ -159,12 +193,13 @@ void hold(Env& e, L& lock, const LeaseRef& ref) {
       case 0: {
         const Millis ttl(e.rng().log_uniform(1, 3 * e.w().config().ttl_ms));
         may_shorten(e, ttl);
-        lock.extend(ttl, e.rng().chance(0.5) ? ExtendMode::kAdd : ExtendMode::kReplace).ignore();
+        const ExtendMode mode = e.rng().chance(0.5) ? ExtendMode::kAdd : ExtendMode::kReplace;
+        after_ok(e, lock, renewal(e, lock, [&] { return lock.extend(ttl, mode); }), "extend");
         break;
       }
       case 1:
         may_shorten(e, Millis(e.w().config().ttl_ms));
-        lock.renew().ignore();
+        after_ok(e, lock, renewal(e, lock, [&] { return lock.renew(); }), "renew");
         break;
       case 2:
         lock.owned().status().ignore();
@@ -232,6 +267,7 @@ void run_lock(Env& e, bool with_keeper) {
       ++e.w().stats().grants;
       e.checker().granted(e.id(), "L", lock.fence());
       report(e, lock, ref);
+      after_ok(e, lock, s, "acquire");
       if (with_keeper) {
         LeaseKeeper keeper(lock);
         keep(e, lock, ref, keeper);
@@ -268,6 +304,7 @@ void run_quorum(Env& e, bool with_keeper) {
       ++e.w().stats().grants;
       e.checker().granted(e.id(), "Q", lock.fence());
       report(e, lock, ref);
+      after_ok(e, lock, s, "acquire");
       if (with_keeper) {
         LeaseKeeper keeper(lock);
         keep(e, lock, ref, keeper);
@@ -299,6 +336,7 @@ void run_semaphore(Env& e) {
     const LeaseRef ref = lock_ref(LeaseKind::kPermit, "S", p.id());
     if (s.ok()) {
       ++e.w().stats().grants;
+      after_ok(e, p, s, "acquire");
       report(e, p, ref);
       const int steps = static_cast<int>(e.rng().uniform(0, 2));
       for (int i = 0; i <= steps; ++i) {
@@ -307,13 +345,15 @@ void run_semaphore(Env& e) {
         if (i < steps) {
           const Millis ttl(e.rng().log_uniform(1, 3 * e.w().config().ttl_ms));
           may_shorten(e, ttl);
-          p.extend(ttl).ignore();
+          after_ok(e, p, renewal(e, p, [&] { return p.extend(ttl); }), "extend");
         }
         report(e, p, ref);
       }
     }
     e.checker().unclaim(e.id(), 0);
     for (int i = 0; i < 3 && !p.id().empty(); ++i) {
+      // (A permit whose release was refused before it ran is still held:
+      // semaphore.h. Only Lock and QuorumLock promise held() false.)
       const Status r = p.release();
       if (r.ok() || r.code() == ErrorCode::kNotOwner || r.code() == ErrorCode::kNotHeld ||
           r.code() == ErrorCode::kInvalidArgument) {
@@ -350,6 +390,7 @@ void run_reentrant(Env& e) {
     if (s.ok()) {
       ++e.w().stats().grants;
       if (fresh) e.checker().granted(e.id(), "R", lock.fence());
+      after_ok(e, lock, s, "acquire");
       report(e, lock, ref);
       e.sleep(e.pick_hold());
       report(e, lock, ref);
@@ -362,7 +403,7 @@ void run_reentrant(Env& e) {
         if (e.rng().chance(0.3)) {
           const Millis ttl(e.rng().log_uniform(1, 2 * e.w().config().ttl_ms));
           may_shorten(e, ttl);
-          lock.extend(ttl).ignore();
+          after_ok(e, lock, renewal(e, lock, [&] { return lock.extend(ttl); }), "extend");
         }
         report(e, lock, ref);
         if (again.ok() && lock.depth() > 1) {

@@ -93,6 +93,7 @@ enum class FaultKind : uint8_t {
   kClientPause,   // a = client (the process frozen)
   kScriptFlush,   // a = server
   kErrorReplies,  // a = server, c = which error
+  kRogueHolder,   // the lock key held without a TTL by something else (every server)
 };
 
 struct Fault {
@@ -204,10 +205,9 @@ class World {
   bool abandoned_between(int c, int s, int64_t from, int64_t to) const {
     return any_between(abandoned_[key(c, s)], from, to);
   }
-  /// Whether it closed one with a reply still on its way (a timeout) then.
-  bool timed_out_between(int c, int s, int64_t from, int64_t to) const {
-    return any_between(timed_out_[key(c, s)], from, to);
-  }
+  /// When it closed one with a request or reply still on its way (a
+  /// timeout), or a connect failed: true times, oldest first.
+  const std::vector<int64_t>& timed_out(int c, int s) const { return timed_out_[key(c, s)]; }
   int client_of_server_conn(int conn) const { return conns_[static_cast<size_t>(conn)]->client; }
   Checker& checker() { return *checker_; }
   /// The reply about to be sent answers an acquire with "busy".
@@ -253,6 +253,7 @@ class World {
   void plan_faults();
   void server_crash(ServerProc& s, bool lose_data);
   void server_resume(ServerProc& s);
+  void rogue(bool on);
 
   RunConfig cfg_;
   int64_t now_ = 0;
