@@ -103,6 +103,9 @@ bool parse(int argc, char** argv, Options* opt) {
     } else if (a == "--fault-scale" && has) {
       opt->o.fault_scale = std::atof(argv[++i]);
       opt->flags += " --fault-scale " + std::string(argv[i]);
+    } else if (a == "--late-replies") {
+      opt->o.late_replies = true;
+      opt->flags += " --late-replies";
     } else if (a == "--data-loss") {
       opt->o.data_loss = true;
       opt->flags += " --data-loss";

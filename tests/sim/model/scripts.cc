@@ -416,10 +416,24 @@ const NativeEntry* find_native(const std::string& sha) {
   for (const NativeEntry& e : kNatives) {
     if (sha == e.sha) return &e;
   }
+#ifdef EDGELOCK_SIM_MUTATION
+  // A mutation build (scripts/mutations) may change a script's text on
+  // purpose: the native function of the same name runs it (the mutation
+  // patches that function to match).
+  for (const LibraryScript& l : kLibrary) {
+    if (sha != l.script->sha1) continue;
+    for (const NativeEntry& e : kNatives) {
+      if (std::strcmp(e.name, l.name) == 0) return &e;
+    }
+  }
+#endif
   return nullptr;
 }
 
 void check_native_scripts() {
+#ifdef EDGELOCK_SIM_MUTATION
+  return;  // scripts may differ on purpose (find_native() maps them by name)
+#endif
   bool bad = false;
   for (const LibraryScript& l : kLibrary) {
     const NativeEntry* e = find_native(l.script->sha1);

@@ -316,6 +316,7 @@ int64_t Checker::held_until(int server, const LeaseRef& ref) const {
 void Checker::check_claims() {
   const int64_t now = w_.now();
   std::map<std::string, int> holders;
+  std::map<std::pair<std::string, std::string>, int> same_token;  // (key, token) -> clients
   for (auto it = claims_.begin(); it != claims_.end();) {
     if (it->second.end <= now) {
       it = claims_.erase(it);
@@ -328,6 +329,10 @@ void Checker::check_claims() {
       continue;
     }
     ++holders[c.ref.key];
+    if (++same_token[{c.ref.key, c.ref.token}] > 1) {
+      violation("exclusion", "two clients hold %s with the same token \"%.8s\" at once", c.ref.key.c_str(),
+                c.ref.token.c_str());
+    }
     if (c.ref.kind == LeaseKind::kQuorum) {
       const int n = static_cast<int>(w_.server_count());
       int ok = 0;

@@ -43,7 +43,8 @@ std::string requests_summary(const uint8_t* data, size_t n) {
 int64_t World::one_way_delay(bool to_server) {
   (void)to_server;
   if (!calm_ && cfg_.p_tail > 0 && net_rng_.chance(cfg_.p_tail)) {
-    const int64_t d = net_rng_.log_uniform(5 * kMs, cfg_.tail_max_ns > 5 * kMs ? cfg_.tail_max_ns : 5 * kMs);
+    const int64_t lo = cfg_.tail_min_ns > 0 ? cfg_.tail_min_ns : 5 * kMs;
+    const int64_t d = net_rng_.log_uniform(lo, cfg_.tail_max_ns > lo ? cfg_.tail_max_ns : lo);
     if (d > cfg_.ttl_ms * kMs) ++stats_.long_delays;
     return d;
   }

@@ -92,6 +92,7 @@ RunConfig RunConfig::from_seed(uint64_t seed, const RunOverrides& o) {
   c.delay_max_ns = c.delay_min_ns + r.log_uniform(10000, 3 * kMs);
   const double tails[] = {0, 0.0005, 0.003, 0.02};
   c.p_tail = r.pick(tails);
+  c.tail_min_ns = 5 * kMs;
   c.tail_max_ns = c.ttl_ms * kMs * r.uniform(1, 4);
   const double resets[] = {0, 0, 0.001, 0.01};
   c.p_reset_before = r.pick(resets);
@@ -103,6 +104,15 @@ RunConfig RunConfig::from_seed(uint64_t seed, const RunOverrides& o) {
   // anything on purpose, or nothing ever works.
   const int64_t floor_ms = 6 * c.delay_max_ns / kMs + 2;
   if (c.command_timeout_ms < floor_ms) c.command_timeout_ms = floor_ms;
+  // The late-reply profile: replies that come just after the validity ended
+  // but within a long command budget (grants too late to use, renewals
+  // that come back after the lease ended).
+  if (o.late_replies || r.chance(0.15)) {
+    c.command_timeout_ms = 2 * c.ttl_ms + 10;
+    c.p_tail = 0.05;
+    c.tail_min_ns = c.ttl_ms * kMs * 8 / 10;
+    c.tail_max_ns = c.ttl_ms * kMs * 13 / 10;
+  }
   const int64_t phases[] = {3, 6, 12};
   c.fault_phase_ns = r.pick(phases) * c.ttl_ms * kMs + 300 * kMs;
   if (o.no_faults) {
@@ -134,14 +144,15 @@ std::string RunConfig::describe() const {
   }
   std::snprintf(buf, sizeof buf,
                 "seed %llu: %d clients [%s], %d server%s, ttl %lld ms, command timeout %lld ms, "
-                "period %lld ms, quota %d, permits %d, wake %s, delay %lld-%lld us, tail %.4f up "
-                "to %lld ms, reset %.3f/%.3f, faults %.2f/s for %lld ms%s%s",
+                "period %lld ms, quota %d, permits %d, wake %s, delay %lld-%lld us, tail %.4f "
+                "%lld-%lld ms, reset %.3f/%.3f, faults %.2f/s for %lld ms%s%s",
                 static_cast<unsigned long long>(seed), clients, works.c_str(), servers,
                 servers > 1 ? "s" : "", static_cast<long long>(ttl_ms),
                 static_cast<long long>(command_timeout_ms), static_cast<long long>(period_ms),
                 quota_max, permits, wake_on_release ? "on" : "off",
                 static_cast<long long>(delay_min_ns / 1000), static_cast<long long>(delay_max_ns / 1000),
-                p_tail, static_cast<long long>(tail_max_ns / kMs), p_reset_before, p_reset_after,
+                p_tail, static_cast<long long>(tail_min_ns / kMs), static_cast<long long>(tail_max_ns / kMs),
+                p_reset_before, p_reset_after,
                 faults_per_s, static_cast<long long>(fault_phase_ns / kMs),
                 data_loss ? ", data loss" : "", delayed_restart ? " (delayed restart)" : "");
   return buf;

@@ -31,6 +31,7 @@ struct RunOverrides {
   bool strict = false;           // check leases touched by known defects too
   bool no_faults = false;
   double fault_scale = 1.0; // multiplies every fault rate
+  bool late_replies = false;  // always the late-reply profile (below)
 };
 
 struct RunConfig {
@@ -56,6 +57,7 @@ struct RunConfig {
   int64_t delay_min_ns = 20000;
   int64_t delay_max_ns = 2000000;
   double p_tail = 0;           // a message delayed long (up to past the TTL)
+  int64_t tail_min_ns = 0;
   int64_t tail_max_ns = 0;
   double p_reset_before = 0;   // a request lost with its connection
   double p_reset_after = 0;    // a reply lost with its connection
