@@ -455,7 +455,7 @@ void Checker::check_obligations() {
 void Checker::check_liveness() {
   const RunConfig& cfg = w_.config();
   const int64_t now = w_.now();
-  const int64_t start = cfg.fault_phase_ns + 2 * cfg.ttl_ms * kMs + 1000 * kMs;
+  const int64_t start = w_.calm_at() + 2 * cfg.ttl_ms * kMs + 1000 * kMs;
   if (!w_.calm() || now < start) return;
   // Backoff (retry_max 250 ms), a wake-up cap (500 ms), a reconnect's
   // backoff (up to 2 s) and a few round trips.

@@ -205,8 +205,10 @@ void World::plan_faults() {
       f.c = cfg_.data_loss ? 1 : 0;
       f.end = f.start + fault_rng_.log_uniform(kMs, ttl);
       if (cfg_.delayed_restart && f.c) {
-        // Down for longer than any lease it held could last.
-        f.end = f.start + ttl + ttl / 20 + 50 * kMs + fault_rng_.uniform(0, ttl);
+        // Down for longer than any lease it held could last: not the TTL,
+        // the longest lease (extends in 'add' mode stack up: the workloads
+        // reach about 10 TTLs), plus the drift.
+        f.end = f.start + 12 * ttl + 50 * kMs + fault_rng_.uniform(0, ttl);
       }
     } else if (kind < 8) {
       f.kind = FaultKind::kClientPause;

@@ -206,12 +206,18 @@ bool World::run(void (*client_main)(World&, int)) {
     schedule(static_cast<int64_t>(c.id) * 100000, Ev::kWake, c.id, 0, 0);
   }
   plan_faults();
-  schedule(cfg_.fault_phase_ns, Ev::kCalm);
-  schedule(cfg_.stop_at_ns, Ev::kStop);
+  // Faults stop once the last one has ended (a restart may run past the
+  // fault phase); the calm phase and the limit move with it.
+  calm_at_ = cfg_.fault_phase_ns;
+  for (const Fault& f : faults_) calm_at_ = f.end > calm_at_ ? f.end : calm_at_;
+  const int64_t shift = calm_at_ - cfg_.fault_phase_ns;
+  schedule(calm_at_, Ev::kCalm);
+  schedule(cfg_.stop_at_ns + shift, Ev::kStop);
+  limit_at_ = cfg_.limit_ns + shift;
   while (!events_.empty() && !checker_->failed()) {
     const Event e = events_.top();
     events_.pop();
-    if (e.t > cfg_.limit_ns) break;
+    if (e.t > limit_at_) break;
     now_ = e.t;
     ++stats_.events;
     dispatch(e);

@@ -182,6 +182,8 @@ class World {
   const RunConfig& config() const { return cfg_; }
   int64_t now() const { return now_; }
   bool calm() const { return calm_; }
+  /// When the last fault ends (true time).
+  int64_t calm_at() const { return calm_at_; }
   bool stopping() const { return stopping_; }
   Prng& rng_for(int client) { return client_rng_[static_cast<size_t>(client)]; }
   size_t server_count() const { return servers_.size(); }
@@ -281,6 +283,8 @@ class World {
   bool next_reply_busy_ = false;
   void (*client_main_)(World&, int) = nullptr;
   bool calm_ = false;
+  int64_t calm_at_ = 0;
+  int64_t limit_at_ = 0;
   bool stopping_ = false;
   bool failed_ = false;
   RunStats stats_;
