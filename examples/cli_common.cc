@@ -1,6 +1,4 @@
 // edgelock: errors, exit codes, connections and JSON output.
-#include <fcntl.h>
-
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -153,8 +151,8 @@ int connect_now(edgelock::Connection* conn, bool report) {
     if (report) report_error(*conn, s, "connect");
     return s.code() == ErrorCode::kInvalidArgument ? kExitUsage : kExitServer;
   }
-  // COMMAND must not inherit the Redis socket.
-  if (conn->fd() >= 0) fcntl(conn->fd(), F_SETFD, FD_CLOEXEC);
+  // COMMAND never inherits the Redis socket: the connection creates it
+  // close-on-exec, on every connect.
   return kExitOk;
 }
 

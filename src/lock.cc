@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "edgelock/detail/connection_io.h"
 #include "lease_util.h"
 #include "lock_keys.h"
 #include "lock_scripts.h"
@@ -111,7 +112,7 @@ Status Lock::on_acquire_reply(const Result<const Reply*>& r, TimePoint start) {
   }
   const Reply* rep = r.value();
   // Fail closed: only an integer fence (> 0) is a grant.
-  if (rep->type != ReplyType::kInteger) return connection().reject_reply("acquire wants an integer");
+  if (rep->type != ReplyType::kInteger) return detail::io(connection()).reject_reply("acquire wants an integer");
   if (rep->integer <= 0) {
     busy_ttl_ = Millis(-rep->integer);
     return ErrorCode::kBusy;
@@ -180,7 +181,7 @@ Status Lock::send_release() {
   // so the caller can try again.
   const Reply* rep = r.value();
   if (rep->type != ReplyType::kInteger || rep->integer < 0 || rep->integer > 1) {
-    return connection().reject_reply("release wants 0 or 1");
+    return detail::io(connection()).reject_reply("release wants 0 or 1");
   }
   forget();
   return rep->integer == 1 ? Status() : Status(ErrorCode::kNotOwner);
@@ -203,7 +204,7 @@ Status Lock::send_extend(Millis ttl, ExtendMode mode) {
   if (!r.ok()) return after_unknown_extend(start, ttl, r.status());
   const Reply* rep = r.value();
   if (rep->type != ReplyType::kInteger || rep->integer < 0 || Millis(rep->integer) > 2 * kMaxTtl) {
-    return after_unknown_extend(start, ttl, connection().reject_reply("extend wants a TTL or 0"));
+    return after_unknown_extend(start, ttl, detail::io(connection()).reject_reply("extend wants a TTL or 0"));
   }
   if (rep->integer == 0) {
     forget();
@@ -240,7 +241,7 @@ Result<bool> Lock::owned() {
   if (!r.ok()) return r.status();
   const Reply* rep = r.value();
   if (rep->type != ReplyType::kInteger || (rep->integer < -1 && rep->integer != -3)) {
-    return connection().reject_reply("owned wants a PTTL or -3");
+    return detail::io(connection()).reject_reply("owned wants a PTTL or -3");
   }
   if (rep->integer == -3) {
     forget();
@@ -255,7 +256,7 @@ Result<KeyStatus> Lock::status() {
   const Result<const Reply*> r = run_command(args, io_deadline());
   if (!r.ok()) return r.status();
   if (r.value()->type != ReplyType::kInteger || r.value()->integer < -2) {
-    return connection().reject_reply("PTTL wants an integer >= -2");
+    return detail::io(connection()).reject_reply("PTTL wants an integer >= -2");
   }
   KeyStatus ks;
   ks.held = r.value()->integer != -2;

@@ -3,6 +3,7 @@
 // to capped, jittered backoff when no signal can be waited for.
 #include <cstdio>
 
+#include "edgelock/detail/connection_io.h"
 #include "edgelock/lock.h"
 #include "lock_scripts.h"
 
@@ -93,7 +94,7 @@ bool Lock::await_and_attempt(Nanos cap, Deadline op_deadline, Status* attempted)
   has_token_ = true;                  // a lost reply may mean the key is ours
   Status first;
   const Result<const Reply*> r =
-      conn_->command_then_eval(blpop, {&detail::kAcquireScript, keys, args, true}, d, &first);
+      detail::io(*conn_).command_then_eval(blpop, {&detail::kAcquireScript, keys, args, true}, d, &first);
   if (first.code() == ErrorCode::kServerError) wake_supported_ = false;
   *attempted = noted(EventKind::kAcquire, start, on_acquire_reply(r, start));
   return true;

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "edgelock/detail/connection_io.h"
 #include "metrics_note.h"
 
 namespace edgelock {
@@ -83,7 +84,7 @@ namespace detail {
 
 void note(Connection& conn, Metrics& own, EventKind kind, Status status, Bytes key, Nanos latency) {
   own.record(kind, status, latency);
-  conn.note_event(kind, status, key, latency);
+  io(conn).note_event(kind, status, key, latency);
 }
 
 }  // namespace detail

@@ -18,3 +18,4 @@
 #include "edgelock/semaphore.h"
 #include "edgelock/sentinel.h"
 #include "edgelock/status.h"
+#include "edgelock/transport.h"
