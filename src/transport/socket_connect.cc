@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "error_text.h"
+#include "transport/library_info.h"
 #include "transport/transport.h"
 
 namespace edgelock {
@@ -191,6 +192,21 @@ int connect_socket(const Endpoint& ep, const ResolvedHost& addrs, Deadline deadl
     *code = ErrorCode::kConnectFailed;
   }
   return -1;
+}
+
+void library_info(LibraryInfo* out) {
+  *out = LibraryInfo();
+  out->hiredis_major = HIREDIS_MAJOR;
+  out->hiredis_minor = HIREDIS_MINOR;
+  out->hiredis_patch = HIREDIS_PATCH;
+#if HIREDIS_MAJOR >= 1
+  // hiredis has no run-time version call. redisConnectWithOptions() is a
+  // 1.x function: a build with 1.x headers that picked up a 0.14 library
+  // fails to link here instead of running with mismatched structures.
+  redisContext* (*volatile probe)(const redisOptions*) = &redisConnectWithOptions;
+  (void)probe;
+#endif
+  tls_library_info(out);
 }
 
 }  // namespace detail

@@ -1,5 +1,6 @@
-// TLS over the hiredis-connected socket: mbedTLS 2.28 (TLS 1.2) with
-// non-blocking BIO callbacks; the handshake polls against its own deadline.
+// TLS over the hiredis-connected socket: mbedTLS 2.28 (TLS 1.2) or 3.6
+// (TLS 1.3, 1.2 allowed) with non-blocking BIO callbacks; the handshake
+// polls against its own deadline.
 #include <mbedtls/error.h>
 #include <mbedtls/net_sockets.h>
 #include <poll.h>
@@ -10,8 +11,13 @@
 
 #include "edgelock/random.h"
 #include "error_text.h"
+#include "transport/library_info.h"
 #include "transport/tls_session.h"
 #include "transport/transport.h"
+
+#if MBEDTLS_VERSION_NUMBER >= 0x03000000
+#include <psa/crypto.h>
+#endif
 
 namespace edgelock {
 namespace detail {
@@ -41,6 +47,7 @@ int bio_recv(void* ctx, unsigned char* buf, size_t len) {
     const ssize_t n = recv(s->fd, buf, len, MSG_DONTWAIT);
     if (n >= 0) {
       s->bytes_received += static_cast<size_t>(n);
+      tls_wire_observe(s->wire, buf, static_cast<size_t>(n));
       return static_cast<int>(n);  // 0 = EOF: mbedTLS reports CONN_EOF
     }
     if (errno == EINTR) continue;
@@ -84,10 +91,29 @@ Status fail_mbedtls(int ret, const char* what, ErrorText& err) {
   return ErrorCode::kTls;
 }
 
+// mbedTLS 3.x computes TLS 1.3 (and, built with MBEDTLS_USE_PSA_CRYPTO,
+// TLS 1.2) through the PSA crypto API, which needs psa_crypto_init() once
+// per process. Later calls return at once; the first one allocates PSA's
+// key store and seeds its own DRBG, kept until exit (shared by all
+// connections). Thread-safe in 3.6 built with MBEDTLS_THREADING_C.
+Status crypto_ready(ErrorText& err) {
+#if MBEDTLS_VERSION_NUMBER >= 0x03000000
+  const psa_status_t st = psa_crypto_init();
+  if (st != PSA_SUCCESS) {
+    set_error(err, "TLS: PSA crypto initialisation failed (%d)", static_cast<int>(st));
+    return ErrorCode::kTls;
+  }
+#else
+  (void)err;
+#endif
+  return Status();
+}
+
 // Seeds the DRBG from the OS, loads keys, binds the session to the socket.
 Status session_setup(TlsSession& s, const Endpoint& ep, const TlsOptions& opts, int fd,
                      ErrorText& err) {
   s.fd = fd;
+  EDGELOCK_TRY(crypto_ready(err));
   int ret = mbedtls_ctr_drbg_seed(&s.drbg, os_entropy, nullptr,
                                   reinterpret_cast<const unsigned char*>(kPersonalization),
                                   sizeof kPersonalization - 1);
@@ -97,12 +123,12 @@ Status session_setup(TlsSession& s, const Endpoint& ep, const TlsOptions& opts, 
   if (ret != 0) return fail_mbedtls(ret, "session setup", err);
   const char* name = opts.server_name && opts.server_name[0] ? opts.server_name : ep.host;
   tls_set_ip_name(s, name);
-  // IP literals get no SNI (RFC 6066) and are checked against iPAddress
-  // SANs by our verify callback; names are checked by mbedTLS.
-  if (s.ip_len == 0) {
-    ret = mbedtls_ssl_set_hostname(&s.ssl, name);
-    if (ret != 0) return fail_mbedtls(ret, "server name", err);
-  }
+  // A name is sent as SNI and matched by mbedTLS. An IP literal gets no SNI
+  // (RFC 6066; mbedTLS would send it) and is matched against iPAddress SANs
+  // by our verify callback: NULL tells mbedTLS so explicitly (3.6 refuses
+  // to verify when no name was set at all).
+  ret = mbedtls_ssl_set_hostname(&s.ssl, s.ip_len == 0 ? name : nullptr);
+  if (ret != 0) return fail_mbedtls(ret, "server name", err);
   mbedtls_ssl_set_bio(&s.ssl, &s, bio_send, bio_recv, nullptr);
   return Status();
 }
@@ -180,6 +206,7 @@ Result<size_t> tls_write(TransportState& t, const uint8_t* data, size_t n, Error
 Result<size_t> tls_read(TransportState& t, uint8_t* dst, size_t cap, ErrorText& err) {
   const int ret = mbedtls_ssl_read(&t.tls->ssl, dst, cap);
   if (ret > 0) {
+    t.tls->app_bytes += static_cast<size_t>(ret);
     t.want_events = 0;
     return static_cast<size_t>(ret);
   }
@@ -195,6 +222,25 @@ bool tls_has_pending(const TransportState& t) {
 }
 
 bool tls_available() { return true; }
+
+bool tls_session_is_tls13(const TlsSession& s) {
+#if EDGELOCK_TLS13
+  return mbedtls_ssl_get_version_number(&s.ssl) == MBEDTLS_SSL_VERSION_TLS1_3;
+#else
+  (void)s;
+  return false;
+#endif
+}
+
+const char* tls_version_name(const TransportState& t) {
+  return t.tls ? mbedtls_ssl_get_version(&t.tls->ssl) : nullptr;
+}
+
+void tls_library_info(LibraryInfo* out) {
+  out->tls_compiled = MBEDTLS_VERSION_STRING;
+  mbedtls_version_get_string(out->tls_linked);
+  out->tls_max = EDGELOCK_TLS13 ? "TLSv1.3" : "TLSv1.2";
+}
 
 }  // namespace detail
 }  // namespace edgelock

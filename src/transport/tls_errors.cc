@@ -47,23 +47,48 @@ Status certificate_error(const TlsSession& s, ErrorText& err) {
   return ErrorCode::kTlsUntrusted;
 }
 
-// TLS 1.2 has no "certificate required" alert: the server asked for a
-// certificate (client_auth), we had none, then it aborted with an alert,
-// or just closed or reset the connection.
-bool client_cert_refused(const TlsSession& s, int ret) {
-  return s.ssl.client_auth && !s.has_client_cert &&
-         (ret == MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE || ret == MBEDTLS_ERR_SSL_CONN_EOF ||
-          ret == MBEDTLS_ERR_NET_CONN_RESET);
+bool is_refusal(int ret) {
+  return ret == MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE || ret == MBEDTLS_ERR_SSL_CONN_EOF ||
+         ret == MBEDTLS_ERR_NET_CONN_RESET;
 }
 
+// TLS 1.2 has no "certificate required" alert: the server asked for a
+// certificate (a CertificateRequest went by in clear text), we had none,
+// then it aborted with an alert, or just closed or reset the connection.
+bool client_cert_refused(const TlsSession& s, int ret) {
+  return s.wire.cert_requested && !s.has_client_cert && is_refusal(ret);
+}
+
+// TLS 1.3 encrypts the CertificateRequest, and the client finishes its
+// handshake before the server checks the (empty) certificate: the refusal
+// (alert 116, certificate_required, also encrypted) is what the first read
+// after the handshake finds, before any reply. With a certificate of ours,
+// only an alert counts (the server refused it, e.g. an unknown CA).
+bool refused_after_tls13_handshake(const TlsSession& s, int ret) {
+  return tls_session_is_tls13(s) && s.app_bytes == 0 && is_refusal(ret) &&
+         (!s.has_client_cert || ret == MBEDTLS_ERR_SSL_FATAL_ALERT_MESSAGE);
+}
+
+const char* alert_name(int alert) {
+  switch (alert) {
+    case MBEDTLS_SSL_ALERT_MSG_PROTOCOL_VERSION: return "protocol version";
+    case MBEDTLS_SSL_ALERT_MSG_HANDSHAKE_FAILURE: return "handshake failure";
+    case MBEDTLS_SSL_ALERT_MSG_BAD_CERT: return "bad certificate";
+    case MBEDTLS_SSL_ALERT_MSG_UNKNOWN_CA: return "unknown CA";
+    case MBEDTLS_SSL_ALERT_MSG_INSUFFICIENT_SECURITY: return "insufficient security";
+    case 116: return "certificate required";  // RFC 8446; no macro in 2.28
+    default: return "see RFC 8446 6.2";
+  }
+}
+
+// The alert's description if it came in clear text; encrypted ones (after
+// the keys are set) are not exposed by mbedTLS's public API.
 Status alert_error(const TlsSession& s, ErrorText& err) {
-  const int alert = s.ssl.in_msg ? s.ssl.in_msg[1] : -1;
-  const char* what = alert == MBEDTLS_SSL_ALERT_MSG_PROTOCOL_VERSION  ? "protocol version"
-                     : alert == MBEDTLS_SSL_ALERT_MSG_HANDSHAKE_FAILURE ? "handshake failure"
-                     : alert == MBEDTLS_SSL_ALERT_MSG_BAD_CERT         ? "bad certificate"
-                     : alert == MBEDTLS_SSL_ALERT_MSG_UNKNOWN_CA       ? "unknown CA"
-                                                                        : "see RFC 5246 7.2";
-  set_error(err, "TLS: fatal alert %d from server (%s)", alert, what);
+  if (s.wire.alert < 0) {
+    set_error(err, "TLS: fatal alert from server (encrypted)");
+  } else {
+    set_error(err, "TLS: fatal alert %d from server (%s)", s.wire.alert, alert_name(s.wire.alert));
+  }
   return ErrorCode::kTls;
 }
 
@@ -83,9 +108,9 @@ Status tls_handshake_error(TlsSession& s, int ret, ErrorText& err) {
               ret == MBEDTLS_ERR_SSL_CONN_EOF ? "closed" : "reset");
     return ErrorCode::kTls;
   }
-  // Still waiting for the ServerHello and got something that is no TLS
-  // record: a plaintext Redis (or another protocol) on that port.
-  if (s.ssl.state <= MBEDTLS_SSL_SERVER_HELLO) {
+  // The server sent something that is no TLS record: a plaintext Redis (or
+  // another protocol) on that port.
+  if (s.wire.not_tls) {
     set_error(err, "TLS: server does not speak TLS: %s", cause);
     return ErrorCode::kTls;
   }
@@ -98,10 +123,21 @@ Status tls_record_error(const TlsSession& s, int ret, const char* op, ErrorText&
     set_error(err, "TLS: server closed the connection");
     return ErrorCode::kConnectionClosed;
   }
+  if (refused_after_tls13_handshake(s, ret)) {
+    if (!s.has_client_cert) {
+      set_error(err, "TLS: server requires a client certificate: it refused the connection "
+                     "right after the TLS 1.3 handshake");
+    } else {
+      set_error(err, "TLS: fatal alert from server right after the TLS 1.3 handshake "
+                     "(encrypted; it refused our client certificate?)");
+    }
+    return ErrorCode::kTls;
+  }
   if (ret == MBEDTLS_ERR_SSL_CONN_EOF || ret == MBEDTLS_ERR_NET_CONN_RESET) {
     // A record cut short is a truncation: possibly an attack, never a reply.
-    if (s.ssl.in_left > 0) {
-      set_error(err, "TLS: connection reset mid-record (%zu bytes of a record)", s.ssl.in_left);
+    size_t have = 0;
+    if (tls_wire_in_record(s.wire, &have)) {
+      set_error(err, "TLS: connection reset mid-record (%zu bytes of a record)", have);
       return ErrorCode::kTls;
     }
     set_error(err, "TLS: connection %s", ret == MBEDTLS_ERR_SSL_CONN_EOF ? "closed" : "reset");

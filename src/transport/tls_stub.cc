@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "error_text.h"
+#include "transport/library_info.h"
 #include "transport/transport.h"
 
 namespace edgelock {
@@ -21,6 +22,8 @@ Result<size_t> tls_read(TransportState&, uint8_t*, size_t, ErrorText&) {
 }
 bool tls_has_pending(const TransportState&) { return false; }
 bool tls_available() { return false; }
+void tls_library_info(LibraryInfo*) {}
+const char* tls_version_name(const TransportState&) { return nullptr; }
 
 }  // namespace detail
 }  // namespace edgelock

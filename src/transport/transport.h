@@ -66,7 +66,8 @@ void tls_close(TransportState& t);
 /// As Transport::write_some/read_some; 0 = would block, with t.want_events
 /// set to what mbedTLS waits for. Errors: kConnectionClosed (close_notify,
 /// EOF or reset between records), kTls (reset mid-record, alert, record
-/// error).
+/// error, a refusal right after a TLS 1.3 handshake: a client certificate
+/// was required).
 Result<size_t> tls_write(TransportState& t, const uint8_t* data, size_t n, ErrorText& err);
 Result<size_t> tls_read(TransportState& t, uint8_t* dst, size_t cap, ErrorText& err);
 bool tls_has_pending(const TransportState& t);

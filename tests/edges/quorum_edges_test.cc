@@ -285,5 +285,42 @@ TEST(QuorumEdges, ReleaseWithStalledServersKeepsItsBudget) {
   EXPECT_EQ(t.keyed(), 0u) << "every server ran the release it was sent";
 }
 
+// A release that must reconnect to every server (each dropped our
+// connection, then froze: it still accepts, but never answers the AUTH of
+// the handshake). Each reconnect and handshake gets what is left of the
+// round's one deadline, so the release keeps its budget however many
+// servers it reconnects to; server_timeout is long enough for the
+// handshake to wait in blocking reads.
+TEST(QuorumEdges, ReleaseThatReconnectsKeepsItsBudget) {
+  std::unique_ptr<test::RedisServer> servers[kServers];
+  Connection conns[kServers];
+  Connection admin[kServers];
+  Connection* ptrs[kServers] = {};
+  for (size_t i = 0; i < kServers; ++i) {
+    servers[i].reset(new test::RedisServer({"--requirepass", "pw"}));
+    ASSERT_TRUE(servers[i]->start());
+    const std::string url = "redis://:pw@127.0.0.1:" + std::to_string(servers[i]->port());
+    ASSERT_TRUE(test::open(conns[i], url));
+    ASSERT_TRUE(test::open(admin[i], url));
+    ptrs[i] = &conns[i];
+  }
+  QuorumOptions o = opts();
+  o.server_timeout = slow(Millis(300));
+  QuorumLock lock;
+  ASSERT_TRUE(lock.init(ptrs, kServers, Bytes::from_cstr(kKey), o).ok());
+  ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();
+  for (size_t i = 0; i < kServers; ++i) {
+    ASSERT_EQ(run(admin[i], {"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"}), "1");
+    servers[i]->pause();
+  }
+  const uint32_t tries = conns[0].stats().connect_failures;
+  const TimePoint t0 = now();
+  EXPECT_EQ(lock.release().code(), ErrorCode::kIndeterminate);
+  const Nanos took = now() - t0;
+  for (auto& s : servers) s->resume();
+  EXPECT_GT(conns[0].stats().connect_failures, tries) << "the release tried to reconnect";
+  EXPECT_LT(took, lock.server_timeout() + slow(Millis(50))) << test::ms(took) << " ms";
+}
+
 }  // namespace
 }  // namespace edgelock

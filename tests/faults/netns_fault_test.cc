@@ -63,8 +63,8 @@ class Netns : public ::testing::Test {
  protected:
   void SetUp() override {
     if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
-    if (!sh("command -v ip && command -v iptables && command -v redis-server")) {
-      GTEST_SKIP() << "needs ip (iproute2), iptables and redis-server";
+    if (!sh("command -v ip && command -v iptables && command -v '" + test::server_binary() + "'")) {
+      GTEST_SKIP() << "needs ip (iproute2), iptables and " << test::server_binary();
     }
     const int pid = static_cast<int>(getpid());
     ns_ = "edgelock-t" + std::to_string(pid);
@@ -106,13 +106,13 @@ class Netns : public ::testing::Test {
     if (!mkdtemp(tmpl)) return false;
     dir_ = tmpl;
     const std::vector<std::string> args = {
-        "ip", "netns", "exec", ns_, "redis-server", "--port", std::to_string(kPort),
+        "ip", "netns", "exec", ns_, test::server_binary(), "--port", std::to_string(kPort),
         "--bind", server_ip_, "--save", "", "--appendonly", "no", "--dir", dir_,
         "--daemonize", "no", "--loglevel", "warning", "--logfile", dir_ + "/redis.log",
         // Reached from the veth peer, not loopback; the address is private
         // to our own namespace pair.
         "--protected-mode", "no"};
-    server_pid_ = fork();  // `ip netns exec` execs redis-server: same PID
+    server_pid_ = fork();  // `ip netns exec` execs the server: same PID
     if (server_pid_ == 0) {
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 
 #include <string>
+#include <thread>
 
 #include "edgelock/detail/connection_io.h"
 #include "edgelock/edgelock.h"
@@ -225,7 +226,9 @@ TEST(Connection, ServerErrorRepliesAreClassified) {
   EXPECT_EQ(classify_error_reply("READONLY You can't write", 24), ErrorCode::kReadOnly);
   EXPECT_EQ(classify_error_reply("OOM command not allowed", 23), ErrorCode::kOutOfMemory);
   EXPECT_EQ(classify_error_reply("BUSY Redis is busy", 18), ErrorCode::kServerBusy);
+  EXPECT_EQ(classify_error_reply("BUSY Valkey is busy", 19), ErrorCode::kServerBusy);
   EXPECT_EQ(classify_error_reply("LOADING Redis is loading", 24), ErrorCode::kLoading);
+  EXPECT_EQ(classify_error_reply("LOADING Valkey is loading", 25), ErrorCode::kLoading);
   EXPECT_EQ(classify_error_reply("NOAUTH Authentication required.", 31), ErrorCode::kNoAuth);
   EXPECT_EQ(classify_error_reply("ERR unknown command", 19), ErrorCode::kServerError);
 }
@@ -244,6 +247,36 @@ TEST(Connection, OomAndReadOnlyFromRealServer) {
   ASSERT_EQ(run(admin, {"REPLICAOF", "127.0.0.1", std::to_string(test::free_port())}), "OK");
   EXPECT_EQ(l.try_acquire().code(), ErrorCode::kReadOnly) << c.last_error();
   EXPECT_TRUE(c.is_connected()) << "an error reply does not break the connection";
+}
+
+// A script running past busy-reply-threshold: every other client gets a
+// BUSY error, whose text names the server ("BUSY Redis is busy ...",
+// "BUSY Valkey is busy ..."); only its first word counts.
+TEST(Connection, BusyFromRealServer) {
+  RedisServer s({"--busy-reply-threshold", "20"});
+  ASSERT_TRUE(s.start());
+  Connection c;
+  ASSERT_TRUE(test::open(c, s.url()));
+  ASSERT_EQ(run(c, {"PING"}), "PONG");
+  // Spins for 300 ms of server time, on a raw socket of its own.
+  const char* spin =
+      "local t = redis.call('TIME') local s = t[1] * 1000000 + t[2] "
+      "repeat t = redis.call('TIME') until t[1] * 1000000 + t[2] - s > 300000 return 1";
+  std::thread busy([&] { test::raw_command(s.port(), {"EVAL", spin, "0"}); });
+  SystemClock clock;
+  const Bytes get[2] = {Bytes::from_cstr("GET"), Bytes::from_cstr("k")};
+  ErrorCode code = ErrorCode::kOk;
+  const TimePoint limit = clock.now() + Millis(2000) * test::slowdown();
+  while (code != ErrorCode::kServerBusy && clock.now() < limit) {
+    const Result<const Reply*> r = c.command(get, Deadline::after(clock, Millis(1000) * test::slowdown()));
+    code = r.ok() ? ErrorCode::kOk : r.status().code();
+    clock.sleep_for(Millis(5));
+  }
+  busy.join();
+  EXPECT_EQ(code, ErrorCode::kServerBusy) << c.last_error();
+  EXPECT_EQ(std::string(c.last_error()).rfind("BUSY ", 0), 0u) << c.last_error();
+  EXPECT_TRUE(c.command(get, Deadline::after(clock, Millis(1000) * test::slowdown())).ok())
+      << "the script ended; " << c.last_error();
 }
 
 }  // namespace

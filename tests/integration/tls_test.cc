@@ -6,6 +6,8 @@
 #include <string>
 
 #include "edgelock/edgelock.h"
+#include "transport/library_info.h"
+#include "transport/transport.h"
 #include "../support/redis_server.h"
 #include "../support/test_util.h"
 #include "../support/tls_server.h"
@@ -27,13 +29,16 @@ class TlsTest : public ::testing::Test {
     future_ = start(new TlsRedis(*certs_, "future"));
     dnsonly_ = start(new TlsRedis(*certs_, "dnsonly"));
     tls13_ = start(new TlsRedis(*certs_, "server", false, {"--tls-protocols", "TLSv1.3"}));
+    tls12_ = start(new TlsRedis(*certs_, "server", false, {"--tls-protocols", "TLSv1.2"}));
+    mtls12_ = start(new TlsRedis(*certs_, "server", true, {"--tls-protocols", "TLSv1.2"}));
   }
   static TlsRedis* start(TlsRedis* s) {
     EXPECT_TRUE(s->start());
     return s;
   }
   static void TearDownTestSuite() {
-    for (TlsRedis** s : {&good_, &mtls_, &expired_, &future_, &dnsonly_, &tls13_}) {
+    for (TlsRedis** s : {&good_, &mtls_, &expired_, &future_, &dnsonly_, &tls13_, &tls12_,
+                         &mtls12_}) {
       delete *s;
       *s = nullptr;
     }
@@ -100,14 +105,64 @@ class TlsTest : public ::testing::Test {
                 static_cast<long long>(ms));
   }
 
+  // The highest protocol this build's mbedTLS offers: "TLSv1.3" (3.6) or
+  // "TLSv1.2" (2.28).
+  static std::string library_max() {
+    detail::LibraryInfo info;
+    detail::library_info(&info);
+    return info.tls_max;
+  }
+
+  // The protocol a TLS connection to `url` negotiates, or "failed: <why>".
+  // Transport level: the public API does not expose it.
+  std::string negotiated(const std::string& url, const TlsOptions& tls) {
+    Endpoint ep;
+    if (!parse_url(url.c_str(), &ep).ok()) return "failed: bad url";
+    ResolvedHost addrs;
+    bool looked_up = false;
+    detail::ErrorText err = {};
+    if (!detail::transport_resolve(ep, &addrs, &looked_up, err).ok()) return "failed: resolve";
+    detail::TransportState t;
+    Clock& clock = default_clock();
+    const Status s = detail::transport_open(t, ep, addrs, tls,
+                                            Deadline::after(clock, Millis(3000) * test::slowdown()),
+                                            clock, err);
+    const char* v = s.ok() ? detail::tls_version_name(t) : nullptr;
+    const std::string out = v ? v : std::string("failed: ") + err;
+    detail::transport_close(t);
+    return out;
+  }
+
+  // A refused connection, whether the refusal comes in the handshake (TLS
+  // 1.2: connect fails) or right after it (TLS 1.3: the first command
+  // fails); either way with `code` and `text`, and nothing acquired.
+  void expect_refused(const std::string& url, const ConnectionOptions& o, ErrorCode code,
+                      const char* text, TlsRedis& server, bool after_handshake) {
+    Connection c;
+    const Status s = connect(c, url, o);
+    Lock lock(c);
+    ASSERT_TRUE(lock.init(Bytes::from_cstr("tls-denied")).ok());
+    const Status acquired = lock.try_acquire();
+    const Status& refusal = after_handshake ? acquired : s;
+    EXPECT_EQ(s.ok(), after_handshake) << s.to_string() << ": " << c.last_error();
+    EXPECT_FALSE(acquired.ok());
+    EXPECT_EQ(refusal.code(), code) << refusal.to_string() << ": " << c.last_error();
+    EXPECT_NE(std::string(c.last_error()).find(text), std::string::npos) << c.last_error();
+    Connection admin;
+    ASSERT_TRUE(test::open(admin, server.plain_url()));
+    EXPECT_EQ(test::run(admin, {"EXISTS", "tls-denied"}), "0");
+    std::printf("  %-28s -> %s (%s): %s\n", text, refusal.to_string(),
+                after_handshake ? "first command" : "connect", c.last_error());
+  }
+
   static const TestCerts* certs_;
-  static TlsRedis *good_, *mtls_, *expired_, *future_, *dnsonly_, *tls13_;
+  static TlsRedis *good_, *mtls_, *expired_, *future_, *dnsonly_, *tls13_, *tls12_, *mtls12_;
   std::string ca_;
 };
 
 const TestCerts* TlsTest::certs_ = nullptr;
 TlsRedis *TlsTest::good_, *TlsTest::mtls_, *TlsTest::expired_, *TlsTest::future_,
-    *TlsTest::dnsonly_, *TlsTest::tls13_;
+    *TlsTest::dnsonly_, *TlsTest::tls13_, *TlsTest::tls12_, *TlsTest::mtls12_;
 
 TEST_F(TlsTest, CaFileAndDnsName) {
   ConnectionOptions o = options();
@@ -137,9 +192,27 @@ TEST_F(TlsTest, MutualTls) {
   expect_lock_works(c, *mtls_);
 }
 
+// TLS 1.2 refuses in the handshake; TLS 1.3 finishes the client's side of
+// the handshake first, and the refusal is what the first command reads.
 TEST_F(TlsTest, ServerRequiresClientCertificate) {
-  expect_failure(mtls_->tls_url(), options(), ErrorCode::kTls, "requires a client certificate",
-                 mtls_);
+  const bool tls13 = library_max() == "TLSv1.3";
+  expect_refused(mtls_->tls_url(), options(), ErrorCode::kTls, "requires a client certificate",
+                 *mtls_, tls13);
+}
+
+TEST_F(TlsTest, ServerRequiresClientCertificateTls12) {
+  expect_refused(mtls12_->tls_url(), options(), ErrorCode::kTls, "requires a client certificate",
+                 *mtls12_, false);
+}
+
+TEST_F(TlsTest, MutualTlsOverTls12) {
+  const std::string cert = certs_->path("client.crt"), key = certs_->path("client.key");
+  ConnectionOptions o = options();
+  o.tls.cert_file = cert.c_str();
+  o.tls.key_file = key.c_str();
+  Connection c;
+  ASSERT_TRUE(connect(c, mtls12_->tls_url(), o).ok()) << c.last_error();
+  expect_lock_works(c, *mtls12_);
 }
 
 TEST_F(TlsTest, UnknownCa) {
@@ -168,9 +241,55 @@ TEST_F(TlsTest, IpNotInSan) {
   expect_failure(dnsonly_->tls_url(), options(), ErrorCode::kTlsHostMismatch, "IP", dnsonly_);
 }
 
-TEST_F(TlsTest, AlertFromServer) {
-  // The server speaks only TLS 1.3; mbedTLS 2.28 offers 1.2.
-  expect_failure(tls13_->tls_url(), options(), ErrorCode::kTls, "alert", tls13_);
+// The highest protocol both sides have: TLS 1.3 with mbedTLS 3.6, 1.2 with
+// 2.28; a TLS-1.2-only server still works with 3.6.
+TEST_F(TlsTest, NegotiatesTheHighestProtocol) {
+  const std::string max = library_max();
+  EXPECT_EQ(negotiated(good_->tls_url(), options().tls), max);
+  EXPECT_EQ(negotiated(tls12_->tls_url(), options().tls), "TLSv1.2");
+  std::printf("  library offers up to %s; default server: %s, TLS-1.2-only server: TLSv1.2\n",
+              max.c_str(), max.c_str());
+  Connection c;
+  ASSERT_TRUE(connect(c, tls12_->tls_url(), options()).ok()) << c.last_error();
+  expect_lock_works(c, *tls12_);
+}
+
+TEST_F(TlsTest, Tls13OnlyServer) {
+  if (library_max() == "TLSv1.3") {
+    EXPECT_EQ(negotiated(tls13_->tls_url(), options().tls), "TLSv1.3");
+    Connection c;
+    ASSERT_TRUE(connect(c, tls13_->tls_url(), options()).ok()) << c.last_error();
+    expect_lock_works(c, *tls13_);
+  } else {  // mbedTLS 2.28 offers 1.2: the server's clear-text alert
+    expect_failure(tls13_->tls_url(), options(), ErrorCode::kTls, "alert 70", tls13_);
+  }
+}
+
+// An RSA server key under both protocols: TLS 1.3 signs with RSA-PSS,
+// TLS 1.2 with PKCS#1 v1.5 (mbedTLS 3.6.6 rejects a TLS 1.2 PSS signature,
+// so the client must not invite one).
+TEST_F(TlsTest, RsaServerKeyOverEachProtocol) {
+  TlsRedis rsa(*certs_, "rsa-server");
+  TlsRedis rsa12(*certs_, "rsa-server", false, {"--tls-protocols", "TLSv1.2"});
+  ASSERT_TRUE(rsa.start());
+  ASSERT_TRUE(rsa12.start());
+  EXPECT_EQ(negotiated(rsa.tls_url(), options().tls), library_max());
+  EXPECT_EQ(negotiated(rsa12.tls_url(), options().tls), "TLSv1.2");
+  for (TlsRedis* s : {&rsa, &rsa12}) {
+    Connection c;
+    ASSERT_TRUE(connect(c, s->tls_url(), options()).ok()) << c.last_error();
+    expect_lock_works(c, *s);
+  }
+}
+
+// An IP literal is checked against the IP SANs, and a DNS name against the
+// DNS SANs, under whichever protocol is negotiated.
+TEST_F(TlsTest, IpSanOverTls12) {
+  Connection c;
+  ASSERT_TRUE(connect(c, tls12_->tls_url(), options()).ok()) << c.last_error();
+  ConnectionOptions o = options();
+  o.tls.server_name = "redis.example.org";
+  expect_failure(tls12_->tls_url(), o, ErrorCode::kTlsHostMismatch, "DNS", tls12_);
 }
 
 TEST_F(TlsTest, NoCaIsRefusedNotInsecure) {

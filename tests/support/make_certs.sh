@@ -6,11 +6,12 @@
 #   expired, future       validity 2000-2001 and 2090-2091 (`openssl ca`
 #                         sets both dates; OpenSSL 3.0 `x509` cannot)
 #   client                client certificate for mutual TLS
+#   rsa-server            like server, always with an RSA-2048 key
 # EDGELOCK_TEST_KEY=rsa makes RSA-2048 keys instead (to measure that case).
 set -eu
 cd "$1"
 key() {
-  if [ "${EDGELOCK_TEST_KEY:-ec}" = rsa ]; then
+  if [ "${EDGELOCK_TEST_KEY:-ec}" = rsa ] || [ "$1" = rsa-server ]; then
     openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$1.key" 2>/dev/null
   else
     openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1.key" 2>/dev/null
@@ -53,5 +54,6 @@ sign dnsonly "DNS:localhost" 20200101000000Z 20900101000000Z
 sign expired "DNS:localhost,IP:127.0.0.1" 20000101000000Z 20010101000000Z
 sign future "DNS:localhost,IP:127.0.0.1" 20900101000000Z 20910101000000Z
 sign client "DNS:edgelock-client" 20200101000000Z 20900101000000Z
+sign rsa-server "DNS:localhost,IP:127.0.0.1" 20200101000000Z 20900101000000Z
 # SHA-256 of the server certificate's DER, for the pin tests.
 openssl x509 -in server.crt -outform DER | openssl dgst -sha256 -binary > server.pin

@@ -60,6 +60,20 @@ std::string raw_exchange(int port, const std::string& request) {
 
 }  // namespace
 
+std::string server_binary() {
+  const char* bin = std::getenv("EDGELOCK_TEST_SERVER");
+  return bin && *bin ? bin : "redis-server";
+}
+
+std::string cli_binary() {
+  const std::string server = server_binary();
+  const std::string suffix = "-server";
+  if (server.size() < suffix.size() || server.compare(server.size() - suffix.size(), suffix.size(), suffix) != 0) {
+    return "";
+  }
+  return server.substr(0, server.size() - suffix.size()) + "-cli";
+}
+
 std::string raw_command(int port, const std::vector<std::string>& args) {
   return raw_exchange(port, encode(args));
 }
@@ -186,7 +200,7 @@ bool RedisServer::start() {
   for (int attempt = 0; attempt < 5; ++attempt) {
     port_ = cluster ? free_cluster_port() : free_port();
     if (port_ != 0 && start_once()) return true;
-    std::fprintf(stderr, "redis-server on port %d did not start (attempt %d): %s\n", port_, attempt + 1,
+    std::fprintf(stderr, "%s on port %d did not start (attempt %d): %s\n", server_binary().c_str(), port_, attempt + 1,
                  file_tail(dir_ + "/redis.log", 400).c_str());
   }
   port_ = 0;
@@ -194,8 +208,7 @@ bool RedisServer::start() {
 }
 
 bool RedisServer::start_once() {
-  const char* bin = std::getenv("EDGELOCK_REDIS_SERVER");
-  std::vector<std::string> args = {bin ? bin : "redis-server"};
+  std::vector<std::string> args = {server_binary()};
   if (!config_.empty()) args.push_back(config_);
   const std::vector<std::string> defaults = {"--port", std::to_string(port_),
                                    "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",

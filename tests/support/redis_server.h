@@ -1,6 +1,7 @@
 #pragma once
 // Test support: a throwaway redis-server on a free loopback port, started
 // by fork/exec and stopped by its PID (never by name, never port 6379).
+// Which server runs is one setting, EDGELOCK_TEST_SERVER (server_binary()).
 
 #include <sys/types.h>
 
@@ -9,6 +10,16 @@
 
 namespace edgelock {
 namespace test {
+
+/// The server program every test starts: $EDGELOCK_TEST_SERVER, a path or
+/// a name looked up in PATH (e.g. /opt/edgelock-servers/valkey-8.1/bin/
+/// valkey-server); "redis-server" when unset. Sentinels are this program
+/// with --sentinel.
+std::string server_binary();
+/// The cli next to the server: its name with "-server" replaced by "-cli"
+/// (redis-cli, valkey-cli), in the same directory. "" if the server's name
+/// does not end in "-server".
+std::string cli_binary();
 
 class RedisServer {
  public:

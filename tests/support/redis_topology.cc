@@ -40,11 +40,13 @@ bool RedisClusterSetup::start() {
   for (auto& n : nodes_) {
     if (!n->start()) return fail("a node did not start");
   }
-  std::vector<std::string> cmd = {"redis-cli", "--cluster", "create"};
+  const std::string cli = cli_binary();
+  if (cli.empty()) return fail("no cli next to EDGELOCK_TEST_SERVER (its name must end in -server)");
+  std::vector<std::string> cmd = {cli, "--cluster", "create"};
   for (auto& n : nodes_) cmd.push_back("127.0.0.1:" + std::to_string(n->port()));
   cmd.insert(cmd.end(), {"--cluster-replicas", std::to_string(replicas_), "--cluster-yes"});
   const std::string create_log = nodes_[0]->dir() + "/create.log";
-  if (run_program(cmd, create_log, 60000 * slowdown()) != 0) return fail("redis-cli --cluster create failed", create_log);
+  if (run_program(cmd, create_log, 60000 * slowdown()) != 0) return fail("--cluster create failed", create_log);
   const bool settled = wait_until(20000, [&] {
     for (auto& n : nodes_) {
       if (!contains(raw_command(n->port(), {"CLUSTER", "INFO"}), "cluster_state:ok")) return false;
