@@ -1,4 +1,4 @@
-// One round of parallel requests over many connections, one poll().
+// One round of parallel requests over many connections, one wait per turn.
 #include "quorum_fanout.h"
 
 #include "edgelock/detail/connection_io.h"
