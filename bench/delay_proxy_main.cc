@@ -1,5 +1,5 @@
 // edgelock-delay-proxy: emulated network latency for the benchmarks (the
-// kernel here has no netem). One DelayProxy (tests/support) per upstream
+// kernel here has no netem). One DelayProxy (delay_proxy.h) per upstream
 // port; prints each listening port on its own line, then runs until stdin
 // closes or SIGTERM. scripts/bench --delay-ms puts edgelock and the
 // bare-hiredis baseline behind the same proxies.

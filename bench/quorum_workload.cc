@@ -26,7 +26,7 @@ int run_quorum(const Args& a, Histogram& latency) {
   o.fencing = !a.no_fencing;
   if (!lock.init(ptrs, static_cast<size_t>(a.nurls), edgelock::Bytes::from_cstr(a.key), o).ok()) return 1;
   if (!lock.acquire(edgelock::Millis(30000)).ok() || !lock.release().ok()) {
-    std::fprintf(stderr, "warm-up cycle failed: %s\n", lock.connection_error());
+    std::fprintf(stderr, "warm-up cycle failed: %s\n", lock.last_error());
     return 1;
   }
   uint64_t before = 0;

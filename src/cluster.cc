@@ -123,7 +123,7 @@ Result<const Reply*> Cluster::eval(const ScriptCall& call, Deadline deadline) {
   if (!r.ok() || !call.writes_lease) return r;
   const Result<const Reply*> c =
       detail::confirm_write(nodes_[last_node_], r.value(), cluster_options_.wait_replicas,
-                            cluster_options_.wait_timeout, deadline, &confirmed_, error_);
+                            cluster_options_.wait_timeout, deadline, confirmed_, error_);
   if (c.status().code() == ErrorCode::kNoQuorum) ++stats_.wait_failures;
   return c;
 }

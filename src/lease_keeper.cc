@@ -9,22 +9,21 @@ constexpr TimePoint kNoRenewal = TimePoint::max();  // no renewal fits before th
 }  // namespace
 
 Status LeaseKeeper::start() {
-  if (!target_.lock || !target_.renew || !target_.remaining) return ErrorCode::kInvalidArgument;
   if (options_.renew_every < Nanos::zero() || options_.retry_every < Nanos::zero() ||
       options_.lose_before < Nanos::zero() || options_.renew_budget < Nanos::zero()) {
     return ErrorCode::kInvalidArgument;
   }
-  if (target_.remaining(target_.lock) <= Nanos::zero()) return ErrorCode::kNotHeld;
+  if (lease_->remaining() <= Nanos::zero()) return ErrorCode::kNotHeld;
   budget_ = options_.renew_budget;
-  if (budget_ == Nanos::zero() && target_.renew_budget) budget_ = target_.renew_budget(target_.lock);
+  if (budget_ == Nanos::zero()) budget_ = lease_->renew_budget();
   if (budget_ < Nanos::zero()) budget_ = Nanos::zero();
   // Not even one renewal could end before the validity does: refuse
   // rather than promise a keeping that cannot happen.
   if (usable_left() - budget_ <= Nanos::zero()) return ErrorCode::kInvalidArgument;
   state_ = LeaseState::kKeeping;
-  last_error_ = Status();
+  last_status_ = Status();
   lost_at_ = TimePoint();
-  schedule(clock_->now(), renew_delay());
+  schedule(lease_->clock().now(), renew_delay());
   return Status();
 }
 
@@ -34,7 +33,7 @@ void LeaseKeeper::stop() {
 
 void LeaseKeeper::lose(Status why, TimePoint now) {
   state_ = LeaseState::kLost;
-  last_error_ = why;
+  last_status_ = why;
   lost_at_ = now;
 }
 
@@ -63,13 +62,13 @@ Deadline LeaseKeeper::next_deadline() const {
   if (state_ != LeaseState::kKeeping) return Deadline::never();
   // The keeper's end is a deadline of its own: a loss must be reported on
   // time even if no renewal is due (e.g. one is waiting to retry).
-  const TimePoint keep_until = clock_->now() + usable_left();
+  const TimePoint keep_until = lease_->clock().now() + usable_left();
   return Deadline::at(next_renew_at_ < keep_until ? next_renew_at_ : keep_until);
 }
 
 LeaseState LeaseKeeper::service() {
   if (state_ != LeaseState::kKeeping) return state_;
-  TimePoint now = clock_->now();
+  TimePoint now = lease_->clock().now();
   const Nanos usable = usable_left();
   if (usable <= Nanos::zero()) {
     lose(ErrorCode::kExpired, now);
@@ -77,8 +76,8 @@ LeaseState LeaseKeeper::service() {
   }
   if (now < next_renew_at_) return state_;
   const TimePoint keep_until = now + usable;
-  const Status s = target_.renew(target_.lock);
-  now = clock_->now();
+  const Status s = lease_->renew();
+  now = lease_->clock().now();
   if (s.code() == ErrorCode::kNotOwner || s.code() == ErrorCode::kNotHeld) {
     lose(ErrorCode::kNotOwner, now);  // gone on the server: never re-create it
     return state_;
@@ -96,7 +95,7 @@ LeaseState LeaseKeeper::service() {
     return state_;
   }
   ++stats_.failures;
-  last_error_ = s;
+  last_status_ = s;
   Nanos retry = options_.retry_every > Nanos::zero() ? options_.retry_every : usable_left() / 4;
   if (retry < Millis(1)) retry = Millis(1);
   schedule(now, retry);

@@ -1,39 +1,14 @@
 #pragma once
-// Small helpers shared by the primitives (private): decimal arguments in
-// fixed buffers, conservative local validity, which errors are worth a retry.
+// Small helpers shared by the primitives (private): which errors leave an
+// outcome unknown, which are worth a retry, and reading script replies.
 
 #include <cstdint>
-#include <cstdio>
 
-#include "edgelock/bytes.h"
-#include "edgelock/clock.h"
 #include "edgelock/reply.h"
 #include "edgelock/status.h"
-#include "duration.h"
-#include "validity.h"
 
 namespace edgelock {
 namespace detail {
-
-/// A decimal number kept in place, for script arguments.
-struct DecimalText {
-  char text[24] = {};
-  size_t len = 0;
-  explicit DecimalText(int64_t v = 0) { set(v); }
-  /// A duration as the server counts it: whole ms.
-  explicit DecimalText(Millis d) { set(ms_arg(d)); }
-  void set(int64_t v) {
-    const int n = std::snprintf(text, sizeof text, "%lld", static_cast<long long>(v));
-    len = n > 0 ? static_cast<size_t>(n) : 0;
-  }
-  Bytes bytes() const { return Bytes(text, len); }
-};
-
-/// When a lease of `ttl` asked for at `start` stops being safe to use
-/// locally: the server's clock may run faster than ours by `drift_factor`.
-inline TimePoint lease_end(TimePoint start, Millis ttl, double drift_factor) {
-  return validity_end(start, ttl, drift_factor);
-}
 
 /// Whether a request that failed with `c` may still have run on the server
 /// (sent, but its reply was lost, late or unreadable): its outcome is
@@ -56,20 +31,6 @@ inline bool may_have_run(ErrorCode c) {
     default:
       return true;
   }
-}
-
-/// The earlier of `valid_until` and the end a request sent at `start` for
-/// `ttl` may have set: after an unknown outcome (e.g. a shortening extend
-/// whose reply was lost) the validity is the least of the two.
-inline TimePoint least_end(TimePoint valid_until, TimePoint start, Millis ttl, double drift_factor) {
-  const TimePoint could_be = lease_end(start, ttl, drift_factor);
-  return could_be < valid_until ? could_be : valid_until;
-}
-
-/// `d`, but no later than `valid_until` while that is still ahead of `now`:
-/// a renewal must not keep waiting once the validity it renews has ended.
-inline Deadline capped_at(Deadline d, TimePoint valid_until, TimePoint now) {
-  return valid_until > now ? d.min(Deadline::at(valid_until)) : d;
 }
 
 /// Errors an acquire loop may retry within its wait.

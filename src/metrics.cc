@@ -1,23 +1,16 @@
 // Heap-free counters and the event hook.
 #include "edgelock/metrics.h"
 
-#include <cstdio>
+#include <cstring>
 
-#include "edgelock/detail/connection_io.h"
-#include "metrics_note.h"
 
 namespace edgelock {
 
 const char* to_string(EventKind kind) {
-  switch (kind) {
-    case EventKind::kAcquire: return "acquire";
-    case EventKind::kAdmit: return "admit";
-    case EventKind::kRelease: return "release";
-    case EventKind::kExtend: return "extend";
-    case EventKind::kCheck: return "check";
-    case EventKind::kReconnect: return "reconnect";
-  }
-  return "unknown";
+  // In EventKind's order.
+  static const char* const kNames[] = {"acquire", "admit", "release", "extend", "check", "reconnect"};
+  const size_t i = static_cast<size_t>(kind);
+  return i < sizeof kNames / sizeof kNames[0] ? kNames[i] : "unknown";
 }
 
 size_t latency_bucket(Nanos latency) {
@@ -62,30 +55,30 @@ void Metrics::record(EventKind kind, Status status, Nanos latency) {
 
 Result<size_t> format_metrics(const Metrics& m, char* buf, size_t cap) {
   if (!buf || cap == 0) return ErrorCode::kBufferTooSmall;
-  int n = std::snprintf(buf, cap,
-                        "attempts=%u grants=%u busy=%u not_owner=%u timeouts=%u lost_leases=%u "
-                        "reconnects=%u errors=%u",
-                        m.attempts, m.grants, m.busy, m.not_owner, m.timeouts, m.lost_leases,
-                        m.reconnects, m.errors);
-  size_t len = n < 0 ? cap : static_cast<size_t>(n);
-  for (size_t i = 0; i < kLatencyBuckets && len < cap; ++i) {
-    n = i + 1 < kLatencyBuckets
-            ? std::snprintf(buf + len, cap - len, " le%lldms=%u",
-                            static_cast<long long>(kLatencyBucketBounds[i].count()), m.latency[i])
-            : std::snprintf(buf + len, cap - len, " gt%lldms=%u",
-                            static_cast<long long>(kLatencyBucketBounds[i - 1].count()), m.latency[i]);
-    len += n < 0 ? cap : static_cast<size_t>(n);
+  // Every counter but the histogram: names (NUL-separated) and fields.
+  static const char kNames[] = "attempts\0grants\0busy\0not_owner\0timeouts\0lost_leases\0"
+                               "reconnects\0errors";
+  static constexpr uint32_t Metrics::*kFields[] = {
+      &Metrics::attempts, &Metrics::grants,      &Metrics::busy,       &Metrics::not_owner,
+      &Metrics::timeouts, &Metrics::lost_leases, &Metrics::reconnects, &Metrics::errors};
+  const char* name = kNames;
+  ByteBuilder b(reinterpret_cast<uint8_t*>(buf), cap - 1);  // room for the NUL
+  for (size_t i = 0; i < sizeof kFields / sizeof kFields[0]; ++i, name += std::strlen(name) + 1) {
+    if (i > 0) b.append_char(' ');
+    b.append(Bytes::from_cstr(name));
+    b.append_char('=');
+    b.append_decimal(m.*kFields[i]);
   }
-  if (len >= cap) return ErrorCode::kBufferTooSmall;
-  return len;
+  // " le1ms=.." for each bound, then " gt1000ms=.." for the open bucket.
+  for (size_t i = 0; i < kLatencyBuckets; ++i) {
+    const bool open = i + 1 == kLatencyBuckets;
+    b.append(open ? " gt" : " le", 3);
+    b.append_decimal(kLatencyBucketBounds[open ? i - 1 : i].count());
+    b.append("ms=", 3);
+    b.append_decimal(m.latency[i]);
+  }
+  if (!b.status().ok()) return ErrorCode::kBufferTooSmall;
+  buf[b.size()] = '\0';
+  return b.size();
 }
-
-namespace detail {
-
-void note(Connection& conn, Metrics& own, EventKind kind, Status status, Bytes key, Nanos latency) {
-  own.record(kind, status, latency);
-  io(conn).note_event(kind, status, key, latency);
-}
-
-}  // namespace detail
 }  // namespace edgelock

@@ -1,7 +1,6 @@
 // Quorum lock: set-up, acquire and the fencing write-back round.
 #include "edgelock/quorum_lock.h"
 
-#include <cstdio>
 #include <cstring>
 
 #include "duration.h"
@@ -24,10 +23,6 @@ constexpr size_t kTokenRandomBytes = 16;  // 128 bits -> 32 hex chars
 // again (kIndeterminate). The next round uses a new token.
 bool round_retryable(ErrorCode c) {
   return traits(c).retryable || c == ErrorCode::kNoQuorum || c == ErrorCode::kIndeterminate;
-}
-
-size_t decimal(char (&buf)[24], long long v) {
-  return static_cast<size_t>(std::snprintf(buf, sizeof buf, "%lld", v));
 }
 
 bool valid_connections(Connection* const* conns, size_t n) {
@@ -89,7 +84,8 @@ Status QuorumLock::init(Connection* const* conns, size_t n, Bytes key,
   keys_[0] = this->key();
   keys_[1] = Bytes(fence_key_, fence_key_len_);
   acquire_args_[0] = token();
-  acquire_args_[1] = Bytes(ttl_text_, decimal(ttl_text_, detail::ms_arg(options.ttl)));
+  ttl_text_.set(detail::ms_arg(options.ttl));
+  acquire_args_[1] = ttl_text_.bytes();
   extend_args_[0] = token();
   fence_args_[0] = token();
   token_args_[0] = token();
@@ -121,7 +117,8 @@ Status QuorumLock::try_acquire() {
   if (n_ == 0 || held()) return ErrorCode::kInvalidArgument;
   forget();
   EDGELOCK_TRY(random_hex(token_, kTokenRandomBytes));
-  return attempt(Deadline::never());
+  const TimePoint t0 = clock().now();
+  return noted(EventKind::kAcquire, t0, attempt(Deadline::never()));
 }
 
 Status QuorumLock::acquire(Nanos wait) {
@@ -152,7 +149,8 @@ Status QuorumLock::acquire(Nanos wait) {
       forget();
       EDGELOCK_TRY(random_hex(token_, kTokenRandomBytes));
     }
-    s = attempt(limit);
+    const TimePoint t0 = c.now();
+    s = noted(EventKind::kAcquire, t0, attempt(limit));
   }
   return s;
 }
@@ -214,7 +212,8 @@ Status QuorumLock::attempt(Deadline limit) {
 // the servers holding our key; fence_ counts only once a majority confirmed.
 Status QuorumLock::raise_fence(Deadline limit) {
   Clock& c = clock();
-  fence_args_[1] = Bytes(fence_text_, decimal(fence_text_, static_cast<long long>(fence_)));
+  fence_text_.set(static_cast<int64_t>(fence_));
+  fence_args_[1] = fence_text_.bytes();
   // Every server that may hold our key, not only the granting majority: a
   // grant whose reply was still on its way counts too (the script checks
   // ownership), so this round waits for the fastest majority again.

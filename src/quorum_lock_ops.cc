@@ -1,5 +1,4 @@
 // Quorum lock: release, extend, owned, and per-server bookkeeping.
-#include <cstdio>
 #include <cstring>
 
 #include "edgelock/quorum_lock.h"
@@ -14,8 +13,13 @@ bool QuorumLock::server_down(size_t i) const {
   return i < n_ && clock().now() < servers_[i].down_until;
 }
 
-const char* QuorumLock::connection_error() const {
+const char* QuorumLock::last_error() const {
   return last_failed_ < n_ ? conns_[last_failed_]->last_error() : "";
+}
+
+Status QuorumLock::noted(EventKind kind, TimePoint start, Status s) {
+  metrics_.record(kind, s, clock().now() - start);
+  return s;
 }
 
 // A server that answered is up; one we could not reach, or that let a whole
@@ -90,6 +94,11 @@ void QuorumLock::cleanup() {
 // majority by what is left, and each straggler has the release queued
 // behind its last request, or frees the key when its TTL ends.
 Status QuorumLock::release() {
+  const TimePoint t0 = clock().now();
+  return noted(EventKind::kRelease, t0, send_release());
+}
+
+Status QuorumLock::send_release() {
   released_on_ = 0;
   if (!has_token_) return ErrorCode::kNotHeld;
   granted_ = false;  // whatever the servers say, we stop using it now
@@ -135,8 +144,7 @@ Status QuorumLock::finish_extend(TimePoint start, TimePoint decided_at, Millis t
   // may have shortened their TTL (an add only lengthens it), so the
   // validity is what either could leave: the old one or the new request's.
   if (mode == ExtendMode::kReplace) {
-    const TimePoint could = detail::validity_end(start, ttl, options_.drift_factor);
-    if (could < valid_until_) valid_until_ = could;
+    valid_until_ = detail::least_end(valid_until_, start, ttl, options_.drift_factor);
   }
   const ErrorCode e = detail::keep_failure(t, possible);
   if (e == ErrorCode::kNotOwner || !held()) {
@@ -147,6 +155,11 @@ Status QuorumLock::finish_extend(TimePoint start, TimePoint decided_at, Millis t
 }
 
 Status QuorumLock::extend(Millis ttl, ExtendMode mode) {
+  const TimePoint t0 = clock().now();
+  return noted(EventKind::kExtend, t0, send_extend(ttl, mode));
+}
+
+Status QuorumLock::send_extend(Millis ttl, ExtendMode mode) {
   if (ttl < Millis(1) || ttl > kMaxTtl) return ErrorCode::kInvalidArgument;
   if (!has_token_) return ErrorCode::kNotHeld;
   if (!held()) {
@@ -154,8 +167,8 @@ Status QuorumLock::extend(Millis ttl, ExtendMode mode) {
     return ErrorCode::kExpired;  // too late to extend: acquire again
   }
   Clock& c = clock();
-  const int len = std::snprintf(ms_text_, sizeof ms_text_, "%lld", detail::ms_arg(ttl));
-  extend_args_[1] = Bytes(ms_text_, static_cast<size_t>(len));
+  ms_text_.set(detail::ms_arg(ttl));
+  extend_args_[1] = ms_text_.bytes();
   std::memcpy(mode_text_, mode == ExtendMode::kAdd ? "add" : "set", 4);
   extend_args_[2] = Bytes(mode_text_, 3);
   const TimePoint start = c.now();
@@ -168,7 +181,7 @@ Status QuorumLock::extend(Millis ttl, ExtendMode mode) {
   return finish_extend(start, fr.decided_at, ttl, mode);
 }
 
-Status QuorumLock::reacquire() { return extend(options_.ttl, ExtendMode::kReplace); }
+Status QuorumLock::renew() { return extend(options_.ttl, ExtendMode::kReplace); }
 
 Result<bool> QuorumLock::owned() {
   if (!has_token_) return ErrorCode::kNotHeld;
@@ -186,6 +199,7 @@ Result<bool> QuorumLock::owned() {
   const ErrorCode e = detail::keep_failure(t, possible);
   if (e != ErrorCode::kNotOwner) return e;
   granted_ = false;
+  noted(EventKind::kCheck, c.now(), ErrorCode::kNotOwner).ignore();
   return false;
 }
 

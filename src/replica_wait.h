@@ -15,12 +15,15 @@ Status wait_for_replicas(Connection& conn, int want, Nanos max_wait, Deadline de
                          char (&err)[kErrorTextSize]);
 
 /// After a write on `conn` answered `reply`: only a grant or extension (a
-/// positive integer) needs `want` replicas. Then it is copied to *keep
-/// (WAIT's reply replaces it in the arena), WAITed for and returned from
-/// there; any other reply, or want == 0, is returned as it is.
-/// Errors: as wait_for_replicas().
+/// positive integer, or an array whose first element is one: the
+/// semaphore's, reentrant lock's and rate limiters' answers) needs `want`
+/// replicas. Then it is copied to keep[0] (an array's integer elements to
+/// keep[1..3]: WAIT's reply replaces it in the arena), WAITed for and
+/// returned from there; any other reply, or want == 0, is returned as it
+/// is. Errors: as wait_for_replicas(); kProtocol (a grant array too long or
+/// not all integers: fail closed).
 Result<const Reply*> confirm_write(Connection& conn, const Reply* reply, int want, Nanos max_wait,
-                                   Deadline deadline, Reply* keep, char (&err)[kErrorTextSize]);
+                                   Deadline deadline, Reply (&keep)[4], char (&err)[kErrorTextSize]);
 
 }  // namespace detail
 }  // namespace edgelock

@@ -300,7 +300,7 @@ Result<const Reply*> Sentinel::run(const ScriptCall& call, Deadline deadline) {
 Result<const Reply*> Sentinel::confirm(const Reply* reply, Deadline deadline) {
   const Result<const Reply*> c =
       detail::confirm_write(primary_, reply, sentinel_options_.wait_replicas,
-                            sentinel_options_.wait_timeout, deadline, &confirmed_, error_);
+                            sentinel_options_.wait_timeout, deadline, confirmed_, error_);
   if (c.status().code() == ErrorCode::kNoQuorum) ++stats_.wait_failures;
   if (outcome_unknown(c.status().code())) stale_ = true;
   return c;

@@ -20,21 +20,14 @@ constexpr TimePoint validity_end(TimePoint start, Millis ttl, double factor) {
   return start + ttl - drift_of(ttl, factor);
 }
 
-/// The end of a lease after an extend to `ttl` (asked for at `start`) whose
+/// The end of a lease after a request for `ttl` (sent at `start`) whose
 /// outcome is unknown (timeout, lost reply, WAIT unconfirmed): it may or
-/// may not have been applied, so the lease is only good until the earlier
-/// of `old_end` and what the new TTL could have set.
-constexpr TimePoint end_after_unknown_extend(TimePoint old_end, TimePoint start, Millis ttl,
-                                            double factor) {
+/// may not have been applied (a shortening extend too), so the lease is
+/// only good until the earlier of `old_end` and what the request could
+/// have set.
+constexpr TimePoint least_end(TimePoint old_end, TimePoint start, Millis ttl, double factor) {
   const TimePoint e = validity_end(start, ttl, factor);
   return e < old_end ? e : old_end;
-}
-
-/// A renewal's deadline: `d`, but no later than the lease's validity end
-/// `valid_until` while that is still ahead of `now` (waiting past it would
-/// only delay the caller's reaction to the loss).
-constexpr Deadline capped_at_validity(Deadline d, TimePoint valid_until, TimePoint now) {
-  return valid_until > now ? d.min(Deadline::at(valid_until)) : d;
 }
 
 }  // namespace detail

@@ -114,7 +114,7 @@ class Cluster final : public Backend {
   ConnectionOptions options_;
   ClusterOptions cluster_options_;
   int last_node_ = 0;  // the node that answered the last command
-  Reply confirmed_;    // the reply a WAIT confirmed (an integer)
+  Reply confirmed_[4];  // a reply a WAIT confirmed, and its elements (replica_wait.h)
   Clock* clock_ = &default_clock();
   bool is_setup_ = false;
   bool map_stale_ = false;  // a node was lost: re-read the map first

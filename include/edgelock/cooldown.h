@@ -9,7 +9,7 @@
 /// clock, and refuses locally until then without a round trip
 /// (Admission::local). It only ever refuses early, never allows: the server
 /// decides every grant. Disable with CooldownOptions::local_hint = false
-/// (e.g. when an operator may reset() the key from elsewhere).
+/// (e.g. when an operator may erase_on_server() the key from elsewhere).
 ///
 /// Quorum variant: sound in the Redlock sense for this "N = 1" case (two
 /// entries on majorities must meet on one server, whose SET NX refuses the
@@ -21,6 +21,7 @@
 #include <cstdint>
 
 #include "edgelock/admission.h"
+#include "edgelock/backend.h"
 #include "edgelock/bytes.h"
 #include "edgelock/clock.h"
 #include "edgelock/connection.h"
@@ -40,13 +41,15 @@ struct CooldownOptions {
   bool local_hint = true;
 };
 
-class Cooldown : protected detail::RateGate {
+class Cooldown {
  public:
-  explicit Cooldown(Connection& conn) : RateGate(conn) {}
+  /// Uses `backend` (a Connection, Sentinel or Cluster) and its clock; it
+  /// must outlive the cooldown.
+  explicit Cooldown(Backend& backend) : gate_(backend) {}
   Cooldown(const Cooldown&) = delete;
   Cooldown& operator=(const Cooldown&) = delete;
 
-  /// Sets key and options. No I/O. Errors: kInvalidArgument.
+  /// Sets key and options. No I/O. Errors: kInvalidArgument, kRandomFailed.
   Status init(Bytes key, const CooldownOptions& options = {});
   /// One attempt. OK = allowed, and the period it started is still running
   /// on our clock (less the drift allowance): act now. *out (optional)
@@ -54,28 +57,32 @@ class Cooldown : protected detail::RateGate {
   /// out->retry_after), kExpired (entered, but the answer came after
   /// the period could have ended: do not act, another entry may already
   /// be allowed), kInvalidArgument (not init()ed), kProtocol,
-  /// Connection::command()'s (then the entry may have been recorded).
-  Status try_enter(Admission* out = nullptr);
+  /// Connection::command()'s (then the entry may have been recorded; on
+  /// Sentinel or Cluster with WAIT, kNoQuorum: entered on the primary but
+  /// not confirmed by its replicas, do not act).
+  Status try_enter(Admission* out = nullptr) { return gate_.try_admit(out); }
   /// Tries until allowed or `wait` has passed (kForever or negative =
-  /// forever),
-  /// sleeping the remaining cooldown (kBusy and kExpired are retried).
-  /// Errors: as try_enter().
-  Status enter(Nanos wait, Admission* out = nullptr);
+  /// forever), sleeping the remaining cooldown (kBusy and kExpired are
+  /// retried). Errors: as try_enter().
+  Status enter(Nanos wait, Admission* out = nullptr) { return gate_.wait_admit(wait, out); }
   /// Time until an entry would be allowed (0 = now), from the server.
   /// Errors: kInvalidArgument, kProtocol, Connection::command()'s.
   Result<Millis> retry_after();
-  /// Ends the cooldown now (DEL) and clears the local hint.
+  /// Deletes the cooldown's key on the server (DEL): the next entry, by
+  /// any client, is allowed at once. Clears the local hint.
   /// Errors: kInvalidArgument, kProtocol, Connection::command()'s.
-  Status reset();
+  Status erase_on_server() { return gate_.erase_on_server(); }
 
-  using RateGate::key;
-  using RateGate::connection;
-  using RateGate::connection_error;
-  using RateGate::metrics;
+  Bytes key() const { return gate_.key(); }
+  const CooldownOptions& options() const { return options_; }
+  const Metrics& metrics() const { return gate_.metrics(); }
+  void reset_metrics() { gate_.reset_metrics(); }
+  const char* last_error() const { return gate_.last_error(); }
+  Backend& backend() const { return gate_.backend(); }
+  Connection& connection() const { return gate_.connection(); }
 
  private:
-  Status send(Admission* out) override;
-
+  detail::RateGate gate_;
   CooldownOptions options_;
 };
 

@@ -1,8 +1,8 @@
 #pragma once
 /// @file lease_keeper.h
-/// Keeps a held lock renewed from the caller's own event loop: no thread.
+/// Keeps a held lease renewed from the caller's own event loop: no thread.
 ///
-///   LeaseKeeper keeper(lock);               // lock already acquired
+///   LeaseKeeper keeper(lock);               // any Lease, already acquired
 ///   if (!keeper.start().ok()) ...
 ///   for (;;) {
 ///     poll(fds, n, keeper.next_deadline().poll_timeout_ms(clock));
@@ -10,83 +10,34 @@
 ///     ...
 ///   }
 ///
-/// The keeper renews about every TTL/3 (reacquire(): reset to the full TTL,
+/// The keeper renews about every TTL/3 (renew(): reset to the full TTL,
 /// owner-checked on the server). It stops at the first not-owner reply and
-/// never re-creates a lost lock. It reports kLost as soon as the local
-/// validity (lock.remaining()) runs out without a successful renewal, not
+/// never re-creates a lost lease. It reports kLost as soon as the local
+/// validity (lease.remaining()) runs out without a successful renewal, not
 /// only after a failed one: next_deadline() includes the end of validity,
 /// so a poll loop wakes up in time to stop before another holder can start.
 ///
 /// Bounded by the validity, whatever the server does: a renewal blocks the
-/// caller for up to the lock's renew budget (Lock, Semaphore and
-/// ReentrantLock: the connection's command_timeout; QuorumLock: its
-/// server_timeout), so the keeper starts a renewal only while one that
-/// takes the whole budget still ends before the validity does (minus
-/// KeeperOptions::lose_before). It never waits for the lock to cap the
+/// caller for up to the lease's renew_budget() (Lock, ReentrantLock and
+/// Permit: the back end's command timeout; QuorumLock: its server_timeout),
+/// so the keeper starts a renewal only while one that takes the whole
+/// budget still ends before the validity does (minus
+/// KeeperOptions::lose_before). It never waits for the lease to cap the
 /// renewal itself. With the default command_timeout (2 s) that works for a
 /// TTL above about 2.1 s; start() refuses (kInvalidArgument) a lease whose
 /// validity cannot hold even one renewal. A shorter command_timeout (e.g.
 /// TTL/4) leaves room for retries after a lost reply.
 ///
-/// Works with any lock type offering `Status reacquire()` and
-/// `Nanos remaining() const` (Lock, QuorumLock, ReentrantLock,
-/// PermitLease): the lock is reached through plain function pointers, so
-/// there is no template bloat in the logic, no std::function and no heap.
+/// Works with any Lease (Lock, QuorumLock, ReentrantLock, Permit): one
+/// virtual call per renewal, no template, no std::function and no heap.
 
 #include <cstdint>
 
 #include "edgelock/clock.h"
-#include "edgelock/lock.h"
+#include "edgelock/lease.h"
 #include "edgelock/status.h"
 
 namespace edgelock {
-
-/// A type-erased reference to a lock the keeper renews.
-struct LeaseTarget {
-  void* lock = nullptr;
-  Status (*renew)(void* lock) = nullptr;
-  Nanos (*remaining)(const void* lock) = nullptr;
-  /// The longest one renew() can block (optional; nullptr or 0 = unknown:
-  /// then only the lock's own cap bounds a renewal).
-  Nanos (*renew_budget)(const void* lock) = nullptr;
-};
-
-namespace detail {
-// The renew budget of the known lock types, found by what they offer.
-struct Rank0 {};
-struct Rank1 : Rank0 {};
-struct Rank2 : Rank1 {};
-template <typename L>  // QuorumLock: one round per renewal
-auto renew_budget_of(const L& l, Rank2) -> decltype(Nanos(l.server_timeout())) {
-  return l.server_timeout();
-}
-template <typename L>  // Lock, ReentrantLock: one command per renewal
-auto renew_budget_of(const L& l, Rank1) -> decltype(Nanos(l.connection().options().command_timeout)) {
-  return l.connection().options().command_timeout;
-}
-template <typename L>  // PermitLease
-auto renew_budget_of(const L& l, Rank0)
-    -> decltype(Nanos(l.semaphore->connection().options().command_timeout)) {
-  return l.semaphore->connection().options().command_timeout;
-}
-template <typename L>
-Nanos renew_budget_of(const L&, ...) {
-  return Nanos::zero();
-}
-}  // namespace detail
-
-/// Builds a LeaseTarget for any lock with reacquire() and remaining().
-template <typename LockT>
-LeaseTarget lease_target(LockT& lock) {
-  LeaseTarget t;
-  t.lock = &lock;
-  t.renew = [](void* l) -> Status { return static_cast<LockT*>(l)->reacquire(); };
-  t.remaining = [](const void* l) -> Nanos { return static_cast<const LockT*>(l)->remaining(); };
-  t.renew_budget = [](const void* l) -> Nanos {
-    return detail::renew_budget_of(*static_cast<const LockT*>(l), detail::Rank2());
-  };
-  return t;
-}
 
 struct KeeperOptions {
   /// Time between renewals; 0 = a third of the validity a renewal gives
@@ -99,7 +50,7 @@ struct KeeperOptions {
   /// end), e.g. to leave time to stop a child process before another
   /// holder can start. Every interval above counts from this earlier end.
   Nanos lose_before{0};
-  /// The longest one renewal can block; 0 = the target's renew budget.
+  /// The longest one renewal can block; 0 = the lease's renew_budget().
   Nanos renew_budget{0};
 };
 
@@ -117,19 +68,17 @@ struct KeeperStats {
 
 class LeaseKeeper {
  public:
-  /// Keeps `target` alive, measuring time on `clock`. Both must outlive it.
-  LeaseKeeper(const LeaseTarget& target, Clock& clock, const KeeperOptions& options = {})
-      : target_(target), clock_(&clock), options_(options) {}
-  /// Convenience for a single-server Lock (uses its connection's clock).
-  explicit LeaseKeeper(Lock& lock, const KeeperOptions& options = {})
-      : LeaseKeeper(lease_target(lock), lock.connection().clock(), options) {}
+  /// Keeps `lease` alive, measuring time on its clock(). It must outlive
+  /// the keeper.
+  explicit LeaseKeeper(Lease& lease, const KeeperOptions& options = {})
+      : lease_(&lease), options_(options) {}
   LeaseKeeper(const LeaseKeeper&) = delete;
   LeaseKeeper& operator=(const LeaseKeeper&) = delete;
 
-  /// Starts keeping a lock the caller holds now. No I/O.
+  /// Starts keeping a lease the caller holds now. No I/O.
   /// Errors: kNotHeld (no validity left), kInvalidArgument (negative
-  /// intervals, an incomplete LeaseTarget, or a validity left that cannot
-  /// hold one renewal: lose_before + renew budget >= remaining()).
+  /// intervals, or a validity left that cannot hold one renewal:
+  /// lose_before + renew budget >= remaining()).
   Status start();
   /// Stops renewing (does not release). State becomes kIdle unless lost.
   void stop();
@@ -150,9 +99,10 @@ class LeaseKeeper {
   LeaseState state() const { return state_; }
   bool lost() const { return state_ == LeaseState::kLost; }
   /// Why the lease was lost (kNotOwner, or kExpired when the validity ran
-  /// out), or the last transient renewal error while keeping.
-  Status last_error() const { return last_error_; }
-  /// When the loss was detected, on the keeper's clock (TimePoint() if not
+  /// out), or the last transient renewal error while keeping. The lease's
+  /// last_error() has the text.
+  Status last_status() const { return last_status_; }
+  /// When the loss was detected, on the lease's clock (TimePoint() if not
   /// lost).
   TimePoint lost_at() const { return lost_at_; }
   const KeeperStats& stats() const { return stats_; }
@@ -164,16 +114,15 @@ class LeaseKeeper {
   Nanos renew_delay() const;
   void schedule(TimePoint now, Nanos delay);
   // Validity left before the keeper's own end (may be <= 0).
-  Nanos usable_left() const { return target_.remaining(target_.lock) - options_.lose_before; }
+  Nanos usable_left() const { return lease_->remaining() - options_.lose_before; }
 
-  LeaseTarget target_;
-  Clock* clock_;
+  Lease* lease_;
   KeeperOptions options_;
   LeaseState state_ = LeaseState::kIdle;
   Nanos budget_{0};        // longest renewal, fixed at start()
   TimePoint next_renew_at_{};  // kNoRenewal: none fits before the end
   TimePoint lost_at_{};
-  Status last_error_;
+  Status last_status_;
   KeeperStats stats_;
 };
 

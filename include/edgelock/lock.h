@@ -1,8 +1,9 @@
 #pragma once
 /// @file lock.h
-/// A lock on one Redis server: SET-if-absent with a TTL, owner-checked
-/// release and extend, a fencing token per grant, and a conservative local
-/// validity measured on the monotonic clock.
+/// A lock on one Redis key (one server, the primary Sentinel names, or the
+/// cluster node owning the key's slot): SET-if-absent with a TTL,
+/// owner-checked release and extend, a fencing token per grant, and a
+/// conservative local validity measured on the monotonic clock.
 ///
 /// Fencing: every grant returns fence() — a 64-bit number strictly greater
 /// than any handed out before for this key on this server (INCR of a
@@ -24,13 +25,13 @@
 #include <cstdint>
 
 #include "edgelock/backend.h"
-#include "edgelock/backoff.h"
 #include "edgelock/bytes.h"
 #include "edgelock/connection.h"
+#include "edgelock/detail/decimal_text.h"
+#include "edgelock/detail/lease_core.h"
+#include "edgelock/lease.h"
 #include "edgelock/limits.h"
 #include "edgelock/metrics.h"
-#include "edgelock/random.h"
-#include "edgelock/script_call.h"
 #include "edgelock/span.h"
 #include "edgelock/status.h"
 
@@ -73,22 +74,18 @@ struct KeyStatus {
   Millis ttl{0};
 };
 
-class Lock {
+class Lock final : public Lease {
  public:
-  /// Uses `conn` (and its clock) for every operation; `conn` must outlive it.
-  explicit Lock(Connection& conn) : conn_(&conn) {}
-  /// Uses `backend` (Sentinel, Cluster, or a Connection, which is then used
-  /// as by the constructor above) for every operation; it must outlive the
-  /// lock. init() also refuses keys the back end cannot serve (cluster: a
-  /// key whose companion keys would land in another slot).
-  explicit Lock(Backend& backend)
-      : conn_(backend.direct()), backend_(conn_ ? nullptr : &backend) {}
+  /// Uses `backend` (a Connection, Sentinel or Cluster) and its clock for
+  /// every operation; it must outlive the lock.
+  explicit Lock(Backend& backend) : core_(backend) {}
   Lock(const Lock&) = delete;
   Lock& operator=(const Lock&) = delete;
 
   /// Sets the key and options. No I/O. Errors: kInvalidArgument (empty or
   /// longer than kMaxKeyLen, TTL, drift, retry delays or wake_fallback
-  /// (< 2 ms) out of range, or a key the back end refuses), kRandomFailed.
+  /// (< 2 ms) out of range, or a key the back end refuses: on a cluster, a
+  /// key whose companion keys would land in another slot), kRandomFailed.
   Status init(Bytes key, const LockOptions& options = {});
 
   /// One attempt, no waiting, with a fresh token. Errors: kBusy, kExpired
@@ -97,9 +94,9 @@ class Lock {
   /// kRandomFailed, kProtocol (reply not an integer: the connection is
   /// closed), kServerError (also: the fence counter is of the wrong type or
   /// at INT64_MAX; the text names it and nothing was written),
-  /// Connection::command()'s, and on Sentinel or Cluster Backend::eval()'s: kNoQuorum
-  /// (replicas did not confirm the grant in time; the lock was released
-  /// again), kBufferTooSmall.
+  /// Connection::command()'s, and on Sentinel or Cluster Backend::eval()'s:
+  /// kNoQuorum (replicas did not confirm the grant in time; the lock was
+  /// released again), kBufferTooSmall.
   /// On kTimeout, kIo, kConnectionClosed or kProtocol (and kNoQuorum whose
   /// hand-back failed) the grant may have landed: held() is false but the
   /// token is kept, so call release() to remove it (else it stays until
@@ -124,11 +121,12 @@ class Lock {
   /// (the delete may have run even if its reply never came).
   /// Errors: kNotHeld (no token: nothing to release), kNotOwner (expired and
   /// maybe taken: the other holder's key is left alone), kProtocol (reply
-  /// other than 0/1: connection closed), and Connection::command()'s. On
-  /// kProtocol and command errors the token is kept and the key may still
-  /// be there until its TTL: release() may be called again (a retry after a
-  /// delete that did run says kNotOwner).
-  Status release();
+  /// other than 0/1: connection closed), and Connection::command()'s (on
+  /// Sentinel or Cluster Backend::eval()'s). On kProtocol and command
+  /// errors the token is kept and the key may still be there until its
+  /// TTL: release() may be called again (a retry after a delete that did
+  /// run says kNotOwner).
+  Status release() override;
   /// Owner-checked TTL change; `ttl` > 0 (0 is refused, never a delete).
   /// While held(), the call waits no later than the current validity end
   /// (a renewal never outlives the lease it renews); otherwise up to the
@@ -146,7 +144,7 @@ class Lock {
   /// drift), and the token is kept for release().
   Status extend(Millis ttl, ExtendMode mode = ExtendMode::kAdd);
   /// Resets the TTL to the original options().ttl. Errors: as extend().
-  Status reacquire();
+  Status renew() override;
   /// Asks the server whether the key still holds our token.
   /// Errors: kNotHeld (no token), kProtocol, Connection::command()'s.
   Result<bool> owned();
@@ -159,73 +157,54 @@ class Lock {
   /// successful extend. Errors: kInvalidArgument (empty or too long).
   Status adopt(Bytes token);
 
-  /// True while we hold it and the local validity has not run out. False
+  /// Conservative validity left (0 if not held). held() (Lease) is false
   /// from any release() call on, whatever its outcome.
-  bool held() const { return remaining() > Nanos::zero(); }
-  /// Conservative validity left (0 if not held).
-  Nanos remaining() const;
+  Nanos remaining() const override;
   /// Fencing token of the current grant (0 if none).
-  uint64_t fence() const { return fence_; }
-  /// This lock's counters (the connection keeps totals too).
-  const Metrics& metrics() const { return metrics_; }
-  void reset_metrics() { metrics_.reset(); }
-  Bytes token() const { return Bytes(token_, token_len_); }
-  Bytes key() const { return Bytes(key_, key_len_); }
+  uint64_t fence() const override { return fence_; }
+  Bytes token() const override { return Bytes(token_, token_len_); }
+  Bytes key() const override { return core_.key(); }
   /// The holder's TTL seen by the last busy attempt; 0 also for a holder
   /// without TTL.
-  Millis busy_ttl() const { return busy_ttl_; }
+  Millis busy_ttl() const { return core_.busy_ttl(); }
   const LockOptions& options() const { return options_; }
+  /// This lock's counters (the serving connection keeps totals too).
+  const Metrics& metrics() const { return core_.metrics(); }
+  void reset_metrics() { core_.reset_metrics(); }
+  /// The back end's (Connection's, Sentinel's, Cluster's) last error text.
+  const char* last_error() const override { return core_.backend().last_error(); }
+  /// The back end's command timeout: the longest one renew() blocks.
+  Nanos renew_budget() const override { return core_.command_timeout(); }
+  Clock& clock() const override { return core_.clock(); }
+  Backend& backend() const { return core_.backend(); }
   /// The connection serving the key (through Sentinel or Cluster, if used).
-  Connection& connection() const { return backend_ ? backend_->connection_for(key()) : *conn_; }
-  /// The connection's (or Sentinel's, Cluster's) last error text (for logs).
-  const char* connection_error() const {
-    return backend_ ? backend_->last_error() : conn_->last_error();
-  }
+  Connection& connection() const { return core_.connection(); }
 
  private:
-  Status attempt(Deadline deadline);
-  Status counted_attempt(Deadline deadline);
+  Status attempt(Deadline deadline, Span<const Bytes> blpop = {});
   Status on_acquire_reply(const Result<const Reply*>& r, TimePoint start);
   Status send_release();
-  Status noted(EventKind kind, TimePoint start, Status s);
   Status send_extend(Millis ttl, ExtendMode mode);
   Status after_unknown_extend(TimePoint start, Millis ttl, Status s);
-  Deadline io_deadline() const;
   void forget();
-  // One path for both: a plain Connection (conn_) or Sentinel/Cluster (backend_).
-  Clock& clock() const { return backend_ ? backend_->clock() : conn_->clock(); }
-  Nanos command_timeout() const {
-    return backend_ ? backend_->command_timeout() : conn_->options().command_timeout;
-  }
-  Result<const Reply*> run_eval(const ScriptCall& call, Deadline d);
-  Result<const Reply*> run_command(Span<const Bytes> args, Deadline d);
-  Nanos retry_delay(Status last, Nanos left);
+  Status next_attempt(Status last, Nanos left, Deadline op_deadline);
   bool pause(Status last, Nanos left, Deadline op_deadline, Status* attempted);
   bool await_release(Nanos cap, Deadline op_deadline);
   bool await_and_attempt(Nanos cap, Deadline op_deadline, Status* attempted);
 
-  Connection* conn_ = nullptr;  // a plain connection, or
-  Backend* backend_ = nullptr;  // Sentinel or Cluster
-  LockOptions options_;
-  uint8_t key_[kMaxKeyLen] = {};
-  size_t key_len_ = 0;
-  uint8_t fence_key_[kMaxKeyLen + 8] = {};
-  size_t fence_key_len_ = 0;
-  uint8_t wake_key_[kMaxKeyLen + 8] = {};
-  size_t wake_key_len_ = 0;
+  // Small fields first: short offsets, shorter code on Thumb-2.
+  bool has_token_ = false;      // release/extend may act (held or maybe held)
+  bool granted_ = false;        // the server confirmed the grant
   bool wake_supported_ = true;  // false after the server refused BLPOP
-  char token_[kMaxTokenLen] = {};
   size_t token_len_ = 0;
-  char ttl_text_[24] = {};
-  size_t ttl_text_len_ = 0;
-  bool has_token_ = false;   // release/extend may act (held or maybe held)
-  bool granted_ = false;     // the server confirmed the grant
   TimePoint valid_until_{};
   uint64_t fence_ = 0;
-  Millis busy_ttl_{0};
-  Prng rng_;
-  Backoff backoff_{Millis(2), Millis(250)};
-  Metrics metrics_;
+  LockOptions options_;
+  detail::DecimalText ttl_text_;  // options_.ttl as sent
+  char token_[kMaxTokenLen] = {};
+  detail::LeaseCore core_;
+  detail::CompanionKey fence_key_;  // "{key}:fence": the fencing counter
+  detail::CompanionKey wake_key_;   // "{key}:wake": the release signal
 };
 
 }  // namespace edgelock

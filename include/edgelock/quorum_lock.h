@@ -59,9 +59,12 @@
 #include "edgelock/bytes.h"
 #include "edgelock/clock.h"
 #include "edgelock/connection.h"
+#include "edgelock/detail/decimal_text.h"
 #include "edgelock/detail/fanout_slot.h"
+#include "edgelock/lease.h"
 #include "edgelock/limits.h"
 #include "edgelock/lock.h"
+#include "edgelock/metrics.h"
 #include "edgelock/random.h"
 #include "edgelock/status.h"
 
@@ -87,7 +90,7 @@ struct QuorumOptions {
   bool fencing = true;
 };
 
-class QuorumLock {
+class QuorumLock final : public Lease {
  public:
   QuorumLock();
   /// Gives up requests still in flight on its connections (closes them).
@@ -134,7 +137,7 @@ class QuorumLock {
   /// quorum() confirmed: it may still be held on a majority until the TTL
   /// ends; the token is kept and release() may be called again, while a new
   /// acquire forgets it).
-  Status release();
+  Status release() override;
   /// Owner-checked TTL change on every server; succeeds only if a majority
   /// extended before the current validity ran out and the new validity
   /// (shortest new TTL - elapsed - drift) is above 0; `ttl` > 0. The round
@@ -150,23 +153,26 @@ class QuorumLock {
   /// kNoQuorum, kIndeterminate (too few answers: the validity as above).
   Status extend(Millis ttl, ExtendMode mode = ExtendMode::kAdd);
   /// Resets the TTL to options().ttl on every server. Errors: as extend().
-  Status reacquire();
+  Status renew() override;
   /// Asks every server; true if a majority still holds our token.
   /// Errors: kNotHeld, kNoQuorum, kIndeterminate.
   Result<bool> owned();
 
-  /// True while we hold it and the local validity has not run out.
-  bool held() const { return remaining() > Nanos::zero(); }
-  /// Conservative validity left (0 if not held).
-  Nanos remaining() const;
+  /// Conservative validity left (0 if not held): held() while we hold it
+  /// and the local validity has not run out.
+  Nanos remaining() const override;
   /// Fencing token of the current grant (0 if none, or fencing is off).
-  uint64_t fence() const { return fence_; }
-  Bytes token() const { return Bytes(token_, token_len_); }
-  Bytes key() const { return Bytes(key_, key_len_); }
+  uint64_t fence() const override { return fence_; }
+  Bytes token() const override { return Bytes(token_, token_len_); }
+  Bytes key() const override { return Bytes(key_, key_len_); }
   size_t size() const { return n_; }
   size_t quorum() const { return n_ / 2 + 1; }
   /// The per-server round budget in use (after the default is applied).
   Nanos server_timeout() const { return server_timeout_; }
+  /// server_timeout(): one round per renewal.
+  Nanos renew_budget() const override { return server_timeout_; }
+  /// The connections' clock (default_clock() before init()).
+  Clock& clock() const override { return n_ > 0 ? conns_[0]->clock() : default_clock(); }
   /// From the last acquire attempt: how long until enough holders'
   /// keys expire for a majority to be free, i.e. the (quorum() - granted)-th
   /// shortest TTL among the servers that refused. Not the shortest (one
@@ -184,10 +190,16 @@ class QuorumLock {
   bool server_down(size_t i) const;
   const QuorumOptions& options() const { return options_; }
   /// The last failing server's error text (for logs; "" if none).
-  const char* connection_error() const;
+  const char* last_error() const override;
+  /// This lock's counters: one acquire attempt per round, releases,
+  /// extends and lost leases (the connections count their own commands).
+  const Metrics& metrics() const { return metrics_; }
+  void reset_metrics() { metrics_.reset(); }
 
  private:
-  Clock& clock() const { return conns_[0]->clock(); }
+  Status noted(EventKind kind, TimePoint start, Status s);
+  Status send_release();
+  Status send_extend(Millis ttl, ExtendMode mode);
   Deadline round_deadline(Deadline limit) const;
   Status attempt(Deadline limit);
   Status raise_fence(Deadline limit);
@@ -211,10 +223,10 @@ class QuorumLock {
   size_t fence_key_len_ = 0;
   char token_[kMaxTokenLen] = {};
   size_t token_len_ = 0;
-  char ttl_text_[24] = {};
-  char ms_text_[24] = {};
+  detail::DecimalText ttl_text_;
+  detail::DecimalText ms_text_;
   char mode_text_[4] = {};
-  char fence_text_[24] = {};
+  detail::DecimalText fence_text_;
   // Request arguments, one array per script: a request left in flight may
   // be re-sent (NOSCRIPT) from these, so they never change kind.
   Bytes keys_[2];
@@ -238,6 +250,7 @@ class QuorumLock {
   size_t last_failed_ = kMaxQuorumServers;
   Prng rng_;
   Backoff backoff_{Millis(5), Millis(250)};
+  Metrics metrics_;
 };
 
 }  // namespace edgelock

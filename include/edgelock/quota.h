@@ -22,6 +22,7 @@
 #include <cstdint>
 
 #include "edgelock/admission.h"
+#include "edgelock/backend.h"
 #include "edgelock/bytes.h"
 #include "edgelock/clock.h"
 #include "edgelock/connection.h"
@@ -43,13 +44,15 @@ struct QuotaOptions {
   bool local_hint = true;
 };
 
-class Quota : protected detail::RateGate {
+class Quota {
  public:
-  explicit Quota(Connection& conn) : RateGate(conn) {}
+  /// Uses `backend` (a Connection, Sentinel or Cluster) and its clock; it
+  /// must outlive the quota.
+  explicit Quota(Backend& backend) : gate_(backend) {}
   Quota(const Quota&) = delete;
   Quota& operator=(const Quota&) = delete;
 
-  /// Sets key and options. No I/O. Errors: kInvalidArgument.
+  /// Sets key and options. No I/O. Errors: kInvalidArgument, kRandomFailed.
   Status init(Bytes key, const QuotaOptions& options = {});
   /// One attempt. OK = allowed and counted, and the window it was counted
   /// in is still running on our clock (less the drift allowance); *out
@@ -57,29 +60,32 @@ class Quota : protected detail::RateGate {
   /// (used up; out->retry_after), kExpired (counted, but the answer came
   /// after that window could have ended: do not act, it would count in the
   /// next one), kInvalidArgument (not init()ed), kProtocol,
-  /// Connection::command()'s (then the attempt may have been counted).
-  Status try_take(Admission* out = nullptr);
+  /// Connection::command()'s (then the attempt may have been counted; on
+  /// Sentinel or Cluster with WAIT, kNoQuorum: counted on the primary but
+  /// not confirmed by its replicas, do not act).
+  Status try_take(Admission* out = nullptr) { return gate_.try_admit(out); }
   /// Tries until allowed or `wait` has passed (kForever or negative =
-  /// forever),
-  /// sleeping until the window ends (kBusy and kExpired are retried).
-  /// Errors: as try_take().
-  Status take(Nanos wait, Admission* out = nullptr);
+  /// forever), sleeping until the window ends (kBusy and kExpired are
+  /// retried). Errors: as try_take().
+  Status take(Nanos wait, Admission* out = nullptr) { return gate_.wait_admit(wait, out); }
   /// What is left without counting an attempt (allowed = remaining > 0).
   /// Errors: kInvalidArgument, kProtocol, Connection::command()'s.
   Result<Admission> peek();
-  /// Starts a fresh window now (DEL) and clears the local hint.
+  /// Deletes the quota's key on the server (DEL): a fresh window starts
+  /// for every client. Clears the local hint.
   /// Errors: kInvalidArgument, kProtocol, Connection::command()'s.
-  Status reset();
+  Status erase_on_server() { return gate_.erase_on_server(); }
 
-  using RateGate::key;
+  Bytes key() const { return gate_.key(); }
   const QuotaOptions& options() const { return options_; }
-  using RateGate::connection;
-  using RateGate::connection_error;
-  using RateGate::metrics;
+  const Metrics& metrics() const { return gate_.metrics(); }
+  void reset_metrics() { gate_.reset_metrics(); }
+  const char* last_error() const { return gate_.last_error(); }
+  Backend& backend() const { return gate_.backend(); }
+  Connection& connection() const { return gate_.connection(); }
 
  private:
-  Status send(Admission* out) override;
-
+  detail::RateGate gate_;
   QuotaOptions options_;
 };
 

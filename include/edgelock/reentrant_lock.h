@@ -6,8 +6,8 @@
 /// thread id. Each acquire on the same handle adds one level and refreshes
 /// the TTL; the lock is free again only after as many releases. A non-owner
 /// can neither release nor extend it (the owner check runs inside the
-/// script). Works with LockGuard (one guard = one level) and with any lease
-/// keeper calling extend()/held().
+/// script). Works with LockGuard (one guard = one level) and LeaseKeeper
+/// (renew() refreshes the TTL, keeping the depth).
 ///
 /// Lost replies: every script carries the depth the handle expects after
 /// the call and the most levels it may hold (from requests whose outcome it
@@ -28,12 +28,15 @@
 
 #include <cstdint>
 
-#include "edgelock/backoff.h"
+#include "edgelock/backend.h"
 #include "edgelock/bytes.h"
 #include "edgelock/connection.h"
+#include "edgelock/detail/lease_core.h"
+#include "edgelock/lease.h"
 #include "edgelock/limits.h"
 #include "edgelock/metrics.h"
-#include "edgelock/random.h"
+#include "edgelock/script.h"
+#include "edgelock/span.h"
 #include "edgelock/status.h"
 
 namespace edgelock {
@@ -48,16 +51,18 @@ struct ReentrantLockOptions {
   Nanos retry_max = Millis(250);
 };
 
-class ReentrantLock {
+class ReentrantLock final : public Lease {
  public:
-  /// Uses `conn` (and its clock); `conn` must outlive it.
-  explicit ReentrantLock(Connection& conn) : conn_(&conn) {}
+  /// Uses `backend` (a Connection, Sentinel or Cluster) and its clock; it
+  /// must outlive the lock.
+  explicit ReentrantLock(Backend& backend) : core_(backend) {}
   ReentrantLock(const ReentrantLock&) = delete;
   ReentrantLock& operator=(const ReentrantLock&) = delete;
 
   /// Sets key, options and owner id (empty = 32 random hex chars). No I/O.
-  /// Errors: kInvalidArgument (key empty/too long, owner longer than
-  /// kMaxTokenLen, options out of range), kRandomFailed.
+  /// Errors: kInvalidArgument (key empty/too long or refused by the back
+  /// end, owner longer than kMaxTokenLen, options out of range),
+  /// kRandomFailed.
   Status init(Bytes key, const ReentrantLockOptions& options = {}, Bytes owner = Bytes());
 
   /// One attempt: depth 0 -> 1, or (already held) depth + 1 with a fresh
@@ -65,15 +70,17 @@ class ReentrantLock {
   /// but it expired or the depth changed under us: all levels are lost),
   /// kExpired (granted, but the round trip used up the validity; handed
   /// back), kServerError (the fence counter is not a count below 2^53 or
-  /// not a string: nothing written; text in connection_error()),
+  /// not a string: nothing written; text in last_error()),
   /// kInvalidArgument (not init()ed, or depth at 2^31), kProtocol, and
-  /// Connection::command()'s. After kProtocol and the connection errors
-  /// that leave the outcome unknown (kTimeout, kIo, ...) the level may have
-  /// landed: it is not counted in depth() nor claimed, but the handle
-  /// remembers it, so retrying acquire is safe (not counted twice) and
-  /// release() removes it (at depth 0, or together with the level release()
-  /// drops). The validity then is the lesser of the old one and what the
-  /// attempt may have set (re-entry re-arms the TTL to options().ttl).
+  /// Connection::command()'s (on Sentinel or Cluster Backend::eval()'s,
+  /// kNoQuorum: replicas did not confirm the level). After kProtocol,
+  /// kNoQuorum and the connection errors that leave the outcome unknown
+  /// (kTimeout, kIo, ...) the level may have landed: it is not counted in
+  /// depth() nor claimed, but the handle remembers it, so retrying acquire
+  /// is safe (not counted twice) and release() removes it (at depth 0, or
+  /// together with the level release() drops). The validity then is the
+  /// lesser of the old one and what the attempt may have set (re-entry
+  /// re-arms the TTL to options().ttl).
   Status try_acquire();
   /// Tries until `wait` has passed (kForever or negative = forever) with
   /// backoff.
@@ -91,7 +98,7 @@ class ReentrantLock {
   /// that leave the outcome unknown the level is no longer counted (at
   /// depth 1 the lock is no longer held) but remembered: call release()
   /// again to make sure it is gone.
-  Status release();
+  Status release() override;
   /// Owner-checked TTL reset to `ttl` (> 0); keeps the depth. Waits no
   /// later than the end of the validity (nor the command timeout): a
   /// renewal that does not come back in time is a loss. OK only if
@@ -99,48 +106,52 @@ class ReentrantLock {
   /// Errors: kInvalidArgument, kNotHeld, kNotOwner, kExpired (the validity
   /// ended before the answer, or `ttl` is within the drift allowance: not
   /// held, the levels are kept for release()), kProtocol,
-  /// Connection::command()'s. When the outcome is unknown the validity
-  /// becomes the lesser of the old one and start + ttl - drift.
+  /// Connection::command()'s (kNoQuorum on Sentinel or Cluster with WAIT).
+  /// When the outcome is unknown the validity becomes the lesser of the
+  /// old one and start + ttl - drift.
   Status extend(Millis ttl);
   /// extend(options().ttl). Errors: as extend().
-  Status reacquire() { return extend(options_.ttl); }
+  Status renew() override { return extend(options_.ttl); }
 
   /// Levels held by this handle: 0 while not held() (the validity ran out,
   /// or the lock was never confirmed), even if release() has levels to
   /// clean up.
   uint32_t depth() const;
-  /// True while depth > 0 and the local validity has not run out.
-  bool held() const { return remaining() > Nanos::zero(); }
-  /// Conservative validity left (0 if not held).
-  Nanos remaining() const;
-  uint64_t fence() const { return fence_; }
+  /// Conservative validity left (0 if not held): held() while depth > 0
+  /// and the local validity has not run out.
+  Nanos remaining() const override;
+  uint64_t fence() const override { return fence_; }
   Bytes owner() const { return Bytes(owner_, owner_len_); }
+  /// The owner id (Lease).
+  Bytes token() const override { return owner(); }
   /// This handle's random nonce (stored in the hash as "handle").
   Bytes handle() const { return Bytes(handle_, sizeof handle_); }
-  Bytes key() const { return Bytes(key_, key_len_); }
+  Bytes key() const override { return core_.key(); }
   /// The other owner's TTL seen by the last busy attempt.
-  Millis busy_ttl() const { return busy_ttl_; }
-  Connection& connection() const { return *conn_; }
-  const char* connection_error() const { return conn_->last_error(); }
-  const Metrics& metrics() const { return metrics_; }
+  Millis busy_ttl() const { return core_.busy_ttl(); }
+  const ReentrantLockOptions& options() const { return options_; }
+  const Metrics& metrics() const { return core_.metrics(); }
+  void reset_metrics() { core_.reset_metrics(); }
+  const char* last_error() const override { return core_.backend().last_error(); }
+  Nanos renew_budget() const override { return core_.command_timeout(); }
+  Clock& clock() const override { return core_.clock(); }
+  Backend& backend() const { return core_.backend(); }
+  Connection& connection() const { return core_.connection(); }
 
  private:
   Status attempt(Deadline deadline);
   Status send_acquire(Deadline deadline);
   Status send_release();
   Status send_extend(Millis ttl);
-  Status noted(EventKind kind, TimePoint start, Status s);
-  Deadline io_deadline() const;
   void forget();
   void maybe_holds(uint32_t levels);
   void unknown_outcome(uint32_t most, TimePoint start, Millis ttl);
+  Result<const Reply*> eval(const Script& script, bool fenced, Span<const Bytes> args,
+                            bool writes, Deadline deadline);
 
-  Connection* conn_;
+  detail::LeaseCore core_;
+  detail::CompanionKey fence_key_;  // "{key}:fence": the fencing counter
   ReentrantLockOptions options_;
-  uint8_t key_[kMaxKeyLen] = {};
-  size_t key_len_ = 0;
-  uint8_t fence_key_[kMaxKeyLen + 8] = {};
-  size_t fence_key_len_ = 0;
   char owner_[kMaxTokenLen] = {};
   size_t owner_len_ = 0;
   char handle_[16] = {};
@@ -148,10 +159,6 @@ class ReentrantLock {
   uint32_t most_ = 0;   // levels the server may hold: >= depth_ after unknown outcomes
   TimePoint valid_until_{};
   uint64_t fence_ = 0;
-  Millis busy_ttl_{0};
-  Prng rng_;
-  Backoff backoff_{Millis(2), Millis(250)};
-  Metrics metrics_;
 };
 
 }  // namespace edgelock

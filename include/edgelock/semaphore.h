@@ -20,12 +20,15 @@
 
 #include <cstdint>
 
-#include "edgelock/backoff.h"
+#include "edgelock/backend.h"
 #include "edgelock/bytes.h"
 #include "edgelock/connection.h"
+#include "edgelock/detail/lease_core.h"
+#include "edgelock/lease.h"
 #include "edgelock/limits.h"
 #include "edgelock/metrics.h"
-#include "edgelock/random.h"
+#include "edgelock/script.h"
+#include "edgelock/span.h"
 #include "edgelock/status.h"
 
 namespace edgelock {
@@ -44,112 +47,142 @@ struct SemaphoreOptions {
 /// Upper bound on N (the script's ZCARD is O(1), but keep it sane).
 constexpr uint32_t kMaxPermits = 1u << 20;
 
-/// One permit, owned by the caller (several may be held at once). Its id is
-/// all another process needs to release or extend it.
+class Semaphore;
+
+/// One permit, owned by the caller (several may be held at once), bound to
+/// the semaphore that granted it, which must outlive it. Its id is all
+/// another process needs to release it (Semaphore::release_id()).
 ///
-/// Two things are tracked apart. A non-empty id means the server MAY hold
+/// Two things are tracked apart. A non-empty id() means the server MAY hold
 /// the permit (a grant, extend or release whose outcome is unknown keeps
-/// it): release() cleans it up. `granted` with validity left means the
-/// permit IS held for at least remaining() (less the drift allowance): only
-/// then may the caller act on it.
-struct Permit {
-  char id[kMaxTokenLen] = {};
-  size_t id_len = 0;
-  TimePoint valid_until{};  ///< Local, conservative end of the lease.
-  bool granted = false;
-  Bytes id_bytes() const { return Bytes(id, id_len); }
+/// it): release() cleans it up. held() (validity left) means the permit IS
+/// held for at least remaining() (less the drift allowance): only then may
+/// the caller act on it.
+class Permit final : public Lease {
+ public:
+  Permit() = default;
+
+  /// Sets the permit's lease to `ttl` from now (server time). Waits no later
+  /// than the end of the permit's validity (nor the command timeout): a
+  /// renewal that does not come back in time is a loss. OK only if the
+  /// permit has validity left afterwards.
+  /// Errors: kInvalidArgument, kNotHeld (empty id), kNotOwner (expired:
+  /// gone; the id is cleared), kExpired (the validity ended before the
+  /// answer, or `ttl` is within the drift allowance: no longer claimed, id
+  /// kept), kProtocol, Connection::command()'s (kNoQuorum on Sentinel or
+  /// Cluster with WAIT). When the outcome is unknown the validity becomes
+  /// the lesser of the old one and what this request may have set (start +
+  /// ttl - drift): a shortening extend is honoured.
+  Status extend(Millis ttl);
+  /// extend(the semaphore's options().ttl). Errors: as extend().
+  Status renew() override;
+  /// Returns the permit. Errors: kNotHeld (empty id), kNotOwner (it had
+  /// expired: nothing released; the id is cleared), kProtocol,
+  /// Connection::command()'s. After kProtocol, kTimeout, kIo and the other
+  /// errors that leave the outcome unknown, the permit is no longer claimed
+  /// (remaining() is 0) but keeps its id: call release() again.
+  Status release() override;
+
+  /// Conservative validity left (0 if none or not claimed).
+  Nanos remaining() const override;
+  /// The permit id (empty: no permit, nothing to clean up).
+  Bytes id() const { return Bytes(id_, id_len_); }
+  /// The permit id (Lease).
+  Bytes token() const override { return id(); }
+  /// The semaphore's key (empty while unbound).
+  Bytes key() const override;
+  /// Permits carry no fencing token: 0.
+  uint64_t fence() const override { return 0; }
+  Nanos renew_budget() const override;
+  const char* last_error() const override;
+  Clock& clock() const override;
+  /// The semaphore that granted it (nullptr before the first acquire).
+  Semaphore* semaphore() const { return sem_; }
+
+ private:
+  friend class Semaphore;
+  void unclaim() {
+    granted_ = false;
+    valid_until_ = TimePoint();
+  }
+  // Nothing left to claim or clean up (still bound to its semaphore).
+  void clear() {
+    unclaim();
+    id_len_ = 0;
+  }
+
+  Semaphore* sem_ = nullptr;
+  char id_[kMaxTokenLen] = {};
+  size_t id_len_ = 0;
+  TimePoint valid_until_{};  // local, conservative end of the lease
+  bool granted_ = false;
 };
 
 class Semaphore {
  public:
-  explicit Semaphore(Connection& conn) : conn_(&conn) {}
+  /// Uses `backend` (a Connection, Sentinel or Cluster) and its clock; it
+  /// must outlive the semaphore and its permits.
+  explicit Semaphore(Backend& backend) : core_(backend) {}
   Semaphore(const Semaphore&) = delete;
   Semaphore& operator=(const Semaphore&) = delete;
 
   /// Sets key and options. No I/O. Errors: kInvalidArgument, kRandomFailed.
   Status init(Bytes key, const SemaphoreOptions& options = {});
 
-  /// One attempt with a new random permit id written to *permit (whatever
-  /// *permit held is overwritten: release() it first).
-  /// Errors: kBusy (N in use; busy_wait() says when the first expires),
+  /// One attempt with a new random permit id written to *permit, which is
+  /// bound to this semaphore (whatever *permit held is overwritten:
+  /// release() it first).
+  /// Errors: kBusy (N in use; busy_ttl() says when the first expires),
   /// kExpired (granted too late to use: handed back; the id is kept, since
   /// the hand-back itself may have failed), kInvalidArgument (not init()ed,
-  /// null permit), kRandomFailed, kProtocol, and Connection::command()'s.
+  /// null permit), kRandomFailed, kProtocol, and Connection::command()'s
+  /// (on Sentinel or Cluster Backend::eval()'s: kNoQuorum, replicas did not
+  /// confirm the grant; it was handed back).
   /// After any error but kBusy, kInvalidArgument and kRandomFailed the
   /// permit may be held on the server: *permit keeps its id, so
-  /// release(*permit) cleans up (else it expires after its TTL).
+  /// permit->release() cleans up (else it expires after its TTL).
   Status try_acquire(Permit* permit);
   /// Tries until `wait` has passed (kForever or negative = forever), backing off but
   /// never sleeping past the first permit's expiry. Lost replies and late
   /// grants are safe: retries reuse the permit id and the script recognises
   /// it. Errors: kBusy at the end, the last connection error or kExpired,
   /// or try_acquire()'s non-retryable ones; as with try_acquire(), call
-  /// release(*permit) after a failure to remove a grant that may have landed.
+  /// permit->release() after a failure to remove a grant that may have
+  /// landed.
   Status acquire(Permit* permit, Nanos wait);
-  /// Returns the permit. Errors: kNotHeld (empty id), kNotOwner (it had
-  /// expired: nothing released; *permit is cleared), kProtocol,
-  /// Connection::command()'s. After kProtocol, kTimeout, kIo and the other
-  /// errors that leave the outcome unknown, the permit is no longer claimed
-  /// (remaining() is 0) but keeps its id: call release() again.
-  Status release(Permit* permit);
   /// Returns a permit by id alone (e.g. from another process or the CLI).
-  /// Errors: as release(), kInvalidArgument (id too long, not init()ed).
+  /// Errors: kNotHeld (empty id), kNotOwner (it had expired or was
+  /// unknown), kInvalidArgument (id too long, not init()ed), kProtocol,
+  /// Connection::command()'s.
   Status release_id(Bytes id);
-  /// Sets the permit's lease to `ttl` from now (server time). Waits no later
-  /// than the end of the permit's validity (nor the command timeout): a
-  /// renewal that does not come back in time is a loss. OK only if the
-  /// permit has validity left afterwards.
-  /// Errors: kInvalidArgument, kNotHeld (empty id), kNotOwner (expired:
-  /// gone; *permit is cleared), kExpired (the validity ended before the
-  /// answer, or `ttl` is within the drift allowance: no longer claimed, id
-  /// kept), kProtocol, Connection::command()'s. When the outcome is unknown
-  /// the validity becomes the lesser of the old one and what this request
-  /// may have set (start + ttl - drift): a shortening extend is honoured.
-  Status extend(Permit* permit, Millis ttl);
   /// Permits in use now (expired ones dropped first).
   /// Errors: kInvalidArgument (not init()ed), kProtocol,
   /// Connection::command()'s.
   Result<uint32_t> in_use();
 
-  /// Conservative validity left on `permit` (0 if none or not claimed): the
-  /// server holds it at least this long, less the drift allowance.
-  Nanos remaining(const Permit& permit) const;
   /// Until the first permit expires, seen by the last busy attempt.
-  Millis busy_wait() const { return busy_wait_; }
-  Bytes key() const { return Bytes(key_, key_len_); }
+  Millis busy_ttl() const { return core_.busy_ttl(); }
+  Bytes key() const { return core_.key(); }
   const SemaphoreOptions& options() const { return options_; }
-  Connection& connection() const { return *conn_; }
-  const char* connection_error() const { return conn_->last_error(); }
-  const Metrics& metrics() const { return metrics_; }
+  const Metrics& metrics() const { return core_.metrics(); }
+  void reset_metrics() { core_.reset_metrics(); }
+  const char* last_error() const { return core_.backend().last_error(); }
+  Backend& backend() const { return core_.backend(); }
+  Connection& connection() const { return core_.connection(); }
 
  private:
+  friend class Permit;
   Status attempt(Permit* permit, Deadline deadline);
   Status send_acquire(Permit* permit, Deadline deadline);
   Status send_release(Bytes id);
+  Status release(Permit* permit);
+  Status extend(Permit* permit, Millis ttl);
   Status send_extend(Permit* permit, Millis ttl);
-  Status noted(EventKind kind, TimePoint start, Status s);
-  Deadline io_deadline() const;
-  static void unclaim(Permit* permit);
+  Result<const Reply*> eval(const Script& script, Span<const Bytes> args, bool writes,
+                            Deadline deadline);
 
-  Connection* conn_;
+  detail::LeaseCore core_;
   SemaphoreOptions options_;
-  uint8_t key_[kMaxKeyLen] = {};
-  size_t key_len_ = 0;
-  Millis busy_wait_{0};
-  Prng rng_;
-  Backoff backoff_{Millis(2), Millis(250)};
-  Metrics metrics_;
-};
-
-/// A permit bound to its semaphore, offering the reacquire()/remaining()
-/// pair a lease keeper expects (lease_target(PermitLease&)). Both pointers
-/// must outlive it.
-struct PermitLease {
-  Semaphore* semaphore = nullptr;
-  Permit* permit = nullptr;
-  /// extend(permit, options().ttl). Errors: as Semaphore::extend().
-  Status reacquire() { return semaphore->extend(permit, semaphore->options().ttl); }
-  Nanos remaining() const { return semaphore->remaining(*permit); }
 };
 
 }  // namespace edgelock

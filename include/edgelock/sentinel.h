@@ -120,7 +120,7 @@ class Sentinel final : public Backend {
   TimePoint resolved_at_{};
   char verified_host_[kMaxHostLen + 1] = {};  // the primary last verified
   uint16_t verified_port_ = 0;
-  Reply confirmed_;     // the reply a WAIT confirmed (an integer)
+  Reply confirmed_[4];  // a reply a WAIT confirmed, and its elements (replica_wait.h)
   SentinelStats stats_;
   char error_[kErrorTextSize] = {};
 };

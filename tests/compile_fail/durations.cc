@@ -24,14 +24,14 @@ void right_units(Lock& lock, Semaphore& sem, Permit& permit, Clock& clock, FakeC
   (void)lock.extend(Millis(5000));
   (void)lock.extend(5s, ExtendMode::kReplace);
   (void)lock.extend(std::chrono::floor<Millis>(Nanos(5000000)));
-  (void)sem.extend(&permit, 2s);
+  (void)permit.extend(2s);
   const Nanos left = lock.remaining();
   const Millis busy = lock.busy_ttl();
   const bool soon = busy < 3s && left > 1ms;
   const TimePoint end = clock.now() + lock.remaining();
   const Deadline d = Deadline::at(end).min(Deadline::after(clock, 100ms));
   (void)d.poll_timeout_ms(clock);
-  permit.valid_until = end;
+  TimePoint valid_until = end;  // as a permit keeps it
   ConnectionOptions co;
   co.command_timeout = 2s;
   CooldownOptions cd;
@@ -48,6 +48,8 @@ void right_units(Lock& lock, Semaphore& sem, Permit& permit, Clock& clock, FakeC
   fake.set(end);
   (void)soon;
   (void)long_ttl;
+  (void)valid_until;
+  (void)sem;
   (void)later;
 
 #if defined(CASE_ACQUIRE_BARE_INT)
@@ -61,7 +63,7 @@ void right_units(Lock& lock, Semaphore& sem, Permit& permit, Clock& clock, FakeC
 #elif defined(CASE_TTL_FROM_NANOS)
   lo.ttl = Nanos(3000000000);  // finer than ms: say how to round
 #elif defined(CASE_SEMAPHORE_EXTEND_BARE_INT)
-  (void)sem.extend(&permit, 2000);
+  (void)permit.extend(2000);
 #elif defined(CASE_COMMAND_TIMEOUT_BARE_INT)
   co.command_timeout = 2000;
 #elif defined(CASE_PERIOD_BARE_INT)
@@ -77,7 +79,7 @@ void right_units(Lock& lock, Semaphore& sem, Permit& permit, Clock& clock, FakeC
 #elif defined(CASE_DEADLINE_AT_DURATION)
   (void)Deadline::at(Millis(5));  // a duration is not a point in time
 #elif defined(CASE_VALID_UNTIL_DURATION)
-  permit.valid_until = Millis(5);
+  valid_until = Millis(5);
 #elif defined(CASE_TIME_POINT_AS_DURATION)
   (void)lock.acquire(clock.now());
 #elif defined(CASE_FAKE_ADVANCE_BARE_INT)

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "../integration/cli_fixture.h"
-#include "../support/delay_proxy.h"
+#include "delay_proxy.h"
 #include "../support/fake_server.h"
 
 namespace edgelock {
@@ -149,6 +149,8 @@ TEST_F(CliEdges, GrantTooLateSaysSo) {
   EXPECT_EQ(s.rc, 3) << s.err;
   EXPECT_NE(s.err.find("granted too late"), std::string::npos) << s.err;
   EXPECT_EQ(s.err.find("in use"), std::string::npos) << s.err;
+  // The library's name for the code would say the opposite of what happened.
+  EXPECT_EQ((a.err + s.err).find("expired before grant"), std::string::npos) << a.err << s.err;
 }
 
 // Message and exit code agree: a quorum `status` that a majority answered

@@ -143,7 +143,7 @@ TEST_F(ConnectionEdges, EveryScriptFitsAfterScriptFlushAtMaxKeyLength) {
   ASSERT_EQ(test::run(admin_, {"SCRIPT", "FLUSH"}), "OK");
   EXPECT_TRUE(sem.try_acquire(&p).ok()) << a_.last_error();
   ASSERT_EQ(test::run(admin_, {"SCRIPT", "FLUSH"}), "OK");
-  EXPECT_TRUE(sem.release(&p).ok()) << a_.last_error();
+  EXPECT_TRUE(p.release().ok()) << a_.last_error();
   EXPECT_EQ(test::run(a_, {"PING"}), "PONG");
 }
 

@@ -12,7 +12,7 @@
 
 #include "edgelock/edgelock.h"
 #include "edgelock/key_slot.h"
-#include "../support/delay_proxy.h"
+#include "delay_proxy.h"
 #include "../support/redis_server.h"
 #include "../support/shared_server_test.h"
 #include "../support/test_util.h"
@@ -63,9 +63,9 @@ class LockEdges : public test::SuiteServerTest {
   // A grant, extend and release at no delay: connects and loads the scripts, so
   // a later delayed request costs exactly one round trip.
   static void warm(Lock& lock) {
-    ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();
-    ASSERT_TRUE(lock.reacquire().ok()) << lock.connection_error();
-    ASSERT_TRUE(lock.release().ok()) << lock.connection_error();
+    ASSERT_TRUE(lock.try_acquire().ok()) << lock.last_error();
+    ASSERT_TRUE(lock.renew().ok()) << lock.last_error();
+    ASSERT_TRUE(lock.release().ok()) << lock.last_error();
     lock.reset_metrics();
   }
 
@@ -92,7 +92,7 @@ TEST_F(LockEdges, LateGrantLeavesAUsableLock) {
   });
   const Status s = lock.acquire(slow(Millis(2000)));
   fast_again.join();
-  ASSERT_TRUE(s.ok()) << s.to_string() << " " << lock.connection_error();
+  ASSERT_TRUE(s.ok()) << s.to_string() << " " << lock.last_error();
   EXPECT_GE(lock.metrics().attempts, 2u) << "the first grant must have come too late";
   EXPECT_TRUE(lock.held());
   const Result<bool> mine = lock.owned();
@@ -222,7 +222,7 @@ TEST_F(LockEdges, UnknownReleaseIsNotHeld) {
   EXPECT_EQ(lock.remaining(), Nanos::zero());
   proxy_->set_delay(Nanos::zero());
   const Status again = lock.release();  // a new connection, no delay
-  EXPECT_TRUE(again.ok()) << again.to_string() << " " << lock.connection_error();
+  EXPECT_TRUE(again.ok()) << again.to_string() << " " << lock.last_error();
   EXPECT_EQ(exists(kKey), "0");
 }
 
@@ -259,7 +259,7 @@ TEST_F(LockEdges, FailedAcquireKeepsTokenForCleanup) {
   }
   ASSERT_TRUE(landed) << "the lost retry never reached the server";
   const Status r = lock.release();
-  EXPECT_TRUE(r.ok()) << r.to_string() << " " << lock.connection_error();
+  EXPECT_TRUE(r.ok()) << r.to_string() << " " << lock.last_error();
   EXPECT_EQ(run(admin_, {"PTTL", kKey}), "-2");
   Lock next(other_);
   ASSERT_TRUE(next.init(Bytes::from_cstr(kKey), ttl(1000)).ok());
@@ -324,8 +324,8 @@ TEST_F(LockEdges, UnusableFenceCounterWritesNothing) {
   ASSERT_TRUE(lock.init(Bytes::from_cstr(kKey), ttl(10000)).ok());
   ASSERT_EQ(run(admin_, {"RPUSH", "{edge}:fence", "x"}), "1");
   EXPECT_EQ(lock.try_acquire().code(), ErrorCode::kServerError);
-  EXPECT_NE(std::string(lock.connection_error()).find("fence"), std::string::npos)
-      << lock.connection_error();
+  EXPECT_NE(std::string(lock.last_error()).find("fence"), std::string::npos)
+      << lock.last_error();
   EXPECT_EQ(exists(kKey), "0") << "the lock key was set";
   EXPECT_FALSE(lock.held());
 
@@ -344,7 +344,7 @@ TEST_F(LockEdges, WrongTypeWakeKeyDoesNotSplitRelease) {
   ASSERT_TRUE(lock.try_acquire().ok());
   ASSERT_EQ(run(admin_, {"SET", "{edge}:wake", "not-a-list"}), "OK");
   const Status r = lock.release();
-  EXPECT_TRUE(r.ok()) << r.to_string() << " " << lock.connection_error();
+  EXPECT_TRUE(r.ok()) << r.to_string() << " " << lock.last_error();
   EXPECT_EQ(exists(kKey), "0");
   EXPECT_EQ(run(admin_, {"GET", "{edge}:wake"}), "not-a-list");
 }

@@ -13,7 +13,7 @@
 #include "rate_scripts.h"
 #include "reentrant_scripts.h"
 #include "semaphore_scripts.h"
-#include "../support/delay_proxy.h"
+#include "delay_proxy.h"
 #include "../support/shared_server_test.h"
 #include "../support/test_util.h"
 
@@ -117,12 +117,12 @@ void hold_one(Semaphore& sem, Claims& claims) {
   const int n = ++claims.holders;
   for (int m = claims.most.load(); n > m && !claims.most.compare_exchange_weak(m, n);) {
   }
-  if (p.id_len == 0 || sem.remaining(p) <= Nanos::zero()) ++claims.broken;
+  if (p.id().size == 0 || p.remaining() <= Nanos::zero()) ++claims.broken;
   sleep_ns(ms_s(30));  // well inside the validity: the other must not hold now
-  if (!sem.extend(&p, sem.options().ttl).ok()) ++claims.broken;
+  if (!p.extend(sem.options().ttl).ok()) ++claims.broken;
   sleep_ns(ms_s(10));
   --claims.holders;
-  if (!sem.release(&p).ok()) ++claims.broken;
+  if (!p.release().ok()) ++claims.broken;
 }
 
 TEST_F(PrimitiveEdges, SemaphoreLateGrantNeverMakesTwoHolders) {
@@ -178,18 +178,18 @@ TEST_F(PrimitiveEdges, SemaphoreExtendStopsAtValidityEnd) {
   ASSERT_TRUE(sem.init(Bytes::from_cstr("sem-stall"), sem_opts(1, n_s(600))).ok());
   Permit p;
   ASSERT_TRUE(sem.try_acquire(&p).ok()) << c.last_error();
-  sleep_ns(sem.remaining(p) - ms_s(300));
+  sleep_ns(p.remaining() - ms_s(300));
   proxy->set_delay(ms_s(700));  // a stalled server: no reply within the validity
-  const TimePoint end = now() + sem.remaining(p);
-  const Status s = sem.extend(&p, Millis(n_s(600)));
+  const TimePoint end = now() + p.remaining();
+  const Status s = p.extend(Millis(n_s(600)));
   const TimePoint returned = now();
   EXPECT_LE(returned, end + ms_s(50)) << "extend overran the validity by "
                                       << test::ms(returned - end) << " ms";
   EXPECT_FALSE(s.ok());
-  EXPECT_EQ(sem.remaining(p), Nanos::zero());
-  EXPECT_GT(p.id_len, 0u) << "the id is kept for release()";
+  EXPECT_EQ(p.remaining(), Nanos::zero());
+  EXPECT_GT(p.id().size, 0u) << "the id is kept for release()";
   drain(*proxy);
-  const Status rel = sem.release(&p);
+  const Status rel = p.release();
   EXPECT_TRUE(rel.ok() || rel.code() == ErrorCode::kNotOwner) << rel.to_string();
 }
 
@@ -203,7 +203,7 @@ TEST_F(PrimitiveEdges, ReentrantExtendStopsAtValidityEnd) {
   sleep_ns(lock.remaining() - ms_s(300));
   proxy->set_delay(ms_s(700));
   const TimePoint end = now() + lock.remaining();
-  const Status s = lock.reacquire();
+  const Status s = lock.renew();
   const TimePoint returned = now();
   EXPECT_LE(returned, end + ms_s(50)) << "renewal overran the validity by "
                                       << test::ms(returned - end) << " ms";
@@ -227,13 +227,13 @@ TEST_F(PrimitiveEdges, SemaphoreUnknownShorteningExtendShortensValidity) {
   proxy->set_delay(ms_s(400));  // reply lost; the server applies the extend
   const TimePoint start = now();
   const int64_t asked = n_s(800);
-  EXPECT_FALSE(sem.extend(&p, Millis(asked)).ok());
-  EXPECT_LE(sem.remaining(p), Millis(asked) - (now() - start)) << "kept the old, longer validity";
+  EXPECT_FALSE(p.extend(Millis(asked)).ok());
+  EXPECT_LE(p.remaining(), Millis(asked) - (now() - start)) << "kept the old, longer validity";
   drain(*proxy);
-  const Nanos mine = sem.remaining(p);
-  const int64_t server = permit_left_ms("sem-shorten", p.id_bytes());
+  const Nanos mine = p.remaining();
+  const int64_t server = permit_left_ms("sem-shorten", p.id());
   EXPECT_LE(test::ms(mine), server + 1) << "we claim more than the server holds";
-  const Status rel = sem.release(&p);
+  const Status rel = p.release();
   EXPECT_TRUE(rel.ok() || rel.code() == ErrorCode::kNotOwner) << rel.to_string();
 }
 
@@ -263,12 +263,12 @@ TEST_F(PrimitiveEdges, SemaphoreExtendOkMeansValidityLeft) {
   ASSERT_TRUE(sem.init(Bytes::from_cstr("sem-tiny"), sem_opts(1, 5000)).ok());
   Permit p;
   ASSERT_TRUE(sem.try_acquire(&p).ok());
-  const Status s = sem.extend(&p, Millis(2));  // less than the drift allowance
-  EXPECT_FALSE(s.ok() && sem.remaining(p) == Nanos::zero()) << "ok with zero validity";
+  const Status s = p.extend(Millis(2));  // less than the drift allowance
+  EXPECT_FALSE(s.ok() && p.remaining() == Nanos::zero()) << "ok with zero validity";
   EXPECT_EQ(s.code(), ErrorCode::kExpired);
-  EXPECT_EQ(sem.remaining(p), Nanos::zero());
-  EXPECT_GT(p.id_len, 0u);
-  const Status rel = sem.release(&p);
+  EXPECT_EQ(p.remaining(), Nanos::zero());
+  EXPECT_GT(p.id().size, 0u);
+  const Status rel = p.release();
   EXPECT_TRUE(rel.ok() || rel.code() == ErrorCode::kNotOwner) << rel.to_string();
 }
 
@@ -312,14 +312,14 @@ TEST_F(PrimitiveEdges, SemaphoreUnknownReleaseStopsClaiming) {
   Permit p;
   ASSERT_TRUE(sem.try_acquire(&p).ok()) << c.last_error();
   proxy->set_delay(ms_s(400));  // the release runs; its reply is lost
-  const Status s = sem.release(&p);
+  const Status s = p.release();
   EXPECT_FALSE(s.ok());
-  EXPECT_EQ(sem.remaining(p), Nanos::zero()) << "still claims a permit the server may have dropped";
-  EXPECT_GT(p.id_len, 0u) << "the id is kept so release() can be retried";
+  EXPECT_EQ(p.remaining(), Nanos::zero()) << "still claims a permit the server may have dropped";
+  EXPECT_GT(p.id().size, 0u) << "the id is kept so release() can be retried";
   drain(*proxy);
   EXPECT_EQ(run(admin_, {"ZCARD", "sem-unrel"}), "0");
-  EXPECT_EQ(sem.release(&p).code(), ErrorCode::kNotOwner) << "the retry finds it gone";
-  EXPECT_EQ(p.id_len, 0u);
+  EXPECT_EQ(p.release().code(), ErrorCode::kNotOwner) << "the retry finds it gone";
+  EXPECT_EQ(p.id().size, 0u);
 }
 
 TEST_F(PrimitiveEdges, ReentrantUnknownReleaseStopsClaiming) {
@@ -370,10 +370,10 @@ TEST_F(PrimitiveEdges, LostAcquireIsCleanedUpByRelease) {
   Permit p;
   proxy->set_delay(ms_s(400));
   EXPECT_FALSE(sem.acquire(&p, Nanos::zero()).ok());
-  EXPECT_EQ(sem.remaining(p), Nanos::zero());
+  EXPECT_EQ(p.remaining(), Nanos::zero());
   drain(*proxy);
   ASSERT_EQ(run(admin_, {"ZCARD", "sem-lost"}), "1");
-  EXPECT_TRUE(sem.release(&p).ok());
+  EXPECT_TRUE(p.release().ok());
   EXPECT_EQ(run(admin_, {"ZCARD", "sem-lost"}), "0");
 }
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "edgelock/edgelock.h"
-#include "../support/delay_proxy.h"
+#include "delay_proxy.h"
 #include "../support/redis_server.h"
 #include "../support/test_util.h"
 
@@ -90,8 +90,8 @@ QuorumOptions opts(int64_t ttl_ms = 5000) {
 // Acquire and release once: scripts cached on every server, so a server
 // that resumes runs the EVALSHA queued in its socket.
 void warm_up(QuorumLock& lock) {
-  ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();
-  ASSERT_TRUE(lock.release().ok()) << lock.connection_error();
+  ASSERT_TRUE(lock.try_acquire().ok()) << lock.last_error();
+  ASSERT_TRUE(lock.release().ok()) << lock.last_error();
 }
 
 // Item 9: two of three servers frozen while the acquire is in flight. The
@@ -124,7 +124,7 @@ TEST(QuorumEdges, FailedAcquireLeavesNoKeyOnAFrozenServer) {
     SystemClock().sleep_for(Millis(10));
     again = lock.try_acquire();
   }
-  ASSERT_TRUE(again.ok()) << again.to_string() << " " << lock.connection_error();
+  ASSERT_TRUE(again.ok()) << again.to_string() << " " << lock.last_error();
   EXPECT_EQ(t.holders(lock.token()), kServers);
   ASSERT_TRUE(lock.release().ok());
   EXPECT_EQ(t.keyed(), 0u);
@@ -137,7 +137,7 @@ TEST(QuorumEdges, LostShorteningExtendDoesNotKeepTheOldValidity) {
   ASSERT_TRUE(t.start());
   QuorumLock lock;
   ASSERT_TRUE(lock.init(t.conns(), kServers, Bytes::from_cstr(kKey), opts(10000)).ok());
-  ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();
+  ASSERT_TRUE(lock.try_acquire().ok()) << lock.last_error();
   // Caches the extend script: the lost EVALSHA must run, not get NOSCRIPT.
   ASSERT_TRUE(lock.extend(Millis(10000 * test::slowdown()), ExtendMode::kReplace).ok());
   const Nanos lost = 3 * lock.server_timeout();  // one way: the round ends first
@@ -165,7 +165,7 @@ TEST(QuorumEdges, ExtendOkOnlyWithValidityLeft) {
   ASSERT_TRUE(t.start());
   QuorumLock lock;
   ASSERT_TRUE(lock.init(t.conns(), kServers, Bytes::from_cstr(kKey), opts()).ok());
-  ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();
+  ASSERT_TRUE(lock.try_acquire().ok()) << lock.last_error();
   // 1 ms is below the 2 ms drift allowance: every server extends, but no
   // validity can be left.
   const Status s = lock.extend(Millis(1), ExtendMode::kReplace);
@@ -202,7 +202,7 @@ TEST(QuorumEdges, UnknownReleaseIsNotHeldButKeepsTheToken) {
   ASSERT_TRUE(t.start());
   QuorumLock lock;
   ASSERT_TRUE(lock.init(t.conns(), kServers, Bytes::from_cstr(kKey), opts()).ok());
-  ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();
+  ASSERT_TRUE(lock.try_acquire().ok()) << lock.last_error();
   t.server(1).pause();
   t.server(2).pause();
   EXPECT_EQ(lock.release().code(), ErrorCode::kIndeterminate);
@@ -225,7 +225,7 @@ TEST(QuorumEdges, ReleaseOnAMajorityIsARelease) {
   QuorumLock lock;
   ASSERT_TRUE(lock.init(t.conns(), kServers, Bytes::from_cstr(kKey), opts()).ok());
   warm_up(lock);
-  ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();
+  ASSERT_TRUE(lock.try_acquire().ok()) << lock.last_error();
   t.server(2).pause();
   const Status s = lock.release();
   EXPECT_TRUE(s.ok()) << s.to_string();
@@ -270,7 +270,7 @@ TEST(QuorumEdges, ReleaseWithStalledServersKeepsItsBudget) {
   ASSERT_TRUE(lock.init(t.conns(), kServers, Bytes::from_cstr(kKey), opts()).ok());
   warm_up(lock);
   t.server(2).pause();
-  ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();  // 2's acquire in flight
+  ASSERT_TRUE(lock.try_acquire().ok()) << lock.last_error();  // 2's acquire in flight
   t.server(1).pause();
   t.proxy(0).set_delay(2 * lock.server_timeout());
   const TimePoint t0 = now();
@@ -308,7 +308,7 @@ TEST(QuorumEdges, ReleaseThatReconnectsKeepsItsBudget) {
   o.server_timeout = slow(Millis(300));
   QuorumLock lock;
   ASSERT_TRUE(lock.init(ptrs, kServers, Bytes::from_cstr(kKey), o).ok());
-  ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();
+  ASSERT_TRUE(lock.try_acquire().ok()) << lock.last_error();
   for (size_t i = 0; i < kServers; ++i) {
     ASSERT_EQ(run(admin[i], {"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"}), "1");
     servers[i]->pause();

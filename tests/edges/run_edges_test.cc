@@ -11,7 +11,7 @@
 #include "edgelock/edgelock.h"
 #include "edgelock/lease_keeper.h"
 #include "../integration/cli_fixture.h"
-#include "../support/delay_proxy.h"
+#include "delay_proxy.h"
 #include "../support/redis_server.h"
 #include "../support/test_util.h"
 
@@ -118,7 +118,7 @@ TEST(RunEdges, KeeperWithDefaultOptionsReportsLossByValidityEnd) {
   const TimePoint last_return = keep_until_lost(keeper, clock, Millis(8000) * slowdown());
   server.resume();
   ASSERT_EQ(keeper.state(), LeaseState::kLost);
-  EXPECT_EQ(keeper.last_error().code(), ErrorCode::kExpired);
+  EXPECT_EQ(keeper.last_status().code(), ErrorCode::kExpired);
   EXPECT_LE(keeper.lost_at(), end + loop_slack()) << "reported after the validity ended";
   EXPECT_LE(last_return, end + loop_slack()) << "a renewal overran the validity";
 

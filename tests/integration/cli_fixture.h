@@ -1,6 +1,6 @@
 #pragma once
 // The fixture for running the edgelock tool end to end against a real
-// redis-server (cli_test.cc, cli_primitives_test.cc). The tool's path comes
+// redis-server (cli_test.cc, cli_primitives_test.cc, ...). The tool's path comes
 // from EDGELOCK_CLI (set by tests/meson.build).
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -65,6 +65,12 @@ inline int64_t now_ms() {
 }
 
 class CliTest : public test::SuiteServerTest {
+ public:
+  // cli() for helpers outside the fixture.
+  Outcome run_cli(const std::vector<std::string>& args, const Env& env = {}, const std::string& url = "") {
+    return cli(args, env, url);
+  }
+
  protected:
   void SetUp() override {
     const char* cli = std::getenv("EDGELOCK_CLI");

@@ -157,7 +157,7 @@ TEST_F(CliPrimitivesTest, StatsPrintsCounters) {
   Outcome b = cli({"--stats", "-q", "cooldown", "c", "--period", "5000"});
   EXPECT_EQ(b.rc, 1);
   EXPECT_TRUE(has(b.err, "stats cooldown: attempts=1 grants=0 busy=1")) << "stats despite -q: " << b.err;
-  EXPECT_EQ(b.out, "");
+  EXPECT_EQ(b.out.rfind("retry-after ", 0), 0u) << "-q keeps results: " << b.out;
 
   ASSERT_EQ(cli({"semaphore", "s", "--permits", "1"}).rc, 0);
   Outcome s = cli({"--stats", "-w", "0", "semaphore", "s", "--permits", "1"});
@@ -167,6 +167,67 @@ TEST_F(CliPrimitivesTest, StatsPrintsCounters) {
   EXPECT_EQ(l.rc, 0);
   EXPECT_TRUE(has(l.err, "stats lock: attempts=1 grants=1")) << l.err;
   EXPECT_TRUE(has(l.err, "le1ms=") || has(l.err, "le2ms=")) << "latency histogram: " << l.err;
+}
+
+// A quorum lock's --stats never shows all-zero counters: the quorum lock's
+// own where the library keeps them, else a line saying they are not kept;
+// a server connection that counted nothing is left out.
+TEST_F(CliPrimitivesTest, QuorumStatsAreNeverAllZero) {
+  RedisServer b, c;
+  ASSERT_TRUE(b.start());
+  ASSERT_TRUE(c.start());
+  Outcome q = cli({"--stats", "-u", b.url(), "-u", c.url(), "acquire", "q"});
+  ASSERT_EQ(q.rc, 0) << q.err;
+  EXPECT_TRUE(has(q.err, "stats quorum lock: ")) << q.err;
+  EXPECT_FALSE(has(q.err, "attempts=0 grants=0 busy=0 not_owner=0 timeouts=0 lost_leases=0 reconnects=0 errors=0"))
+      << q.err;
+}
+
+// --peek answers without taking; --reset ends the period (or window) now.
+TEST_F(CliPrimitivesTest, CooldownPeekAndReset) {
+  const std::vector<std::string> cd = {"cooldown", "modem", "--period", "60000"};
+  auto with = [&](std::vector<std::string> head, std::vector<std::string> tail = {}) {
+    head.insert(head.end(), cd.begin(), cd.end());
+    head.insert(head.end(), tail.begin(), tail.end());
+    return head;
+  };
+  Outcome p0 = cli(with({}, {"--peek"}));
+  EXPECT_EQ(p0.rc, 0) << p0.err;
+  EXPECT_EQ(p0.out, "allowed\n");
+  EXPECT_EQ(redis({"EXISTS", "modem"}), "0") << "a peek takes nothing";
+  EXPECT_EQ(cli(with({})).rc, 0);
+  Outcome p1 = cli(with({"--json"}, {"--peek"}));
+  EXPECT_EQ(p1.rc, 1);
+  EXPECT_TRUE(has(p1.out, "\"allowed\":false")) << p1.out;
+  EXPECT_GT(number_after(p1.out, "\"retry_after_ms\":"), 50000) << p1.out;
+  Outcome r = cli(with({"--json"}, {"--reset"}));
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "{\"key\":\"modem\",\"reset\":true,\"exit\":0}\n");
+  EXPECT_EQ(cli(with({}, {"--peek"})).rc, 0) << "allowed again after --reset";
+
+  const std::vector<std::string> qa = {"--json", "cooldown", "dl", "--quota", "2", "--window", "60000"};
+  EXPECT_EQ(cli(qa).rc, 0);
+  std::vector<std::string> peek = qa;
+  peek.push_back("--peek");
+  Outcome qp = cli(peek);
+  EXPECT_EQ(qp.rc, 0) << qp.err;
+  EXPECT_TRUE(has(qp.out, "\"remaining\":1")) << "one of two left, the peek took none: " << qp.out;
+  EXPECT_EQ(cli(qa).rc, 0);
+  EXPECT_EQ(cli(peek).rc, 1) << "used up";
+  std::vector<std::string> reset = qa;
+  reset.push_back("--reset");
+  EXPECT_EQ(cli(reset).rc, 0);
+  EXPECT_TRUE(has(cli(peek).out, "\"remaining\":2")) << "a fresh window";
+}
+
+// cooldown waits only with -w; -w forever waits out the period.
+TEST_F(CliPrimitivesTest, CooldownWaitsForeverWhenAsked) {
+  const std::string p = std::to_string(400 * slowdown());
+  EXPECT_EQ(cli({"cooldown", "c", "--period", p}).rc, 0);
+  EXPECT_EQ(cli({"cooldown", "c", "--period", p}).rc, 1) << "no -w: no wait";
+  Outcome w = cli({"-w", "forever", "cooldown", "c", "--period", p});
+  EXPECT_EQ(w.rc, 0) << w.err;
+  EXPECT_GE(w.ms, 200);
 }
 
 }  // namespace

@@ -8,8 +8,8 @@
 #include <string>
 #include <thread>
 
-#include "edgelock/cluster.h"
-#include "edgelock/lock.h"
+#include "edgelock/edgelock.h"
+#include "../support/backend_checks.h"
 #include "../support/fenced_resource.h"
 #include "../support/redis_topology.h"
 #include "../support/test_util.h"
@@ -90,7 +90,7 @@ TEST_F(ClusterTest, LocksOnEveryPrimary) {
     ASSERT_GE(server, 0);
     Lock lock(client_);
     ASSERT_TRUE(lock.init(Bytes(key.data(), key.size())).ok());
-    ASSERT_TRUE(lock.try_acquire().ok()) << key << ": " << lock.connection_error();
+    ASSERT_TRUE(lock.try_acquire().ok()) << key << ": " << lock.last_error();
     EXPECT_EQ(lock.connection().endpoint().port, cluster_->node(server).port());
     // The key and its fencing counter live on the slot's primary.
     Connection direct;
@@ -108,6 +108,29 @@ TEST_F(ClusterTest, LocksOnEveryPrimary) {
   }
   EXPECT_EQ(client_.stats().moved, 0u) << "the map was right: no redirects";
   EXPECT_EQ(client_.stats().ask, 0u);
+}
+
+// Every primitive on each primary's slots, through two cluster clients: the
+// keys of one tag (and the companion keys) live on the primary owning it.
+TEST_F(ClusterTest, EveryPrimitiveOnEveryPrimary) {
+  Cluster other;
+  ASSERT_TRUE(other.setup(cluster_->url().c_str(), options()).ok()) << other.last_error();
+  for (uint16_t s : {0, 8192, 16383}) {
+    const int node = client_.owner_of(s);
+    const std::string tag = key_on(node, "every");
+    ASSERT_FALSE(tag.empty());
+    test::check_every_primitive(client_, other, tag);
+    Connection direct;
+    ASSERT_TRUE(test::open(direct, cluster_->node(server_of(node)).url()));
+    EXPECT_EQ(run(direct, {"EXISTS", "{" + tag + "}lock:fence"}), "1") << tag;
+    EXPECT_EQ(run(direct, {"EXISTS", "{" + tag + "}reentrant:fence"}), "1") << tag;
+  }
+  EXPECT_EQ(client_.stats().moved, 0u) << "the map was right: no redirects";
+  // A key whose companions would land in another slot is refused at init().
+  Lock lock(client_);
+  ReentrantLock reentrant(client_);
+  EXPECT_EQ(lock.init(Bytes::from_cstr("a{b")).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(reentrant.init(Bytes::from_cstr("a{b")).code(), ErrorCode::kInvalidArgument);
 }
 
 TEST_F(ClusterTest, OneSeedFindsEveryPrimary) {

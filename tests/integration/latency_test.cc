@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "edgelock/edgelock.h"
-#include "../support/delay_proxy.h"
+#include "delay_proxy.h"
 #include "../support/redis_server.h"
 #include "../support/test_util.h"
 #include "validity.h"
@@ -113,7 +113,7 @@ void check_parallel(bool fencing) {
   const QuorumOptions o = quorum_opts(fencing);
   QuorumLock lock;
   ASSERT_TRUE(lock.init(s.conns(), 5, Bytes::from_cstr(kKey), o).ok());
-  ASSERT_TRUE(lock.acquire(slow(Millis(2000))).ok()) << lock.connection_error();  // connects
+  ASSERT_TRUE(lock.acquire(slow(Millis(2000))).ok()) << lock.last_error();  // connects
   ASSERT_TRUE(lock.release().ok());
   const int rounds = fencing ? 2 : 1;  // acquire (+ fence write-back)
   const Nanos drift = detail::drift_of(o.ttl, o.drift_factor);
@@ -121,7 +121,7 @@ void check_parallel(bool fencing) {
   Nanos acquire[kCycles], release[kCycles];
   for (size_t i = 0; i < kCycles; ++i) {
     const TimePoint t0 = now();
-    ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();
+    ASSERT_TRUE(lock.try_acquire().ok()) << lock.last_error();
     const TimePoint t1 = now();
     const Nanos left = lock.remaining();
     const TimePoint t2 = now();
@@ -160,12 +160,12 @@ TEST(Latency, OneSlowServerCostsAtMostItsTimeout) {
   o.server_timeout = 4 * rtt();
   QuorumLock lock;
   ASSERT_TRUE(lock.init(s.conns(), 5, Bytes::from_cstr(kKey), o).ok());
-  ASSERT_TRUE(lock.acquire(slow(Millis(2000))).ok()) << lock.connection_error();
+  ASSERT_TRUE(lock.acquire(slow(Millis(2000))).ok()) << lock.last_error();
   ASSERT_TRUE(lock.release().ok());
   const Nanos slow_way = o.server_timeout;  // round trip 2x the timeout
   s.proxy(4).set_delay(slow_way);
   TimePoint t0 = now();
-  ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();
+  ASSERT_TRUE(lock.try_acquire().ok()) << lock.last_error();
   const Nanos took = now() - t0;
   const Nanos margin = slow(Millis(50));
   // The acquire round is decided by the four (1 RTT); the fence round
@@ -190,7 +190,7 @@ TEST(Latency, OneSlowServerCostsAtMostItsTimeout) {
   for (int i = 0; i < 5 && r.code() == ErrorCode::kIndeterminate; ++i) {
     const Status again = lock.release();
     if (again.code() != ErrorCode::kIndeterminate) {
-      EXPECT_TRUE(again.ok()) << again.to_string() << " " << lock.connection_error();
+      EXPECT_TRUE(again.ok()) << again.to_string() << " " << lock.last_error();
       break;
     }
   }
@@ -216,7 +216,7 @@ TEST(Latency, SingleLockDeadlineShorterThanRoundTrip) {
   Lock lock(conn);
   ASSERT_TRUE(lock.init(Bytes::from_cstr(kKey)).ok());
   TimePoint t0 = now();
-  ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();
+  ASSERT_TRUE(lock.try_acquire().ok()) << lock.last_error();
   EXPECT_GE(now() - t0, rtt()) << "the proxy must delay";
   ASSERT_TRUE(lock.release().ok());
   EXPECT_EQ(proxy.accepted(), 1);
@@ -242,11 +242,11 @@ TEST(Latency, SingleLockDeadlineShorterThanRoundTrip) {
   const std::string token(reinterpret_cast<const char*>(lock.token().data), lock.token().size);
   EXPECT_EQ(test::run(admin, {"GET", kKey}), token) << "the timed-out SET was applied";
   const Status r = lock.release();
-  EXPECT_TRUE(r.ok()) << r.to_string() << " " << lock.connection_error();
+  EXPECT_TRUE(r.ok()) << r.to_string() << " " << lock.last_error();
   EXPECT_EQ(test::run(admin, {"GET", kKey}), "(nil)");
   EXPECT_EQ(proxy.accepted(), 3) << "each timeout closed the connection; each next call reconnected";
   t0 = now();
-  ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();
+  ASSERT_TRUE(lock.try_acquire().ok()) << lock.last_error();
   EXPECT_LT(now() - t0, budget);
   ASSERT_TRUE(lock.release().ok());
 }
@@ -265,7 +265,7 @@ TEST(Latency, TtlEatenByTheRoundTripFailsClosed) {
   {
     QuorumLock control;
     ASSERT_TRUE(control.init(s.conns(), 5, Bytes::from_cstr(kKey), c).ok());
-    ASSERT_TRUE(control.acquire(slow(Millis(2000))).ok()) << control.connection_error();
+    ASSERT_TRUE(control.acquire(slow(Millis(2000))).ok()) << control.last_error();
     EXPECT_GT(control.remaining(), Nanos::zero());
     ASSERT_TRUE(control.release().ok());
   }

@@ -16,34 +16,41 @@ namespace {
 using test::RedisServer;
 using test::run;
 
-// A scripted lock for exact timing: validity ends at `valid_until`, and
+// A scripted lease for exact timing: validity ends at `valid_until`, and
 // renew() does what the test says (it may also move time forward).
-struct FakeLock {
-  FakeClock* clock = nullptr;
+struct FakeLock final : Lease {
+  FakeClock* fake = nullptr;
   TimePoint valid_until;
   Nanos grant = Millis(3000);
   Nanos renew_takes{0};
   Status next = Status();
   int renews = 0;
 
-  Status reacquire() {
+  Status renew() override {
     ++renews;
-    const TimePoint start = clock->now();
-    clock->advance(renew_takes);
+    const TimePoint start = fake->now();
+    fake->advance(renew_takes);
     if (next.ok()) valid_until = start + grant;
     if (next.code() == ErrorCode::kNotOwner) valid_until = TimePoint();
     return next;
   }
-  Nanos remaining() const {
-    const Nanos left = valid_until - clock->now();
+  Nanos remaining() const override {
+    const Nanos left = valid_until - fake->now();
     return left > Nanos::zero() ? left : Nanos::zero();
   }
+  Status release() override { return ErrorCode::kNotHeld; }
+  Nanos renew_budget() const override { return Nanos::zero(); }  // unknown
+  const char* last_error() const override { return ""; }
+  Clock& clock() const override { return *fake; }
+  Bytes key() const override { return Bytes::from_cstr("fake"); }
+  Bytes token() const override { return Bytes(); }
+  uint64_t fence() const override { return 0; }
 };
 
 class KeeperTimingTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    lock_.clock = &clock_;
+    lock_.fake = &clock_;
     lock_.valid_until = clock_.now() + lock_.grant;
   }
   FakeClock clock_;
@@ -51,7 +58,7 @@ class KeeperTimingTest : public ::testing::Test {
 };
 
 TEST_F(KeeperTimingTest, RenewsAtAThirdOfTheValidity) {
-  LeaseKeeper keeper(lease_target(lock_), clock_);
+  LeaseKeeper keeper(lock_);
   EXPECT_TRUE(keeper.next_deadline().is_never()) << "idle keeper has no deadline";
   ASSERT_TRUE(keeper.start().ok());
   const TimePoint t0 = clock_.now();
@@ -73,7 +80,7 @@ TEST_F(KeeperTimingTest, RenewsAtAThirdOfTheValidity) {
 
 TEST_F(KeeperTimingTest, ReportsLostWhenValidityRunsOutWithoutRenewal) {
   lock_.next = ErrorCode::kTimeout;  // every renewal fails transiently
-  LeaseKeeper keeper(lease_target(lock_), clock_);
+  LeaseKeeper keeper(lock_);
   ASSERT_TRUE(keeper.start().ok());
   const TimePoint end = lock_.valid_until;
   for (int i = 0; i < 100 && keeper.state() == LeaseState::kKeeping; ++i) {
@@ -87,7 +94,7 @@ TEST_F(KeeperTimingTest, ReportsLostWhenValidityRunsOutWithoutRenewal) {
   }
   EXPECT_EQ(keeper.state(), LeaseState::kLost);
   EXPECT_EQ(keeper.lost_at(), end) << "reported exactly when validity ran out";
-  EXPECT_EQ(keeper.last_error().code(), ErrorCode::kExpired);
+  EXPECT_EQ(keeper.last_status().code(), ErrorCode::kExpired);
   EXPECT_GE(keeper.stats().failures, 2u) << "retried before giving up";
   const int renews = lock_.renews;
   clock_.advance(Millis(10000));
@@ -96,12 +103,12 @@ TEST_F(KeeperTimingTest, ReportsLostWhenValidityRunsOutWithoutRenewal) {
 }
 
 TEST_F(KeeperTimingTest, TransientFailureThenRecovery) {
-  LeaseKeeper keeper(lease_target(lock_), clock_);
+  LeaseKeeper keeper(lock_);
   ASSERT_TRUE(keeper.start().ok());
   lock_.next = ErrorCode::kIo;
   clock_.sleep_for(keeper.next_deadline().remaining(clock_));
   EXPECT_EQ(keeper.service(), LeaseState::kKeeping);
-  EXPECT_EQ(keeper.last_error().code(), ErrorCode::kIo);
+  EXPECT_EQ(keeper.last_status().code(), ErrorCode::kIo);
   lock_.next = Status();
   clock_.sleep_for(keeper.next_deadline().remaining(clock_));
   EXPECT_EQ(keeper.service(), LeaseState::kKeeping);
@@ -110,12 +117,12 @@ TEST_F(KeeperTimingTest, TransientFailureThenRecovery) {
 }
 
 TEST_F(KeeperTimingTest, StopsAtNotOwner) {
-  LeaseKeeper keeper(lease_target(lock_), clock_);
+  LeaseKeeper keeper(lock_);
   ASSERT_TRUE(keeper.start().ok());
   lock_.next = ErrorCode::kNotOwner;
   clock_.sleep_for(keeper.next_deadline().remaining(clock_));
   EXPECT_EQ(keeper.service(), LeaseState::kLost);
-  EXPECT_EQ(keeper.last_error().code(), ErrorCode::kNotOwner);
+  EXPECT_EQ(keeper.last_status().code(), ErrorCode::kNotOwner);
   EXPECT_TRUE(keeper.next_deadline().is_never());
   clock_.advance(Millis(5000));
   EXPECT_EQ(keeper.service(), LeaseState::kLost);
@@ -125,20 +132,18 @@ TEST_F(KeeperTimingTest, StopsAtNotOwner) {
 TEST_F(KeeperTimingTest, RenewalFinishingAfterValidityEndCountsAsLost) {
   KeeperOptions o;
   o.renew_every = Millis(2900);
-  LeaseKeeper keeper(lease_target(lock_), clock_, o);
+  LeaseKeeper keeper(lock_, o);
   ASSERT_TRUE(keeper.start().ok());
   lock_.renew_takes = Millis(200);  // starts at 2900, answers at 3100 > 3000
   clock_.sleep_for(keeper.next_deadline().remaining(clock_));
   EXPECT_EQ(keeper.service(), LeaseState::kLost);
-  EXPECT_EQ(keeper.last_error().code(), ErrorCode::kExpired);
+  EXPECT_EQ(keeper.last_status().code(), ErrorCode::kExpired);
 }
 
 TEST_F(KeeperTimingTest, StartNeedsAHeldLock) {
   lock_.valid_until = TimePoint();
-  LeaseKeeper keeper(lease_target(lock_), clock_);
+  LeaseKeeper keeper(lock_);
   EXPECT_EQ(keeper.start().code(), ErrorCode::kNotHeld);
-  LeaseKeeper broken(LeaseTarget{}, clock_);
-  EXPECT_EQ(broken.start().code(), ErrorCode::kInvalidArgument);
 }
 
 // A renewal may block for its whole budget: the keeper starts one only
@@ -149,7 +154,7 @@ TEST_F(KeeperTimingTest, RenewalsStartOnlyWhileTheirBudgetFits) {
   o.renew_budget = Millis(2000);
   lock_.next = ErrorCode::kTimeout;
   lock_.renew_takes = Millis(2000);  // every renewal times out after its budget
-  LeaseKeeper keeper(lease_target(lock_), clock_, o);
+  LeaseKeeper keeper(lock_, o);
   ASSERT_TRUE(keeper.start().ok());
   const TimePoint end = lock_.valid_until;
   EXPECT_EQ(keeper.next_deadline().when(), clock_.now() + Millis(500)) << "half the slack";
@@ -167,7 +172,7 @@ TEST_F(KeeperTimingTest, LoseBeforeReportsEarlyAndRefusesWhatCannotFit) {
   KeeperOptions o;
   o.lose_before = Millis(500);
   lock_.next = ErrorCode::kIo;  // renewals fail at once
-  LeaseKeeper keeper(lease_target(lock_), clock_, o);
+  LeaseKeeper keeper(lock_, o);
   ASSERT_TRUE(keeper.start().ok());
   const TimePoint end = lock_.valid_until;
   for (int i = 0; i < 100 && keeper.state() == LeaseState::kKeeping; ++i) {
@@ -181,13 +186,13 @@ TEST_F(KeeperTimingTest, LoseBeforeReportsEarlyAndRefusesWhatCannotFit) {
   lock_.valid_until = clock_.now() + lock_.grant;
   lock_.next = Status();
   lock_.grant = Millis(400);
-  LeaseKeeper thin(lease_target(lock_), clock_, o);
+  LeaseKeeper thin(lock_, o);
   ASSERT_TRUE(thin.start().ok());
   clock_.sleep_for(thin.next_deadline().remaining(clock_));
   EXPECT_EQ(thin.service(), LeaseState::kLost);
   // lose_before + budget must leave room for one renewal.
   o.renew_budget = lock_.remaining() - o.lose_before;
-  LeaseKeeper refused(lease_target(lock_), clock_, o);
+  LeaseKeeper refused(lock_, o);
   EXPECT_EQ(refused.start().code(), ErrorCode::kInvalidArgument);
 }
 
@@ -253,14 +258,15 @@ TEST_F(KeeperRedisTest, RenewBudgetComesFromTheLock) {
   Semaphore sem(conn_);
   ASSERT_TRUE(sem.init(Bytes::from_cstr("sem")).ok());
   Permit permit;
-  PermitLease pl{&sem, &permit};
-  EXPECT_EQ(lease_target(pl).renew_budget(&pl), conn_.options().command_timeout);
+  ASSERT_TRUE(sem.try_acquire(&permit).ok());
+  EXPECT_EQ(permit.renew_budget(), conn_.options().command_timeout);
+  ASSERT_TRUE(permit.release().ok());
   Connection* conns[1] = {&conn_};
   QuorumOptions qo;
   qo.server_timeout = Millis(77);
   QuorumLock q;
   ASSERT_TRUE(q.init(conns, 1, Bytes::from_cstr("q"), qo).ok());
-  EXPECT_EQ(lease_target(q).renew_budget(&q), Millis(77));
+  EXPECT_EQ(q.renew_budget(), Millis(77));
 }
 
 TEST_F(KeeperRedisTest, OverwrittenKeyIsLostAndLeftAlone) {
@@ -268,7 +274,7 @@ TEST_F(KeeperRedisTest, OverwrittenKeyIsLostAndLeftAlone) {
   ASSERT_TRUE(keeper.start().ok());
   ASSERT_EQ(run(admin_, {"SET", "modem", "someone-else", "PX", "60000"}), "OK");
   EXPECT_EQ(step(keeper), LeaseState::kLost);
-  EXPECT_EQ(keeper.last_error().code(), ErrorCode::kNotOwner);
+  EXPECT_EQ(keeper.last_status().code(), ErrorCode::kNotOwner);
   EXPECT_FALSE(lock_.held());
   EXPECT_EQ(run(admin_, {"GET", "modem"}), "someone-else");
   const uint32_t commands = conn_.stats().commands;
@@ -282,7 +288,7 @@ TEST_F(KeeperRedisTest, DeletedKeyIsNeverRecreated) {
   ASSERT_TRUE(keeper.start().ok());
   ASSERT_EQ(run(admin_, {"DEL", "modem"}), "1");
   EXPECT_EQ(step(keeper), LeaseState::kLost);
-  EXPECT_EQ(keeper.last_error().code(), ErrorCode::kNotOwner);
+  EXPECT_EQ(keeper.last_status().code(), ErrorCode::kNotOwner);
   EXPECT_EQ(run(admin_, {"EXISTS", "modem"}), "0");
 }
 
@@ -306,7 +312,7 @@ TEST_F(KeeperRedisTest, ServerGoneMeansLostAtValidityEnd) {
     keeper.service();
   }
   EXPECT_EQ(keeper.state(), LeaseState::kLost);
-  EXPECT_EQ(keeper.last_error().code(), ErrorCode::kExpired);
+  EXPECT_EQ(keeper.last_status().code(), ErrorCode::kExpired);
   EXPECT_EQ(keeper.lost_at(), end);
   EXPECT_GE(keeper.stats().failures, 1u);
 }

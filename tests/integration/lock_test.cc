@@ -121,7 +121,7 @@ TEST_F(LockTest, ExtendAddAndReplace) {
   const int p = std::stoi(run(admin_, {"PTTL", "ext"}));
   EXPECT_GT(p, 2500);
   EXPECT_LE(p, 3000);
-  ASSERT_TRUE(l.reacquire().ok());
+  ASSERT_TRUE(l.renew().ok());
   EXPECT_LE(std::stoi(run(admin_, {"PTTL", "ext"})), 2000);
   EXPECT_EQ(l.extend(Millis(0)).code(), ErrorCode::kInvalidArgument) << "0 is never a delete";
   EXPECT_EQ(l.extend(Millis(-5)).code(), ErrorCode::kInvalidArgument);
@@ -135,7 +135,7 @@ TEST_F(LockTest, ExtendAfterExpiryFails) {
   ASSERT_TRUE(l.try_acquire().ok());
   SystemClock().sleep_for(Millis(120));
   EXPECT_EQ(l.extend(Millis(1000)).code(), ErrorCode::kNotOwner);
-  EXPECT_EQ(l.reacquire().code(), ErrorCode::kNotHeld) << "token forgotten after not-owner";
+  EXPECT_EQ(l.renew().code(), ErrorCode::kNotHeld) << "token forgotten after not-owner";
   EXPECT_EQ(run(admin_, {"EXISTS", "short"}), "0");
 }
 
@@ -248,7 +248,7 @@ TEST_F(LockTest, GuardReleasesOnScopeExit) {
   ASSERT_TRUE(l.init(Bytes::from_cstr("guarded"), ttl(5000)).ok());
   {
     ASSERT_TRUE(l.acquire(Millis(100)).ok());
-    LockGuard<Lock> guard(l);
+    LockGuard guard(l);
     EXPECT_EQ(run(admin_, {"EXISTS", "guarded"}), "1");
   }
   EXPECT_EQ(run(admin_, {"EXISTS", "guarded"}), "0");
@@ -265,7 +265,7 @@ TEST_F(LockTest, GuardReportsFailedRelease) {
   ASSERT_TRUE(l.init(Bytes::from_cstr("guarded2"), ttl(5000)).ok());
   {
     ASSERT_TRUE(l.try_acquire().ok());
-    LockGuard<Lock> guard(
+    LockGuard guard(
         l,
         [](Status s, const char*, void* ctx) {
           auto* c = static_cast<Captured*>(ctx);

@@ -5,6 +5,7 @@
 
 #include "edgelock/edgelock.h"
 #include "edgelock/fake_clock.h"
+#include "../support/backend_checks.h"
 #include "../support/redis_server.h"
 #include "../support/shared_server_test.h"
 #include "../support/test_util.h"
@@ -24,6 +25,14 @@ class PrimitivesTest : public test::SharedServerTest {
   }
   int pttl(const std::string& key) { return std::stoi(run(admin_, {"PTTL", key})); }
 };
+
+// Every primitive over a plain Connection (the Backend the Sentinel and
+// Cluster tests run the same checks through).
+TEST_F(PrimitivesTest, EveryPrimitiveOnAConnection) {
+  test::check_every_primitive(a_, b_, "conn");
+  EXPECT_EQ(run(admin_, {"EXISTS", "{conn}lock:fence"}), "1");
+  EXPECT_EQ(run(admin_, {"EXISTS", "{conn}reentrant:fence"}), "1");
+}
 
 // --- Reentrant lock -------------------------------------------------------
 
@@ -136,10 +145,10 @@ TEST_F(PrimitivesTest, ReentrantWorksWithLockGuard) {
   ASSERT_TRUE(lock.init(Bytes::from_cstr("guarded"), rttl(5000)).ok());
   {
     ASSERT_TRUE(lock.try_acquire().ok());
-    LockGuard<ReentrantLock> outer(lock);
+    LockGuard outer(lock);
     {
       ASSERT_TRUE(lock.try_acquire().ok());
-      LockGuard<ReentrantLock> inner(lock);
+      LockGuard inner(lock);
       EXPECT_EQ(lock.depth(), 2u);
     }
     EXPECT_EQ(lock.depth(), 1u);
@@ -177,7 +186,7 @@ TEST_F(PrimitivesTest, CooldownExactSequenceRealTtl) {
   // enter() waits out the cooldown (bounded by its wait).
   ASSERT_TRUE(cd.enter(Millis(2000) * test::slowdown(), &adm).ok());
   EXPECT_EQ(cd.enter(Millis(50)).code(), ErrorCode::kBusy) << "wait shorter than the period";
-  ASSERT_TRUE(cd.reset().ok());
+  ASSERT_TRUE(cd.erase_on_server().ok());
   EXPECT_TRUE(peer.try_enter().ok());
 }
 
@@ -254,7 +263,7 @@ TEST_F(PrimitivesTest, QuotaExactSequenceRealWindow) {
   ASSERT_TRUE(q.take(Millis(1000), &adm).ok());
   EXPECT_EQ(q.take(Millis(20), &adm).code(), ErrorCode::kBusy);
   ASSERT_TRUE(q.take(Millis(2000) * test::slowdown(), &adm).ok()) << "waits for the next window";
-  ASSERT_TRUE(q.reset().ok());
+  ASSERT_TRUE(q.erase_on_server().ok());
   const Result<Admission> fresh = q.peek();
   ASSERT_TRUE(fresh.ok());
   EXPECT_EQ(fresh.value().remaining, 3);

@@ -94,7 +94,7 @@ TEST(QuorumLock, InitValidates) {
 void full_cycle(Cluster& c) {
   QuorumLock lock;
   ASSERT_TRUE(lock.init(c.conns(), c.size(), Bytes::from_cstr(kKey), opts()).ok());
-  ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();
+  ASSERT_TRUE(lock.try_acquire().ok()) << lock.last_error();
   EXPECT_TRUE(lock.held());
   EXPECT_GT(lock.fence(), 0u);
   const Nanos max_validity = opts().ttl - detail::drift_of(opts().ttl, 0.01);
@@ -106,7 +106,7 @@ void full_cycle(Cluster& c) {
   const Result<bool> own = lock.owned();
   ASSERT_TRUE(own.ok());
   EXPECT_TRUE(own.value());
-  ASSERT_TRUE(lock.reacquire().ok());
+  ASSERT_TRUE(lock.renew().ok());
   EXPECT_LE(lock.remaining(), max_validity);
   EXPECT_EQ(lock.try_acquire().code(), ErrorCode::kInvalidArgument) << "already holding";
   const Bytes token = lock.token();
@@ -115,6 +115,35 @@ void full_cycle(Cluster& c) {
   EXPECT_EQ(c.holders(token), 0u);
   EXPECT_EQ(lock.release().code(), ErrorCode::kNotHeld);
   EXPECT_EQ(lock.extend(Millis(100)).code(), ErrorCode::kNotHeld);
+}
+
+// Counters per operation, as a Lock keeps them: one acquire attempt per
+// round, busy refusals, and a lease found gone by extend.
+TEST(QuorumLock, KeepsMetricsPerOperation) {
+  Cluster c(3);
+  ASSERT_TRUE(c.start());
+  QuorumLock lock;
+  ASSERT_TRUE(lock.init(c.conns(), c.size(), Bytes::from_cstr(kKey), opts()).ok());
+  ASSERT_TRUE(lock.try_acquire().ok()) << lock.last_error();
+  ASSERT_TRUE(lock.extend(Millis(5000)).ok());
+  ASSERT_TRUE(lock.renew().ok());
+  ASSERT_TRUE(lock.release().ok());
+  EXPECT_EQ(lock.metrics().attempts, 1u);
+  EXPECT_EQ(lock.metrics().grants, 1u);
+  EXPECT_EQ(lock.metrics().busy, 0u);
+  EXPECT_EQ(lock.metrics().errors, 0u);
+  for (size_t i = 0; i < c.size(); ++i) c.cmd(i, {"SET", kKey, "someone", "PX", "60000"});
+  EXPECT_EQ(lock.try_acquire().code(), ErrorCode::kBusy);
+  EXPECT_EQ(lock.metrics().attempts, 2u);
+  EXPECT_EQ(lock.metrics().busy, 1u);
+  for (size_t i = 0; i < c.size(); ++i) c.cmd(i, {"DEL", kKey});
+  ASSERT_TRUE(lock.try_acquire().ok());
+  for (size_t i = 0; i < c.size(); ++i) c.cmd(i, {"SET", kKey, "someone", "PX", "60000"});
+  EXPECT_EQ(lock.extend(Millis(5000)).code(), ErrorCode::kNotOwner);
+  EXPECT_EQ(lock.metrics().not_owner, 1u);
+  EXPECT_EQ(lock.metrics().lost_leases, 1u);
+  lock.reset_metrics();
+  EXPECT_EQ(lock.metrics().attempts, 0u);
 }
 
 TEST(QuorumLock, ThreeServersCycle) {
@@ -140,7 +169,7 @@ TEST(QuorumLock, FiveServersBusyGuardAndFences) {
   for (int i = 0; i < 3; ++i) {
     {
       ASSERT_TRUE(a.acquire(Millis(1000)).ok());
-      LockGuard<QuorumLock> guard(a);
+      LockGuard guard(a);
       EXPECT_GT(a.fence(), last);
       last = a.fence();
       EXPECT_EQ(b.try_acquire().code(), ErrorCode::kBusy);
@@ -183,7 +212,7 @@ TEST(QuorumLock, MinorityKilledStillWorks) {
   for (size_t killed = 1; killed <= 2; ++killed) {
     c.server(killed - 1).kill9();
     const TimePoint t0 = default_clock().now();
-    ASSERT_TRUE(lock.try_acquire().ok()) << killed << " killed: " << lock.connection_error();
+    ASSERT_TRUE(lock.try_acquire().ok()) << killed << " killed: " << lock.last_error();
     EXPECT_LT(elapsed_since(t0), slow(Millis(100)));
     EXPECT_TRUE(lock.server_down(killed - 1));
     EXPECT_GE(c.holders(lock.token()), lock.quorum());
@@ -266,7 +295,7 @@ TEST(QuorumLock, ServerRestartedBetweenAcquireAndExtend) {
   ASSERT_TRUE(lock.try_acquire().ok());
   const uint64_t first = lock.fence();
   ASSERT_TRUE(c.server(1).restart());  // no persistence: key and counter gone
-  ASSERT_TRUE(lock.extend(Millis(3000)).ok()) << lock.connection_error();
+  ASSERT_TRUE(lock.extend(Millis(3000)).ok()) << lock.last_error();
   EXPECT_TRUE(lock.held());
   const Result<bool> own = lock.owned();
   ASSERT_TRUE(own.ok() && own.value());
@@ -277,7 +306,7 @@ TEST(QuorumLock, ServerRestartedBetweenAcquireAndExtend) {
   ASSERT_TRUE(lock.try_acquire().ok());
   EXPECT_GT(lock.fence(), first) << "the majority's counters carry the order";
   EXPECT_GE(c.holders(lock.token()), 2u);
-  EXPECT_FALSE(lock.server_down(1)) << lock.connection_error();
+  EXPECT_FALSE(lock.server_down(1)) << lock.last_error();
   ASSERT_TRUE(lock.release().ok());
 }
 

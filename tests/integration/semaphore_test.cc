@@ -39,33 +39,33 @@ TEST_F(SemaphoreTest, CountsReleasesAndExtends) {
   Permit p1, p2, p3;
   ASSERT_TRUE(sa.try_acquire(&p1).ok()) << a_.last_error();
   ASSERT_TRUE(sb.try_acquire(&p2).ok());
-  EXPECT_EQ(p1.id_len, 32u);
-  EXPECT_FALSE(p1.id_bytes().equals(p2.id_bytes()));
-  EXPECT_GT(sa.remaining(p1), Millis(4800));
+  EXPECT_EQ(p1.id().size, 32u);
+  EXPECT_FALSE(p1.id().equals(p2.id()));
+  EXPECT_GT(p1.remaining(), Millis(4800));
   EXPECT_EQ(sa.try_acquire(&p3).code(), ErrorCode::kBusy);
-  EXPECT_GT(sa.busy_wait(), Millis(4000));
-  EXPECT_LE(sa.busy_wait(), Millis(5000));
-  EXPECT_EQ(sa.remaining(p3), Nanos::zero());
+  EXPECT_GT(sa.busy_ttl(), Millis(4000));
+  EXPECT_LE(sa.busy_ttl(), Millis(5000));
+  EXPECT_EQ(p3.remaining(), Nanos::zero());
   Result<uint32_t> used = sa.in_use();
   ASSERT_TRUE(used.ok());
   EXPECT_EQ(used.value(), 2u);
   // Release by id from the other handle (as another process would).
-  ASSERT_TRUE(sb.release_id(p1.id_bytes()).ok());
-  EXPECT_EQ(sa.release(&p1).code(), ErrorCode::kNotOwner) << "already gone";
-  EXPECT_EQ(sa.release(&p1).code(), ErrorCode::kNotHeld) << "handle forgot it";
+  ASSERT_TRUE(sb.release_id(p1.id()).ok());
+  EXPECT_EQ(p1.release().code(), ErrorCode::kNotOwner) << "already gone";
+  EXPECT_EQ(p1.release().code(), ErrorCode::kNotHeld) << "handle forgot it";
   ASSERT_TRUE(sa.acquire(&p3, Millis(1000)).ok());
   // Extend resets the lease on the server's clock.
-  ASSERT_TRUE(sb.extend(&p2, Millis(20000)).ok());
-  EXPECT_GT(sb.remaining(p2), Millis(19000));
-  PermitLease lease{&sb, &p2};  // what a lease keeper renews
-  ASSERT_TRUE(lease.reacquire().ok());
+  ASSERT_TRUE(p2.extend(Millis(20000)).ok());
+  EXPECT_GT(p2.remaining(), Millis(19000));
+  Lease& lease = p2;  // what a lease keeper renews
+  ASSERT_TRUE(lease.renew().ok());
   EXPECT_LE(lease.remaining(), Millis(5000));
   EXPECT_GT(lease.remaining(), Millis(4800));
-  ASSERT_TRUE(sb.release(&p2).ok());
-  EXPECT_EQ(sb.extend(&p2, Millis(1000)).code(), ErrorCode::kNotHeld);
+  ASSERT_TRUE(p2.release().ok());
+  EXPECT_EQ(p2.extend(Millis(1000)).code(), ErrorCode::kNotHeld);
   Permit gone = p3;
-  ASSERT_TRUE(sa.release(&p3).ok());
-  EXPECT_EQ(sa.extend(&gone, Millis(1000)).code(), ErrorCode::kNotOwner) << "released permits stay gone";
+  ASSERT_TRUE(p3.release().ok());
+  EXPECT_EQ(gone.extend(Millis(1000)).code(), ErrorCode::kNotOwner) << "released permits stay gone";
   used = sa.in_use();
   ASSERT_TRUE(used.ok());
   EXPECT_EQ(used.value(), 0u);
@@ -82,13 +82,13 @@ TEST_F(SemaphoreTest, ExpiryComesFromTheServerClock) {
     const size_t sp = t.find(' ');
     return std::stoll(t.substr(0, sp)) * 1000 + std::stoll(t.substr(sp + 1)) / 1000;
   };
-  const long long score = std::stoll(run(admin_, {"ZSCORE", "sem-time", std::string(p.id, p.id_len)}));
+  const long long score = std::stoll(run(admin_, {"ZSCORE", "sem-time", std::string(reinterpret_cast<const char*>(p.id().data), p.id().size)}));
   EXPECT_GE(score, ms(before) + 3000);
   EXPECT_LE(score, ms(after) + 3000);
   const int pttl = std::stoi(run(admin_, {"PTTL", "sem-time"}));
   EXPECT_GT(pttl, 2500) << "the key expires with its last permit";
   EXPECT_LE(pttl, 3001);
-  ASSERT_TRUE(s.release(&p).ok());
+  ASSERT_TRUE(p.release().ok());
 }
 
 TEST_F(SemaphoreTest, ShortLeaseExpiresAndExtendKeepsIt) {
@@ -98,16 +98,16 @@ TEST_F(SemaphoreTest, ShortLeaseExpiresAndExtendKeepsIt) {
   ASSERT_TRUE(other.init(Bytes::from_cstr("sem-ttl"), opts(1, 200 * k)).ok());
   Permit kept, expired, mine;
   ASSERT_TRUE(s.try_acquire(&kept).ok());
-  ASSERT_TRUE(s.extend(&kept, Millis(2000 * k)).ok());
+  ASSERT_TRUE(kept.extend(Millis(2000 * k)).ok());
   SystemClock().sleep_for(Millis(300 * k));
   EXPECT_EQ(other.try_acquire(&mine).code(), ErrorCode::kBusy) << "extended past its first TTL";
-  ASSERT_TRUE(s.release(&kept).ok());
+  ASSERT_TRUE(kept.release().ok());
   ASSERT_TRUE(s.try_acquire(&expired).ok());
   SystemClock().sleep_for(Millis(300 * k));
-  EXPECT_EQ(s.remaining(expired), Nanos::zero());
+  EXPECT_EQ(expired.remaining(), Nanos::zero());
   ASSERT_TRUE(other.try_acquire(&mine).ok()) << "expired permit came back";
-  EXPECT_EQ(s.extend(&expired, Millis(1000)).code(), ErrorCode::kNotOwner);
-  ASSERT_TRUE(other.release(&mine).ok());
+  EXPECT_EQ(expired.extend(Millis(1000)).code(), ErrorCode::kNotOwner);
+  ASSERT_TRUE(mine.release().ok());
 }
 
 TEST_F(SemaphoreTest, CrashedHolderPermitReturnsAfterTtl) {
@@ -130,15 +130,15 @@ TEST_F(SemaphoreTest, CrashedHolderPermitReturnsAfterTtl) {
   ASSERT_TRUE(s.init(Bytes::from_cstr("modem-slots"), opts(1, 5000)).ok());
   Permit p;
   EXPECT_EQ(s.try_acquire(&p).code(), ErrorCode::kBusy);
-  EXPECT_GT(s.busy_wait(), Millis(0));
-  EXPECT_LE(s.busy_wait(), Millis(ttl));
+  EXPECT_GT(s.busy_ttl(), Millis(0));
+  EXPECT_LE(s.busy_ttl(), Millis(ttl));
   SystemClock clock;
   const TimePoint t0 = clock.now();
   ASSERT_TRUE(s.acquire(&p, Millis(5000) * test::slowdown()).ok());
   const Nanos waited = clock.now() - t0;
   EXPECT_GT(waited, Millis(ttl / 2)) << "not before the crashed holder's TTL";
   EXPECT_LT(waited, Millis(ttl + 1000 * test::slowdown())) << "but soon after it";
-  ASSERT_TRUE(s.release(&p).ok());
+  ASSERT_TRUE(p.release().ok());
 }
 
 // --- 8 processes, 3 permits ---------------------------------------------
@@ -182,7 +182,7 @@ int worker(int w, const std::string& url, Shared* sh) {
       sh->errors.fetch_add(1);
       return 12;
     }
-    if (s.remaining(p) <= Nanos::zero()) continue;  // too late to use (not expected)
+    if (p.remaining() <= Nanos::zero()) continue;  // too late to use (not expected)
     sh->grants.fetch_add(1);
     enter(sh);
     SystemClock().sleep_for(Millis(1));
@@ -191,7 +191,7 @@ int worker(int w, const std::string& url, Shared* sh) {
       sh->abandoned.fetch_add(1);
       continue;
     }
-    if (!s.release(&p).ok()) sh->errors.fetch_add(1);
+    if (!p.release().ok()) sh->errors.fetch_add(1);
   }
   return 0;
 }

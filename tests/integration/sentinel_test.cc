@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "edgelock/lock.h"
-#include "edgelock/sentinel.h"
+#include "edgelock/edgelock.h"
+#include "../support/backend_checks.h"
 #include "../support/redis_topology.h"
 #include "../support/test_util.h"
 
@@ -29,6 +29,17 @@ class SentinelTest : public ::testing::Test {
     opts_.retry_pause = Millis(20);
   }
   Status start(Sentinel& s) { return s.setup(setup_.url().c_str(), conn_, opts_); }
+  // Asks through `lock` until `s` has moved to the promoted replica (bounded).
+  bool follow_failover(Sentinel& s, Lock& lock) {
+    const TimePoint t0 = s.clock().now();
+    const Nanos limit = Millis(10000) * test::slowdown();
+    for (int i = 0; i < 1000 && s.clock().now() - t0 < limit; ++i) {
+      lock.owned().status().ignore();
+      if (s.primary().endpoint().port == setup_.replica().port()) return true;
+      SystemClock().sleep_for(Millis(20));
+    }
+    return false;
+  }
 
   test::SentinelSetup setup_;
   ConnectionOptions conn_;
@@ -175,6 +186,126 @@ TEST_F(SentinelTest, FollowsFailoverAfterKill9) {
       << "the promoted replica is a primary";
   std::printf("sentinel: kill -9 failover followed in %lld ms\n", static_cast<long long>(test::ms(took)));
   ASSERT_TRUE(lock.release().ok());
+  // Every other primitive runs on the promoted replica too.
+  Sentinel other;
+  ASSERT_TRUE(start(other).ok());
+  test::check_every_primitive(sentinel, other, "after-kill");
+  EXPECT_EQ(other.primary().endpoint().port, setup_.replica().port());
+}
+
+// Grant, busy, extend, renew and release of every primitive, two clients,
+// every grant confirmed by the replica (WAIT, also for the array replies of
+// the semaphore, reentrant lock and rate limiters).
+TEST_F(SentinelTest, EveryPrimitiveThroughSentinel) {
+  Sentinel mine, theirs;
+  ASSERT_TRUE(start(mine).ok());
+  ASSERT_TRUE(start(theirs).ok());
+  test::check_every_primitive(mine, theirs, "s");
+  EXPECT_EQ(mine.primary().endpoint().port, setup_.primary().port());
+  EXPECT_EQ(mine.stats().wait_failures, 0u);
+  EXPECT_EQ(theirs.stats().wait_failures, 0u);
+}
+
+// With the replica stopped, no grant of any primitive is reported: WAIT
+// fails closed and what landed on the primary is handed back or cleaned up.
+TEST_F(SentinelTest, EveryPrimitiveWaitsForItsReplica) {
+  Sentinel sentinel;
+  ASSERT_TRUE(start(sentinel).ok());
+  ReentrantLock reentrant(sentinel);
+  Semaphore sem(sentinel);
+  Cooldown cooldown(sentinel);
+  Quota quota(sentinel);
+  ASSERT_TRUE(reentrant.init(Bytes::from_cstr("r")).ok());
+  ASSERT_TRUE(sem.init(Bytes::from_cstr("sem")).ok());
+  ASSERT_TRUE(cooldown.init(Bytes::from_cstr("cd")).ok());
+  ASSERT_TRUE(quota.init(Bytes::from_cstr("q")).ok());
+  ASSERT_TRUE(reentrant.try_acquire().ok()) << sentinel.last_error();  // connects
+  ASSERT_TRUE(reentrant.release().ok());
+  setup_.replica().pause();  // SIGSTOP: connected, but acknowledges nothing
+  EXPECT_EQ(reentrant.try_acquire().code(), ErrorCode::kNoQuorum) << sentinel.last_error();
+  EXPECT_FALSE(reentrant.held());
+  EXPECT_EQ(reentrant.depth(), 0u);
+  Permit p;
+  EXPECT_EQ(sem.try_acquire(&p).code(), ErrorCode::kNoQuorum) << sentinel.last_error();
+  EXPECT_FALSE(p.held());
+  EXPECT_EQ(cooldown.try_enter().code(), ErrorCode::kNoQuorum) << sentinel.last_error();
+  EXPECT_EQ(quota.try_take().code(), ErrorCode::kNoQuorum) << sentinel.last_error();
+  EXPECT_GE(sentinel.stats().wait_failures, 4u);
+  Connection primary;
+  ASSERT_TRUE(test::open(primary, setup_.primary().url()));
+  EXPECT_EQ(run(primary, {"ZCARD", "sem"}), "0") << "an unconfirmed permit is handed back";
+  EXPECT_TRUE(reentrant.release().ok()) << "the unconfirmed level is cleaned up";
+  EXPECT_EQ(run(primary, {"EXISTS", "r"}), "0");
+  setup_.replica().resume();
+  EXPECT_TRUE(reentrant.acquire(Millis(2000)).ok()) << sentinel.last_error();
+  EXPECT_TRUE(sem.acquire(&p, Millis(2000)).ok()) << sentinel.last_error();
+  EXPECT_TRUE(reentrant.release().ok());
+  EXPECT_TRUE(p.release().ok());
+}
+
+// Every primitive's WAIT-confirmed state survives SENTINEL FAILOVER, and
+// the clients follow the new primary.
+TEST_F(SentinelTest, EveryPrimitiveFollowsManualFailover) {
+  Sentinel sentinel;
+  ASSERT_TRUE(start(sentinel).ok());
+  Lock lock(sentinel);
+  ReentrantLock reentrant(sentinel);
+  Semaphore sem(sentinel);
+  Cooldown cooldown(sentinel);
+  Quota quota(sentinel);
+  CooldownOptions co;
+  co.local_hint = false;
+  QuotaOptions qo;
+  qo.local_hint = false;
+  ASSERT_TRUE(lock.init(Bytes::from_cstr("l")).ok());
+  ASSERT_TRUE(reentrant.init(Bytes::from_cstr("r")).ok());
+  ASSERT_TRUE(sem.init(Bytes::from_cstr("sem")).ok());
+  ASSERT_TRUE(cooldown.init(Bytes::from_cstr("cd"), co).ok());
+  ASSERT_TRUE(quota.init(Bytes::from_cstr("q"), qo).ok());
+  Permit permit;
+  ASSERT_TRUE(lock.try_acquire().ok()) << sentinel.last_error();
+  ASSERT_TRUE(reentrant.try_acquire().ok()) << sentinel.last_error();
+  ASSERT_TRUE(sem.try_acquire(&permit).ok()) << sentinel.last_error();
+  ASSERT_TRUE(cooldown.try_enter().ok()) << sentinel.last_error();
+  ASSERT_TRUE(quota.try_take().ok()) << sentinel.last_error();
+  ASSERT_EQ(setup_.failover(), "+OK\r\n");
+  ASSERT_TRUE(follow_failover(sentinel, lock)) << sentinel.last_error();
+  // A client that comes after the failover finds every grant on the new
+  // primary: each was confirmed by the replica before it was reported.
+  Sentinel later;
+  opts_.wait_replicas = 0;  // the new primary has no replica yet
+  ASSERT_TRUE(start(later).ok());
+  Lock l2(later);
+  ReentrantLock r2(later);
+  Semaphore s2(later);
+  Cooldown c2(later);
+  Quota q2(later);
+  ASSERT_TRUE(l2.init(Bytes::from_cstr("l")).ok());
+  ASSERT_TRUE(r2.init(Bytes::from_cstr("r")).ok());
+  ASSERT_TRUE(s2.init(Bytes::from_cstr("sem")).ok());
+  ASSERT_TRUE(c2.init(Bytes::from_cstr("cd"), co).ok());
+  ASSERT_TRUE(q2.init(Bytes::from_cstr("q"), qo).ok());
+  Permit p2;
+  EXPECT_EQ(l2.try_acquire().code(), ErrorCode::kBusy) << later.last_error();
+  EXPECT_EQ(later.primary().endpoint().port, setup_.replica().port());
+  EXPECT_EQ(r2.try_acquire().code(), ErrorCode::kBusy) << later.last_error();
+  EXPECT_EQ(s2.try_acquire(&p2).code(), ErrorCode::kBusy) << later.last_error();
+  EXPECT_EQ(c2.try_enter().code(), ErrorCode::kBusy) << later.last_error();
+  EXPECT_EQ(q2.try_take().code(), ErrorCode::kBusy) << later.last_error();
+  // The first client's releases land on the new primary.
+  EXPECT_TRUE(lock.release().ok()) << sentinel.last_error();
+  EXPECT_TRUE(reentrant.release().ok()) << sentinel.last_error();
+  EXPECT_TRUE(permit.release().ok()) << sentinel.last_error();
+  EXPECT_TRUE(cooldown.erase_on_server().ok()) << sentinel.last_error();
+  EXPECT_TRUE(quota.erase_on_server().ok()) << sentinel.last_error();
+  EXPECT_TRUE(l2.try_acquire().ok()) << later.last_error();
+  EXPECT_TRUE(r2.try_acquire().ok()) << later.last_error();
+  EXPECT_TRUE(s2.try_acquire(&p2).ok()) << later.last_error();
+  EXPECT_TRUE(c2.try_enter().ok()) << later.last_error();
+  EXPECT_TRUE(q2.try_take().ok()) << later.last_error();
+  EXPECT_TRUE(l2.release().ok());
+  EXPECT_TRUE(r2.release().ok());
+  EXPECT_TRUE(p2.release().ok());
 }
 
 }  // namespace

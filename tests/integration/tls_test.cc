@@ -387,7 +387,7 @@ TEST_F(TlsTest, QuorumMixedEndpoints) {
   Connection* ok_set[3] = {&a, &b, &c};
   QuorumLock lock;
   ASSERT_TRUE(lock.init(ok_set, 3, Bytes::from_cstr("tls-quorum"), q).ok());
-  ASSERT_TRUE(lock.try_acquire().ok()) << lock.connection_error();
+  ASSERT_TRUE(lock.try_acquire().ok()) << lock.last_error();
   EXPECT_GT(lock.fence(), 0u);
   const std::string token(reinterpret_cast<const char*>(lock.token().data), lock.token().size);
   size_t holders = 0;  // the call returns once a majority granted

@@ -55,7 +55,7 @@ TEST(ZeroHeap, ReentrantLockCycles) {
     failures += !mine.try_acquire().ok();
     failures += !mine.try_acquire().ok();
     failures += other.try_acquire().code() != ErrorCode::kBusy;
-    failures += !mine.reacquire().ok();
+    failures += !mine.renew().ok();
     failures += !mine.release().ok();
     failures += !mine.release().ok();
     failures += !mine.release().ok();
@@ -82,9 +82,9 @@ TEST(ZeroHeap, SemaphoreCycles) {
   ASSERT_TRUE(sb.init(Bytes::from_cstr("zh-sem"), o).ok());
   Permit p1, p2, p3;
   ASSERT_TRUE(sa.try_acquire(&p1).ok());
-  ASSERT_TRUE(sa.extend(&p1, Millis(5000)).ok());
+  ASSERT_TRUE(p1.extend(Millis(5000)).ok());
   ASSERT_TRUE(sa.in_use().ok());
-  ASSERT_TRUE(sa.release(&p1).ok());
+  ASSERT_TRUE(p1.release().ok());
   ASSERT_EQ(sb.release_id(Bytes::from_cstr("nobody")).code(), ErrorCode::kNotOwner);
   const int n = small_cycles();
   int failures = 0;
@@ -93,12 +93,12 @@ TEST(ZeroHeap, SemaphoreCycles) {
     failures += !sa.acquire(&p1, Millis(1000)).ok();
     failures += !sa.try_acquire(&p2).ok();
     failures += sb.try_acquire(&p3).code() != ErrorCode::kBusy;
-    failures += !sa.extend(&p1, Millis(5000)).ok();
+    failures += !p1.extend(Millis(5000)).ok();
     const Result<uint32_t> used = sb.in_use();
     failures += !(used.ok() && used.value() == 2);
-    failures += !sb.release_id(p2.id_bytes()).ok();
-    failures += sa.release(&p2).code() != ErrorCode::kNotOwner;
-    failures += !sa.release(&p1).ok();
+    failures += !sb.release_id(p2.id()).ok();
+    failures += p2.release().code() != ErrorCode::kNotOwner;
+    failures += !p1.release().ok();
   }
   const test::AllocCounts c = test::stop_counting();
   EXPECT_EQ(failures, 0);
@@ -122,9 +122,9 @@ TEST(ZeroHeap, CooldownQuotaAndMetrics) {
   qo.limit = 2;
   ASSERT_TRUE(q.init(Bytes::from_cstr("zh-quota"), qo).ok());
   ASSERT_TRUE(cd.try_enter().ok());
-  ASSERT_TRUE(cd.reset().ok());
+  ASSERT_TRUE(cd.erase_on_server().ok());
   ASSERT_TRUE(q.try_take().ok());
-  ASSERT_TRUE(q.reset().ok());
+  ASSERT_TRUE(q.erase_on_server().ok());
   ASSERT_TRUE(cd.retry_after().ok());
   ASSERT_TRUE(q.peek().ok());
   const int n = small_cycles();
@@ -138,12 +138,12 @@ TEST(ZeroHeap, CooldownQuotaAndMetrics) {
     failures += cd_server.try_enter(&adm).code() != ErrorCode::kBusy || adm.local;
     failures += cd.enter(Millis(1), &adm).code() != ErrorCode::kBusy;
     failures += !cd.retry_after().ok();
-    failures += !cd.reset().ok();
+    failures += !cd.erase_on_server().ok();
     failures += !q.try_take(&adm).ok();
     failures += !q.take(Millis(10), &adm).ok();
     failures += q.try_take(&adm).code() != ErrorCode::kBusy;
     failures += !q.peek().ok();
-    failures += !q.reset().ok();
+    failures += !q.erase_on_server().ok();
     failures += !format_metrics(a.metrics(), line, sizeof line).ok();
   }
   const test::AllocCounts c = test::stop_counting();

@@ -1,4 +1,5 @@
-// No heap after init: cluster, sentinel, quorum and TLS steady states.
+// No heap after init: every primitive over cluster and sentinel, quorum and
+// TLS steady states.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -37,13 +38,65 @@ int lock_cycle(Lock& lock) {
   int failures = 0;
   failures += !lock.acquire(Millis(1000)).ok();
   failures += !lock.extend(Millis(5000)).ok();
-  failures += !lock.reacquire().ok();
+  failures += !lock.renew().ok();
   const Result<bool> owned = lock.owned();
   failures += !(owned.ok() && owned.value());
   failures += !lock.status().ok();
   failures += !lock.release().ok();
   return failures;
 }
+
+// Every other primitive on keys tagged `tag`, two clients (mine, theirs);
+// cycle() runs each one's steady-state calls, granted and refused.
+struct Primitives {
+  ReentrantLock reentrant, other_reentrant;
+  Semaphore sem, other_sem;
+  Cooldown cooldown;
+  Quota quota;
+  Permit permit, other_permit;
+  std::string keys[4];
+
+  Primitives(Backend& mine, Backend& theirs)
+      : reentrant(mine), other_reentrant(theirs), sem(mine), other_sem(theirs), cooldown(mine),
+        quota(mine) {}
+  bool init(const std::string& tag) {
+    const char* names[4] = {"reentrant", "sem", "cooldown", "quota"};
+    for (int i = 0; i < 4; ++i) keys[i] = "{" + tag + "}" + names[i];
+    QuotaOptions qo;
+    qo.limit = 1;
+    return reentrant.init(Bytes(keys[0].data(), keys[0].size())).ok() &&
+           other_reentrant.init(Bytes(keys[0].data(), keys[0].size())).ok() &&
+           sem.init(Bytes(keys[1].data(), keys[1].size())).ok() &&
+           other_sem.init(Bytes(keys[1].data(), keys[1].size())).ok() &&
+           cooldown.init(Bytes(keys[2].data(), keys[2].size())).ok() &&
+           quota.init(Bytes(keys[3].data(), keys[3].size()), qo).ok();
+  }
+  int cycle() {
+    int failures = 0;
+    failures += !reentrant.acquire(Millis(1000)).ok();
+    failures += !reentrant.try_acquire().ok();
+    failures += other_reentrant.try_acquire().code() != ErrorCode::kBusy;
+    failures += !reentrant.extend(Millis(5000)).ok();
+    failures += !reentrant.renew().ok();
+    failures += !reentrant.release().ok();
+    failures += !reentrant.release().ok();
+    failures += !sem.acquire(&permit, Millis(1000)).ok();
+    failures += other_sem.try_acquire(&other_permit).code() != ErrorCode::kBusy;
+    failures += !permit.extend(Millis(5000)).ok();
+    failures += !permit.renew().ok();
+    failures += !other_sem.in_use().ok();
+    failures += !permit.release().ok();
+    failures += !cooldown.try_enter().ok();
+    failures += cooldown.try_enter().code() != ErrorCode::kBusy;  // local hint
+    failures += !cooldown.retry_after().ok();
+    failures += !cooldown.erase_on_server().ok();
+    failures += !quota.take(Millis(10)).ok();
+    failures += quota.try_take().code() != ErrorCode::kBusy;
+    failures += !quota.peek().ok();
+    failures += !quota.erase_on_server().ok();
+    return failures;
+  }
+};
 
 TEST(ZeroHeap, ClusterCyclesOnEveryPrimary) {
   test::RedisClusterSetup servers(3);
@@ -53,7 +106,13 @@ TEST(ZeroHeap, ClusterCyclesOnEveryPrimary) {
   // Set-up: read the slot map and connect every primary.
   ASSERT_TRUE(cluster.refresh(Deadline::after(cluster.clock(), Millis(5000))).ok());
   ASSERT_TRUE(cluster.connect_primaries(Deadline::after(cluster.clock(), Millis(5000))).ok());
+  // A second client for the refused calls of the other primitives.
+  Cluster other;
+  ASSERT_TRUE(other.setup(servers.url().c_str()).ok());
+  ASSERT_TRUE(other.refresh(Deadline::after(other.clock(), Millis(5000))).ok());
+  ASSERT_TRUE(other.connect_primaries(Deadline::after(other.clock(), Millis(5000))).ok());
   Lock locks[3] = {Lock(cluster), Lock(cluster), Lock(cluster)};
+  Primitives prims[3] = {{cluster, other}, {cluster, other}, {cluster, other}};
   const uint16_t slots[3] = {0, 8192, 16383};
   for (int i = 0; i < 3; ++i) {
     std::string key;
@@ -63,12 +122,15 @@ TEST(ZeroHeap, ClusterCyclesOnEveryPrimary) {
     }
     ASSERT_TRUE(locks[i].init(Bytes(key.data(), key.size())).ok());
     ASSERT_EQ(lock_cycle(locks[i]), 0) << cluster.last_error();  // scripts cached on each node
+    ASSERT_TRUE(prims[i].init(key));
+    ASSERT_EQ(prims[i].cycle(), 0) << cluster.last_error();
   }
   const int n = router_cycles();
   int failures = 0;
   test::start_counting();
   for (int i = 0; i < n; ++i) {
     for (Lock& l : locks) failures += lock_cycle(l);
+    for (Primitives& p : prims) failures += p.cycle();
   }
   const test::AllocCounts c = test::stop_counting();
   EXPECT_EQ(failures, 0);
@@ -77,7 +139,7 @@ TEST(ZeroHeap, ClusterCyclesOnEveryPrimary) {
   EXPECT_EQ(connects, 3u) << "one connection per primary, no reconnects";
   EXPECT_EQ(cluster.stats().moved + cluster.stats().ask, 0u);
   EXPECT_EQ(c.total(), 0u) << "mallocs=" << c.mallocs << " frees=" << c.frees << " news=" << c.news;
-  std::printf("zero-heap cluster: %d cycles x 3 primaries, %llu allocations\n", n,
+  std::printf("zero-heap cluster: %d cycles (every primitive) x 3 primaries, %llu allocations\n", n,
               static_cast<unsigned long long>(c.total()));
 }
 
@@ -89,21 +151,27 @@ TEST(ZeroHeap, SentinelCyclesWithWaitAndRechecks) {
   so.wait_replicas = 1;            // WAIT after every acquire and extend
   so.recheck_interval = Millis(1);  // ask a sentinel before nearly every op
   ASSERT_TRUE(sentinel.setup(servers.url().c_str(), {}, so).ok());
+  Sentinel other;  // a second client for the refused calls
+  ASSERT_TRUE(other.setup(servers.url().c_str(), {}, so).ok());
   Lock lock(sentinel);
   ASSERT_TRUE(lock.init(Bytes::from_cstr("zero-heap")).ok());
   ASSERT_EQ(lock_cycle(lock), 0) << sentinel.last_error();  // set-up: connects
+  Primitives prims(sentinel, other);
+  ASSERT_TRUE(prims.init("zero-heap"));
+  ASSERT_EQ(prims.cycle(), 0) << sentinel.last_error() << " / " << other.last_error();
   const uint32_t resolves = sentinel.stats().resolves;
   const int n = router_cycles();
   int failures = 0;
   test::start_counting();
-  for (int i = 0; i < n; ++i) failures += lock_cycle(lock);
+  for (int i = 0; i < n; ++i) failures += lock_cycle(lock) + prims.cycle();
   const test::AllocCounts c = test::stop_counting();
   EXPECT_EQ(failures, 0) << sentinel.last_error();
   EXPECT_EQ(sentinel.primary().stats().connects, 1u);
   EXPECT_GT(sentinel.stats().resolves, resolves) << "the recheck path ran inside the counted loop";
   EXPECT_EQ(sentinel.stats().wait_failures, 0u);
+  EXPECT_EQ(other.stats().wait_failures, 0u);
   EXPECT_EQ(c.total(), 0u) << "mallocs=" << c.mallocs << " frees=" << c.frees << " news=" << c.news;
-  std::printf("zero-heap sentinel: %d cycles, %u sentinel rechecks, %llu allocations\n", n,
+  std::printf("zero-heap sentinel: %d cycles (every primitive), %u sentinel rechecks, %llu allocations\n", n,
               sentinel.stats().resolves - resolves, static_cast<unsigned long long>(c.total()));
 }
 
@@ -141,7 +209,7 @@ TEST(ZeroHeap, QuorumCycles) {
   for (int i = 0; i < n; ++i) {
     failures += !la.acquire(Millis(1000)).ok();
     failures += !la.extend(Millis(5000)).ok();
-    failures += !la.reacquire().ok();
+    failures += !la.renew().ok();
     const Result<bool> owned = la.owned();
     failures += !(owned.ok() && owned.value());
     failures += lb.try_acquire().code() != ErrorCode::kBusy;  // busy + clean-up rounds

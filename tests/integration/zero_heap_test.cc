@@ -54,7 +54,7 @@ TEST(ZeroHeap, SingleInstanceCycles) {
   for (int i = 0; i < n; ++i) {
     failures += !lock.acquire(Millis(1000)).ok();
     failures += !lock.extend(Millis(5000)).ok();
-    failures += !lock.reacquire().ok();
+    failures += !lock.renew().ok();
     const Result<bool> owned = lock.owned();
     failures += !(owned.ok() && owned.value());
     failures += !lock.status().ok();
@@ -150,7 +150,7 @@ TEST(ZeroHeap, LeaseKeeperRenewals) {
   Lock lock(conn);
   ASSERT_TRUE(lock.init(Bytes::from_cstr("kept")).ok());
   ASSERT_TRUE(lock.try_acquire().ok());
-  ASSERT_TRUE(lock.reacquire().ok());  // loads the script
+  ASSERT_TRUE(lock.renew().ok());  // loads the script
   KeeperOptions ko;
   ko.renew_budget = Millis(1);  // I/O takes no time on the FakeClock
   LeaseKeeper keeper(lock, ko);
@@ -181,10 +181,10 @@ TEST(ZeroHeap, LeaseKeeperOverQuorumLock) {
   QuorumLock lock;
   ASSERT_TRUE(lock.init(ptrs, kServers, Bytes::from_cstr("kept-quorum"), o).ok());
   ASSERT_TRUE(lock.try_acquire().ok());
-  ASSERT_TRUE(lock.reacquire().ok());  // loads the script everywhere
+  ASSERT_TRUE(lock.renew().ok());  // loads the script everywhere
   KeeperOptions ko;
   ko.renew_every = Millis(1);  // as fast as the loop goes: many renewals, real clock
-  LeaseKeeper keeper(lease_target(lock), conns[0].clock(), ko);
+  LeaseKeeper keeper(lock, ko);
   ASSERT_TRUE(keeper.start().ok());
   test::start_counting();
   for (int i = 0; i < 2000 && keeper.stats().renewals < 200 && !keeper.lost(); ++i) {

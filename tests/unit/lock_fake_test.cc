@@ -195,31 +195,31 @@ class FakeSemaphore : public FakeServerTest {
 TEST_F(FakeSemaphore, GrantAndBusy) {
   server_.reply(resp_ints({1, 1}), Millis(4));
   ASSERT_TRUE(sem_.try_acquire(&permit_).ok()) << conn_.last_error();
-  EXPECT_EQ(sem_.remaining(permit_), kTtl - kDrift - Millis(4));
+  EXPECT_EQ(permit_.remaining(), kTtl - kDrift - Millis(4));
   Permit other;
   server_.reply(resp_ints({0, 650}));
   EXPECT_EQ(sem_.try_acquire(&other).code(), ErrorCode::kBusy);
-  EXPECT_EQ(sem_.remaining(other), Nanos::zero());
-  EXPECT_EQ(sem_.busy_wait(), Millis(650));
+  EXPECT_EQ(other.remaining(), Nanos::zero());
+  EXPECT_EQ(sem_.busy_ttl(), Millis(650));
 }
 
 TEST_F(FakeSemaphore, LateGrantIsHandedBackWithItsId) {
   server_.reply(resp_ints({1, 1}), kTtl).reply(resp_int(1));
   EXPECT_EQ(sem_.try_acquire(&permit_).code(), ErrorCode::kExpired);
-  EXPECT_EQ(sem_.remaining(permit_), Nanos::zero());
+  EXPECT_EQ(permit_.remaining(), Nanos::zero());
   ASSERT_EQ(server_.requests().size(), 2u);
   EXPECT_TRUE(runs(request(1), detail::kSemReleaseScript));
-  EXPECT_TRUE(has_word(request(1), text(permit_.id_bytes())));
+  EXPECT_TRUE(has_word(request(1), text(permit_.id())));
 }
 
 TEST_F(FakeSemaphore, LostGrantKeepsTheIdForRelease) {
   server_.lose_reply();
   EXPECT_EQ(sem_.try_acquire(&permit_).code(), ErrorCode::kTimeout);
-  EXPECT_EQ(sem_.remaining(permit_), Nanos::zero());
-  const std::string id = text(permit_.id_bytes());
+  EXPECT_EQ(permit_.remaining(), Nanos::zero());
+  const std::string id = text(permit_.id());
   ASSERT_FALSE(id.empty());
   server_.reply(resp_int(1));
-  EXPECT_TRUE(sem_.release(&permit_).ok());
+  EXPECT_TRUE(permit_.release().ok());
   EXPECT_TRUE(has_word(request(1), id));
 }
 
@@ -228,8 +228,8 @@ TEST_F(FakeSemaphore, UnknownExtendShortensTheClaim) {
   ASSERT_TRUE(sem_.try_acquire(&permit_).ok());
   clock_.advance(Millis(900));
   server_.reset_after(Millis(10));  // the extend to 50 ms may have run
-  EXPECT_EQ(sem_.extend(&permit_, Millis(50)).code(), ErrorCode::kConnectionClosed);
-  EXPECT_LE(sem_.remaining(permit_), Millis(50)) << "no more than the shorter TTL may have left";
+  EXPECT_EQ(permit_.extend(Millis(50)).code(), ErrorCode::kConnectionClosed);
+  EXPECT_LE(permit_.remaining(), Millis(50)) << "no more than the shorter TTL may have left";
 }
 
 }  // namespace

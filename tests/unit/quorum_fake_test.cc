@@ -64,7 +64,7 @@ TEST_F(FakeQuorum, MajorityGrantsWithTheHighestFence) {
   server(0).reply(resp_int(5), Millis(2)).reply(resp_int(1));
   server(1).reply(resp_int(7), Millis(3)).reply(resp_int(1));
   server(2).reply(resp_int(6), Millis(4)).reply(resp_int(1));
-  ASSERT_TRUE(lock_.try_acquire().ok()) << lock_.connection_error();
+  ASSERT_TRUE(lock_.try_acquire().ok()) << lock_.last_error();
   EXPECT_EQ(lock_.fence(), 7u);
   EXPECT_TRUE(lock_.held());
   EXPECT_LE(lock_.remaining(), kTtl - Millis(12) - Millis(3)) << "counted from before the round";
@@ -86,7 +86,7 @@ TEST_F(FakeQuorum, FrozenServerGetsTheReleaseQueuedBehindItsAcquire) {
   server(0).reply(resp_int(5)).reply(resp_int(1));
   server(1).reply(resp_int(6)).reply(resp_int(1));
   server(2).lose_reply();  // frozen: the acquire may run when it resumes
-  ASSERT_TRUE(lock_.try_acquire().ok()) << lock_.connection_error();
+  ASSERT_TRUE(lock_.try_acquire().ok()) << lock_.last_error();
   server(0).reply(resp_int(1));
   server(1).reply(resp_int(1));
   server(2).lose_reply();
@@ -127,7 +127,7 @@ TEST_F(FakeRate, CooldownAdmitsThenRefusesLocally) {
   CooldownOptions o;
   o.period = Millis(60000);
   ASSERT_TRUE(cd.init(Bytes::from_cstr("reboot"), o).ok());
-  server_.reply(resp_ints({1, 60000}));
+  server_.reply(resp_ints({1, 0, 60000}));
   Admission a;
   ASSERT_TRUE(cd.try_enter(&a).ok());
   EXPECT_TRUE(a.allowed);
@@ -143,14 +143,14 @@ TEST_F(FakeRate, CooldownLateOrLostAdmissionIsNotAnAdmission) {
   o.period = Millis(500);
   o.local_hint = false;
   ASSERT_TRUE(cd.init(Bytes::from_cstr("flash"), o).ok());
-  server_.reply(resp_ints({1, 500}), Millis(600));
+  server_.reply(resp_ints({1, 0, 500}), Millis(600));
   Admission a;
   EXPECT_EQ(cd.try_enter(&a).code(), ErrorCode::kExpired);
   EXPECT_FALSE(a.allowed);
   server_.lose_reply();
   EXPECT_EQ(cd.try_enter(&a).code(), ErrorCode::kTimeout);
   EXPECT_FALSE(a.allowed);
-  server_.reply(resp_ints({0, 2500}));
+  server_.reply(resp_ints({0, 0, 2500}));
   EXPECT_EQ(cd.try_enter(&a).code(), ErrorCode::kBusy);
   EXPECT_EQ(a.retry_after, Millis(2500));
 }
@@ -220,7 +220,7 @@ TEST_F(FakeKeeper, NotOwnerIsLostAtOnce) {
   server_.reply(resp_int(0));
   run_until(k, clock_.now() + Millis(900));
   EXPECT_TRUE(k.lost());
-  EXPECT_EQ(k.last_error().code(), ErrorCode::kNotOwner);
+  EXPECT_EQ(k.last_status().code(), ErrorCode::kNotOwner);
   EXPECT_FALSE(lock_.held());
 }
 

@@ -1,32 +1,23 @@
 // edgelock with several --url: a quorum (Redlock) lock over independent
-// servers. Compiled only when the library has QuorumLock.
+// servers (redis://, rediss:// or unix:// URLs).
 #include <cstdio>
 #include <cstring>
 
-#include "cli_commands.h"
-
-#if __has_include("edgelock/quorum_lock.h")
 #include "edgelock/quorum_lock.h"
-#define EDGELOCK_CLI_QUORUM 1
-#else
-#define EDGELOCK_CLI_QUORUM 0
-#endif
+#include "lock_commands.h"
+#include "quorum.h"
 
 namespace cli {
-
-#if EDGELOCK_CLI_QUORUM
 
 using edgelock::Bytes;
 using edgelock::Connection;
 using edgelock::ErrorCode;
 using edgelock::Status;
 
-const char* quorum_feature() { return "quorum"; }
-
-void report_lock_error(const edgelock::QuorumLock& lock, Status s, const char* doing) {
-  const char* text = lock.connection_error();
-  error_line("%s failed on %zu servers (quorum %zu): %s%s%s", doing, lock.size(), lock.quorum(),
-             s.to_string(), text[0] ? ": " : "", text);
+int report_lock_error(const edgelock::QuorumLock& lock, Status s, const char* doing) {
+  const char* text = error_text(lock);
+  return fail_with(s.code(), "%s failed on %zu servers (quorum %zu): %s%s%s", doing, lock.size(), lock.quorum(),
+                   cause_text(s), text[0] ? ": " : "", text);
 }
 
 namespace {
@@ -40,25 +31,25 @@ struct Servers {
 
 // One line for a server that did not answer while a majority did: the
 // command goes on (and may succeed), so it is a notice, not a failure.
-void minority_line(const Options& o, const Connection& conn, const char* doing, size_t ok, size_t n) {
+void minority_line(const Connection& conn, const char* doing, size_t ok, size_t n) {
   char where[300];
-  edgelock::format_endpoint(conn.endpoint(), where, sizeof where);
+  where_of(conn, where, sizeof where);
   const char* text = conn.last_error();
-  notice_line(o, "%s did not answer the %s (%s); going on with the %zu of %zu servers that did", where,
-              doing, text[0] ? text : "no reply", ok, n);
+  notice_line("%s did not answer the %s (%s); going on with the %zu of %zu servers that did", where, doing,
+              text[0] ? text : "no reply", ok, n);
 }
 
 // Servers that could not be connected, reported once the count is known:
 // notices if a majority is up (the command goes on), errors otherwise.
-void report_connects(const Options& o, const Servers& sv, const bool* connected, size_t up) {
+void report_connects(const Servers& sv, const bool* connected, size_t up) {
   for (size_t i = 0; i < sv.n; ++i) {
     if (connected[i]) continue;
     if (up >= sv.quorum()) {
-      minority_line(o, sv.conns[i], "connect", up, sv.n);
+      minority_line(sv.conns[i], "connect", up, sv.n);
       continue;
     }
     char where[300];
-    edgelock::format_endpoint(sv.conns[i].endpoint(), where, sizeof where);
+    where_of(sv.conns[i], where, sizeof where);
     const char* text = sv.conns[i].last_error();
     if (std::strncmp(text, "cannot connect", 14) == 0) {
       error_line("%s", text);
@@ -76,17 +67,17 @@ int open_servers(const Options& o, Servers* sv) {
   size_t up = 0;
   for (size_t i = 0; i < sv->n; ++i) {
     sv->ptrs[i] = &sv->conns[i];
-    const int rc = setup_connection(o, o.urls[i], &sv->conns[i]);
+    const int rc = setup_server(o, o.urls[i], &sv->conns[i]);
     if (rc != kExitOk) return rc;
   }
   for (size_t i = 0; i < sv->n; ++i) {
-    connected[i] = connect_now(&sv->conns[i], false) == kExitOk;
+    connected[i] = connect_server(&sv->conns[i], false) == kExitOk;
     up += connected[i];
   }
-  report_connects(o, *sv, connected, up);
+  report_connects(*sv, connected, up);
   if (up < sv->quorum()) {
-    error_line("only %zu of %zu servers reachable; a quorum needs %zu", up, sv->n, sv->quorum());
-    return kExitServer;
+    return fail("connect", kExitServer, "only %zu of %zu servers reachable; a quorum needs %zu", up, sv->n,
+                sv->quorum());
   }
   return kExitOk;
 }
@@ -105,31 +96,34 @@ int by_token(const Options& o, Servers& sv, bool extend) {
     edgelock::LockOptions lo;
     lo.ttl = from_ms(o.ttl_ms);
     if (!lock.init(Bytes::from_cstr(o.key), lo).ok() || !lock.adopt(Bytes::from_cstr(o.token)).ok()) {
-      error_line("bad KEY or TOKEN");
-      return kExitUsage;
+      return fail("usage", kExitUsage, "KEY or TOKEN too long or empty");
     }
-    const Status s = extend ? lock.reacquire() : lock.release();
+    const Status s = extend ? lock.renew() : lock.release();
     done += s.ok();
     not_owner += s.code() == ErrorCode::kNotOwner;
     if (s.code() != ErrorCode::kNotOwner) failed[i] = s;
   }
   if (done >= sv.quorum()) {
     if (done < sv.n) {
-      notice_line(o, "%s of %s confirmed by %zu of %zu servers (quorum %zu)%s", what, o.key, done,
-                  sv.n, sv.quorum(), extend ? "" : "; the others free it when its TTL ends");
+      notice_line("%s of %s confirmed by %zu of %zu servers (quorum %zu)%s", what, o.key, done, sv.n, sv.quorum(),
+                  extend ? "" : "; the others free it when its TTL ends");
+    }
+    if (o.json) {
+      JsonObject j;
+      j.str("key", o.key).str("token", o.token);
+      if (extend) j.num("ttl_ms", o.ttl_ms);
+      j.flag("held", extend).end(kExitOk);
     }
     return kExitOk;
   }
   if (not_owner > sv.n - sv.quorum()) {
-    error_line("not the owner of %s on a majority: the token is stale", o.key);
-    return kExitNotOwner;
+    return fail("not_owner", kExitNotOwner, "not the owner of %s on a majority: the token is stale", o.key);
   }
   for (size_t i = 0; i < sv.n; ++i) {
-    if (!failed[i].ok()) report_error(sv.conns[i], failed[i], what);
+    if (!failed[i].ok()) report_error(sv.conns[i], sv.conns[i].last_error(), failed[i], what);
   }
-  error_line("%s of %s confirmed by only %zu of %zu servers (quorum %zu)", what, o.key, done, sv.n,
-             sv.quorum());
-  return kExitServer;
+  return fail("no_quorum", kExitServer, "%s of %s confirmed by only %zu of %zu servers (quorum %zu)", what, o.key,
+              done, sv.n, sv.quorum());
 }
 
 // status on every server: how many answered and hold the key, the
@@ -138,8 +132,7 @@ int status_round(const Options& o, Servers& sv, Status* st, size_t* answered, si
   for (size_t i = 0; i < sv.n; ++i) {
     edgelock::Lock lock(sv.conns[i]);
     if (!lock.init(Bytes::from_cstr(o.key)).ok()) {
-      error_line("KEY must be 1..%zu bytes", edgelock::kMaxKeyLen);
-      return kExitUsage;
+      return fail("usage", kExitUsage, "KEY must be 1..%zu bytes", edgelock::kMaxKeyLen);
     }
     const edgelock::Result<edgelock::KeyStatus> r = lock.status();
     st[i] = r.status();
@@ -166,23 +159,18 @@ int quorum_status(const Options& o, Servers& sv) {
   for (size_t i = 0; i < sv.n; ++i) {
     if (st[i].ok()) continue;
     if (answered >= sv.quorum()) {
-      minority_line(o, sv.conns[i], "status", answered, sv.n);
+      minority_line(sv.conns[i], "status", answered, sv.n);
     } else {
-      report_error(sv.conns[i], st[i], "status");
+      report_error(sv.conns[i], sv.conns[i].last_error(), st[i], "status");
     }
   }
   if (answered < sv.quorum()) {
-    error_line("status of %s: only %zu of %zu servers answered; a quorum needs %zu", o.key, answered, sv.n,
-               sv.quorum());
-    return kExitServer;
+    return fail("no_quorum", kExitServer, "status of %s: only %zu of %zu servers answered; a quorum needs %zu",
+                o.key, answered, sv.n, sv.quorum());
   }
   const bool is_held = held >= sv.quorum();
-  if (o.quiet) return kExitOk;
   if (o.json) {
-    std::printf("{\"key\":");
-    print_json_string(o.key, std::strlen(o.key));
-    std::printf(",\"held\":%s,\"ttl_ms\":%lld}\n", is_held ? "true" : "false",
-                static_cast<long long>(is_held ? ttl : 0));
+    JsonObject().str("key", o.key).flag("held", is_held).num("ttl_ms", is_held ? ttl : 0).end(kExitOk);
   } else if (is_held) {
     std::printf("held %lld\n", static_cast<long long>(ttl));
   } else {
@@ -191,51 +179,66 @@ int quorum_status(const Options& o, Servers& sv) {
   return kExitOk;
 }
 
-}  // namespace
-
-static int quorum_command(const Options& o, Servers& sv) {
+int quorum_command(const Options& o, Servers& sv, edgelock::QuorumLock& lock) {
   if (o.command == Subcommand::kRelease || o.command == Subcommand::kExtend) {
     return by_token(o, sv, o.command == Subcommand::kExtend);
   }
   if (o.command == Subcommand::kStatus) return quorum_status(o, sv);
-  edgelock::QuorumLock lock;
   edgelock::QuorumOptions qo;
   qo.ttl = from_ms(o.ttl_ms);
   const Status s = lock.init(sv.ptrs, sv.n, Bytes::from_cstr(o.key), qo);
-  if (!s.ok()) {
-    error_line("cannot set up the quorum lock: %s", s.to_string());
-    return exit_code_for(s.code());
-  }
+  if (!s.ok()) return fail_with(s.code(), "cannot set up the quorum lock: %s", cause_text(s));
   // No per-server events from a QuorumLock: the wait watches each slice.
   if (o.command == Subcommand::kRun) return cmd_run(o, lock, sv.conns[0].clock(), nullptr);
   return cmd_acquire(o, lock, sv.conns[0].clock(), nullptr);
 }
 
-int dispatch_quorum(const Options& o) {
-  Servers sv;
-  int rc = open_servers(o, &sv);
-  if (rc != kExitOk) return rc;
-  rc = quorum_command(o, sv);
-  for (size_t i = 0; o.stats && i < sv.n; ++i) {
-    char what[320];
-    char where[300];
-    edgelock::format_endpoint(sv.conns[i].endpoint(), where, sizeof where);
+bool any_counted(const edgelock::Metrics& m) {
+  uint32_t sum = m.attempts + m.grants + m.busy + m.not_owner + m.timeouts + m.lost_leases + m.reconnects + m.errors;
+  for (uint32_t b : m.latency) sum += b;
+  return sum != 0;
+}
+
+// --stats: the quorum lock's counters where the library keeps them, and
+// each server's connection that counted anything.
+void print_quorum_stats(const Options& o, Servers& sv, const edgelock::QuorumLock& lock) {
+  const edgelock::Metrics* m = metrics_of(lock);
+  const bool locked = o.command == Subcommand::kAcquire || o.command == Subcommand::kRun;
+  if (m && locked) {
+    print_stats("quorum lock", *m);
+  } else if (locked) {
+    std::fprintf(stderr, "edgelock: stats quorum lock: not counted by this library build\n");
+  }
+  for (size_t i = 0; i < sv.n; ++i) {
+    if (!any_counted(sv.conns[i].metrics())) continue;
+    char what[320], where[300];
+    where_of(sv.conns[i], where, sizeof where);
     std::snprintf(what, sizeof what, "connection %s", where);
     print_stats(what, sv.conns[i].metrics());
   }
-  return rc;
 }
 
-#else  // no QuorumLock in this library build
-
-const char* quorum_feature() { return ""; }
+}  // namespace
 
 int dispatch_quorum(const Options& o) {
-  error_line("quorum locks (%d --url options) are not supported yet by this build; give one --url",
-             o.url_count);
-  return kExitUsage;
+  for (int i = 0; i < o.url_count; ++i) {
+    const Topology t = topology_of(o.urls[i]);
+    if (t != Topology::kServer) {
+      return fail("usage", kExitUsage,
+                  "a quorum lock spans independent servers (redis://, rediss://, unix://); %s URLs take one"
+                  " --url each", scheme_name(t));
+    }
+  }
+  if (o.wait_replicas != 0) {
+    return fail("usage", kExitUsage, "--wait-replicas needs a redis-sentinel:// or redis-cluster:// URL");
+  }
+  Servers sv;
+  int rc = open_servers(o, &sv);
+  if (rc != kExitOk) return rc;
+  edgelock::QuorumLock lock;
+  rc = quorum_command(o, sv, lock);
+  if (o.stats) print_quorum_stats(o, sv, lock);
+  return rc;
 }
-
-#endif
 
 }  // namespace cli

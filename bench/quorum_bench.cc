@@ -1,7 +1,7 @@
 // quorum_bench: acquire+release latency of a quorum lock over the first
 // server alone and over all servers given, measured in the same run.
 // Starts no servers: point it at running ones. --delay-ms D puts an
-// in-process test::DelayProxy (tests/support/delay_proxy.h) in front of
+// in-process test::DelayProxy (bench/delay_proxy.h) in front of
 // each server, adding D ms each way (emulated network latency; the servers
 // must then be on 127.0.0.1). --sequential also times N plain `Lock`s
 // taken one after another (what a client without a parallel fan-out pays).
@@ -65,7 +65,7 @@ Nanos cycle(QuorumLock& lock) {
   const Status s = lock.acquire(Millis(1000));
   const Status r = s.ok() ? lock.release() : s;
   if (!r.ok()) {
-    std::fprintf(stderr, "cycle over %zu: %s (%s)\n", lock.size(), r.to_string(), lock.connection_error());
+    std::fprintf(stderr, "cycle over %zu: %s (%s)\n", lock.size(), r.to_string(), lock.last_error());
     return Nanos(-1);
   }
   return clock.now() - t0;
@@ -79,7 +79,7 @@ Nanos sequential_cycle(std::vector<std::unique_ptr<Lock>>& locks) {
   for (auto& l : locks) {
     const Status s = l->try_acquire();
     if (!s.ok()) {
-      std::fprintf(stderr, "sequential acquire: %s (%s)\n", s.to_string(), l->connection_error());
+      std::fprintf(stderr, "sequential acquire: %s (%s)\n", s.to_string(), l->last_error());
       return Nanos(-1);
     }
   }

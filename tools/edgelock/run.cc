@@ -20,7 +20,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "cli.h"
+#include "handles.h"
+#include "report.h"
 
 namespace cli {
 namespace {
@@ -45,11 +46,6 @@ struct InheritedFds {
 };
 const InheritedFds g_inherited;
 
-void close_own_fds() {
-  for (int fd = 3; fd < kTrackedFds; ++fd) {
-    if (!g_inherited.open[fd]) close(fd);
-  }
-}
 
 // True if edgelock runs in the foreground of the terminal on stdin: then
 // COMMAND's group gets the terminal, as a shell does for a job.
@@ -64,7 +60,7 @@ void give_terminal(pid_t pgid) {
   sigaction(SIGTTOU, &old, nullptr);
 }
 
-[[noreturn]] void exec_child(const Options& o, const Lease& lease, const sigset_t& old_mask,
+[[noreturn]] void exec_child(const Options& o, edgelock::Lease& lease, const sigset_t& old_mask,
                              pid_t parent, bool terminal) {
   setpgid(0, 0);
   // Die with edgelock; if it is already gone, never start.
@@ -72,10 +68,10 @@ void give_terminal(pid_t pgid) {
   if (terminal) give_terminal(getpid());
   close_own_fds();
   char token[edgelock::kMaxTokenLen + 1];
-  std::snprintf(token, sizeof token, "%.*s", static_cast<int>(lease.token.size),
-                reinterpret_cast<const char*>(lease.token.data));
+  std::snprintf(token, sizeof token, "%.*s", static_cast<int>(lease.token().size),
+                reinterpret_cast<const char*>(lease.token().data));
   char fence[24];
-  std::snprintf(fence, sizeof fence, "%llu", static_cast<unsigned long long>(lease.fence));
+  std::snprintf(fence, sizeof fence, "%llu", static_cast<unsigned long long>(lease.fence()));
   sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   if (setenv("EDGELOCK_KEY", o.key, 1) != 0 || setenv("EDGELOCK_TOKEN", token, 1) != 0 ||
       setenv("EDGELOCK_FENCE", fence, 1) != 0) {
@@ -145,9 +141,10 @@ void on_lost(const Options& o, const LeaseKeeper& keeper, TimePoint now, TimePoi
   const Nanos grace = from_ms(effective_grace_ms(o));
   child->kill_at = valid_end - kill_margin(o);
   if (now + grace < child->kill_at) child->kill_at = now + grace;
-  const bool not_owner = keeper.last_error().code() == edgelock::ErrorCode::kNotOwner;
-  error_line("lease on %s lost (%s, %u renewals failed); sending SIGTERM to %s (process group %d),"
-             " SIGKILL in %lld ms", o.key,
+  const bool not_owner = keeper.last_status().code() == edgelock::ErrorCode::kNotOwner;
+  fail("lost", kExitLost,
+       "lease on %s lost (%s, %u renewals failed); sending SIGTERM to %s (process group %d),"
+       " SIGKILL in %lld ms", o.key,
              not_owner ? "another owner or no key on the server" : "no renewal before the validity ends",
              keeper.stats().failures, o.child_argv[0], static_cast<int>(child->pid),
              to_ms(child->kill_at > now ? child->kill_at - now : Nanos::zero()));
@@ -156,20 +153,20 @@ void on_lost(const Options& o, const LeaseKeeper& keeper, TimePoint now, TimePoi
 
 void kill_if_due(const Options& o, edgelock::Clock& clock, Child* child) {
   if (!child->lost || child->killed || clock.now() < child->kill_at) return;
-  notice_line(o, "%s did not stop in time; sending SIGKILL to its process group", o.child_argv[0]);
+  notice_line("%s did not stop in time; sending SIGKILL to its process group", o.child_argv[0]);
   kill(-child->pid, SIGKILL);
   child->killed = true;
 }
 
 // Keeps the lease until the child exits. Bounded: every iteration either
 // waits in poll() until a deadline or a signal, or ends the loop.
-void supervise(const Options& o, const Lease& lease, LeaseKeeper& keeper, int sfd, Child* child) {
-  edgelock::Clock& clock = *lease.clock;
+void supervise(const Options& o, edgelock::Lease& lease, LeaseKeeper& keeper, int sfd, Child* child) {
+  edgelock::Clock& clock = lease.clock();
   while (!child->exited) {
     Deadline d = keeper.next_deadline();
     if (child->lost && !child->killed) d = d.min(Deadline::at(child->kill_at));
     pollfd p{sfd, POLLIN, 0};
-    const TimePoint valid_end = clock.now() + lease.target.remaining(lease.target.lock);
+    const TimePoint valid_end = clock.now() + lease.remaining();
     if (poll(&p, 1, d.poll_timeout_ms(clock)) < 0 && errno != EINTR) {
       error_line("poll: %s", std::strerror(errno));
       if (!child->lost) on_lost(o, keeper, clock.now(), valid_end, child);
@@ -178,9 +175,9 @@ void supervise(const Options& o, const Lease& lease, LeaseKeeper& keeper, int sf
     if (child->exited) {
       // Exiting at the very moment validity ran out: COMMAND may have run
       // its last instants without the lock, so that is a loss too.
-      if (!child->lost && lease.target.remaining(lease.target.lock) <= Nanos::zero()) {
+      if (!child->lost && lease.remaining() <= Nanos::zero()) {
         child->lost = true;
-        error_line("lease on %s ran out as %s exited", o.key, o.child_argv[0]);
+        fail("lost", kExitLost, "lease on %s ran out as %s exited", o.key, o.child_argv[0]);
       }
       break;
     }
@@ -192,39 +189,36 @@ void supervise(const Options& o, const Lease& lease, LeaseKeeper& keeper, int sf
   keeper.stop();
 }
 
-int finish(const Options& o, const Lease& lease, const Child& child) {
-  const edgelock::Status s = lease.release(lease.target.lock);
+int finish(const Options& o, edgelock::Lease& lease, const Child& child) {
+  const edgelock::Status s = lease.release();
   if (child.lost) return kExitLost;  // release above is owner-checked cleanup only
   if (!s.ok()) {
     if (s.code() == edgelock::ErrorCode::kNotOwner) {
-      error_line("lease on %s was lost just before %s exited", o.key, o.child_argv[0]);
-      return kExitLost;
+      return fail("lost", kExitLost, "lease on %s was lost just before %s exited", o.key, o.child_argv[0]);
     }
-    error_line("release of %s failed: %s: %s", o.key, s.to_string(), lease.error_text(lease.target.lock));
-    notice_line(o, "the lease on %s ends by itself within %lld ms", o.key, static_cast<long long>(o.ttl_ms));
+    error_line("release of %s failed: %s: %s", o.key, cause_text(s), lease.last_error());
+    notice_line("the lease on %s ends by itself within %lld ms", o.key, static_cast<long long>(o.ttl_ms));
   }
   return shell_status(child.status);
 }
 
 // Starts keeping the lease before COMMAND starts: a lease that cannot be
 // kept with these options is refused rather than run unprotected.
-int start_keeper(const Options& o, const Lease& lease, LeaseKeeper& keeper) {
+int start_keeper(const Options& o, edgelock::Lease& lease, LeaseKeeper& keeper) {
   const edgelock::Status s = keeper.start();
   if (s.ok()) return kExitOk;
-  lease.release(lease.target.lock).ignore();
+  lease.release().ignore();
   if (s.code() == edgelock::ErrorCode::kNotHeld) {
-    error_line("lease on %s ran out before %s could start", o.key, o.child_argv[0]);
-    return kExitLost;
+    return fail("lost", kExitLost, "lease on %s ran out before %s could start", o.key, o.child_argv[0]);
   }
-  error_line("--ttl %lld is too short to keep: a renewal may take %lld ms and --grace %lld ms plus"
+  return fail("usage", kExitUsage, "--ttl %lld is too short to keep: a renewal may take %lld ms and --grace %lld ms plus"
              " %lld ms come out of the validity", static_cast<long long>(o.ttl_ms),
              to_ms(keeper.renew_budget()),
              static_cast<long long>(effective_grace_ms(o)),
              to_ms(kill_margin(o)));
-  return kExitUsage;
 }
 
-int fork_and_supervise(const Options& o, const Lease& lease, LeaseKeeper& keeper, int sfd,
+int fork_and_supervise(const Options& o, edgelock::Lease& lease, LeaseKeeper& keeper, int sfd,
                        const sigset_t& old_mask) {
   std::fflush(stdout);
   std::fflush(stderr);
@@ -233,9 +227,9 @@ int fork_and_supervise(const Options& o, const Lease& lease, LeaseKeeper& keeper
   Child child;
   child.pid = fork();
   if (child.pid < 0) {
-    error_line("fork: %s", std::strerror(errno));
-    lease.release(lease.target.lock).ignore();
-    return kExitServer;
+    const int err = errno;
+    lease.release().ignore();
+    return fail("internal", kExitServer, "cannot start %s: fork: %s", o.child_argv[0], std::strerror(err));
   }
   if (child.pid == 0) exec_child(o, lease, old_mask, parent, terminal);
   setpgid(child.pid, child.pid);  // also here: no signal may miss the group
@@ -246,15 +240,21 @@ int fork_and_supervise(const Options& o, const Lease& lease, LeaseKeeper& keeper
 
 }  // namespace
 
+void close_own_fds() {
+  for (int fd = 3; fd < kTrackedFds; ++fd) {
+    if (!g_inherited.open[fd]) close(fd);
+  }
+}
+
 int64_t effective_grace_ms(const Options& o) {
   if (o.grace_ms >= 0) return o.grace_ms;
   return o.ttl_ms / 4 < 2000 ? o.ttl_ms / 4 : 2000;
 }
 
-int run_child(const Options& o, const Lease& lease) {
+int run_child(const Options& o, edgelock::Lease& lease) {
   edgelock::KeeperOptions ko;
   ko.lose_before = from_ms(effective_grace_ms(o)) + kill_margin(o);
-  LeaseKeeper keeper(lease.target, *lease.clock, ko);
+  LeaseKeeper keeper(lease, ko);
   const int started = start_keeper(o, lease, keeper);
   if (started != kExitOk) return started;
   sigset_t mask, old_mask;
@@ -265,12 +265,16 @@ int run_child(const Options& o, const Lease& lease) {
   sigprocmask(SIG_BLOCK, &mask, &old_mask);
   const int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
   if (sfd < 0) {
-    error_line("signalfd: %s", std::strerror(errno));
-    lease.release(lease.target.lock).ignore();
+    const int err = errno;
+    lease.release().ignore();
     sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-    return kExitServer;
+    return fail("internal", kExitServer, "cannot start %s: signalfd: %s", o.child_argv[0], std::strerror(err));
   }
   const int rc = fork_and_supervise(o, lease, keeper, sfd, old_mask);
+  if (o.stats) {
+    std::fprintf(stderr, "edgelock: stats keeper: renewals=%u failures=%u\n", keeper.stats().renewals,
+                 keeper.stats().failures);
+  }
   close(sfd);
   sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   return rc;

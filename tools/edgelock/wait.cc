@@ -1,5 +1,7 @@
 // edgelock: the wait for a grant, bounded by --wait and --server-wait.
-#include "cli_wait.h"
+#include "wait.h"
+
+#include "report.h"
 
 namespace cli {
 
@@ -20,7 +22,8 @@ bool answered(ErrorCode code) {
   return code == ErrorCode::kOk || code == ErrorCode::kBusy || code == ErrorCode::kNotOwner;
 }
 
-bool transient(ErrorCode code) {
+bool transient(ErrorCode code, bool quorum) {
+  if (code == ErrorCode::kNoQuorum) return quorum;
   switch (code) {
     case ErrorCode::kTimeout:
     case ErrorCode::kIo:
@@ -29,7 +32,6 @@ bool transient(ErrorCode code) {
     case ErrorCode::kNotConnected:
     case ErrorCode::kLoading:
     case ErrorCode::kServerBusy:
-    case ErrorCode::kNoQuorum:
     case ErrorCode::kIndeterminate:
     case ErrorCode::kExpired:  // granted after the lease ran out: too slow to use
       return true;
@@ -38,11 +40,13 @@ bool transient(ErrorCode code) {
   }
 }
 
-ServerWatch::ServerWatch(const Options& o, edgelock::Clock& clock, edgelock::Connection* conn)
+ServerWatch::ServerWatch(const Options& o, edgelock::Clock& clock, edgelock::Connection* conn, bool quorum)
     : o_(o),
       clock_(clock),
       conn_(conn),
-      wait_end_(edgelock::Deadline::after(clock, o.wait_ms < 0 ? edgelock::kForever : from_ms(o.wait_ms))),
+      quorum_(quorum),
+      wait_end_(edgelock::Deadline::after(clock, o.wait_ms == kForeverMs ? edgelock::kForever
+                                                                           : Nanos(from_ms(o.wait_ms)))),
       answered_at_(clock.now()) {
   if (conn_) conn_->set_event_hook(&ServerWatch::on_event, this);
 }
@@ -59,19 +63,17 @@ void ServerWatch::on_event(const edgelock::Event& e, void* self) {
 void ServerWatch::saw(edgelock::Status s) {
   const TimePoint now = clock_.now();
   if (answered(s.code())) {
-    if (told_) notice_line(o_, "%s: the server answers again", o_.key);
+    if (told_) notice_line("%s: the server answers again", o_.key);
     answered_at_ = now;
     told_ = false;
     return;
   }
   const Nanos budget = answered_at_ + from_ms(o_.server_wait_ms) - now;
   const Nanos left = min_of(budget, wait_end_.remaining(clock_));
-  if (told_ || !transient(s.code()) || left <= Nanos::zero()) return;
-  // kExpired's own name ("expired before grant") would not tell a user much.
-  const char* why = s.code() == ErrorCode::kExpired ? "grants arrive after their lease ran out" : s.to_string();
-  notice_line(o_, "%s: the server is not answering in time (%s); retrying for up to %lld ms (%s)", o_.key, why,
-              to_ms(left),
-              budget <= left ? "--server-wait" : "--wait");
+  if (told_ || !transient(s.code(), quorum_) || left <= Nanos::zero()) return;
+  const char* why = s.code() == ErrorCode::kExpired ? "grants arrive after their lease ran out" : cause_text(s);
+  notice_line("%s: the server is not answering in time (%s); retrying for up to %lld ms (%s)", o_.key, why,
+              to_ms(left), budget <= left ? "--server-wait" : "--wait");
   told_ = true;
 }
 
@@ -82,19 +84,24 @@ Nanos ServerWatch::next_slice() const {
   return slice > Nanos::zero() ? slice : Nanos::zero();
 }
 
-bool ServerWatch::go_on(edgelock::Status s) {
+bool ServerWatch::go_on(edgelock::Status s, WaitResult* out) {
   if (!conn_) saw(s);  // with the hook, every attempt was seen already
-  if (!answered(s.code()) && !transient(s.code())) return false;
+  if (!answered(s.code()) && !transient(s.code(), quorum_)) return false;
   if (wait_end_.expired(clock_)) return false;
   const Nanos silent = clock_.now() - answered_at_;
   if (silent >= from_ms(o_.server_wait_ms)) {
-    error_line("%s: the server is not answering in time: no usable answer for %lld ms (--server-wait %lld);"
-               " giving up",
-               o_.key, to_ms(silent),
-               static_cast<long long>(o_.server_wait_ms));
+    out->silent = true;
+    out->silent_ms = to_ms(silent);
     return false;
   }
   return true;
+}
+
+int report_silent(const Options& o, const WaitResult& r) {
+  return fail("no_answer", kExitServer,
+              "%s: the server is not answering in time: no usable answer for %lld ms (--server-wait %lld);"
+              " giving up",
+              o.key, r.silent_ms, static_cast<long long>(o.server_wait_ms));
 }
 
 }  // namespace cli

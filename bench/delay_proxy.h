@@ -1,10 +1,11 @@
 #pragma once
-// Test support: emulated network latency on loopback (the kernel here has
-// no netem). A DelayProxy listens on a free 127.0.0.1 port and forwards
+// Emulated network latency on loopback, for the tests and the benchmarks
+// (the kernel here has no netem). A DelayProxy listens on a free 127.0.0.1 port and forwards
 // every connection to 127.0.0.1:<upstream>, delivering the bytes of each
 // direction a fixed one-way delay after it read them; EOF and resets are
 // passed on after the same delay. One thread, one poll() over all sockets.
-// Tests (and benchmarks) only: it uses threads and the heap freely.
+// Tests and benchmarks only (never a product target): it uses threads and
+// the heap freely.
 
 #include <atomic>
 #include <memory>

@@ -1,0 +1,22 @@
+#pragma once
+/// @file build_info.h
+/// What this copy of the library was built with: its version and the
+/// versions of hiredis and mbedTLS (for `edgelock --version` and bug
+/// reports). The capacities are in edgelock/config.h.
+
+namespace edgelock {
+
+struct BuildInfo {
+  const char* version = "";         ///< The library's version ("0.1.0").
+  const char* hiredis = "";         ///< hiredis's, from its headers ("1.2.0").
+  const char* mbedtls = "";         ///< mbedTLS's headers ("3.6.2"); "" without TLS.
+  const char* mbedtls_linked = "";  ///< The linked mbedTLS library's; "" without TLS.
+  const char* tls_max = "";         ///< Highest TLS version offered ("TLSv1.3"); "" without TLS.
+  bool tls = false;                 ///< rediss:// is available.
+};
+
+/// The build's facts (static storage, filled on the first call; strings
+/// never null). No I/O, no heap.
+const BuildInfo& build_info();
+
+}  // namespace edgelock
