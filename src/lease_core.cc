@@ -40,7 +40,7 @@ Status make_companion(Bytes key, const char* suffix, CompanionKey* out) {
 }
 
 bool wants_retry(Status s, RetryOn on) {
-  if (on == RetryOn::kTransient) return retryable(s.code());
+  if (on == RetryOn::kTransient) return traits(s.code()).retryable;
   return s.code() == ErrorCode::kBusy || s.code() == ErrorCode::kExpired;
 }
 
