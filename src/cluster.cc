@@ -20,10 +20,7 @@ namespace {
 constexpr Nanos kSettlePause = Millis(10);
 constexpr int kMaxRounds = 1000;
 
-bool starts_with(const char* text, const char* prefix) {
-  return std::strncmp(text, prefix, std::strlen(prefix)) == 0;
-}
-
+// The data of a redirect, its class already known from the error code:
 // "MOVED 3999 10.0.0.2:6381" / "ASK 3999 :6381" (empty host = same host).
 bool parse_redirect(const char* text, uint16_t* slot, const char** host, size_t* host_len,
                     uint16_t* port) {
@@ -44,14 +41,6 @@ bool parse_redirect(const char* text, uint16_t* slot, const char** host, size_t*
   *port = static_cast<uint16_t>(pt);
   return true;
 }
-
-// The connection to a node failed: it may have died or been failed over.
-bool lost_node(ErrorCode c) {
-  return c == ErrorCode::kConnectFailed || c == ErrorCode::kNotConnected || c == ErrorCode::kIo ||
-         c == ErrorCode::kConnectionClosed || c == ErrorCode::kTimeout;
-}
-
-bool not_sent(ErrorCode c) { return c == ErrorCode::kConnectFailed || c == ErrorCode::kNotConnected; }
 
 Status add_seed(void* ctx, const Endpoint& host) {
   Cluster* c = static_cast<Cluster*>(ctx);
@@ -76,6 +65,10 @@ Status Cluster::setup(const char* url, const ConnectionOptions& options,
   const char* why = nullptr;
   if (cluster_options.wait_replicas < 0 || cluster_options.wait_timeout <= Nanos::zero()) {
     set_error(error_, "wait_replicas must be >= 0 and wait_timeout > 0");
+    return ErrorCode::kInvalidArgument;
+  }
+  if (options.transport) {
+    set_error(error_, "a cluster opens many connections: options.transport serves only one");
     return ErrorCode::kInvalidArgument;
   }
   // Credentials come first in the URL, so they are known before any seed.
@@ -178,67 +171,70 @@ Result<const Reply*> Cluster::route(const ScriptCall& call, uint16_t slot, Deadl
       last_node_ = target;
       return r;
     }
-    if (r.status().code() != ErrorCode::kServerError) {
-      const Status s = note(conn, r.status());
-      if (!lost_node(s.code())) return s;
-      // The node may be gone (a cluster failover): the map is re-read before
-      // the next command. Retry now only if nothing was sent and the slot
-      // has a new owner; after an I/O error the outcome is unknown.
-      map_stale_ = true;
-      if (!not_sent(s.code()) || !refresh(deadline).ok() || pick_node(slot) == target) {
-        return note(conn, s);
-      }
-      target = pick_node(slot);
-      asking = false;
+    const Status s = note(conn, r.status());
+    const ErrorCode code = s.code();
+    if (code == ErrorCode::kMoved || code == ErrorCode::kAsk) {
+      if (++redirects > kMaxRedirects) break;
+      EDGELOCK_TRY(follow(slot, code == ErrorCode::kMoved, &target, &asking, deadline));
       continue;
     }
-    note(conn, r.status()).ignore();
-    const bool redirect = starts_with(error_, "MOVED ") || starts_with(error_, "ASK ");
-    if (redirect && ++redirects > kMaxRedirects) break;
-    EDGELOCK_TRY(follow(slot, &target, &asking, deadline));
+    if (code == ErrorCode::kTryAgain) {
+      EDGELOCK_TRY(settle(deadline));
+      continue;
+    }
+    if (!traits(code).connection_failed) return s;
+    // The node may be gone (a cluster failover): the map is re-read before
+    // the next command. Retry now only if nothing was sent and the slot
+    // has a new owner; after an I/O error the outcome is unknown.
+    map_stale_ = true;
+    if (!traits(code).not_sent || !refresh(deadline).ok() || pick_node(slot) == target) {
+      return note(conn, s);
+    }
+    target = pick_node(slot);
+    asking = false;
   }
   set_error(error_, "too many redirects for slot %u", slot);
   return ErrorCode::kServerError;
 }
 
-Status Cluster::follow(uint16_t slot, int* target, bool* asking, Deadline deadline) {
+// MOVED (the slot has a new owner) or ASK (being migrated: ask the target
+// once, with ASKING): the data after the class word names the node.
+Status Cluster::follow(uint16_t slot, bool moved, int* target, bool* asking, Deadline deadline) {
   uint16_t rslot = 0, port = 0;
   const char* host = nullptr;
   size_t host_len = 0;
-  const bool moved = starts_with(error_, "MOVED ");
-  if (moved || starts_with(error_, "ASK ")) {
-    if (!parse_redirect(error_, &rslot, &host, &host_len, &port) || rslot != slot) {
-      return ErrorCode::kServerError;
-    }
-    char h[kMaxHostLen + 1];
-    // An empty host means "the node that answered" (its address unknown to it).
-    const Endpoint& from = nodes_[*target].endpoint();
-    const int n = host_len ? std::snprintf(h, sizeof h, "%.*s", static_cast<int>(host_len), host)
-                           : std::snprintf(h, sizeof h, "%s", from.host);
-    const Result<int> node = add_node(h, static_cast<size_t>(n), port);
-    if (!node.ok()) return node.status();
-    if (moved) {
-      ++stats_.moved;
-      // Other slots probably moved too: re-read the map (best effort), then
-      // trust the redirect for this one.
-      refresh(deadline).ignore();
-      owner_[slot] = static_cast<uint8_t>(node.value());
-    } else {
-      ++stats_.ask;
-    }
-    *target = node.value();
-    *asking = !moved;
-    return Status();
+  if (!parse_redirect(error_, &rslot, &host, &host_len, &port) || rslot != slot) {
+    return ErrorCode::kServerError;
   }
-  if (starts_with(error_, "TRYAGAIN") || starts_with(error_, "CLUSTERDOWN")) {
-    // Mid-migration multi-key script, or a failover in progress: wait.
-    ++stats_.tryagain;
-    const Nanos left = deadline.remaining(*clock_);
-    if (left <= Nanos::zero()) return ErrorCode::kTimeout;
-    clock_->sleep_for(left < kSettlePause ? left : kSettlePause);
-    return Status();
+  char h[kMaxHostLen + 1];
+  // An empty host means "the node that answered" (its address unknown to it).
+  const Endpoint& from = nodes_[*target].endpoint();
+  const int n = host_len ? std::snprintf(h, sizeof h, "%.*s", static_cast<int>(host_len), host)
+                         : std::snprintf(h, sizeof h, "%s", from.host);
+  const Result<int> node = add_node(h, static_cast<size_t>(n), port);
+  if (!node.ok()) return node.status();
+  if (moved) {
+    ++stats_.moved;
+    // Other slots probably moved too: re-read the map (best effort), then
+    // trust the redirect for this one.
+    refresh(deadline).ignore();
+    owner_[slot] = static_cast<uint8_t>(node.value());
+  } else {
+    ++stats_.ask;
   }
-  return ErrorCode::kServerError;
+  *target = node.value();
+  *asking = !moved;
+  return Status();
+}
+
+// TRYAGAIN (a multi-key script mid-migration) or CLUSTERDOWN (a failover
+// in progress): wait a little, within the deadline.
+Status Cluster::settle(Deadline deadline) {
+  ++stats_.tryagain;
+  const Nanos left = deadline.remaining(*clock_);
+  if (left <= Nanos::zero()) return ErrorCode::kTimeout;
+  clock_->sleep_for(left < kSettlePause ? left : kSettlePause);
+  return Status();
 }
 
 }  // namespace edgelock

@@ -1,38 +1,47 @@
-// Connection setup, connect/handshake and the blocking command calls.
-#include "error_text.h"
+// Connection: one state machine over a byte transport.
+//
+//   kUnconfigured --setup--> kDisconnected --connect--> kConnecting --open--> kIdle
+//   kConnecting --open fails / AUTH, SELECT fail--> kBackingOff (connects wait
+//       until next_connect_at_, then --connect--> as from kDisconnected)
+//   kIdle --start--> kSending --written--> kReceiving --last reply due--> kIdle
+//   kReceiving --NOSCRIPT to our EVALSHA--> kSending (the EVAL, once)
+//   kReceiving --pipeline_eval--> kSending (one more reply due)
+//
+// A reply, error replies included, moves the machine forward (on_reply).
+// Every other failure leaves through leave(): the stream is kept only when
+// it is idle and the failure never touched it (a request refused while
+// encoding); otherwise it is closed and the next command reconnects. So no
+// failure can leave a request "in flight" for good. Calls refused up front
+// (a request already in flight, a null argument) change nothing.
 #include "edgelock/connection.h"
 
 #include <cstdio>
 #include <cstring>
 
+#include "edgelock/detail/connection_io.h"
+#include "error_text.h"
+#include "eval_capacity.h"  // the build fails if the longest EVAL cannot fit tx_
+#include "resp/encoder.h"
 #include "transport/transport.h"
 
 namespace edgelock {
 
 namespace {
-
-bool has_prefix(const char* text, size_t len, const char* prefix) {
-  const size_t n = std::strlen(prefix);
-  return len >= n && std::memcmp(text, prefix, n) == 0;
-}
-
+// Upper bound on wait rounds of one request: each round either moves bytes
+// or waits on the deadline, so this only guards against a misbehaving peer.
+constexpr int kMaxRounds = 1 << 20;
+// EVALSHA sha numkeys key... arg...: at most 3 + keys + args words.
+constexpr size_t kMaxEvalWords = 16;
 }  // namespace
 
-ErrorCode classify_error_reply(const char* text, size_t len) {
-  if (has_prefix(text, len, "WRONGPASS") || has_prefix(text, len, "ERR invalid password") ||
-      has_prefix(text, len, "ERR AUTH") || has_prefix(text, len, "ERR Client sent AUTH") ||
-      has_prefix(text, len, "NOPERM")) {
-    return ErrorCode::kAuthFailed;
-  }
-  if (has_prefix(text, len, "NOAUTH")) return ErrorCode::kNoAuth;
-  if (has_prefix(text, len, "READONLY")) return ErrorCode::kReadOnly;
-  if (has_prefix(text, len, "OOM")) return ErrorCode::kOutOfMemory;
-  if (has_prefix(text, len, "BUSY")) return ErrorCode::kServerBusy;
-  if (has_prefix(text, len, "LOADING")) return ErrorCode::kLoading;
-  return ErrorCode::kServerError;
-}
+Connection::~Connection() { transport_->close(); }
 
-Connection::~Connection() { detail::transport_close(transport_); }
+// --- Set-up and connect.
+
+Status Connection::not_set_up() {
+  set_error(error_, "connection used before setup()");
+  return ErrorCode::kInvalidArgument;
+}
 
 Status Connection::setup(const char* url, const ConnectionOptions& options) {
   Endpoint ep;
@@ -47,7 +56,7 @@ Status Connection::setup(const char* url, const ConnectionOptions& options) {
 
 Status Connection::setup(const Endpoint& endpoint, const ConnectionOptions& options) {
   close();
-  if (endpoint.scheme == Scheme::kTls && !detail::tls_available()) {
+  if (endpoint.scheme == Scheme::kTls && !options.transport && !detail::tls_available()) {
     set_error(error_, "rediss:// needs TLS, and this build has none");
     return ErrorCode::kTlsUnavailable;
   }
@@ -59,9 +68,10 @@ Status Connection::setup(const Endpoint& endpoint, const ConnectionOptions& opti
   endpoint_ = endpoint;
   options_ = options;
   clock_ = options.clock ? options.clock : &default_clock();
+  transport_ = options.transport ? options.transport : &socket_;
   failed_connects_ = 0;
   next_connect_at_ = TimePoint();
-  is_setup_ = true;
+  state_ = State::kDisconnected;
   error_[0] = '\0';
   addresses_ = ResolvedHost();
   // A name that does not resolve now still makes a valid setup (DNS may
@@ -71,46 +81,58 @@ Status Connection::setup(const Endpoint& endpoint, const ConnectionOptions& opti
 }
 
 Status Connection::resolve() {
-  if (!is_setup_) {
-    set_error(error_, "connection used before setup()");
-    return ErrorCode::kInvalidArgument;
-  }
+  if (state_ == State::kUnconfigured) return not_set_up();
+  if (options_.transport) return Status();  // it gets the endpoint as parsed
   bool looked_up = false;
   const Status s = detail::transport_resolve(endpoint_, &addresses_, &looked_up, error_);
   if (looked_up) ++stats_.lookups;
   return s;
 }
 
-void Connection::close() {
-  detail::transport_close(transport_);
-  phase_ = Phase::kIdle;
+// Closes the stream; a set-up connection becomes kDisconnected (or stays
+// kBackingOff), an unconfigured one stays so.
+void Connection::drop() {
+  transport_->close();
+  rx_.clear();
+  replies_due_ = 0;
+  if (state_ >= State::kConnecting) state_ = State::kDisconnected;
 }
 
-Status Connection::fail(Status s) {
-  ++stats_.io_errors;
-  close();
+void Connection::close() { drop(); }
+
+Status Connection::leave(Status s) {
+  const bool untouched = state_ == State::kIdle && (s.code() == ErrorCode::kBufferTooSmall ||
+                                                    s.code() == ErrorCode::kInvalidArgument);
+  if (untouched) return s;
+  if (state_ >= State::kIdle) ++stats_.io_errors;
+  drop();
   return s;
 }
 
+void Connection::back_off() {
+  ++stats_.connect_failures;
+  Nanos backoff = options_.reconnect_min;
+  for (uint32_t i = 0; i < failed_connects_ && backoff < options_.reconnect_max; ++i) backoff *= 2;
+  next_connect_at_ = clock_->now() + (backoff < options_.reconnect_max ? backoff : options_.reconnect_max);
+  ++failed_connects_;
+  state_ = State::kBackingOff;
+}
+
 Status Connection::connect(Deadline deadline) {
-  if (!is_setup_) {
-    set_error(error_, "connection used before setup()");
-    return ErrorCode::kInvalidArgument;
-  }
-  close();
+  if (state_ == State::kUnconfigured) return not_set_up();
+  drop();
+  state_ = State::kConnecting;
   // The connect budget caps the caller's deadline: a dead server must not
   // hold an operation longer than connect_timeout.
   const Deadline d = deadline.min(Deadline::after(*clock_, options_.connect_timeout));
-  Status s = detail::transport_open(transport_, endpoint_, addresses_, options_.tls, d, *clock_,
-                                    error_);
-  if (s.ok()) s = handshake(d);
+  Status s = transport_->open(endpoint_, addresses_, options_.tls, d, *clock_, error_);
+  if (s.ok()) {
+    state_ = State::kIdle;
+    s = handshake(d);
+  }
   if (!s.ok()) {
-    close();
-    ++stats_.connect_failures;
-    Nanos backoff = options_.reconnect_min;
-    for (uint32_t i = 0; i < failed_connects_ && backoff < options_.reconnect_max; ++i) backoff *= 2;
-    next_connect_at_ = clock_->now() + (backoff < options_.reconnect_max ? backoff : options_.reconnect_max);
-    ++failed_connects_;
+    drop();
+    back_off();
     return s;
   }
   failed_connects_ = 0;
@@ -119,42 +141,294 @@ Status Connection::connect(Deadline deadline) {
 }
 
 Status Connection::handshake(Deadline deadline) {
-  if (endpoint_.has_password) {
-    Bytes auth[3];
+  Bytes words[3];
+  char db[12];
+  for (int step = 0; step < 2; ++step) {
     size_t n = 0;
-    auth[n++] = Bytes::from_cstr("AUTH");
-    if (endpoint_.user[0] != '\0') auth[n++] = Bytes::from_cstr(endpoint_.user);
-    auth[n++] = Bytes::from_cstr(endpoint_.password);
-    EDGELOCK_TRY(encode(Span<const Bytes>(auth, n)));
-    EDGELOCK_TRY(begin());
-    const Result<const Reply*> r = wait(deadline);
+    if (step == 0 && endpoint_.has_password) {
+      words[n++] = Bytes::from_cstr("AUTH");
+      if (endpoint_.user[0] != '\0') words[n++] = Bytes::from_cstr(endpoint_.user);
+      words[n++] = Bytes::from_cstr(endpoint_.password);
+    } else if (step == 1 && endpoint_.db != 0) {
+      words[n++] = Bytes::from_cstr("SELECT");
+      words[n++] = Bytes(db, static_cast<size_t>(std::snprintf(db, sizeof db, "%d", endpoint_.db)));
+    }
+    if (n == 0) continue;
+    const Result<const Reply*> r = command(Span<const Bytes>(words, n), deadline);
     if (!r.ok()) return r.status();
-    if (r.value()->type != ReplyType::kStatus) return reject_reply("AUTH wants +OK");
-  }
-  if (endpoint_.db != 0) {
-    char db[12];
-    const int n = std::snprintf(db, sizeof db, "%d", endpoint_.db);
-    const Bytes select[2] = {Bytes::from_cstr("SELECT"), Bytes(db, static_cast<size_t>(n))};
-    EDGELOCK_TRY(encode(select));
-    EDGELOCK_TRY(begin());
-    const Result<const Reply*> r = wait(deadline);
-    if (!r.ok()) return r.status();
-    if (r.value()->type != ReplyType::kStatus) return reject_reply("SELECT wants +OK");
+    if (r.value()->type != ReplyType::kStatus) return reject_reply("AUTH/SELECT wants +OK");
   }
   return Status();
 }
 
-Status Connection::ensure_connected(Deadline deadline) {
-  if (is_connected()) return Status();
-  if (!is_setup_) {
-    set_error(error_, "connection used before setup()");
+// Connected and in step before a request: an idle stream with input
+// waiting (or closed by the peer) would answer with someone else's reply.
+Status Connection::ready(Deadline deadline) {
+  if (state_ == State::kIdle && (rx_.unread() > 0 || transport_->has_stale_input())) {
+    set_error(error_, "idle connection had unexpected input or was closed; reconnecting");
+    leave(ErrorCode::kProtocol).ignore();
+  }
+  switch (state_) {
+    case State::kUnconfigured: return not_set_up();
+    case State::kBackingOff:
+      // Keep the last connect error's text; say why we did not try.
+      if (clock_->now() < next_connect_at_) return ErrorCode::kNotConnected;
+      return connect(deadline);
+    case State::kDisconnected: return connect(deadline);
+    default: return Status();
+  }
+}
+
+// --- Encoding into the fixed command buffer.
+
+Status Connection::encode(Span<const Bytes> args, size_t offset) {
+  ByteBuilder out(tx_ + offset, sizeof tx_ - offset);
+  const resp::Command command{args.data(), args.size()};
+  const Status s = resp::encode_command(out, command);
+  if (!s.ok()) {
+    set_error(error_, "command of %zu bytes does not fit the %zu-byte buffer",
+              resp::encoded_length(command), sizeof tx_ - offset);
+    return s;
+  }
+  tx_len_ = offset + out.size();
+  return Status();
+}
+
+Status Connection::encode_eval(bool by_sha, size_t offset) {
+  eval_by_sha_ = by_sha;
+  if (!eval_.script) {
+    set_error(error_, "eval without a script");
     return ErrorCode::kInvalidArgument;
   }
-  if (failed_connects_ > 0 && clock_->now() < next_connect_at_) {
-    // Keep the last connect error's text; say why we did not try.
-    return ErrorCode::kNotConnected;
+  if (eval_.keys.size() + eval_.args.size() + 3 > kMaxEvalWords) {
+    set_error(error_, "EVAL with more than %zu keys and arguments", kMaxEvalWords - 3);
+    return ErrorCode::kInvalidArgument;
   }
-  return connect(deadline);
+  Bytes argv[kMaxEvalWords];
+  char numkeys[8];
+  const int n = std::snprintf(numkeys, sizeof numkeys, "%zu", eval_.keys.size());
+  const Script& script = *eval_.script;
+  size_t c = 0;
+  argv[c++] = Bytes::from_cstr(by_sha ? "EVALSHA" : "EVAL");
+  argv[c++] = by_sha ? Bytes(script.sha1, 40) : Bytes(script.body, script.len);
+  argv[c++] = Bytes(numkeys, static_cast<size_t>(n));
+  for (const Bytes& key : eval_.keys) argv[c++] = key;
+  for (const Bytes& arg : eval_.args) argv[c++] = arg;
+  return encode(Span<const Bytes>(argv, c), offset);
+}
+
+void Connection::begin(uint8_t replies) {
+  rx_.release();  // the previous request's replies end here
+  tx_sent_ = 0;
+  replies_due_ = replies;
+  stats_.commands += replies;
+  state_ = State::kSending;
+}
+
+// --- Starting requests.
+
+Status Connection::start_command(Span<const Bytes> args, Deadline deadline) {
+  if (busy()) return ErrorCode::kInvalidArgument;
+  EDGELOCK_TRY(ready(deadline));
+  eval_ = ScriptCall();
+  const Status s = encode(args, 0);
+  if (!s.ok()) return leave(s);
+  begin(1);
+  return Status();
+}
+
+Status Connection::start_eval(const ScriptCall& call, Deadline deadline) {
+  if (busy()) return ErrorCode::kInvalidArgument;
+  EDGELOCK_TRY(ready(deadline));
+  eval_ = call;
+  const Status s = encode_eval(true, 0);
+  if (!s.ok()) return leave(s);
+  begin(1);
+  return Status();
+}
+
+Status Connection::pipeline_eval(const ScriptCall& call) {
+  // Only behind a request already written whole: the send buffer is then
+  // free, and a TLS write in progress is never re-armed with other bytes.
+  if (state_ != State::kReceiving || replies_due_ >= detail::ConnectionIo::kMaxPipelined) {
+    return ErrorCode::kInvalidArgument;
+  }
+  const ScriptCall call0 = eval_;  // no script after a plain command
+  const bool sha0 = eval_by_sha_;
+  eval_ = call;
+  // By body: a NOSCRIPT for the earlier request must not re-send anything
+  // (it would land after this one), and this one cannot get NOSCRIPT.
+  const Status s = encode_eval(false, 0);
+  if (!s.ok()) {
+    eval_ = call0;  // refused: the request in flight goes on as it was
+    eval_by_sha_ = sha0;
+    return s;
+  }
+  tx_sent_ = 0;
+  ++replies_due_;
+  ++stats_.commands;
+  state_ = State::kSending;
+  return Status();
+}
+
+// --- Moving bytes.
+
+Result<size_t> Connection::read(bool may_wait) {
+  size_t avail = 0;
+  uint8_t* dst = rx_.space(&avail);
+  if (avail == 0) {
+    set_error(error_, "reply exceeds the %zu-byte receive buffer", kRxBufferSize);
+    return ErrorCode::kBufferTooSmall;
+  }
+  const Result<size_t> n = transport_->read_some(dst, avail, may_wait, error_);
+  if (n.ok()) rx_.commit(n.value());
+  return n;
+}
+
+Result<const Reply*> Connection::send_some() {
+  const Result<size_t> w = transport_->write_some(tx_ + tx_sent_, tx_len_ - tx_sent_, error_);
+  if (!w.ok()) return leave(w.status());
+  tx_sent_ += w.value();
+  // Written whole: the reply is a round trip away, so no read now (a
+  // recv() would almost always return EAGAIN: 3 syscalls per command
+  // instead of ~4; see docs/benchmarks.md).
+  if (tx_sent_ == tx_len_) state_ = State::kReceiving;
+  return static_cast<const Reply*>(nullptr);
+}
+
+Result<const Reply*> Connection::receive() {
+  for (int i = 0; i < 4; ++i) {
+    const Reply* reply = nullptr;
+    const char* why = "";
+    const Status s = rx_.next(&reply, &why);
+    if (!s.ok()) {
+      if (s.code() == ErrorCode::kProtocol) {
+        set_error(error_, "protocol error: %s", why);
+      } else {
+        set_error(error_, "reply larger than the fixed reply capacities: %s", why);
+      }
+      return leave(s);
+    }
+    if (reply) return on_reply(reply);
+    const Result<size_t> n = read(false);
+    if (!n.ok()) return leave(n.status());
+    if (n.value() == 0) break;
+  }
+  return static_cast<const Reply*>(nullptr);
+}
+
+Result<const Reply*> Connection::on_reply(const Reply* reply) {
+  // The last reply due, and more bytes behind it: unsolicited, a sign we
+  // may be reading someone else's answer.
+  if (replies_due_ == 1 && rx_.unread() > 0) {
+    set_error(error_, "server sent more than one reply");
+    return leave(ErrorCode::kProtocol);
+  }
+  if (--replies_due_ == 0) state_ = State::kIdle;
+  if (reply->type != ReplyType::kError) return reply;
+  const ErrorCode code = classify_error_reply(reply->str, reply->len);
+  if (code == ErrorCode::kNoScript && state_ == State::kIdle && eval_by_sha_) {
+    // The server lost its script cache: send the body once, which reloads
+    // it (an EVAL answered with NOSCRIPT is an error, not a loop). Built-in
+    // scripts always fit (eval_capacity.h); a caller's may not, and then
+    // the call fails with the connection idle.
+    const Status s = encode_eval(false, 0);
+    if (!s.ok()) return leave(s);
+    begin(1);
+    return static_cast<const Reply*>(nullptr);
+  }
+  set_error(error_, "%.*s", static_cast<int>(reply->len), reply->str);
+  return code;
+}
+
+Result<const Reply*> Connection::advance() {
+  if (state_ == State::kSending) return send_some();
+  if (state_ == State::kReceiving) return receive();
+  return ErrorCode::kInvalidArgument;
+}
+
+Result<const Reply*> Connection::advance_pipeline() {
+  const bool was_sending = state_ == State::kSending;
+  Result<const Reply*> r = advance();
+  // A pipelined request written whole just now: an earlier reply may
+  // already wait unread (a lone request's reply is a round trip away).
+  if (was_sending && replies_due_ > 1 && r.ok() && !r.value() && state_ == State::kReceiving) {
+    r = advance();
+  }
+  return r;
+}
+
+short Connection::wait_events() const {
+  const short base = state_ == State::kSending ? kWantWrite : kWantRead;
+  return static_cast<short>(base | transport_->extra_events());
+}
+
+Status Connection::abandon() {
+  set_error(error_, "no reply within the deadline");
+  return leave(ErrorCode::kTimeout);
+}
+
+Status Connection::reject_reply(const char* what) {
+  set_error(error_, "unexpected reply type: %s", what);
+  return leave(ErrorCode::kProtocol);
+}
+
+// --- Blocking calls: the engine driven to the next reply within one deadline.
+
+Result<const Reply*> Connection::wait(Deadline deadline) {
+  bool may_block = true;
+  for (int round = 0; round < kMaxRounds; ++round) {
+    const Result<const Reply*> r = advance();
+    if (!r.ok() || r.value()) return r;
+    if (deadline.expired(*clock_)) return abandon();
+    // Decrypted TLS bytes wait in mbedTLS, where a wait cannot see them.
+    if (transport_->has_pending_input()) continue;
+    // Waiting for the reply in the read itself saves the wait's syscall.
+    // Only with a slice's worth of deadline left, and once a slice passes
+    // empty the rest of the wait is wait()'s (an injected clock may not move).
+    if (may_block && state_ == State::kReceiving &&
+        deadline.remaining(*clock_) >= kTransportWaitSlice + kTransportWaitMargin) {
+      const Result<size_t> n = read(true);
+      if (!n.ok()) return leave(n.status());
+      may_block = n.value() > 0;
+      continue;
+    }
+    TransportWait w{transport_, wait_events(), 0};
+    const Result<size_t> ready = transport_->wait(&w, 1, deadline, *clock_, error_);
+    if (!ready.ok()) return leave(ready.status());
+    if (ready.value() == 0) return abandon();
+  }
+  return abandon();
+}
+
+Result<const Reply*> Connection::command(Span<const Bytes> args, Deadline deadline) {
+  EDGELOCK_TRY(start_command(args, deadline));
+  return wait(deadline);
+}
+
+Result<const Reply*> Connection::eval(const ScriptCall& call, Deadline deadline) {
+  EDGELOCK_TRY(start_eval(call, deadline));
+  return wait(deadline);
+}
+
+// The single lock queues its acquire behind the BLPOP that waits for the
+// release signal (docs/benchmarks.md, "Handoff").
+Result<const Reply*> Connection::command_then_eval(Span<const Bytes> args, const ScriptCall& call,
+                                                   Deadline deadline, Status* first) {
+  if (busy() || !first) return ErrorCode::kInvalidArgument;
+  EDGELOCK_TRY(ready(deadline));
+  eval_ = call;
+  Status s = encode(args, 0);
+  if (s.ok()) s = encode_eval(true, tx_len_);
+  if (!s.ok()) return leave(s);
+  begin(2);
+  const Result<const Reply*> r = wait(deadline);
+  // A transport failure or a timeout closed the connection: the eval's
+  // fate is unknown, like any lost reply. An error reply to the command
+  // leaves the eval's reply still to come.
+  if (!r.ok() && !busy()) return r.status();
+  *first = r.ok() ? Status() : r.status();
+  return wait(deadline);
 }
 
 void Connection::note_event(EventKind kind, Status status, Bytes key, Nanos latency) {
@@ -167,16 +441,6 @@ void Connection::note_event(EventKind kind, Status status, Bytes key, Nanos late
     e.latency = latency;
     hook_(e, hook_context_);
   }
-}
-
-Result<const Reply*> Connection::command(Span<const Bytes> args, Deadline deadline) {
-  EDGELOCK_TRY(start_command(args, deadline));
-  return wait(deadline);
-}
-
-Result<const Reply*> Connection::eval(const ScriptCall& call, Deadline deadline) {
-  EDGELOCK_TRY(start_eval(call, deadline));
-  return wait(deadline);
 }
 
 }  // namespace edgelock

@@ -8,6 +8,7 @@
 
 #include "lease_util.h"
 #include "edgelock/connection.h"
+#include "edgelock/detail/connection_io.h"
 #include "lock_keys.h"
 #include "validity.h"
 
@@ -39,7 +40,7 @@ Status make_companion(Bytes key, const char* suffix, CompanionKey* out) {
 }
 
 bool wants_retry(Status s, RetryOn on) {
-  if (on == RetryOn::kTransient) return retryable(s.code());
+  if (on == RetryOn::kTransient) return traits(s.code()).retryable;
   return s.code() == ErrorCode::kBusy || s.code() == ErrorCode::kExpired;
 }
 
@@ -87,13 +88,13 @@ Deadline LeaseCore::renewal_deadline(TimePoint valid_until, TimePoint start) con
 Status LeaseCore::noted(EventKind kind, TimePoint start, Status s) {
   const Nanos latency = clock().now() - start;
   metrics_.record(kind, s, latency);
-  connection().note_event(kind, s, key(), latency);
+  detail::io(connection()).note_event(kind, s, key(), latency);
   return s;
 }
 
 Connection& LeaseCore::connection() const { return backend_->connection_for(key()); }
 
-Status LeaseCore::reject(const char* what) const { return connection().reject_reply(what); }
+Status LeaseCore::reject(const char* what) const { return detail::io(connection()).reject_reply(what); }
 
 Deadline LeaseCore::io_deadline() const { return Deadline::after(clock(), command_timeout()); }
 

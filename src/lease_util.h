@@ -1,6 +1,7 @@
 #pragma once
-// Small helpers shared by the primitives (private): which errors leave an
-// outcome unknown, which are worth a retry, and reading script replies.
+// Small helpers shared by the primitives (private): reading script
+// replies. Which errors leave an outcome unknown or are worth a retry is
+// the error table's (traits() in status.h).
 
 #include <cstdint>
 
@@ -9,47 +10,6 @@
 
 namespace edgelock {
 namespace detail {
-
-/// Whether a request that failed with `c` may still have run on the server
-/// (sent, but its reply was lost, late or unreadable): its outcome is
-/// unknown. Only error replies (our scripts check before they write) and
-/// failures before anything was sent are definite "did not run".
-inline bool may_have_run(ErrorCode c) {
-  switch (c) {
-    case ErrorCode::kOk:
-    case ErrorCode::kServerError:
-    case ErrorCode::kReadOnly:
-    case ErrorCode::kOutOfMemory:
-    case ErrorCode::kServerBusy:
-    case ErrorCode::kLoading:
-    case ErrorCode::kNoAuth:
-    case ErrorCode::kAuthFailed:
-    case ErrorCode::kNotConnected:
-    case ErrorCode::kConnectFailed:
-    case ErrorCode::kInvalidArgument:
-      return false;
-    default:
-      return true;
-  }
-}
-
-/// Errors an acquire loop may retry within its wait.
-inline bool retryable(ErrorCode c) {
-  switch (c) {
-    case ErrorCode::kBusy:
-    case ErrorCode::kExpired:
-    case ErrorCode::kIo:
-    case ErrorCode::kConnectionClosed:
-    case ErrorCode::kConnectFailed:
-    case ErrorCode::kNotConnected:
-    case ErrorCode::kTimeout:
-    case ErrorCode::kLoading:
-    case ErrorCode::kServerBusy:
-      return true;
-    default:
-      return false;
-  }
-}
 
 /// Whether a reply element is an integer; its value in *out.
 inline bool int_at(const Reply* r, size_t i, int64_t* out) {

@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "edgelock/detail/connection_io.h"
 #include "edgelock/detail/decimal_text.h"
 #include "lock_scripts.h"
 
@@ -52,9 +53,10 @@ Status Lock::attempt(Deadline deadline, Span<const Bytes> blpop) {
   const TimePoint start = clock().now();
   const ScriptCall call{&detail::kAcquireScript, {keys, nkeys}, args, true};
   Status first;
-  const Result<const Reply*> r = blpop.empty()
-                                     ? core_.backend().eval(call, deadline)
-                                     : core_.backend().direct()->command_then_eval(blpop, call, deadline, &first);
+  const Result<const Reply*> r =
+      blpop.empty() ? core_.backend().eval(call, deadline)
+                    : detail::io(*core_.backend().direct())
+                          .command_then_eval(blpop, call, deadline, &first);
   // Redis < 6 refuses BLPOP's fractional timeout: stop waiting on signals.
   if (first.code() == ErrorCode::kServerError) wake_supported_ = false;
   return core_.noted(EventKind::kAcquire, start, on_acquire_reply(r, start));

@@ -1,10 +1,7 @@
-// One round of parallel requests over many connections, one poll().
+// One round of parallel requests over many connections, one wait per turn.
 #include "quorum_fanout.h"
 
-#include <poll.h>
-
-#include <cerrno>
-
+#include "edgelock/detail/connection_io.h"
 #include "edgelock/limits.h"
 
 namespace edgelock {
@@ -15,22 +12,6 @@ namespace {
 // Each loop turn either moves bytes or waits on the deadline; the count
 // only guards against a misbehaving peer.
 constexpr int kMaxTurns = 1 << 20;
-
-// The server answered with an error: it saw the request and said so.
-bool is_error_reply(ErrorCode c) {
-  switch (c) {
-    case ErrorCode::kServerError:
-    case ErrorCode::kAuthFailed:
-    case ErrorCode::kNoAuth:
-    case ErrorCode::kReadOnly:
-    case ErrorCode::kOutOfMemory:
-    case ErrorCode::kServerBusy:
-    case ErrorCode::kLoading:
-      return true;
-    default:
-      return false;
-  }
-}
 
 struct Round {
   Connection* const* conns;
@@ -45,8 +26,9 @@ void finish(FanoutSlot& s, const Result<const Reply*>& r) {
   s.in_flight = false;
   if (!r.ok()) {
     s.error = r.status().code();
-    // A lost connection after sending says nothing about what the server did.
-    s.outcome = is_error_reply(s.error) ? SlotOutcome::kFailed : SlotOutcome::kUnknown;
+    // An error reply: the server saw the request and refused it. A lost
+    // connection after sending says nothing about what the server did.
+    s.outcome = traits(s.error).server_rejected ? SlotOutcome::kFailed : SlotOutcome::kUnknown;
     return;
   }
   if (r.value()->type != ReplyType::kInteger) {
@@ -64,10 +46,11 @@ void start(Round& r, size_t i);
 // connection is still busy after one, it answered an earlier request.
 void step(Round& r, size_t i) {
   FanoutSlot& s = r.slots[i];
-  for (int k = 0; k <= Connection::kMaxPipelined; ++k) {
-    const Result<const Reply*> res = r.conns[i]->advance_pipeline();
+  ConnectionIo io = detail::io(*r.conns[i]);
+  for (int k = 0; k <= ConnectionIo::kMaxPipelined; ++k) {
+    const Result<const Reply*> res = io.advance_pipeline();
     if (res.ok() && !res.value()) return;
-    if (r.conns[i]->busy()) continue;  // an older round's reply: more to come
+    if (io.busy()) continue;  // an older round's reply: more to come
     const bool ours = s.sent;
     s.draining = false;
     s.in_flight = false;
@@ -82,7 +65,7 @@ void step(Round& r, size_t i) {
 
 void start(Round& r, size_t i) {
   FanoutSlot& s = r.slots[i];
-  const Status st = r.conns[i]->start_eval(r.req.call, r.deadline);
+  const Status st = detail::io(*r.conns[i]).start_eval(r.req.call, r.deadline);
   if (!st.ok()) {
     s.error = st.code();
     s.outcome = SlotOutcome::kFailed;
@@ -96,18 +79,23 @@ void start(Round& r, size_t i) {
 // An idle connection has nothing to read; if it is readable the server
 // closed it (restart, kill). Reconnect before sending rather than send into
 // a dead socket and be left not knowing whether the request landed.
-void drop_dead_idle(Round& r) {
-  pollfd pfds[kMaxQuorumServers];
+void drop_dead_idle(Round& r, Clock& clock) {
+  TransportWait items[kMaxQuorumServers];
   size_t index[kMaxQuorumServers];
   size_t k = 0;
   for (size_t i = 0; i < r.n; ++i) {
-    if (!r.slots[i].want || r.conns[i]->busy() || !r.conns[i]->is_connected()) continue;
-    pfds[k] = pollfd{r.conns[i]->fd(), POLLIN, 0};
+    ConnectionIo io = detail::io(*r.conns[i]);
+    if (!r.slots[i].want || io.busy() || !r.conns[i]->is_connected()) continue;
+    items[k] = TransportWait{&io.transport(), kWantRead, 0};
     index[k++] = i;
   }
-  if (k == 0 || poll(pfds, k, 0) <= 0) return;
+  ErrorText err;
+  if (k == 0) return;
+  const Result<size_t> ready =
+      items[0].transport->wait(items, k, Deadline::at(clock.now()), clock, err);
+  if (!ready.ok() || ready.value() == 0) return;
   for (size_t j = 0; j < k; ++j) {
-    if (pfds[j].revents != 0) r.conns[index[j]]->close();
+    if (items[j].ready != 0) r.conns[index[j]]->close();
   }
 }
 
@@ -115,22 +103,22 @@ void drop_dead_idle(Round& r) {
 // server runs both in order even if it never answers within the round.
 // False if it cannot (then the old reply is drained first).
 bool queue_behind(Round& r, size_t i) {
-  const Status st = r.conns[i]->pipeline_eval(r.req.call);
+  const Status st = detail::io(*r.conns[i]).pipeline_eval(r.req.call);
   if (!st.ok()) return false;
   r.slots[i].sent = true;
   step(r, i);  // write now
   return true;
 }
 
-void begin(Round& r) {
-  drop_dead_idle(r);
+void begin(Round& r, Clock& clock) {
+  drop_dead_idle(r, clock);
   for (size_t i = 0; i < r.n; ++i) {
     FanoutSlot& s = r.slots[i];
     s.sent = false;
     s.error = ErrorCode::kOk;
     s.value = 0;
     s.outcome = SlotOutcome::kNone;
-    s.in_flight = r.conns[i]->busy();
+    s.in_flight = detail::io(*r.conns[i]).busy();
     s.draining = s.in_flight;
     if (s.want && s.draining && r.req.pipeline) queue_behind(r, i);
   }
@@ -172,7 +160,7 @@ void leave(Round& r, bool deadline_passed) {
     }
     s.outcome = SlotOutcome::kFailed;
     if (deadline_passed) {
-      r.conns[i]->abandon().ignore();
+      detail::io(*r.conns[i]).abandon().ignore();
       s.in_flight = false;
       s.draining = false;
     }
@@ -185,23 +173,28 @@ FanoutResult run_fanout(Connection* const* conns, FanoutSlot* slots, size_t n,
                         const FanoutRequest& req, const FanoutGoal& goal, Deadline deadline,
                         Clock& clock) {
   Round r{conns, slots, n <= kMaxQuorumServers ? n : kMaxQuorumServers, req, goal, deadline};
-  begin(r);
-  pollfd pfds[kMaxQuorumServers];
+  begin(r, clock);
+  TransportWait items[kMaxQuorumServers];
   size_t index[kMaxQuorumServers];
+  ErrorText err;
   FanoutResult out;
   for (int turn = 0; turn < kMaxTurns && !settled(r) && !deadline.expired(clock); ++turn) {
     size_t k = 0;
     bool buffered = false;
     for (size_t i = 0; i < r.n; ++i) {
       if (!slots[i].want || !slots[i].in_flight) continue;
-      buffered = buffered || conns[i]->has_pending_input();
-      pfds[k] = pollfd{conns[i]->fd(), conns[i]->poll_events(), 0};
+      ConnectionIo io = detail::io(*conns[i]);
+      buffered = buffered || io.has_pending_input();
+      items[k] = TransportWait{&io.transport(), io.wait_events(), 0};
       index[k++] = i;
     }
-    const int rc = buffered ? 0 : poll(pfds, k, deadline.poll_timeout_ms(clock));
-    if (rc < 0 && errno != EINTR) break;
+    if (k == 0) break;
+    if (!buffered) {
+      const Result<size_t> ready = items[0].transport->wait(items, k, deadline, clock, err);
+      if (!ready.ok()) break;
+    }
     for (size_t j = 0; j < k; ++j) {
-      if (buffered || pfds[j].revents != 0) step(r, index[j]);
+      if (buffered || items[j].ready != 0) step(r, index[j]);
     }
   }
   out.decided_at = clock.now();

@@ -1,8 +1,8 @@
 #pragma once
 // Parallel fan-out of one script to many connections on one thread
 // (private). Every request is encoded and written before any reply is
-// awaited; one poll() then waits on all sockets against one deadline, so a
-// round costs about one round trip, not one per server.
+// awaited; one wait (poll() for sockets) then covers all of them against
+// one deadline, so a round costs about one round trip, not one per server.
 //
 // A request still unanswered when a round ends (decided early, or deadline)
 // stays in flight: the next round first reads ("drains") that old reply on

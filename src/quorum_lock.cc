@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "duration.h"
+#include "edgelock/detail/connection_io.h"
 #include "lock_keys.h"
 #include "lock_scripts.h"
 #include "quorum_fanout.h"
@@ -15,11 +16,13 @@ namespace {
 
 constexpr size_t kTokenRandomBytes = 16;  // 128 bits -> 32 hex chars
 
-// Outcomes of a quorum round worth another round within the wait (unlike
-// detail::retryable, which is about one connection's errors).
+// Outcomes of a round worth another round within the wait: those the error
+// table calls retryable (a round returns only kBusy and kExpired of them:
+// the servers' own errors stay in their slots), and the two only a quorum
+// has: too few grants (kNoQuorum) and grants of unknown outcome, released
+// again (kIndeterminate). The next round uses a new token.
 bool round_retryable(ErrorCode c) {
-  return c == ErrorCode::kBusy || c == ErrorCode::kNoQuorum || c == ErrorCode::kExpired ||
-         c == ErrorCode::kIndeterminate;
+  return traits(c).retryable || c == ErrorCode::kNoQuorum || c == ErrorCode::kIndeterminate;
 }
 
 bool valid_connections(Connection* const* conns, size_t n) {
@@ -56,7 +59,8 @@ QuorumLock::~QuorumLock() { abandon_in_flight(); }
 
 void QuorumLock::abandon_in_flight() {
   for (size_t i = 0; i < n_; ++i) {
-    if (conns_[i]->busy()) conns_[i]->abandon().ignore();
+    detail::ConnectionIo io = detail::io(*conns_[i]);
+    if (io.busy()) io.abandon().ignore();
   }
 }
 

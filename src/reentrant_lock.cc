@@ -76,7 +76,7 @@ Status ReentrantLock::send_acquire(Deadline deadline) {
   if (!s.ok()) {
     // The level may have landed (and re-armed the TTL, maybe shorter):
     // count it for release(), claim the least validity.
-    if (detail::may_have_run(s.code())) unknown_outcome(want, start, options_.ttl);
+    if (traits(s.code()).may_have_run) unknown_outcome(want, start, options_.ttl);
     return s;
   }
   if (code == 0) {
@@ -140,7 +140,7 @@ Status ReentrantLock::send_release() {
   Status s = r.ok() ? Status() : r.status();
   if (s.ok() && r.value()->type != ReplyType::kInteger) s = ErrorCode::kProtocol;
   if (!s.ok()) {
-    if (detail::may_have_run(s.code())) {
+    if (traits(s.code()).may_have_run) {
       // The level may be gone: stop counting it (at depth 0 nothing is
       // claimed), but remember it may be there so release() can retry.
       depth_ = want;
@@ -181,7 +181,7 @@ Status ReentrantLock::send_extend(Millis ttl) {
   Status s = r.ok() ? Status() : r.status();
   if (s.ok() && r.value()->type != ReplyType::kInteger) s = ErrorCode::kProtocol;
   if (!s.ok()) {
-    if (detail::may_have_run(s.code())) unknown_outcome(depth_, start, ttl);
+    if (traits(s.code()).may_have_run) unknown_outcome(depth_, start, ttl);
     const bool lapsed = remaining() <= Nanos::zero() && s.code() == ErrorCode::kTimeout;
     return lapsed ? Status(ErrorCode::kExpired) : s;
   }

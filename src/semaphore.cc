@@ -112,7 +112,7 @@ Status Semaphore::release(Permit* permit) {
   // Released, or not ours any more: either way this permit is done.
   if (s.ok() || s.code() == ErrorCode::kNotOwner) {
     permit->clear();
-  } else if (detail::may_have_run(s.code())) {
+  } else if (traits(s.code()).may_have_run) {
     permit->unclaim();  // it may be gone: stop claiming it, keep the id to retry
   }
   return s;
@@ -154,7 +154,7 @@ Status Semaphore::send_extend(Permit* permit, Millis ttl) {
   if (!s.ok()) {
     // Unknown outcome: the server may now hold the permit for `ttl` from
     // when it ran, which may be less than before.
-    if (detail::may_have_run(s.code())) {
+    if (traits(s.code()).may_have_run) {
       permit->valid_until_ = core_.least_end(permit->valid_until_, start, ttl);
     }
     if (permit->remaining() > Nanos::zero()) return s;

@@ -72,31 +72,26 @@ Status parse_name(const char* path, char* name, int* db, const char** why) {
   return Status();
 }
 
+// The command surely did not run on a primary: safe to send again after
+// looking the primary up again (a replica refused it, or nothing was sent
+// because the connection failed).
 bool retry_after_resolve(ErrorCode c) {
-  // The command surely did not run on a primary: safe to send again.
-  return c == ErrorCode::kReadOnly || c == ErrorCode::kConnectFailed ||
-         c == ErrorCode::kNotConnected;
+  const ErrorTraits t = traits(c);
+  return c == ErrorCode::kReadOnly || (t.connection_failed && t.not_sent);
 }
 
-// Worth asking the sentinels again after a pause (failover in progress).
+// Worth asking the sentinels again after a pause (failover in progress):
+// the node is unreachable, a replica, or loading / busy for a while.
 bool transient(ErrorCode c) {
-  switch (c) {
-    case ErrorCode::kNotConnected:
-    case ErrorCode::kConnectFailed:
-    case ErrorCode::kConnectionClosed:
-    case ErrorCode::kIo:
-    case ErrorCode::kTimeout:
-    case ErrorCode::kReadOnly:
-    case ErrorCode::kLoading:
-    case ErrorCode::kServerBusy:
-      return true;
-    default:
-      return false;
-  }
+  const ErrorTraits t = traits(c);
+  return t.connection_failed || c == ErrorCode::kReadOnly || (t.server_rejected && t.retryable);
 }
 
+// The connection failed after the command was sent: its fate is unknown,
+// and the primary may be gone.
 bool outcome_unknown(ErrorCode c) {
-  return c == ErrorCode::kIo || c == ErrorCode::kConnectionClosed || c == ErrorCode::kTimeout;
+  const ErrorTraits t = traits(c);
+  return t.connection_failed && !t.not_sent;
 }
 
 }  // namespace
@@ -113,6 +108,10 @@ Status Sentinel::setup(const char* url, const ConnectionOptions& options,
       sentinel_options.retry_pause <= Nanos::zero() ||
       sentinel_options.recheck_interval < Nanos::zero()) {
     why = "wait_replicas >= 0, wait_timeout > 0, retry_pause > 0, recheck_interval >= 0";
+    s = ErrorCode::kInvalidArgument;
+  }
+  if (s.ok() && options.transport) {
+    why = "sentinel opens many connections: options.transport serves only one";
     s = ErrorCode::kInvalidArgument;
   }
   SentinelList list{sentinels_, 0, &sentinel_options};

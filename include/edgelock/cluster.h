@@ -57,7 +57,7 @@ class Cluster final : public Backend {
   /// Parses `redis-cluster://[user:pass@]host:port[,host:port...]` (the
   /// seeds; credentials apply to every node) and keeps the options. No I/O.
   /// Errors: kInvalidArgument (malformed URL, no seeds, a path, bad
-  /// cluster options),
+  /// cluster options, options.transport set),
   /// kBufferTooSmall (a part exceeds its capacity, more than
   /// kMaxClusterNodes seeds).
   Status setup(const char* url, const ConnectionOptions& options = {},
@@ -101,7 +101,8 @@ class Cluster final : public Backend {
   Result<const Reply*> route(const ScriptCall& call, uint16_t slot, Deadline deadline);
   Result<const Reply*> send(const ScriptCall& call, Connection& conn, bool asking,
                             Deadline deadline);
-  Status follow(uint16_t slot, int* target, bool* asking, Deadline deadline);
+  Status follow(uint16_t slot, bool moved, int* target, bool* asking, Deadline deadline);
+  Status settle(Deadline deadline);
   Status read_map(Connection& conn, Deadline deadline);
   Status note(Connection& conn, Status s);
   int pick_node(uint16_t slot) const;

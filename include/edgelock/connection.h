@@ -19,13 +19,18 @@
 ///
 /// Sockets are close-on-exec from their creation, on every connect and
 /// reconnect: a child started with fork+exec never inherits one.
+///
+/// Every failure leaves the connection usable: idle, or closed (the next
+/// command reconnects). The non-blocking engine the quorum lock and the
+/// lock's wait use is not part of this face: see detail/connection_io.h.
 
 #include <cstdint>
 
 #include "edgelock/backend.h"
 #include "edgelock/bytes.h"
 #include "edgelock/clock.h"
-#include "edgelock/detail/transport_state.h"
+#include "edgelock/detail/resp_parser.h"
+#include "edgelock/detail/socket_transport.h"
 #include "edgelock/endpoint.h"
 #include "edgelock/metrics.h"
 #include "edgelock/reply.h"
@@ -34,6 +39,7 @@
 #include "edgelock/span.h"
 #include "edgelock/status.h"
 #include "edgelock/tls_options.h"
+#include "edgelock/transport.h"
 
 namespace edgelock {
 
@@ -49,6 +55,12 @@ struct ConnectionOptions {
   /// Time source; nullptr = default_clock() (CLOCK_BOOTTIME: counts time
   /// suspended, as the server's TTL does).
   Clock* clock = nullptr;
+  /// The byte stream to use instead of the built-in socket/TLS transport
+  /// (a scripted fake in tests, a simulated network); nullptr = built in.
+  /// Not owned: it must outlive the connection, and serves this one
+  /// connection only. Host names are then never looked up: the transport
+  /// gets the endpoint as parsed. Sentinel and Cluster refuse it.
+  Transport* transport = nullptr;
 };
 
 /// Counters kept by a connection (fixed size, no heap).
@@ -59,6 +71,10 @@ struct ConnectionStats {
   uint32_t io_errors = 0;        ///< Connections dropped by an error/timeout.
   uint32_t lookups = 0;          ///< Host name lookups (setup(), resolve()).
 };
+
+namespace detail {
+class ConnectionIo;
+}  // namespace detail
 
 class Connection final : public Backend {
  public:
@@ -80,8 +96,8 @@ class Connection final : public Backend {
 
   /// Looks the host name up again (getaddrinfo: blocks on DNS with no
   /// timeout of ours, allocates); the next connect uses the new addresses,
-  /// an open connection stays as it is. IP literals and unix sockets: no
-  /// I/O. On failure the old addresses are kept.
+  /// an open connection stays as it is. IP literals, unix sockets and a
+  /// custom transport: no I/O. On failure the old addresses are kept.
   /// Errors: kConnectFailed (the name does not resolve; see last_error()),
   /// kInvalidArgument (not set up).
   Status resolve();
@@ -99,9 +115,10 @@ class Connection final : public Backend {
   /// kBufferTooSmall, kInvalidArgument (not set up).
   Status connect(Deadline deadline);
   Status connect() { return connect(Deadline::after(clock(), options_.connect_timeout)); }
-  /// Closes the socket. The next command reconnects.
+  /// Closes the connection (a command in flight is given up). The next
+  /// command reconnects.
   void close();
-  bool is_connected() const { return transport_.fd >= 0; }
+  bool is_connected() const { return state_ >= State::kIdle; }
 
   /// Sends a command and waits for its reply until `deadline`, connecting
   /// first if needed (also when the idle connection turned out to be closed
@@ -109,8 +126,9 @@ class Connection final : public Backend {
   /// The reply lives until the next command on this connection.
   /// Errors: everything connect() returns, kNotConnected (reconnect backing
   /// off), kTimeout, kIo, kConnectionClosed, kProtocol, kBufferTooSmall,
-  /// kServerError, kAuthFailed, kNoAuth, kReadOnly, kOutOfMemory,
-  /// kServerBusy, kLoading.
+  /// kInvalidArgument (not set up), and for an error reply: kServerError,
+  /// kAuthFailed, kNoAuth, kReadOnly, kOutOfMemory, kServerBusy, kLoading,
+  /// kMoved, kAsk, kTryAgain (a cluster node), kNoScript (EVALSHA).
   Result<const Reply*> command(Span<const Bytes> args, Deadline deadline);
   /// Backend: as command(args, deadline); one server serves every key.
   Result<const Reply*> command(Bytes key, Span<const Bytes> args, Deadline deadline) override {
@@ -125,17 +143,6 @@ class Connection final : public Backend {
   /// NOSCRIPT, and the connection stays usable. Errors: as command(),
   /// kInvalidArgument (no script, more than 13 keys and arguments).
   Result<const Reply*> eval(const ScriptCall& call, Deadline deadline) override;
-
-  /// Sends `args` and EVALSHA call.script in one write (a pipeline) and
-  /// waits for both replies; returns the eval's. Redis runs the eval as
-  /// soon as the command is done, even one that blocks (BLPOP): a waiter
-  /// gets its answer one round trip after the wake-up instead of two.
-  /// `*first` gets the command's outcome (ok, or its error reply's code);
-  /// its reply is not kept. Errors: as eval() (for the connection or the
-  /// eval's reply); kInvalidArgument also for a null `first` or a command
-  /// already in flight.
-  Result<const Reply*> command_then_eval(Span<const Bytes> args, const ScriptCall& call,
-                                         Deadline deadline, Status* first);
 
   // --- Backend: one server, so every key is fine and served here.
   /// Always ok (no error).
@@ -153,56 +160,6 @@ class Connection final : public Backend {
   /// options().command_timeout.
   Nanos command_timeout() const override { return options_.command_timeout; }
 
-  // --- Non-blocking use, for fanning out over many connections with one
-  // poll(). Arguments must stay valid until the reply is complete.
-
-  /// Encodes and starts sending (EVALSHA; advance() falls back to EVAL on
-  /// NOSCRIPT). Connects first (bounded by `deadline`).
-  /// Errors: as connect(), kNotConnected, kBufferTooSmall, kInvalidArgument
-  /// (a command in flight, no script, more than 13 keys and arguments).
-  Status start_eval(const ScriptCall& call, Deadline deadline);
-  /// As start_eval() for a plain command. Errors: as connect(),
-  /// kNotConnected, kBufferTooSmall, kInvalidArgument (a command in flight).
-  Status start_command(Span<const Bytes> args, Deadline deadline);
-  /// Does what I/O it can without blocking. Returns the reply when complete,
-  /// nullptr while pending. Errors: as command() except kTimeout.
-  Result<const Reply*> advance();
-  /// For callers that got a well-formed reply of the wrong type or value:
-  /// the server is not speaking our protocol (or the reply is not ours), so
-  /// the connection is closed and the next command reconnects. Keeps
-  /// `what` in last_error(). Always returns kProtocol.
-  Status reject_reply(const char* what);
-
-  /// Queues an EVAL of call.script (by body, so it never needs the NOSCRIPT
-  /// fallback) behind the request in flight, in one connection: the server
-  /// runs it right after that request, even if that request's reply is
-  /// never read. A quorum lock queues its release behind an acquire left
-  /// unanswered by a frozen server. Read the replies, oldest first, with
-  /// advance_pipeline(). No allocation. Errors: kInvalidArgument (nothing
-  /// in flight, the request in flight not yet written whole,
-  /// kMaxPipelined replies already due, no script, more than 13 keys and
-  /// arguments), kBufferTooSmall (the EVAL does not fit the command
-  /// buffer). On error nothing was queued.
-  Status pipeline_eval(const ScriptCall& call);
-  /// advance() that returns each reply of a pipeline in turn: busy() stays
-  /// true until the last is in. An error reply to an earlier request is
-  /// returned as its error with the connection still busy; a transport
-  /// failure closes the connection (busy() false: the rest is lost).
-  Result<const Reply*> advance_pipeline();
-  /// Most replies a connection may owe at once (see pipeline_eval()).
-  static constexpr uint8_t kMaxPipelined = 4;
-
-  /// Gives up on the command in flight (deadline passed): the connection is
-  /// closed since its reply may still arrive. Returns kTimeout.
-  Status abandon();
-  bool busy() const { return phase_ != Phase::kIdle; }
-  int fd() const { return transport_.fd; }
-  /// poll() events the command in flight waits for.
-  short poll_events() const;
-  /// True if received bytes wait in a buffer poll() cannot see (TLS): call
-  /// advance() again before polling.
-  bool has_pending_input() const;
-
   /// The last error's text (fixed buffer, NUL-terminated, never null).
   const char* last_error() const override { return error_; }
   Clock& clock() const override { return *clock_; }
@@ -218,49 +175,72 @@ class Connection final : public Backend {
     hook_ = hook;
     hook_context_ = context;
   }
-  /// Counts an operation and calls the hook (used by the lock types).
-  void note_event(EventKind kind, Status status, Bytes key, Nanos latency);
 
  private:
-  enum class Phase : uint8_t { kIdle, kSending, kReceiving };
+  friend class detail::ConnectionIo;
 
-  Status ensure_connected(Deadline deadline);
+  // Where the connection is (src/connection.cc has the transitions).
+  enum class State : uint8_t {
+    kUnconfigured,  // before setup()
+    kDisconnected,  // no stream; the next command connects
+    kBackingOff,    // the last connect failed: none before next_connect_at_
+    kConnecting,    // opening the stream (AUTH/SELECT run as kIdle..kReceiving)
+    kIdle,          // connected, nothing owed either way
+    kSending,       // writing tx_[tx_sent_, tx_len_); replies_due_ follow it
+    kReceiving,     // reading replies_due_ replies (more than one: pipelined)
+  };
+
+  Status not_set_up();
+  Status leave(Status s);
+  void drop();
+  void back_off();
   Status handshake(Deadline deadline);
-  Result<const Reply*> wait(Deadline deadline);
-  Status encode(Span<const Bytes> args, size_t offset = 0);
-  Status encode_eval(bool by_sha, size_t offset = 0);
-  // Remembers the eval in flight (to re-send it as EVAL after NOSCRIPT).
-  void set_eval(const ScriptCall& call) { eval_ = call; }
-  Status begin();
+  Status ready(Deadline deadline);
+  Status encode(Span<const Bytes> args, size_t offset);
+  Status encode_eval(bool by_sha, size_t offset);
+  void begin(uint8_t replies);
+  Result<size_t> read(bool may_wait);
+  Result<const Reply*> send_some();
+  Result<const Reply*> receive();
   Result<const Reply*> on_reply(const Reply* reply);
-  Status fail(Status s);
-  void drop_if_stale();
+  Result<const Reply*> wait(Deadline deadline);
+  // The engine behind detail::ConnectionIo.
+  Status start_command(Span<const Bytes> args, Deadline deadline);
+  Status start_eval(const ScriptCall& call, Deadline deadline);
+  Result<const Reply*> advance();
+  Result<const Reply*> advance_pipeline();
+  Status pipeline_eval(const ScriptCall& call);
+  Result<const Reply*> command_then_eval(Span<const Bytes> args, const ScriptCall& call,
+                                         Deadline deadline, Status* first);
+  Status abandon();
+  Status reject_reply(const char* what);
+  short wait_events() const;
+  bool busy() const { return state_ == State::kSending || state_ == State::kReceiving; }
+  void note_event(EventKind kind, Status status, Bytes key, Nanos latency);
 
   Endpoint endpoint_;
   ConnectionOptions options_;
   ResolvedHost addresses_;  // where connects go (setup()/resolve())
   Clock* clock_ = &default_clock();
-  bool is_setup_ = false;
-  detail::TransportState transport_;
-  Phase phase_ = Phase::kIdle;
-  uint8_t tx_[kTxBufferSize];
+  Transport* transport_ = &socket_;  // socket_, or options_.transport
+  detail::SocketTransport socket_;
+  State state_ = State::kUnconfigured;
+  uint8_t replies_due_ = 0;   // replies still to read for what was sent
+  bool eval_by_sha_ = false;  // the eval in flight was sent as EVALSHA
+  uint32_t failed_connects_ = 0;
+  TimePoint next_connect_at_{};
   size_t tx_len_ = 0;
   size_t tx_sent_ = 0;
+  uint8_t tx_[kTxBufferSize];
+  resp::Parser rx_;  // the receive buffer and the replies read from it
   // The eval in flight, kept to re-send it as EVAL after NOSCRIPT (no
   // script after a plain command).
   ScriptCall eval_;
-  bool eval_by_sha_ = false;  // the eval in flight was sent as EVALSHA
-  uint8_t replies_due_ = 1;   // replies still to read for what was sent
-  uint32_t failed_connects_ = 0;
-  TimePoint next_connect_at_{};
   ConnectionStats stats_;
   Metrics metrics_;
   EventHook hook_ = nullptr;
   void* hook_context_ = nullptr;
   char error_[kErrorTextSize] = {};
 };
-
-/// The error code for a Redis error reply ("WRONGPASS ...", "READONLY ...").
-ErrorCode classify_error_reply(const char* text, size_t len);
 
 }  // namespace edgelock

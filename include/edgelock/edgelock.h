@@ -19,3 +19,4 @@
 #include "edgelock/semaphore.h"
 #include "edgelock/sentinel.h"
 #include "edgelock/status.h"
+#include "edgelock/transport.h"

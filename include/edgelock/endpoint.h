@@ -11,17 +11,22 @@ namespace edgelock {
 
 enum class Scheme : uint8_t { kTcp, kTls, kUnix };
 
-/// A parsed endpoint. Strings are NUL-terminated and fixed-size.
+/// A parsed endpoint. Strings are NUL-terminated and fixed-size. A unix
+/// socket has a path and no host, a TCP/TLS server the reverse: the two
+/// share storage, so read the one the scheme says.
 struct Endpoint {
   Scheme scheme = Scheme::kTcp;
-  char host[kMaxHostLen + 1] = {};   ///< Host name or IP literal, no brackets.
+  bool has_password = false;
   uint16_t port = 6379;
-  char path[kMaxPathLen + 1] = {};   ///< Unix socket path (kUnix only).
+  int db = 0;
+  union {
+    char host[kMaxHostLen + 1] = {};  ///< kTcp, kTls: host name or IP literal, no brackets.
+    char path[kMaxPathLen + 1];       ///< kUnix: socket path.
+  };
   char user[kMaxUserLen + 1] = {};   ///< ACL user; empty = "default".
   char password[kMaxPasswordLen + 1] = {};
-  bool has_password = false;
-  int db = 0;
 };
+static_assert(kMaxPathLen <= kMaxHostLen, "a socket path shares the host's storage");
 
 /// One address a host resolved to (network byte order). Plain data, so
 /// public headers need no socket headers.

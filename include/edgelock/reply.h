@@ -22,13 +22,22 @@ enum class ReplyType : uint8_t { kString, kArray, kInteger, kNil, kStatus, kErro
 /// str[len] and may contain NUL bytes before it (bulk strings are binary
 /// safe). An error keeps at most its first kErrorTextSize - 1 bytes: enough
 /// for its class word and a message, however long the server's text.
+///
+/// Compact (16 bytes on 32-bit targets): the fields of the other types
+/// share storage, so read only those of `type` (integer for kInteger; str
+/// and len for strings; elements and count for kArray). A nil reply reads
+/// as a null str of length 0, an empty array as count 0.
 struct Reply {
+  union {
+    int64_t integer = 0;     ///< kInteger.
+    const char* str;         ///< kString, kStatus, kError.
+    const Reply* elements;   ///< kArray: count nodes.
+  };
+  union {
+    size_t len = 0;  ///< Strings: bytes before the NUL.
+    size_t count;    ///< kArray: elements.
+  };
   ReplyType type = ReplyType::kNil;
-  int64_t integer = 0;
-  const char* str = nullptr;
-  size_t len = 0;
-  const Reply* elements = nullptr;
-  size_t count = 0;
 
   Bytes bytes() const { return Bytes(str, len); }
   bool is(ReplyType t) const { return type == t; }

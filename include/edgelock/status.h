@@ -3,6 +3,7 @@
 /// One error vocabulary for the whole library: an error code, a
 /// [[nodiscard]] Status and a Result<T>. No exceptions anywhere.
 
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 
@@ -38,10 +39,59 @@ enum class ErrorCode : uint8_t {
   kTlsUntrusted,      ///< Server certificate chain (or pin) did not verify.
   kTlsCertTime,       ///< A certificate is expired or not yet valid (check the clock).
   kTlsHostMismatch,   ///< Server certificate does not name the host/IP we asked for.
+  kMoved,             ///< Cluster: the key's slot lives on another node (MOVED).
+  kAsk,               ///< Cluster: the slot is migrating; ask the named node (ASK).
+  kTryAgain,          ///< Cluster settling: TRYAGAIN (slot migrating) or CLUSTERDOWN.
+  kNoScript,          ///< The server does not have the script (NOSCRIPT).
 };
 
 /// A short, stable, human-readable name for `code` ("timeout", "busy", ...).
 const char* to_string(ErrorCode code);
+
+/// What an error code says about the request that failed with it: one row
+/// per code (src/status.cc), so every caller classifies errors the same way.
+/// kOk has every property false.
+struct ErrorTraits {
+  /// Another attempt within the caller's wait may succeed: contention
+  /// (kBusy, kExpired), a connection that failed (kIo, kConnectionClosed,
+  /// kConnectFailed, kNotConnected, kTimeout), or a server that is loading
+  /// or running a script (kLoading, kServerBusy).
+  bool retryable = false;
+  /// Nothing of the request reached the server: the call gave up before
+  /// writing it (kNotConnected, kConnectFailed, kInvalidArgument). Safe to
+  /// send again, to this server or another. False means "may have been
+  /// sent"; TLS failures count as that, conservatively.
+  bool not_sent = false;
+  /// The request was (or may have been) sent and no reply settled it: lost,
+  /// late, unreadable or not ours (kTimeout, kIo, kConnectionClosed,
+  /// kProtocol, kTls, kBufferTooSmall, kIndeterminate). The server may or
+  /// may not have run it: claim nothing from it, keep what is needed to
+  /// undo it (a lock keeps its token and releases later).
+  bool outcome_unknown = false;
+  /// The server read the request and refused it with an error reply before
+  /// running it (kServerError, kAuthFailed, kNoAuth, kReadOnly,
+  /// kOutOfMemory, kServerBusy, kLoading, kMoved, kAsk, kTryAgain,
+  /// kNoScript): it changed nothing. The library's scripts check before
+  /// they write, so a script's error reply counts here too.
+  bool server_rejected = false;
+  /// The connection to the server failed (kConnectFailed, kNotConnected,
+  /// kIo, kConnectionClosed, kTimeout): the server may be down, unreachable
+  /// or replaced (a router looks for it again).
+  bool connection_failed = false;
+  /// The request may have run on the server (and written): an error that
+  /// is neither not_sent nor server_rejected. A script's own refusal (kBusy,
+  /// kNotOwner) ran and wrote nothing; callers look at those first.
+  bool may_have_run = false;
+};
+
+/// The properties of `code` (see ErrorTraits).
+ErrorTraits traits(ErrorCode code);
+
+/// The error code for a Redis error reply, from its class word: WRONGPASS,
+/// NOPERM, "ERR invalid password" and the other AUTH refusals, NOAUTH,
+/// READONLY, OOM, BUSY, LOADING, MOVED, ASK, TRYAGAIN, CLUSTERDOWN
+/// (kTryAgain), NOSCRIPT; anything else is kServerError.
+ErrorCode classify_error_reply(const char* text, size_t len);
 
 /// The outcome of a fallible call. Cheap to copy; must be checked.
 class [[nodiscard]] Status {

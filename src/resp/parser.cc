@@ -215,7 +215,9 @@ Parse parse_frame(uint8_t* p, size_t n, size_t max_string, NodePool& pool, const
   // bytes as they came, since it runs again once more have arrived.
   for (size_t i = mark; i < pool.used; ++i) {
     const Reply& node = pool.nodes[i];
-    if (node.str) p[static_cast<size_t>(node.str - reinterpret_cast<const char*>(p)) + node.len] = 0;
+    const bool text = node.type == ReplyType::kString || node.type == ReplyType::kStatus ||
+                      node.type == ReplyType::kError;
+    if (text) p[static_cast<size_t>(node.str - reinterpret_cast<const char*>(p)) + node.len] = 0;
   }
   *out = root;
   *frame_len = c.pos;

@@ -20,6 +20,7 @@
 #include <sstream>
 #include <string>
 
+#include "edgelock/detail/connection_io.h"
 #include "edgelock/edgelock.h"
 #include "eval_capacity.h"
 #include "../support/fake_server.h"
@@ -102,7 +103,7 @@ TEST_F(ConnectionEdges, NoscriptFallbackTooLongLeavesConnectionUsable) {
   const Result<const Reply*> r =
       a_.eval({&big}, Deadline::after(a_.clock(), Millis(2000)));
   EXPECT_EQ(r.status().code(), ErrorCode::kBufferTooSmall) << a_.last_error();
-  EXPECT_FALSE(a_.busy()) << "nothing may stay in flight after a failed fallback";
+  EXPECT_FALSE(detail::io(a_).busy()) << "nothing may stay in flight after a failed fallback";
   EXPECT_EQ(test::run(a_, {"PING"}), "PONG") << "the connection must stay usable";
   Lock lock(a_);
   ASSERT_TRUE(lock.init(Bytes::from_cstr("after-noscript")).ok());
@@ -162,14 +163,14 @@ TEST(ConnectionEdgesCapacity, EvalCapacity) {
 // connect; after a reconnect the Redis socket leaked into every child.
 TEST_F(ConnectionEdges, SocketIsCloseOnExecAfterReconnect) {
   ASSERT_EQ(test::run(a_, {"PING"}), "PONG");
-  const int first = fcntl(a_.fd(), F_GETFD);
+  const int first = fcntl(detail::io(a_).fd(), F_GETFD);
   ASSERT_GE(first, 0);
   EXPECT_TRUE(first & FD_CLOEXEC) << "first connect";
   const uint32_t connects = a_.stats().connects;
   kill_client(admin_, a_);
   ASSERT_EQ(test::run(a_, {"PING"}), "PONG") << a_.last_error();
   ASSERT_GT(a_.stats().connects, connects) << "the kill must have forced a reconnect";
-  const int flags = fcntl(a_.fd(), F_GETFD);
+  const int flags = fcntl(detail::io(a_).fd(), F_GETFD);
   ASSERT_GE(flags, 0);
   EXPECT_TRUE(flags & FD_CLOEXEC) << "reconnect";
   // And a child started now does not hold the socket.
@@ -178,7 +179,7 @@ TEST_F(ConnectionEdges, SocketIsCloseOnExecAfterReconnect) {
   ASSERT_EQ(test::run_program({"sh", "-c", "ls -l /proc/$$/fd"}, log, 5000 * test::slowdown()), 0);
   const std::string fds = read_file(log);
   ASSERT_NE(fds.find("->"), std::string::npos) << fds;
-  EXPECT_EQ(fds.find(socket_name(a_.fd())), std::string::npos) << "inherited: " << fds;
+  EXPECT_EQ(fds.find(socket_name(detail::io(a_).fd())), std::string::npos) << "inherited: " << fds;
 }
 
 // Suspend: the default clock was CLOCK_MONOTONIC, which stops while the

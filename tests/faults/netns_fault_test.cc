@@ -260,11 +260,13 @@ void loss_worker(Connection& c, test::FencedResource* res, LossStats* stats, Nan
   Lock l(c);
   if (!l.init(Bytes::from_cstr("lossy"), lo).ok()) _exit(3);
   const int64_t budget = test::ms(kLossCommandTimeout * test::slowdown());
+  // Under qemu a round trip with 30 % loss can take seconds: wait longer.
+  const int64_t wait_ms = kLossWaitMs * test::slowdown();
   const TimePoint end = clock.now() + run_for;
   for (int i = 0; i < 2000 && clock.now() < end; ++i) {
     TimePoint t0 = clock.now();
-    Status st = l.acquire(Millis(kLossWaitMs));
-    note_overrun(stats, ms_since(clock, t0) - (kLossWaitMs + budget));
+    Status st = l.acquire(Millis(wait_ms));
+    note_overrun(stats, ms_since(clock, t0) - (wait_ms + budget));
     count(stats, st);
     if (!st.ok()) continue;
     if (l.remaining() > Millis(300)) {
@@ -294,7 +296,10 @@ void loss_worker(Connection& c, test::FencedResource* res, LossStats* stats, Nan
 
 TEST_F(Netns, RandomLossKeepsMutualExclusionAndDeadlines) {
   constexpr int kProcs = 2;
-  const Nanos run_for = Millis(4000);
+  // Long enough for several grants natively; under qemu (10x slower, where
+  // the first acquire alone pays connect + NOSCRIPT through the loss) three
+  // times as long, so "no progress at all" still means a real failure.
+  const Nanos run_for = Millis(4000) * (test::slowdown() > 1 ? 3 : 1);
   auto* res = test::FencedResource::create();
   void* mem = mmap(nullptr, sizeof(LossStats), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
                    -1, 0);
@@ -321,10 +326,12 @@ TEST_F(Netns, RandomLossKeepsMutualExclusionAndDeadlines) {
   int bad_exit = 0;
   for (int k = 0; k < kProcs; ++k) {
     int status = 0;
-    for (int i = 0; i < 1500; ++i) {  // 15 s bound
+    // Bound: the run plus one acquire's wait and budget and a release.
+    const int polls = static_cast<int>(test::ms(run_for) / 10) + 1500 * test::slowdown();
+    for (int i = 0; i < polls; ++i) {
       if (waitpid(kids[k], &status, WNOHANG) == kids[k]) break;
       usleep(10000);
-      if (i == 1499) {
+      if (i == polls - 1) {
         kill(kids[k], SIGKILL);
         waitpid(kids[k], &status, 0);
       }

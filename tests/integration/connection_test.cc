@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "edgelock/detail/connection_io.h"
 #include "edgelock/edgelock.h"
 #include "../../src/lock_scripts.h"
 #include "../support/redis_server.h"
@@ -136,9 +137,9 @@ TEST(Connection, NoDelayAndKeepAliveAreOn) {
   ASSERT_TRUE(c.connect().ok());
   int v = 0;
   socklen_t len = sizeof v;
-  ASSERT_EQ(getsockopt(c.fd(), IPPROTO_TCP, TCP_NODELAY, &v, &len), 0);
+  ASSERT_EQ(getsockopt(detail::io(c).fd(), IPPROTO_TCP, TCP_NODELAY, &v, &len), 0);
   EXPECT_NE(v, 0);
-  ASSERT_EQ(getsockopt(c.fd(), SOL_SOCKET, SO_KEEPALIVE, &v, &len), 0);
+  ASSERT_EQ(getsockopt(detail::io(c).fd(), SOL_SOCKET, SO_KEEPALIVE, &v, &len), 0);
   EXPECT_NE(v, 0);
 }
 
@@ -161,8 +162,8 @@ TEST(Connection, ServerKilledMidOperationGivesIoErrorWithinDeadline) {
   ASSERT_TRUE(test::open(sleeper, s.url()));
   const Bytes args[3] = {Bytes::from_cstr("DEBUG"), Bytes::from_cstr("SLEEP"), Bytes::from_cstr("5")};
   SystemClock clock;
-  ASSERT_TRUE(sleeper.start_command(args, Deadline::after(clock, Millis(1000))).ok());
-  (void)sleeper.advance();
+  ASSERT_TRUE(detail::io(sleeper).start_command(args, Deadline::after(clock, Millis(1000))).ok());
+  (void)detail::io(sleeper).advance();
   Lock l(c);
   ASSERT_TRUE(l.init(Bytes::from_cstr("k")).ok());
   pid_t killer = fork();

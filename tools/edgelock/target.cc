@@ -1,8 +1,6 @@
 // edgelock: opening the back end a URL names (target.h).
 #include "target.h"
 
-#include <fcntl.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -150,8 +148,8 @@ int connect_server(edgelock::Connection* conn, bool report) {
     if (report) return report_error(*conn, conn->last_error(), s, "connect");
     return error_kind(s.code()).exit;
   }
-  // COMMAND must not inherit the Redis socket.
-  if (conn->fd() >= 0) fcntl(conn->fd(), F_SETFD, FD_CLOEXEC);
+  // COMMAND never inherits the Redis socket: the connection creates it
+  // close-on-exec, on every connect.
   return kExitOk;
 }
 

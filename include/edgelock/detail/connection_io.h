@@ -1,0 +1,109 @@
+#pragma once
+// Internal: the non-blocking engine of a Connection, for the library's own
+// fan-out (QuorumLock), the single lock's pipelined wait, the primitives'
+// reply checks and the routers. Not part of the public face: applications
+// use Connection's blocking calls.
+//
+//   detail::ConnectionIo io = detail::io(conn);
+//   io.start_eval(call, deadline);            // encodes, connects if needed
+//   while (io.busy()) { wait on io.transport()/io.wait_events(); io.advance(); }
+//
+// Arguments of a started request must stay valid until its reply is in.
+
+#include <cstdint>
+
+#include "edgelock/connection.h"
+
+namespace edgelock {
+namespace detail {
+
+class ConnectionIo {
+ public:
+  explicit ConnectionIo(Connection& conn) : c_(&conn) {}
+
+  /// Most replies a connection may owe at once (see pipeline_eval()).
+  static constexpr uint8_t kMaxPipelined = 4;
+
+  /// Encodes and starts sending (EVALSHA; advance() falls back to EVAL on
+  /// NOSCRIPT). Connects first (bounded by `deadline`).
+  /// Errors: as Connection::connect(), kNotConnected, kBufferTooSmall,
+  /// kInvalidArgument (a request in flight, not set up, no script, more
+  /// than 13 keys and arguments).
+  Status start_eval(const ScriptCall& call, Deadline deadline) {
+    return c_->start_eval(call, deadline);
+  }
+  /// As start_eval() for a plain command. Errors: as connect(),
+  /// kNotConnected, kBufferTooSmall, kInvalidArgument (a request in flight).
+  Status start_command(Span<const Bytes> args, Deadline deadline) {
+    return c_->start_command(args, deadline);
+  }
+  /// Does what I/O it can without blocking. Returns the next reply when
+  /// complete, nullptr while pending; busy() stays true while more replies
+  /// are due. Errors: as Connection::command() except kTimeout;
+  /// kInvalidArgument (nothing in flight).
+  Result<const Reply*> advance() { return c_->advance(); }
+
+  /// Queues an EVAL of call.script (by body, so it never needs the NOSCRIPT
+  /// fallback) behind the request in flight, on one connection: the server
+  /// runs it right after that request, even if that request's reply is
+  /// never read. A quorum lock queues its release behind an acquire left
+  /// unanswered by a frozen server. Read the replies, oldest first, with
+  /// advance_pipeline(). No allocation. Errors: kInvalidArgument (nothing
+  /// in flight, the request in flight not yet written whole,
+  /// kMaxPipelined replies already due, no script, more than 13 keys and
+  /// arguments), kBufferTooSmall (the EVAL does not fit the command
+  /// buffer). On error nothing was queued.
+  Status pipeline_eval(const ScriptCall& call) { return c_->pipeline_eval(call); }
+  /// advance() that returns each reply of a pipeline in turn: busy() stays
+  /// true until the last is in. An error reply to an earlier request is
+  /// returned as its error with the connection still busy; a transport
+  /// failure closes the connection (busy() false: the rest is lost).
+  Result<const Reply*> advance_pipeline() { return c_->advance_pipeline(); }
+
+  /// Sends `args` and EVALSHA call.script in one write (a pipeline) and
+  /// waits for both replies; returns the eval's. Redis runs the eval as
+  /// soon as the command is done, even one that blocks (BLPOP): a waiter
+  /// gets its answer one round trip after the wake-up instead of two.
+  /// `*first` gets the command's outcome (ok, or its error reply's code);
+  /// its reply is not kept. Errors: as Connection::eval() (for the
+  /// connection or the eval's reply); kInvalidArgument also for a null
+  /// `first` or a request already in flight.
+  Result<const Reply*> command_then_eval(Span<const Bytes> args, const ScriptCall& call,
+                                         Deadline deadline, Status* first) {
+    return c_->command_then_eval(args, call, deadline, first);
+  }
+
+  /// Gives up on the request in flight (deadline passed): the connection is
+  /// closed since its reply may still arrive. Returns kTimeout.
+  Status abandon() { return c_->abandon(); }
+  /// For callers that got a well-formed reply of the wrong type or value:
+  /// the server is not speaking our protocol (or the reply is not ours), so
+  /// the connection is closed and the next command reconnects. Keeps
+  /// `what` in last_error(). Always returns kProtocol.
+  Status reject_reply(const char* what) { return c_->reject_reply(what); }
+  /// Counts an operation in the connection's metrics and calls its event
+  /// hook (the primitives report through this).
+  void note_event(EventKind kind, Status status, Bytes key, Nanos latency) {
+    c_->note_event(kind, status, key, latency);
+  }
+
+  /// A request is in flight (being written, or replies due).
+  bool busy() const { return c_->busy(); }
+  /// The stream to wait on, and the events the request in flight waits for.
+  Transport& transport() const { return *c_->transport_; }
+  short wait_events() const { return c_->wait_events(); }
+  /// True if received bytes wait where a wait cannot see them (TLS): call
+  /// advance() again before waiting.
+  bool has_pending_input() const { return c_->transport_->has_pending_input(); }
+  /// The socket (-1 if none, or a transport without one).
+  int fd() const { return c_->transport_->fd(); }
+
+ private:
+  Connection* c_;
+};
+
+/// The engine view of `conn`.
+inline ConnectionIo io(Connection& conn) { return ConnectionIo(conn); }
+
+}  // namespace detail
+}  // namespace edgelock

@@ -1,0 +1,240 @@
+// More lease state machines over the scripted fake transport, on a
+// FakeClock: QuorumLock (one fake server each), Cooldown, Quota and the
+// lease keeper. Each case checks that nothing is claimed that the servers
+// may not hold, and that what may be held is cleaned up.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+
+#include "../../src/lock_scripts.h"
+#include "../support/fake_transport.h"
+#include "edgelock/edgelock.h"
+#include "edgelock/fake_clock.h"
+
+namespace edgelock {
+namespace {
+
+using test::FakeTransport;
+using test::resp_int;
+using test::resp_ints;
+
+constexpr Millis kTtl{1000};
+
+bool runs(const std::vector<std::string>& request, const Script& script) {
+  return request.size() > 1 && request[0] == "EVALSHA" && request[1] == std::string(script.sha1, 40);
+}
+
+bool ran(const FakeTransport& server, const Script& script, const std::string& word) {
+  for (const auto& r : server.requests()) {
+    if (runs(r, script) && std::find(r.begin(), r.end(), word) != r.end()) return true;
+  }
+  return false;
+}
+
+// --- QuorumLock over three fake servers.
+
+class FakeQuorum : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (int i = 0; i < 3; ++i) {
+      servers_[i].reset(new FakeTransport(clock_));
+      ASSERT_TRUE(test::setup_fake(conns_[i], *servers_[i], clock_).ok());
+      ptrs_[i] = &conns_[i];
+    }
+    QuorumOptions o;
+    o.ttl = kTtl;
+    o.server_timeout = Millis(50);
+    ASSERT_TRUE(lock_.init(ptrs_, 3, Bytes::from_cstr("valve"), o).ok());
+  }
+  FakeTransport& server(int i) { return *servers_[i]; }
+  std::string token() const {
+    return std::string(reinterpret_cast<const char*>(lock_.token().data), lock_.token().size);
+  }
+
+  FakeClock clock_;
+  std::unique_ptr<FakeTransport> servers_[3];
+  Connection conns_[3];
+  Connection* ptrs_[3] = {};
+  QuorumLock lock_;
+};
+
+TEST_F(FakeQuorum, MajorityGrantsWithTheHighestFence) {
+  server(0).reply(resp_int(5), Millis(2)).reply(resp_int(1));
+  server(1).reply(resp_int(7), Millis(3)).reply(resp_int(1));
+  server(2).reply(resp_int(6), Millis(4)).reply(resp_int(1));
+  ASSERT_TRUE(lock_.try_acquire().ok()) << lock_.last_error();
+  EXPECT_EQ(lock_.fence(), 7u);
+  EXPECT_TRUE(lock_.held());
+  EXPECT_LE(lock_.remaining(), kTtl - Millis(12) - Millis(3)) << "counted from before the round";
+  EXPECT_TRUE(runs(server(1).requests().at(1), detail::kFenceRaiseScript));
+}
+
+TEST_F(FakeQuorum, BusyMajorityClaimsNothingAndCleansUp) {
+  server(0).reply(resp_int(5)).reply(resp_int(1));
+  server(1).reply(resp_int(-800));
+  server(2).reply(resp_int(-600));
+  EXPECT_EQ(lock_.try_acquire().code(), ErrorCode::kBusy);
+  EXPECT_FALSE(lock_.held());
+  EXPECT_EQ(lock_.fence(), 0u);
+  EXPECT_TRUE(ran(server(0), detail::kReleaseScript, token())) << "the one grant is handed back";
+  EXPECT_EQ(server(1).requests().size(), 1u) << "a busy server holds nothing of ours";
+}
+
+TEST_F(FakeQuorum, FrozenServerGetsTheReleaseQueuedBehindItsAcquire) {
+  server(0).reply(resp_int(5)).reply(resp_int(1));
+  server(1).reply(resp_int(6)).reply(resp_int(1));
+  server(2).lose_reply();  // frozen: the acquire may run when it resumes
+  ASSERT_TRUE(lock_.try_acquire().ok()) << lock_.last_error();
+  server(0).reply(resp_int(1));
+  server(1).reply(resp_int(1));
+  server(2).lose_reply();
+  EXPECT_TRUE(lock_.release().ok()) << "released on a majority";
+  EXPECT_FALSE(lock_.held());
+  EXPECT_TRUE(ran(server(2), detail::kAcquireScript, token()));
+  ASSERT_EQ(server(2).requests().size(), 2u);
+  EXPECT_EQ(server(2).requests()[1][0], "EVAL") << "pipelined behind the acquire, by body";
+  EXPECT_EQ(server(2).opens(), 1u) << "the stream was kept, so the server runs both in order";
+}
+
+TEST_F(FakeQuorum, TwoSilentServersIsNoGrantAndTheirKeysAreReleased) {
+  server(0).reply(resp_int(5)).reply(resp_int(1));
+  server(1).lose_reply().lose_reply();
+  server(2).lose_reply().lose_reply();
+  const Status s = lock_.try_acquire();
+  EXPECT_TRUE(s.code() == ErrorCode::kIndeterminate || s.code() == ErrorCode::kNoQuorum)
+      << s.to_string();
+  EXPECT_FALSE(lock_.held());
+  EXPECT_EQ(lock_.fence(), 0u);
+  EXPECT_TRUE(ran(server(0), detail::kReleaseScript, token()));
+  EXPECT_EQ(server(1).requests().size(), 2u) << "a release follows the unanswered acquire";
+  EXPECT_EQ(server(2).requests().size(), 2u);
+}
+
+// --- Cooldown and Quota.
+
+class FakeRate : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(test::setup_fake(conn_, server_, clock_).ok()); }
+  FakeClock clock_;
+  FakeTransport server_{clock_};
+  Connection conn_;
+};
+
+TEST_F(FakeRate, CooldownAdmitsThenRefusesLocally) {
+  Cooldown cd(conn_);
+  CooldownOptions o;
+  o.period = Millis(60000);
+  ASSERT_TRUE(cd.init(Bytes::from_cstr("reboot"), o).ok());
+  server_.reply(resp_ints({1, 0, 60000}));
+  Admission a;
+  ASSERT_TRUE(cd.try_enter(&a).ok());
+  EXPECT_TRUE(a.allowed);
+  EXPECT_EQ(a.retry_after, Millis(60000));
+  EXPECT_EQ(cd.try_enter(&a).code(), ErrorCode::kBusy);
+  EXPECT_TRUE(a.local) << "refused from the hint, no round trip";
+  EXPECT_EQ(server_.requests().size(), 1u);
+}
+
+TEST_F(FakeRate, CooldownLateOrLostAdmissionIsNotAnAdmission) {
+  Cooldown cd(conn_);
+  CooldownOptions o;
+  o.period = Millis(500);
+  o.local_hint = false;
+  ASSERT_TRUE(cd.init(Bytes::from_cstr("flash"), o).ok());
+  server_.reply(resp_ints({1, 0, 500}), Millis(600));
+  Admission a;
+  EXPECT_EQ(cd.try_enter(&a).code(), ErrorCode::kExpired);
+  EXPECT_FALSE(a.allowed);
+  server_.lose_reply();
+  EXPECT_EQ(cd.try_enter(&a).code(), ErrorCode::kTimeout);
+  EXPECT_FALSE(a.allowed);
+  server_.reply(resp_ints({0, 0, 2500}));
+  EXPECT_EQ(cd.try_enter(&a).code(), ErrorCode::kBusy);
+  EXPECT_EQ(a.retry_after, Millis(2500));
+}
+
+TEST_F(FakeRate, QuotaCountsDownThenRefuses) {
+  Quota q(conn_);
+  QuotaOptions o;
+  o.limit = 2;
+  o.window = Millis(10000);
+  ASSERT_TRUE(q.init(Bytes::from_cstr("sms"), o).ok());
+  Admission a;
+  server_.reply(resp_ints({1, 1, 10000}));
+  ASSERT_TRUE(q.try_take(&a).ok());
+  EXPECT_EQ(a.remaining, 1);
+  EXPECT_EQ(a.retry_after, Millis(0));
+  server_.reply(resp_ints({1, 0, 9000}));
+  ASSERT_TRUE(q.try_take(&a).ok());
+  EXPECT_EQ(a.remaining, 0);
+  EXPECT_EQ(q.try_take(&a).code(), ErrorCode::kBusy);
+  EXPECT_TRUE(a.local);
+  clock_.advance(Millis(9000));
+  server_.reply(resp_ints({0, 0, 1000}), Millis(3));
+  EXPECT_EQ(q.try_take(&a).code(), ErrorCode::kBusy) << "the hint ran out: asked again";
+  EXPECT_FALSE(a.allowed);
+  EXPECT_EQ(server_.requests().size(), 3u);
+}
+
+// --- The lease keeper over a Lock.
+
+class FakeKeeper : public FakeRate {
+ protected:
+  void SetUp() override {
+    ConnectionOptions o;
+    o.command_timeout = Millis(200);  // renewals fit the validity several times
+    ASSERT_TRUE(test::setup_fake(conn_, server_, clock_, o).ok());
+    LockOptions lo;
+    lo.ttl = kTtl;
+    ASSERT_TRUE(lock_.init(Bytes::from_cstr("door"), lo).ok());
+    server_.reply(resp_int(4));
+    ASSERT_TRUE(lock_.try_acquire().ok());
+  }
+  // Runs the keeper as a poll loop would, until it loses or `until`.
+  void run_until(LeaseKeeper& k, TimePoint until) {
+    for (int i = 0; i < 100 && k.state() == LeaseState::kKeeping && clock_.now() < until; ++i) {
+      const TimePoint next = k.next_deadline().when();
+      if (next > clock_.now()) clock_.set(next < until ? next : until);
+      k.service();
+    }
+  }
+  Lock lock_{conn_};
+};
+
+TEST_F(FakeKeeper, RenewsBeforeTheValidityEnds) {
+  LeaseKeeper k(lock_);
+  ASSERT_TRUE(k.start().ok());
+  server_.reply(resp_int(1000), Millis(5)).reply(resp_int(1000), Millis(5));
+  run_until(k, clock_.now() + Millis(1500));
+  EXPECT_EQ(k.state(), LeaseState::kKeeping);
+  EXPECT_GE(k.stats().renewals, 2u);
+  EXPECT_TRUE(lock_.held());
+  EXPECT_TRUE(runs(server_.requests().at(1), detail::kExtendScript));
+}
+
+TEST_F(FakeKeeper, NotOwnerIsLostAtOnce) {
+  LeaseKeeper k(lock_);
+  ASSERT_TRUE(k.start().ok());
+  server_.reply(resp_int(0));
+  run_until(k, clock_.now() + Millis(900));
+  EXPECT_TRUE(k.lost());
+  EXPECT_EQ(k.last_status().code(), ErrorCode::kNotOwner);
+  EXPECT_FALSE(lock_.held());
+}
+
+TEST_F(FakeKeeper, SilentServerIsReportedLostByTheValidityEnd) {
+  const TimePoint end = clock_.now() + lock_.remaining();
+  LeaseKeeper k(lock_);
+  ASSERT_TRUE(k.start().ok());
+  for (int i = 0; i < 20; ++i) server_.lose_reply();
+  run_until(k, end + Millis(500));
+  EXPECT_TRUE(k.lost());
+  EXPECT_LE(k.lost_at(), end) << "reported no later than the local validity end";
+  EXPECT_GE(k.stats().failures, 1u);
+  EXPECT_FALSE(lock_.held());
+}
+
+}  // namespace
+}  // namespace edgelock
