@@ -5,6 +5,7 @@
 
 #include "lock_scripts.h"
 #include "model/fail.h"
+#include "model/script_lua.h"
 #include "rate_scripts.h"
 #include "reentrant_scripts.h"
 #include "semaphore_scripts.h"
@@ -14,102 +15,7 @@ namespace sim {
 
 namespace {
 
-// A Lua value as our scripts see redis.call() replies and arguments.
-struct LVal {
-  enum Kind : uint8_t { kNil, kFalse, kNum, kStr, kTable } kind = kNil;
-  double num = 0;
-  std::string str;
-  RVal table;  // the reply a table came from (arrays)
-
-  static LVal from(const RVal& r) {
-    LVal v;
-    switch (r.type) {
-      case RType::kInt:
-        v.kind = kNum;
-        v.num = static_cast<double>(r.i);
-        break;
-      case RType::kBulk:
-        v.kind = kStr;
-        v.str = r.s;
-        break;
-      case RType::kNil:
-      case RType::kNilArray:
-        v.kind = kFalse;
-        break;
-      default:
-        v.kind = kTable;
-        v.table = r;
-        break;
-    }
-    return v;
-  }
-  bool truthy() const { return kind != kNil && kind != kFalse; }
-  bool is_str(const std::string& s) const { return kind == kStr && str == s; }
-  // Element i (1-based) of an array table; nil past the end.
-  LVal at(size_t i) const {
-    if (kind != kTable || table.type != RType::kArray || i == 0 || i > table.a.size()) return LVal();
-    return from(table.a[i - 1]);
-  }
-};
-
-// Lua's tonumber(v): nil unless a number or a numeric string.
-bool tonum(const LVal& v, double* out) {
-  if (v.kind == LVal::kNum) {
-    *out = v.num;
-    return true;
-  }
-  return v.kind == LVal::kStr && lua_tonumber(v.str, out);
-}
-
-int64_t to_reply_int(double d) { return static_cast<int64_t>(d); }
-
-// An integer reply that became a Lua number (a double) and was returned:
-// above 2^53 it is rounded, as the real server does.
-int64_t via_lua(int64_t v) { return to_reply_int(static_cast<double>(v)); }
-
-std::string suffix(const ScriptRun& s, int line) {
-  return " script: " + s.sha + ", on @user_script:" + std::to_string(line) + ".";
-}
-
-// An error reply from redis.call() raised as a script error.
-RVal raise(const ScriptRun& s, int line, const RVal& err) {
-  return RVal::error(err.s + suffix(s, line));
-}
-
-// A Lua runtime error ("attempt to compare nil with number").
-RVal lua_error(const ScriptRun& s, int line, const char* msg) {
-  return RVal::error("ERR user_script:" + std::to_string(line) + ": " + msg + suffix(s, line));
-}
-
-RVal call(ScriptRun& s, std::vector<std::string> argv) {
-  return s.ks->call(argv, s.now_ms, s.now_us);
-}
-
-const std::string& key(const ScriptRun& s, size_t i) {
-  if (i == 0 || i > s.keys->size()) model_fail("script %s: KEYS[%zu] missing", s.sha.c_str(), i);
-  return (*s.keys)[i - 1];
-}
-
-const std::string& arg(const ScriptRun& s, size_t i) {
-  if (i == 0 || i > s.args->size()) model_fail("script %s: ARGV[%zu] missing", s.sha.c_str(), i);
-  return (*s.args)[i - 1];
-}
-
-double arg_num(const ScriptRun& s, size_t i) {
-  double d = 0;
-  if (!lua_tonumber(arg(s, i), &d)) model_fail("script %s: ARGV[%zu] not a number", s.sha.c_str(), i);
-  return d;
-}
-
-#define SIM_CALL(var, line, ...)                  \
-  const RVal var = call(s, {__VA_ARGS__});        \
-  if (var.is_error()) return raise(s, line, var)
-
-RVal ints(std::initializer_list<int64_t> v) {
-  RVal r = RVal::array();
-  for (int64_t x : v) r.a.push_back(RVal::integer(x));
-  return r;
-}
+using namespace lua;  // NOLINT: the helpers every native uses
 
 // --- lock_scripts.h
 
@@ -253,116 +159,6 @@ RVal sem_count(ScriptRun& s) {
   if (pre.is_error()) return pre;
   SIM_CALL(card, 4, "ZCARD", key(s, 1));
   return card;
-}
-
-// --- reentrant_scripts.h
-
-RVal re_acquire_new(ScriptRun& s, double w) {
-  if (w != 1) return ints({-1, 0});
-  SIM_CALL(g, 5, "GET", key(s, 2));
-  LVal gv = LVal::from(g);
-  if (!gv.truthy()) gv = LVal::from(RVal::bulk("0"));
-  double c = 0;
-  if (!tonum(gv, &c) || c < 0 || c >= 9007199254740992.0) {
-    return RVal::error("ERR bad fence counter");
-  }
-  SIM_CALL(f, 8, "INCR", key(s, 2));
-  SIM_CALL(hs, 9, "HSET", key(s, 1), "owner", arg(s, 1), "handle", arg(s, 4), "depth", "1", "fence",
-           lua_num_arg(static_cast<double>(f.i)));
-  SIM_CALL(exp, 10, "PEXPIRE", key(s, 1), arg(s, 2));
-  return ints({1, via_lua(f.i)});
-}
-
-RVal re_acquire(ScriptRun& s) {
-  const double w = arg_num(s, 3);
-  SIM_CALL(h, 2, "HMGET", key(s, 1), "owner", "handle", "depth", "fence");
-  const LVal hv = LVal::from(h);
-  if (!hv.at(1).truthy()) return re_acquire_new(s, w);
-  if (!hv.at(1).is_str(arg(s, 1)) || !hv.at(2).is_str(arg(s, 4))) {
-    if (w > 1) return ints({-1, 0});
-    SIM_CALL(t, 15, "PTTL", key(s, 1));
-    return ints({0, t.i > 0 ? t.i : 0});
-  }
-  double d = 0, f = 0;
-  const bool has_d = tonum(hv.at(3), &d);
-  const bool has_f = tonum(hv.at(4), &f);
-  if (!has_d || !has_f || d < w - 1 || d > arg_num(s, 5)) {
-    return ints({-2, has_d ? to_reply_int(d) : 0});
-  }
-  SIM_CALL(hs, 19, "HSET", key(s, 1), "depth", lua_num_arg(w));
-  SIM_CALL(exp, 20, "PEXPIRE", key(s, 1), arg(s, 2));
-  return ints({to_reply_int(w), to_reply_int(f)});
-}
-
-RVal re_release(ScriptRun& s) {
-  SIM_CALL(h, 1, "HMGET", key(s, 1), "owner", "handle", "depth");
-  const LVal hv = LVal::from(h);
-  if (!hv.at(1).is_str(arg(s, 1)) || !hv.at(2).is_str(arg(s, 4))) return RVal::integer(-1);
-  const double w = arg_num(s, 2);
-  double d = 0;
-  if (!tonum(hv.at(3), &d) || d < w || d > arg_num(s, 5)) return RVal::integer(-2);
-  if (w == 0) {
-    SIM_CALL(del, 6, "DEL", key(s, 1));
-    return RVal::integer(0);
-  }
-  SIM_CALL(hs, 9, "HSET", key(s, 1), "depth", lua_num_arg(w));
-  SIM_CALL(exp, 10, "PEXPIRE", key(s, 1), arg(s, 3));
-  return RVal::integer(to_reply_int(w));
-}
-
-RVal re_extend(ScriptRun& s) {
-  SIM_CALL(o, 1, "HGET", key(s, 1), "owner");
-  if (!(o.type == RType::kBulk && o.s == arg(s, 1))) return RVal::integer(0);
-  SIM_CALL(h, 2, "HGET", key(s, 1), "handle");
-  if (!(h.type == RType::kBulk && h.s == arg(s, 3))) return RVal::integer(0);
-  SIM_CALL(exp, 3, "PEXPIRE", key(s, 1), arg(s, 2));
-  return RVal::integer(to_reply_int(arg_num(s, 2)));
-}
-
-// --- rate_scripts.h
-
-RVal cooldown(ScriptRun& s) {
-  SIM_CALL(set, 1, "SET", key(s, 1), "1", "NX", "PX", arg(s, 1));
-  if (!set.is_nil()) return ints({1, 0, to_reply_int(arg_num(s, 1))});
-  SIM_CALL(t, 4, "PTTL", key(s, 1));
-  int64_t left = t.i;
-  if (left < 0) {
-    SIM_CALL(exp, 6, "PEXPIRE", key(s, 1), arg(s, 1));
-    left = to_reply_int(arg_num(s, 1));
-  }
-  return ints({0, 0, left});
-}
-
-RVal quota(ScriptRun& s) {
-  const double m = arg_num(s, 1);
-  SIM_CALL(g, 2, "GET", key(s, 1));
-  LVal gv = LVal::from(g);
-  if (!gv.truthy()) gv = LVal::from(RVal::bulk("0"));
-  double n = 0;
-  if (!tonum(gv, &n)) return lua_error(s, 4, "attempt to compare nil with number");
-  int64_t ok = 0;
-  if (n < m) {
-    SIM_CALL(incr, 5, "INCR", key(s, 1));
-    n = static_cast<double>(incr.i);
-    ok = 1;
-  }
-  SIM_CALL(t, 8, "PTTL", key(s, 1));
-  int64_t left = t.i;
-  if (left < 0) {
-    SIM_CALL(exp, 10, "PEXPIRE", key(s, 1), arg(s, 2));
-    left = to_reply_int(arg_num(s, 2));
-  }
-  return ints({ok, to_reply_int(m - n), left});
-}
-
-RVal rate_peek(ScriptRun& s) {
-  SIM_CALL(t, 1, "PTTL", key(s, 1));
-  SIM_CALL(g, 1, "GET", key(s, 1));
-  LVal gv = LVal::from(g);
-  if (!gv.truthy()) gv = LVal::from(RVal::bulk("0"));
-  double n = 0;
-  if (!tonum(gv, &n)) return ints({t.i});  // a nil ends a Lua array
-  return ints({t.i, to_reply_int(n)});
 }
 
 #undef SIM_CALL
