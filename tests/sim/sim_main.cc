@@ -148,6 +148,13 @@ struct Totals {
   double sim_s = 0;
 };
 
+const char kUsage[] =
+    "usage: edgelock_sim [--seed S | --seeds N [--from S] [--max-seconds T] [--min-events N]]\n"
+    "  [--clients N] [--servers N] [--work lock|lock+keeper|quorum|quorum+keeper|semaphore|\n"
+    "   reentrant|cooldown|quota] [--data-loss [--delayed-restart]] [--no-faults]\n"
+    "  [--fault-scale X] [--late-replies] [--strict] [--strict-cleanup] [--trace]\n"
+    "  [--expect-violation] [--determinism] [--keep-going] [--quiet]\n";
+
 const char* const kFaultNames[] = {"partitions",     "server pauses",      "server restarts",
                                    "client pauses",  "script flushes",     "error-reply spells",
                                    "TTL-less holders"};
@@ -180,63 +187,31 @@ uint64_t run_one(uint64_t seed, const Options& opt, std::vector<std::unique_ptr<
   return w.trace_hash();
 }
 
-int main_impl(int argc, char** argv) {
-  Options opt;
-  if (!parse(argc, argv, &opt)) {
-    std::fprintf(stderr,
-                 "usage: %s [--seed S | --seeds N [--from S] [--max-seconds T] [--min-events N]]\n"
-                 "  [--clients N] [--servers N] [--work lock|lock+keeper|quorum|quorum+keeper|semaphore|\n"
-                 "   reentrant|cooldown|quota] [--data-loss [--delayed-restart]] [--no-faults]\n"
-                 "  [--fault-scale X] [--trace] [--expect-violation] [--determinism] [--quiet]\n",
-                 argv[0]);
-    return 2;
-  }
-  check_native_scripts();
-  std::vector<std::unique_ptr<Fiber>> fibers;
-  Totals t;
-  const auto t0 = std::chrono::steady_clock::now();
+// What the seeds found.
+struct Outcome {
   uint64_t first_bad = 0;
-  std::string bad_kind;
-  std::map<std::string, uint64_t> by_kind, by_kind_count;
-  for (uint64_t i = 0; i < opt.seeds || (opt.min_events && t.events < opt.min_events); ++i) {
-    const uint64_t seed = opt.from + i;
-    bool violated = false;
-    std::string kind;
-    const uint64_t h = run_one(seed, opt, fibers, &t, &violated, &kind);
-    if (opt.determinism) {
-      Totals scratch;
-      bool v2 = false;
-      std::string k2;
-      Options quiet = opt;
-      quiet.quiet = true;
-      quiet.trace = false;
-      const uint64_t h2 = run_one(seed, quiet, fibers, &scratch, &v2, &k2);
-      if (h2 != h || v2 != violated) {
-        std::fprintf(stderr, "NOT DETERMINISTIC: seed %llu gave trace hashes %016llx and %016llx\n",
-                     static_cast<unsigned long long>(seed), static_cast<unsigned long long>(h),
-                     static_cast<unsigned long long>(h2));
-        return 1;
-      }
-    }
-    if (opt.one) std::printf("seed %llu: trace hash %016llx\n", static_cast<unsigned long long>(seed),
-                             static_cast<unsigned long long>(h));
-    if (violated && opt.keep_going) {
-      const std::string label = kind + " (" + work_summary(seed, opt) + ")";
-      if (by_kind.count(label) == 0) by_kind[label] = seed;
-      ++by_kind_count[label];
-      continue;
-    }
-    if (violated && first_bad == 0) {
-      first_bad = seed;
-      bad_kind = kind;
-      std::fprintf(stderr, "replay: %s --seed %llu%s --trace\n", argv[0], static_cast<unsigned long long>(seed),
-                   opt.flags.c_str());
-      if (!opt.expect_violation || opt.quiet) break;
-    }
-    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (opt.max_seconds > 0 && el > opt.max_seconds) break;
-  }
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::string kind;
+  std::map<std::string, uint64_t> first_by_kind, count_by_kind;  // --keep-going
+};
+
+// Runs `seed` a second time and compares the trace hashes.
+bool replays_the_same(uint64_t seed, const Options& opt, std::vector<std::unique_ptr<Fiber>>& fibers,
+                      uint64_t hash, bool violated) {
+  Totals scratch;
+  bool v2 = false;
+  std::string k2;
+  Options quiet = opt;
+  quiet.quiet = true;
+  quiet.trace = false;
+  const uint64_t h2 = run_one(seed, quiet, fibers, &scratch, &v2, &k2);
+  if (h2 == hash && v2 == violated) return true;
+  std::fprintf(stderr, "NOT DETERMINISTIC: seed %llu gave trace hashes %016llx and %016llx\n",
+               static_cast<unsigned long long>(seed), static_cast<unsigned long long>(hash),
+               static_cast<unsigned long long>(h2));
+  return false;
+}
+
+void print_summary(const Totals& t, const Options& opt, double wall, Outcome& out) {
   std::printf("%llu runs (seeds %llu..%llu), %llu events, %.0f s simulated, %llu requests, %llu grants, "
               "%llu violations; %.1f s wall, %.0f events/s\n",
               static_cast<unsigned long long>(t.runs), static_cast<unsigned long long>(opt.from),
@@ -255,14 +230,61 @@ int main_impl(int argc, char** argv) {
     std::printf("leases touched by known defects (not checked; --strict checks them): %llu\n",
                 static_cast<unsigned long long>(t.known_defects));
   }
-  for (const auto& k : by_kind) {
-    std::printf("  %llu x %s, first at seed %llu\n", static_cast<unsigned long long>(by_kind_count[k.first]),
+  for (const auto& k : out.first_by_kind) {
+    std::printf("  %llu x %s, first at seed %llu\n", static_cast<unsigned long long>(out.count_by_kind[k.first]),
                 k.first.c_str(), static_cast<unsigned long long>(k.second));
   }
-  if (first_bad) std::printf("first violation: seed %llu (%s)\n", static_cast<unsigned long long>(first_bad),
-                             bad_kind.c_str());
-  if (opt.expect_violation) return first_bad ? 0 : 1;
-  return first_bad ? 1 : 0;
+  if (out.first_bad) {
+    std::printf("first violation: seed %llu (%s)\n", static_cast<unsigned long long>(out.first_bad),
+                out.kind.c_str());
+  }
+}
+
+// Notes a violation; true if the run of seeds should stop.
+bool note_violation(uint64_t seed, const std::string& kind, const Options& opt, const char* argv0,
+                    Outcome* out) {
+  if (opt.keep_going) {
+    const std::string label = kind + " (" + work_summary(seed, opt) + ")";
+    if (out->first_by_kind.count(label) == 0) out->first_by_kind[label] = seed;
+    ++out->count_by_kind[label];
+    return false;
+  }
+  if (out->first_bad != 0) return false;
+  out->first_bad = seed;
+  out->kind = kind;
+  std::fprintf(stderr, "replay: %s --seed %llu%s --trace\n", argv0, static_cast<unsigned long long>(seed),
+               opt.flags.c_str());
+  return !opt.expect_violation || opt.quiet;
+}
+
+int main_impl(int argc, char** argv) {
+  Options opt;
+  if (!parse(argc, argv, &opt)) {
+    std::fprintf(stderr, "%s", kUsage);
+    return 2;
+  }
+  check_native_scripts();
+  std::vector<std::unique_ptr<Fiber>> fibers;
+  Totals t;
+  Outcome out;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (uint64_t i = 0; i < opt.seeds || (opt.min_events && t.events < opt.min_events); ++i) {
+    const uint64_t seed = opt.from + i;
+    bool violated = false;
+    std::string kind;
+    const uint64_t h = run_one(seed, opt, fibers, &t, &violated, &kind);
+    if (opt.determinism && !replays_the_same(seed, opt, fibers, h, violated)) return 1;
+    if (opt.one) {
+      std::printf("seed %llu: trace hash %016llx\n", static_cast<unsigned long long>(seed),
+                  static_cast<unsigned long long>(h));
+    }
+    if (violated && note_violation(seed, kind, opt, argv[0], &out)) break;
+    const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (opt.max_seconds > 0 && el > opt.max_seconds) break;
+  }
+  print_summary(t, opt, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), out);
+  if (opt.expect_violation) return out.first_bad ? 0 : 1;
+  return out.first_bad ? 1 : 0;
 }
 
 }  // namespace

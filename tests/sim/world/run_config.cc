@@ -59,12 +59,7 @@ void pick_work(RunConfig& c, Prng& r, const RunOverrides& o) {
   }
 }
 
-}  // namespace
-
-RunConfig RunConfig::from_seed(uint64_t seed, const RunOverrides& o) {
-  RunConfig c;
-  c.seed = seed;
-  Prng r(stream_seed(seed, 1));
+void pick_topology(RunConfig& c, Prng& r, const RunOverrides& o) {
   const int quorum_sizes[] = {3, 3, 3, 5, 5, 7};
   c.servers = o.servers > 0 ? o.servers : (r.chance(0.3) ? r.pick(quorum_sizes) : 1);
   c.clients = o.clients > 0 ? o.clients : static_cast<int>(r.uniform(2, 8));
@@ -75,6 +70,9 @@ RunConfig RunConfig::from_seed(uint64_t seed, const RunOverrides& o) {
     if (!wants_quorum && o.servers == 0) c.servers = 1;
   }
   pick_work(c, r, o);
+}
+
+void pick_timing(RunConfig& c, Prng& r) {
   const int64_t ttls[] = {60, 100, 250, 500, 1000, 3000};
   c.ttl_ms = r.pick(ttls);
   // The per-command budget: from a few ms to more than the TTL.
@@ -87,7 +85,10 @@ RunConfig RunConfig::from_seed(uint64_t seed, const RunOverrides& o) {
   c.wake_on_release = !r.chance(0.2);
   c.password = r.chance(0.2);
   c.db = r.chance(0.2) ? 3 : 0;
-  // Network: most messages fast, a seeded share very late.
+}
+
+void pick_network(RunConfig& c, Prng& r, const RunOverrides& o) {
+  // Most messages fast, a seeded share very late.
   c.delay_min_ns = r.log_uniform(5000, 200000);
   c.delay_max_ns = c.delay_min_ns + r.log_uniform(10000, 3 * kMs);
   const double tails[] = {0, 0.0005, 0.003, 0.02};
@@ -113,8 +114,9 @@ RunConfig RunConfig::from_seed(uint64_t seed, const RunOverrides& o) {
     c.tail_min_ns = c.ttl_ms * kMs * 8 / 10;
     c.tail_max_ns = c.ttl_ms * kMs * 13 / 10;
   }
-  const int64_t phases[] = {3, 6, 12};
-  c.fault_phase_ns = r.pick(phases) * c.ttl_ms * kMs + 300 * kMs;
+}
+
+void apply_overrides(RunConfig& c, const RunOverrides& o) {
   if (o.no_faults) {
     c.faults_per_s = 0;
     c.p_tail = 0;
@@ -128,6 +130,20 @@ RunConfig RunConfig::from_seed(uint64_t seed, const RunOverrides& o) {
   c.delayed_restart = o.delayed_restart;
   c.strict_cleanup = o.strict_cleanup;
   c.strict = o.strict;
+}
+
+}  // namespace
+
+RunConfig RunConfig::from_seed(uint64_t seed, const RunOverrides& o) {
+  RunConfig c;
+  c.seed = seed;
+  Prng r(stream_seed(seed, 1));
+  pick_topology(c, r, o);
+  pick_timing(c, r);
+  pick_network(c, r, o);
+  const int64_t phases[] = {3, 6, 12};
+  c.fault_phase_ns = r.pick(phases) * c.ttl_ms * kMs + 300 * kMs;
+  apply_overrides(c, o);
   // The calm phase: long enough for every fault's leftovers to expire and
   // every waiter to be served.
   c.stop_at_ns = c.fault_phase_ns + 4 * c.ttl_ms * kMs + 2000 * kMs;

@@ -250,6 +250,12 @@ class World {
   void server_input(ServerProc& s, SimConn& c, const std::string& bytes);
   void server_timer(int server);
   void arm_server_timer(ServerProc& s);
+  Fault random_fault(int64_t start);
+  bool still_faulted(const Fault& f) const;
+  void unreachable_until(int client, int server, int64_t end);
+  void start_partition(const Fault& f);
+  void start_restart(const Fault& f);
+  void end_client_pause(const Fault& f);
   void fault_start(int index);
   void fault_end(int index);
   void plan_faults();
