@@ -3,6 +3,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 
 #include "lock_scripts.h"
 #include "model/scripts.h"
@@ -287,6 +288,31 @@ int64_t Checker::held_until(int server, const LeaseRef& ref) const {
   return -1;
 }
 
+// A claim implies the server (a majority) holds our token until its end.
+void Checker::check_truth(int client, const Claim& c) {
+  const int64_t now = w_.now();
+  const double left_ms = static_cast<double>(c.end - now) / 1e6;
+  if (c.ref.kind == LeaseKind::kQuorum) {
+    const int n = static_cast<int>(w_.server_count());
+    int ok = 0;
+    for (int s = 0; s < n; ++s) ok += held_until(s, c.ref) + kSlack >= c.end ? 1 : 0;
+    if (ok < n / 2 + 1) {
+      violation("truth", "c%d claims %s for %.3f ms more, only %d of %d servers hold its token that long", client,
+                c.ref.key.c_str(), left_ms, ok, n);
+    }
+    return;
+  }
+  const int64_t until = held_until(0, c.ref);
+  if (until + kSlack >= c.end) return;
+  if (until < 0) {
+    violation("truth", "c%d claims %s for %.3f ms more, the server does not hold its token", client,
+              c.ref.key.c_str(), left_ms);
+  } else {
+    violation("truth", "c%d claims %s for %.3f ms more, the server holds it only %.3f ms more", client,
+              c.ref.key.c_str(), left_ms, static_cast<double>(until - now) / 1e6);
+  }
+}
+
 void Checker::check_claims() {
   const int64_t now = w_.now();
   std::map<std::string, int> holders;
@@ -297,42 +323,17 @@ void Checker::check_claims() {
       continue;
     }
     const Claim& c = it->second;
-    const int client = it->first.first;
-    if (c.tainted) {
-      ++it;
-      continue;
-    }
+    ++it;
+    if (c.tainted) continue;
     ++holders[c.ref.key];
     if (++same_token[{c.ref.key, c.ref.token}] > 1) {
       violation("exclusion", "two clients hold %s with the same token \"%.8s\" at once", c.ref.key.c_str(),
                 c.ref.token.c_str());
     }
-    if (c.ref.kind == LeaseKind::kQuorum) {
-      const int n = static_cast<int>(w_.server_count());
-      int ok = 0;
-      for (int s = 0; s < n; ++s) ok += held_until(s, c.ref) + kSlack >= c.end ? 1 : 0;
-      if (ok < n / 2 + 1) {
-        violation("truth", "c%d claims %s for %.3f ms more, only %d of %d servers hold its token that long", client,
-                  c.ref.key.c_str(), static_cast<double>(c.end - now) / 1e6, ok, n);
-      }
-    } else {
-      const int64_t until = held_until(0, c.ref);
-      if (until + kSlack < c.end) {
-        if (until < 0) {
-          violation("truth", "c%d claims %s for %.3f ms more, the server does not hold its token", client,
-                    c.ref.key.c_str(), static_cast<double>(c.end - now) / 1e6);
-        } else {
-          violation("truth", "c%d claims %s for %.3f ms more, the server holds it only %.3f ms more", client,
-                    c.ref.key.c_str(), static_cast<double>(c.end - now) / 1e6,
-                    static_cast<double>(until - now) / 1e6);
-        }
-      }
-    }
-    ++it;
+    check_truth(std::prev(it)->first.first, c);
   }
   for (const auto& h : holders) {
-    const bool permits = h.first == "S";
-    const int limit = permits ? w_.config().permits : 1;
+    const int limit = h.first == "S" ? w_.config().permits : 1;
     if (h.second > limit) {
       violation("exclusion", "%d clients hold %s at once (limit %d)", h.second, h.first.c_str(), limit);
     }

@@ -111,6 +111,7 @@ class Checker {
   // The true time until which `server` holds `ref` (-1: not at all).
   int64_t held_until(int server, const LeaseRef& ref) const;
   void check_claims();
+  void check_truth(int client, const Claim& c);
   void check_obligations();
   bool exempt(const Obligation& o, int server) const;
   bool refused(const Obligation& o, int server) const;

@@ -61,6 +61,41 @@ void run_semaphore(Env& e) {
   }
 }
 
+namespace {
+
+// A second level on a held reentrant lock: hold, maybe extend, release it.
+void reenter(Env& e, ReentrantLock& lock, const LeaseRef& ref) {
+  // The same fence, one more level.
+  const Status again = lock.acquire(Nanos(0));
+  report(e, lock, ref);
+  e.sleep(e.pick_hold());
+  report(e, lock, ref);
+  if (e.rng().chance(0.3)) {
+    const Millis ttl(e.rng().log_uniform(1, 2 * e.w().config().ttl_ms));
+    may_shorten(e, ttl);
+    after_ok(e, lock, renewal(e, lock, [&] { return lock.extend(ttl); }), "extend");
+  }
+  report(e, lock, ref);
+  if (again.ok() && lock.depth() > 1) {
+    may_shorten(e, Millis(e.w().config().ttl_ms));  // the release re-arms the TTL
+    lock.release().ignore();
+    report(e, lock, ref);
+  }
+}
+
+// Every level, also those whose validity ran out or whose outcome is
+// unknown (depth() no longer counts them): until there is nothing left.
+void release_levels(Env& e, ReentrantLock& lock) {
+  e.checker().unclaim(e.id(), 0);
+  for (int i = 0; i < 6; ++i) {
+    const Status r = lock.release();
+    if (r.code() == ErrorCode::kNotHeld) break;
+    if (!r.ok()) e.sleep(e.rng().log_uniform(kMs, e.ttl_ns() / 2));
+  }
+}
+
+}  // namespace
+
 void run_reentrant(Env& e) {
   ReentrantLock lock(e.conn());
   ReentrantLockOptions o;
@@ -90,33 +125,9 @@ void run_reentrant(Env& e) {
       report(e, lock, ref);
       e.sleep(e.pick_hold());
       report(e, lock, ref);
-      if (e.rng().chance(0.5)) {
-        // Re-entered: the same fence, one more level.
-        const Status again = lock.acquire(Nanos(0));
-        report(e, lock, ref);
-        e.sleep(e.pick_hold());
-        report(e, lock, ref);
-        if (e.rng().chance(0.3)) {
-          const Millis ttl(e.rng().log_uniform(1, 2 * e.w().config().ttl_ms));
-          may_shorten(e, ttl);
-          after_ok(e, lock, renewal(e, lock, [&] { return lock.extend(ttl); }), "extend");
-        }
-        report(e, lock, ref);
-        if (again.ok() && lock.depth() > 1) {
-          may_shorten(e, Millis(e.w().config().ttl_ms));  // the release re-arms the TTL
-          lock.release().ignore();
-          report(e, lock, ref);
-        }
-      }
+      if (e.rng().chance(0.5)) reenter(e, lock, ref);
     }
-    // Every level, also those whose validity ran out or whose outcome is
-    // unknown (depth() no longer counts them): until there is nothing left.
-    e.checker().unclaim(e.id(), 0);
-    for (int i = 0; i < 6; ++i) {
-      const Status r = lock.release();
-      if (r.code() == ErrorCode::kNotHeld) break;
-      if (!r.ok()) e.sleep(e.rng().log_uniform(kMs, e.ttl_ns() / 2));
-    }
+    release_levels(e, lock);
   }
   for (int i = 0; i < 8 && lock.release().code() != ErrorCode::kNotHeld; ++i) {
   }
