@@ -202,8 +202,9 @@ class QuorumLock final : public Lease {
   Status send_extend(Millis ttl, ExtendMode mode);
   Deadline round_deadline(Deadline limit) const;
   Status attempt(Deadline limit);
-  Status raise_fence(Deadline limit);
+  Status raise_fence(Deadline limit, size_t agreed);
   void note_acquire();
+  size_t agreed_on_fence() const;
   size_t note_owners(int64_t yes_min);
   Status finish_extend(TimePoint start, TimePoint decided_at, Millis ttl, ExtendMode mode);
   void want_holders(bool skip_down, TimePoint now);
@@ -227,10 +228,11 @@ class QuorumLock final : public Lease {
   detail::DecimalText ms_text_;
   char mode_text_[4] = {};
   detail::DecimalText fence_text_;
+  detail::DecimalText propose_text_;
   // Request arguments, one array per script: a request left in flight may
   // be re-sent (NOSCRIPT) from these, so they never change kind.
   Bytes keys_[2];
-  Bytes acquire_args_[2];
+  Bytes acquire_args_[3];
   Bytes extend_args_[3];
   Bytes fence_args_[2];
   Bytes token_args_[1];
@@ -245,6 +247,9 @@ class QuorumLock final : public Lease {
   bool granted_ = false;
   TimePoint valid_until_{};
   uint64_t fence_ = 0;
+  // The highest fence counter any server reported for this key (grants and
+  // busy replies); the next acquire proposes seen_ + 1.
+  uint64_t seen_ = 0;
   Millis busy_ttl_{0};
   size_t released_on_ = 0;
   size_t last_failed_ = kMaxQuorumServers;
