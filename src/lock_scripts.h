@@ -39,28 +39,26 @@ constexpr Script kAcquireScript = make_script(
 // ARGV[1] = token, ARGV[2] = ttl ms, ARGV[3] = the client's proposed fence
 // f (decimal, >= 1). On a grant the counter becomes max(counter + 1, f),
 // atomically with the SET, and is returned (>= 1). Busy: {-(holder's PTTL)
-// (<= 0; 0 also for a holder without TTL), the current counter (0 if none
-// or unreadable)}, so a waiter learns where the counter stands. The counter
+// (<= 0; 0 also for a holder without TTL), the counter (0 if none or not
+// an integer)}, so a waiter learns where the counter stands. The counter
 // only ever grows. Same-token retries re-arm, as kAcquireScript. All or
 // nothing: the counter write (INCR, or SET to f when f is further ahead;
 // the only writes that can fail, with the server's error naming the fence
 // counter) comes before the lock key is written. A counter that is not an
-// integer is left to INCR, which refuses it.
+// integer (or of another type) is left to INCR, which refuses it.
 constexpr Script kQuorumAcquireScript = make_script(
     "local cur = redis.call('GET', KEYS[1])\n"
     "local c = redis.pcall('GET', KEYS[2])\n"
+    "local n = 0\n"
+    "if c then n = type(c) == 'string' and string.find(c, '^%-?%d+$') and tonumber(c) end\n"
     "if cur and cur ~= ARGV[1] then\n"
     "  local t = redis.call('PTTL', KEYS[1])\n"
     "  if t < 0 then t = 0 end\n"
-    "  return {-t, type(c) == 'string' and tonumber(c) or 0}\n"
+    "  return {-t, n or 0}\n"
     "end\n"
-    "if type(c) == 'table' then\n"
-    "  return redis.error_reply(tostring(c.err) .. ' (edgelock fence counter)')\n"
-    "end\n"
-    "local n = tonumber(c or '0')\n"
     "local f = tonumber(ARGV[3])\n"
     "local r\n"
-    "if f and (not c or string.find(c, '^%-?%d+$')) and f > n + 1 then\n"
+    "if n and f and f > n + 1 then\n"
     "  r = redis.pcall('SET', KEYS[2], ARGV[3])\n"
     "  c = f\n"
     "else\n"

@@ -126,6 +126,46 @@ void warm_up(Client& c) {
   ASSERT_TRUE(c.lock().release().ok());
 }
 
+// The grant script on one server: max(counter + 1, proposal), the busy
+// reply's counter, and all or nothing when the counter cannot be written.
+TEST(QuorumFence, GrantScriptTakesTheMaximum) {
+  Servers s;
+  ASSERT_TRUE(s.start(1));
+  const std::string sha = detail::kQuorumAcquireScript.sha1;
+  auto grant = [&](const char* token, const char* proposal) {
+    return s.cmd(0, {"EVALSHA", sha, "2", kKey, kCounter, token, "60000", proposal});
+  };
+  EXPECT_EQ(grant("t1", "1"), "1") << "a fresh counter";
+  EXPECT_EQ(grant("t1", "1"), "2") << "a same-token re-arm still increments";
+  EXPECT_EQ(grant("t1", "40"), "40") << "a proposal ahead of the counter";
+  EXPECT_EQ(grant("t1", "7"), "41") << "a proposal behind it";
+  const std::string busy = grant("t2", "99");
+  EXPECT_EQ(busy.substr(0, 1), "-") << busy;
+  EXPECT_EQ(busy.substr(busy.find(' ') + 1), "41") << "busy: the counter, nothing written";
+  EXPECT_EQ(s.counter(0), "41");
+  s.unblock(0);
+  s.set_counter(0, 0);
+  ASSERT_EQ(s.cmd(0, {"SET", kCounter, "-5"}), "OK");
+  EXPECT_EQ(grant("t3", "3"), "3") << "a negative counter is raised to the proposal";
+  s.unblock(0);
+  for (const char* bad : {"abc", "1.5", "9223372036854775807"}) {
+    ASSERT_EQ(s.cmd(0, {"SET", kCounter, bad}), "OK");
+    const std::string r = grant("t4", "2");
+    EXPECT_EQ(r.substr(0, 4), "ERR:") << bad << ": " << r;
+    EXPECT_NE(r.find("edgelock fence counter"), std::string::npos) << r;
+    EXPECT_EQ(s.cmd(0, {"GET", kKey}), "(nil)") << "nothing written with " << bad;
+    EXPECT_EQ(s.counter(0), bad);
+  }
+  ASSERT_EQ(s.cmd(0, {"DEL", kCounter}), "1");
+  ASSERT_EQ(s.cmd(0, {"RPUSH", kCounter, "x"}), "1");
+  const std::string wrong = grant("t4", "2");
+  EXPECT_NE(wrong.find("WRONGTYPE"), std::string::npos) << wrong;
+  EXPECT_EQ(s.cmd(0, {"GET", kKey}), "(nil)");
+  s.block(0);
+  const std::string listed = grant("t4", "2");
+  EXPECT_EQ(listed.substr(listed.find(' ') + 1), "0") << "busy over a list counter: " << listed;
+}
+
 TEST(QuorumFence, OneRoundTripWhenAMajorityAgrees) {
   Servers s;
   ASSERT_TRUE(s.start(5));
