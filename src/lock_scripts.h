@@ -107,10 +107,11 @@ constexpr Script kOwnedScript = make_script(
     "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -3 end\n"
     "return redis.call('PTTL', KEYS[1])\n");
 
-// Quorum fencing write-back (see quorum_lock.h). ARGV[1] = token,
-// ARGV[2] = fence. Raises the counter to the fence if lower, but only while
-// the lock key still holds our token: the next holder's grant on this server
-// then comes after the raise and its INCR exceeds the fence. Returns 1 if
+// Quorum fencing write-back, sent only when fewer than a majority returned
+// the fence (see quorum_lock.h). ARGV[1] = token, ARGV[2] = fence. Raises
+// the counter to the fence if lower, but only while the lock key still
+// holds our token: the next holder's grant on this server then comes after
+// the raise and its max(counter + 1, f) exceeds the fence. Returns 1 if
 // ours (counter now >= fence), 0 if not ours.
 constexpr Script kFenceRaiseScript = make_script(
     "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
