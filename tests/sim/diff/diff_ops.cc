@@ -66,9 +66,15 @@ DiffOp lock_op(uint64_t* s) {
     case 0:
       return script_op("acquire", detail::kAcquireScript, {k, fence_of(k), wake_of(k)},
                        {tok, one_of(s, kTtls)}, Timed::kIfNotPositive);
-    case 1:
-      return script_op("acquire/quorum", detail::kAcquireScript, {k, fence_of(k)},
-                       {tok, one_of(s, kTtls)}, Timed::kIfNotPositive);
+    case 1: {
+      if (pick(s, 4) == 0) {
+        return script_op("acquire/no-wake", detail::kAcquireScript, {k, fence_of(k)},
+                         {tok, one_of(s, kTtls)}, Timed::kIfNotPositive);
+      }
+      const char* const proposals[] = {"1", "2", "5", "8", "100", "9007199254740993", "9223372036854775807"};
+      return script_op("acquire/quorum", detail::kQuorumAcquireScript, {k, fence_of(k)},
+                       {tok, one_of(s, kTtls), one_of(s, proposals)}, Timed::kFirst);
+    }
     case 2:
       return pick(s, 2) ? script_op("release", detail::kReleaseScript, {k, wake_of(k)},
                                     {tok, one_of(s, kTtls)}, Timed::kNone)

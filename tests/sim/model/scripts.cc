@@ -34,6 +34,45 @@ RVal lock_acquire(ScriptRun& s) {
   return RVal::integer(via_lua(f.i));  // f went through a Lua number
 }
 
+// The counter as the script reads it: 0 if absent, the number if it is a
+// string of digits (with an optional minus), else "no number" (nil or false
+// in Lua: another type, or "1.5"/"abc"/"007x"), which leaves it to INCR.
+bool fence_counter(const RVal& c, double* n) {
+  *n = 0;
+  if (c.is_nil()) return true;
+  if (c.type != RType::kBulk || c.s.empty()) return false;
+  size_t i = c.s[0] == '-' ? 1 : 0;
+  if (i == c.s.size()) return false;
+  for (; i < c.s.size(); ++i) {
+    if (c.s[i] < '0' || c.s[i] > '9') return false;
+  }
+  return lua_tonumber(c.s, n);
+}
+
+RVal lock_quorum_acquire(ScriptRun& s) {
+  SIM_CALL(cur, 1, "GET", key(s, 1));
+  double n = 0;
+  const bool has_n = fence_counter(call(s, {"GET", key(s, 2)}), &n);
+  if (cur.type == RType::kBulk && cur.s != arg(s, 1)) {
+    SIM_CALL(t, 6, "PTTL", key(s, 1));
+    return ints({t.i < 0 ? 0 : -t.i, has_n ? to_reply_int(n) : 0});
+  }
+  double f = 0;
+  const bool has_f = lua_tonumber(arg(s, 3), &f);
+  RVal r;
+  int64_t c = 0;
+  if (has_n && has_f && f > n + 1) {
+    r = call(s, {"SET", key(s, 2), arg(s, 3)});
+    c = to_reply_int(f);
+  } else {
+    r = call(s, {"INCR", key(s, 2)});
+    c = via_lua(r.i);
+  }
+  if (r.is_error()) return RVal::error(r.s + " (edgelock fence counter)");
+  SIM_CALL(set, 22, "SET", key(s, 1), arg(s, 1), "PX", arg(s, 2));
+  return RVal::integer(c);
+}
+
 bool owner_is(ScriptRun& s, const RVal& cur) { return cur.type == RType::kBulk && cur.s == arg(s, 1); }
 
 RVal lock_release(ScriptRun& s) {
@@ -171,6 +210,7 @@ const NativeEntry kNatives[] = {
     {"cd5e918bf03fa875e4935b14295c461140b5fbdc", "kExtendScript", lock_extend},
     {"380422aa17f819ccee84d7fd4bd41dfe8e2e767a", "kOwnedScript", lock_owned},
     {"688323a3d51c0220009b50a0457291e7bf947814", "kFenceRaiseScript", lock_fence_raise},
+    {"0ca5c6639fbb232b0cf523b4abf3800d27b025ec", "kQuorumAcquireScript", lock_quorum_acquire},
     {"749a893dde4dfa8752fd45ca6b0230daca2b6d0f", "kSemAcquireScript", sem_acquire},
     {"bc130feb3bcf37912ae26d90e4acf697f5d533f9", "kSemReleaseScript", sem_release},
     {"83181694a7ab989bc31afafe154d3396a9cbd470", "kSemExtendScript", sem_extend},
@@ -194,6 +234,7 @@ const LibraryScript kLibrary[] = {
     {"kExtendScript", &detail::kExtendScript},
     {"kOwnedScript", &detail::kOwnedScript},
     {"kFenceRaiseScript", &detail::kFenceRaiseScript},
+    {"kQuorumAcquireScript", &detail::kQuorumAcquireScript},
     {"kSemAcquireScript", &detail::kSemAcquireScript},
     {"kSemReleaseScript", &detail::kSemReleaseScript},
     {"kSemExtendScript", &detail::kSemExtendScript},

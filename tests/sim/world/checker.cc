@@ -27,6 +27,7 @@ Checker::Checker(World& w) : w_(w) {
   acquire_sha_[0] = detail::kAcquireScript.sha1;
   acquire_sha_[1] = detail::kSemAcquireScript.sha1;
   acquire_sha_[2] = detail::kReentrantAcquireScript.sha1;
+  acquire_sha_[3] = detail::kQuorumAcquireScript.sha1;
 }
 
 void Checker::violation(const char* kind, const char* fmt, ...) {
@@ -193,6 +194,7 @@ void Checker::on_script(int server, int client, const std::string& name, const s
   // Polling: a busy reply is tagged so its arrival at the client is seen.
   bool busy = false;
   if (name == "kAcquireScript") busy = reply.type == RType::kInt && reply.i <= 0;
+  if (name == "kQuorumAcquireScript") busy = reply.type == RType::kArray;  // {-pttl, counter}
   if (name == "kSemAcquireScript" || name == "kReentrantAcquireScript") {
     busy = reply.type == RType::kArray && !reply.a.empty() && reply.a[0].i == 0;
   }
@@ -228,7 +230,8 @@ void Checker::on_client_send(int client, int server, int conn, const std::string
   }
   const bool attempt = bytes.find(acquire_sha_[0]) != std::string::npos ||
                        bytes.find(acquire_sha_[1]) != std::string::npos ||
-                       bytes.find(acquire_sha_[2]) != std::string::npos;
+                       bytes.find(acquire_sha_[2]) != std::string::npos ||
+                       bytes.find(acquire_sha_[3]) != std::string::npos;
   if (!attempt) return;
   if (p.busy_at < 0 || p.woken) {
     p.busy_at = -1;

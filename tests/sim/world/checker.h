@@ -132,7 +132,7 @@ class Checker {
   std::map<std::string, std::map<int, bool>> waiters_;
   std::map<std::string, int64_t> starved_since_;
   std::map<int, Poll> polls_;
-  std::string acquire_sha_[3];
+  std::string acquire_sha_[4];
   std::map<int, int64_t> retry_min_;
   std::vector<Obligation> obligations_;
   // Releases written per (client, server), by token; and those the server

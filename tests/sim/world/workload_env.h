@@ -47,6 +47,14 @@ class Env {
     return true;
   }
 
+  /// The process dies and starts again: its connections close (requests
+  /// already sent may still run) and whatever it knew is gone.
+  bool restart() {
+    conns_.clear();
+    transports_.clear();
+    return setup();
+  }
+
   World& w() { return w_; }
   Checker& checker() { return w_.checker(); }
   int id() const { return c_; }

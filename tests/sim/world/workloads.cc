@@ -43,7 +43,11 @@ void run_lock(Env& e, bool with_keeper) {
   }
 }
 
-void run_quorum(Env& e, bool with_keeper) {
+// One life of a QuorumLock process; true if it crashed right after a
+// grant (no release: its keys are left to expire). The next life starts
+// with a fresh lock that has seen no fence, so the one-round fencing must
+// still give it a higher fence than the crashed holder's.
+bool quorum_life(Env& e, bool with_keeper) {
   QuorumLock lock;
   QuorumOptions o;
   o.ttl = Millis(e.w().config().ttl_ms);
@@ -53,7 +57,7 @@ void run_quorum(Env& e, bool with_keeper) {
   // (docs/simulation.md, findings): use the command budget, below the TTL.
   const int64_t budget = std::min(e.w().config().command_timeout_ms, e.w().config().ttl_ms / 2);
   o.server_timeout = Millis(budget);
-  if (!lock.init(e.conn_array(), e.w().server_count(), Bytes::from_cstr("Q"), o).ok()) return;
+  if (!lock.init(e.conn_array(), e.w().server_count(), Bytes::from_cstr("Q"), o).ok()) return false;
   e.checker().set_retry_min(e.id(), Millis(2).count());
   while (!e.w().stopping()) {
     e.think();
@@ -69,6 +73,11 @@ void run_quorum(Env& e, bool with_keeper) {
       e.checker().granted(e.id(), "Q", lock.fence());
       report(e, lock, ref);
       after_ok(e, lock, s, "acquire");
+      if (e.rng().chance(0.03)) {
+        e.checker().unclaim(e.id(), 0);
+        e.w().trace("c%d crashed holding Q (fence %llu)", e.id(), static_cast<unsigned long long>(lock.fence()));
+        return true;
+      }
       if (with_keeper) {
         LeaseKeeper keeper(lock);
         keep(e, lock, ref, keeper);
@@ -78,6 +87,19 @@ void run_quorum(Env& e, bool with_keeper) {
     }
     release_all(e, lock, ref, start);
   }
+  return false;
+}
+
+void run_quorum(Env& e, bool with_keeper) {
+  int64_t crashed_at = -1;
+  for (int life = 0; life < 1000 && quorum_life(e, with_keeper); ++life) {
+    ++e.w().stats().holder_crashes;
+    crashed_at = e.w().now();
+    if (!e.restart()) return;
+  }
+  // The run ends with no key left: a crashed holder's keys must expire first.
+  const int64_t gone = crashed_at + 2 * e.ttl_ns();
+  if (crashed_at >= 0 && e.w().now() < gone) e.sleep(gone - e.w().now());
 }
 
 }  // namespace
