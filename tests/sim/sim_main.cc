@@ -6,6 +6,7 @@
 //   edgelock_sim --seeds N [--from S] [--max-seconds T]
 //   options: --clients N --servers N --work NAME --data-loss --delayed-restart
 //            --no-faults --fault-scale X --expect-violation --determinism --quiet
+//            --hashes (each seed's trace hash, to compare with a --seed replay)
 
 #include <sys/types.h>
 
@@ -50,6 +51,7 @@ struct Options {
   bool trace = false;
   bool expect_violation = false;
   bool determinism = false;
+  bool hashes = false;
   bool quiet = false;
   bool keep_going = false;
   double max_seconds = 0;
@@ -128,6 +130,8 @@ bool parse(int argc, char** argv, Options* opt) {
       opt->expect_violation = true;
     } else if (a == "--determinism") {
       opt->determinism = true;
+    } else if (a == "--hashes") {
+      opt->hashes = true;
     } else if (a == "--quiet") {
       opt->quiet = true;
     } else if (a == "--keep-going") {
@@ -153,7 +157,7 @@ const char kUsage[] =
     "  [--clients N] [--servers N] [--work lock|lock+keeper|quorum|quorum+keeper|semaphore|\n"
     "   reentrant|cooldown|quota] [--data-loss [--delayed-restart]] [--no-faults]\n"
     "  [--fault-scale X] [--late-replies] [--strict] [--strict-cleanup] [--trace]\n"
-    "  [--expect-violation] [--determinism] [--keep-going] [--quiet]\n";
+    "  [--expect-violation] [--determinism] [--hashes] [--keep-going] [--quiet]\n";
 
 const char* const kFaultNames[] = {"partitions",     "server pauses",      "server restarts",
                                    "client pauses",  "script flushes",     "error-reply spells",
@@ -277,7 +281,7 @@ int main_impl(int argc, char** argv) {
     std::string kind;
     const uint64_t h = run_one(seed, opt, fibers, &t, &violated, &kind);
     if (opt.determinism && !replays_the_same(seed, opt, fibers, h, violated)) return 1;
-    if (opt.one) {
+    if (opt.one || opt.hashes) {
       std::printf("seed %llu: trace hash %016llx\n", static_cast<unsigned long long>(seed),
                   static_cast<unsigned long long>(h));
     }
