@@ -235,6 +235,7 @@ int main_impl(int argc, char** argv) {
     }
   }
   check_native_scripts();
+  test::exit_unless_server();  // 77 (Meson: SKIP) with the reason if there is none
   test::RedisServer server;
   if (!server.start()) {
     std::fprintf(stderr, "cannot start %s\n", test::server_binary().c_str());
