@@ -43,12 +43,7 @@ void run_lock(Env& e, bool with_keeper) {
   }
 }
 
-// One life of a QuorumLock process; true if it crashed right after a
-// grant (no release: its keys are left to expire). The next life starts
-// with a fresh lock that has seen no fence, so the one-round fencing must
-// still give it a higher fence than the crashed holder's.
-bool quorum_life(Env& e, bool with_keeper) {
-  QuorumLock lock;
+QuorumOptions quorum_options(Env& e) {
   QuorumOptions o;
   o.ttl = Millis(e.w().config().ttl_ms);
   o.drift_factor = e.w().config().drift_factor;
@@ -57,7 +52,18 @@ bool quorum_life(Env& e, bool with_keeper) {
   // (docs/simulation.md, findings): use the command budget, below the TTL.
   const int64_t budget = std::min(e.w().config().command_timeout_ms, e.w().config().ttl_ms / 2);
   o.server_timeout = Millis(budget);
-  if (!lock.init(e.conn_array(), e.w().server_count(), Bytes::from_cstr("Q"), o).ok()) return false;
+  return o;
+}
+
+// One life of a QuorumLock process; true if it crashed right after a
+// grant (no release: its keys are left to expire). The next life starts
+// with a fresh lock that has seen no fence, so the one-round fencing must
+// still give it a higher fence than the crashed holder's.
+bool quorum_life(Env& e, bool with_keeper) {
+  QuorumLock lock;
+  if (!lock.init(e.conn_array(), e.w().server_count(), Bytes::from_cstr("Q"), quorum_options(e)).ok()) {
+    return false;
+  }
   e.checker().set_retry_min(e.id(), Millis(2).count());
   while (!e.w().stopping()) {
     e.think();
