@@ -55,8 +55,8 @@ class Checker {
   void shorten(int client, int slot, int64_t end);
   /// The end of the current claim (0 if none).
   int64_t claim_end(int client, int slot) const;
-  /// An acquire returned ok with this fence.
-  void granted(int client, const std::string& key, uint64_t fence);
+  /// An acquire returned ok with this fence, for the lease of `token`.
+  void granted(int client, const std::string& key, uint64_t fence, const std::string& token);
   /// Cooldown/Quota let this client in.
   void admitted(int client, const std::string& key);
   /// The client is inside a blocking acquire/enter/take of `key` (liveness).

@@ -29,7 +29,7 @@ void run_lock(Env& e, bool with_keeper) {
     const LeaseRef ref = lock_ref(LeaseKind::kLock, "L", lock.token());
     if (s.ok()) {
       ++e.w().stats().grants;
-      e.checker().granted(e.id(), "L", lock.fence());
+      e.checker().granted(e.id(), "L", lock.fence(), ref.token);
       report(e, lock, ref);
       after_ok(e, lock, s, "acquire");
       if (with_keeper) {
@@ -76,7 +76,7 @@ bool quorum_life(Env& e, bool with_keeper) {
     const LeaseRef ref = lock_ref(LeaseKind::kQuorum, "Q", lock.token());
     if (s.ok()) {
       ++e.w().stats().grants;
-      e.checker().granted(e.id(), "Q", lock.fence());
+      e.checker().granted(e.id(), "Q", lock.fence(), ref.token);
       report(e, lock, ref);
       after_ok(e, lock, s, "acquire");
       if (e.rng().chance(0.03)) {

@@ -120,7 +120,7 @@ void run_reentrant(Env& e) {
     e.checker().waiting(e.id(), "R", false);
     if (s.ok()) {
       ++e.w().stats().grants;
-      if (fresh) e.checker().granted(e.id(), "R", lock.fence());
+      if (fresh) e.checker().granted(e.id(), "R", lock.fence(), ref.token);
       after_ok(e, lock, s, "acquire");
       report(e, lock, ref);
       e.sleep(e.pick_hold());
