@@ -336,7 +336,7 @@ Result<const Reply*> Connection::on_reply(const Reply* reply) {
     const Status s = encode_eval(false, 0);
     if (!s.ok()) return leave(s);
     begin(1);
-    return static_cast<const Reply*>(nullptr);
+    return send_some();  // now: a non-blocking caller may not look again soon
   }
   set_error(error_, "%.*s", static_cast<int>(reply->len), reply->str);
   return code;
