@@ -2,8 +2,9 @@
 // heartbeat timer every 10 ms (x EDGELOCK_TEST_SLOWDOWN) and keeps doing so
 // while acquire (Lock, Semaphore, ReentrantLock, QuorumLock), the keeper's
 // renewals and release wait on servers that are SIGSTOPped (paused) for far
-// longer than that. Each test prints its longest heartbeat gap and its
-// longest call into the library.
+// longer than that, or on links (DelayProxy) slowed past the round budget.
+// Each test prints its longest heartbeat gap and its longest call into the
+// library.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/timerfd.h>
@@ -13,10 +14,12 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "edgelock/edgelock.h"
 #include "edgelock/lease_keeper.h"
+#include "../../bench/delay_proxy.h"
 #include "../support/redis_server.h"
 #include "../support/test_util.h"
 
@@ -69,22 +72,34 @@ class Heartbeat {
   uint64_t beats_ = 0;
 };
 
-// Pauses some servers from `from` to `to` after the loop's start, as the
-// loop turns (SIGSTOP / SIGCONT by PID).
+// From `from` to `to` after the loop's start, as the loop turns: pauses
+// some servers (SIGSTOP / SIGCONT by PID) and slows some links to `slow`
+// each way (a partition that heals).
 struct Stall {
   std::vector<RedisServer*> servers;
   Nanos from{0};
   Nanos to{0};
+  std::vector<test::DelayProxy*> links;
+  Nanos slow{0};
   bool paused = false;
   bool over = false;
 
+  static Stall pausing(std::vector<RedisServer*> servers, Nanos from, Nanos to) {
+    Stall s;
+    s.servers = std::move(servers);
+    s.from = from;
+    s.to = to;
+    return s;
+  }
   void tick(Nanos t) {
     if (!paused && !over && t >= from) {
       for (RedisServer* s : servers) s->pause();
+      for (test::DelayProxy* l : links) l->set_delay(slow);
       paused = true;
     }
     if (paused && t >= to) {
       for (RedisServer* s : servers) s->resume();
+      for (test::DelayProxy* l : links) l->set_delay(Nanos::zero());
       paused = false;
       over = true;
     }
@@ -200,7 +215,7 @@ TEST_F(NonblockingLoopTest, LockAcquireWaitsThroughAPausedServer) {
   ASSERT_EQ(run(admin_, {"SET", "modem", "other", "PX", std::to_string(300 * test::slowdown())}),
             "OK");
   Loop loop(c.clock());
-  loop.stall = {{servers_[0].get()}, scaled(Millis(50)), scaled(Millis(550))};
+  loop.stall = Stall::pausing({servers_[0].get()}, scaled(Millis(50)), scaled(Millis(550)));
   const Status s = loop.finish(lock, loop.call([&] { return lock.start_acquire(scaled(Millis(3000))); }),
                                scaled(Millis(5000)));
   EXPECT_TRUE(s.ok()) << s.to_string() << " " << lock.last_error();
@@ -218,14 +233,14 @@ TEST_F(NonblockingLoopTest, SemaphoreAndReentrantAcquireThroughAPausedServer) {
   ASSERT_TRUE(rl.init(Bytes::from_cstr("rl")).ok());
   ASSERT_EQ(run(c, {"PING"}), "PONG");
   Loop loop(c.clock());
-  loop.stall = {{servers_[0].get()}, scaled(Millis(20)), scaled(Millis(420))};
+  loop.stall = Stall::pausing({servers_[0].get()}, scaled(Millis(20)), scaled(Millis(420)));
   Permit permit;
   loop.idle_until(scaled(Millis(40)));  // paused from here
   Status s = loop.call([&] { return sem.start_acquire(&permit, scaled(Millis(3000))); });
   s = loop.finish(sem, s, scaled(Millis(5000)));
   EXPECT_TRUE(s.ok()) << s.to_string() << " " << sem.last_error();
   EXPECT_TRUE(loop.op_ran_while_paused());
-  loop.stall = {{servers_[0].get()}, loop.elapsed(), loop.elapsed() + scaled(Millis(400))};
+  loop.stall = Stall::pausing({servers_[0].get()}, loop.elapsed(), loop.elapsed() + scaled(Millis(400)));
   loop.idle_until(loop.stall.from + scaled(Millis(20)));
   s = loop.finish(rl, loop.call([&] { return rl.start_acquire(scaled(Millis(3000))); }),
                   loop.elapsed() + scaled(Millis(5000)));
@@ -248,7 +263,7 @@ TEST_F(NonblockingLoopTest, QuorumAcquireWaitsWhileAMajorityIsPaused) {
   QuorumLock q;
   ASSERT_TRUE(q.init(conns, 3, Bytes::from_cstr("modem"), o).ok());
   Loop loop(c[0].clock());
-  loop.stall = {{servers_[1].get(), servers_[2].get()}, Millis(0), scaled(Millis(500))};
+  loop.stall = Stall::pausing({servers_[1].get(), servers_[2].get()}, Millis(0), scaled(Millis(500)));
   loop.idle_until(scaled(Millis(10)));
   const Status s =
       loop.finish(q, loop.call([&] { return q.start_acquire(scaled(Millis(3000))); }), scaled(Millis(5000)));
@@ -291,7 +306,7 @@ TEST_F(NonblockingLoopTest, KeeperRenewsThroughAPauseAndReportsLossOnTime) {
   ASSERT_TRUE(keeper.start().ok());
   Loop loop(c.clock());
   // A pause shorter than the validity: kept.
-  loop.stall = {{servers_[0].get()}, scaled(Millis(400)), scaled(Millis(1000))};
+  loop.stall = Stall::pausing({servers_[0].get()}, scaled(Millis(400)), scaled(Millis(1000)));
   TimePoint end{};
   bool overlapped = false;
   EXPECT_EQ(keep_until(loop, keeper, lock, scaled(Millis(2500)), &end, &overlapped), TimePoint());
@@ -301,7 +316,7 @@ TEST_F(NonblockingLoopTest, KeeperRenewsThroughAPauseAndReportsLossOnTime) {
   // A pause longer than the validity: lost, reported at its end on the
   // loop's own clock.
   const Nanos from = loop.elapsed();
-  loop.stall = {{servers_[0].get()}, from, from + scaled(Millis(2500))};
+  loop.stall = Stall::pausing({servers_[0].get()}, from, from + scaled(Millis(2500)));
   const TimePoint seen = keep_until(loop, keeper, lock, from + scaled(Millis(2400)), &end, &overlapped);
   ASSERT_NE(seen, TimePoint()) << "lost within the pause";
   EXPECT_EQ(keeper.last_status().code(), ErrorCode::kExpired);
@@ -321,7 +336,7 @@ TEST_F(NonblockingLoopTest, ReleaseWaitsThroughAPausedServer) {
   ASSERT_TRUE(lock.init(Bytes::from_cstr("modem")).ok());
   ASSERT_TRUE(lock.try_acquire().ok()) << lock.last_error();
   Loop loop(c.clock());
-  loop.stall = {{servers_[0].get()}, Millis(0), scaled(Millis(500))};
+  loop.stall = Stall::pausing({servers_[0].get()}, Millis(0), scaled(Millis(500)));
   loop.idle_until(scaled(Millis(10)));
   const Status s =
       loop.finish(lock, loop.call([&] { return lock.start_release(); }), scaled(Millis(3000)));
@@ -329,6 +344,54 @@ TEST_F(NonblockingLoopTest, ReleaseWaitsThroughAPausedServer) {
   EXPECT_TRUE(loop.op_ran_while_paused());
   loop.expect_responsive("Lock release");
   EXPECT_EQ(run(admin_, {"EXISTS", "modem"}), "0");
+}
+
+// Every server behind a DelayProxy: the links to two of them become slow
+// (300 ms each way, beyond the 150 ms round budget) across a renewal and
+// heal; then the release runs over 50 ms links, which a blocking release
+// would spend in the loop.
+TEST_F(NonblockingLoopTest, QuorumKeeperAndReleaseOverSlowLinks) {
+  std::unique_ptr<test::DelayProxy> links[3];
+  Connection c[3];
+  Connection* conns[3];
+  for (size_t i = 0; i < 3; ++i) {
+    links[i] = std::make_unique<test::DelayProxy>(servers_[i]->port(), Nanos::zero());
+    ASSERT_TRUE(links[i]->start());
+    ConnectionOptions o;
+    o.connect_timeout = scaled(Millis(2000));
+    o.command_timeout = scaled(Millis(2000));
+    ASSERT_TRUE(c[i].setup(links[i]->url().c_str(), o).ok());
+    conns[i] = &c[i];
+  }
+  QuorumOptions qo;
+  qo.ttl = std::chrono::floor<Millis>(scaled(Millis(1500)));
+  qo.server_timeout = scaled(Millis(150));
+  QuorumLock q;
+  ASSERT_TRUE(q.init(conns, 3, Bytes::from_cstr("modem"), qo).ok());
+  // Every script cached on every server (a NOSCRIPT costs a round trip).
+  ASSERT_TRUE(q.try_acquire().ok()) << q.last_error();
+  ASSERT_TRUE(q.renew().ok()) << q.last_error();
+  ASSERT_TRUE(q.release().ok()) << q.last_error();
+  ASSERT_TRUE(q.try_acquire().ok()) << q.last_error();
+  LeaseKeeper keeper(q);
+  ASSERT_TRUE(keeper.start().ok());
+  Loop loop(c[0].clock());
+  loop.stall.links = {links[1].get(), links[2].get()};
+  loop.stall.slow = scaled(Millis(300));
+  loop.stall.from = scaled(Millis(300));
+  loop.stall.to = scaled(Millis(800));
+  TimePoint end{};
+  bool overlapped = false;
+  EXPECT_EQ(keep_until(loop, keeper, q, scaled(Millis(2000)), &end, &overlapped), TimePoint());
+  EXPECT_TRUE(overlapped) << "a renewal was out while the links were slow";
+  EXPECT_EQ(keeper.state(), LeaseState::kKeeping) << keeper.last_status().to_string();
+  EXPECT_GE(keeper.stats().renewals, 2u);
+  keeper.stop();
+  for (auto& l : links) l->set_delay(scaled(Millis(50)));
+  const Status s = loop.finish(q, loop.call([&] { return q.start_release(); }),
+                               loop.elapsed() + scaled(Millis(3000)));
+  EXPECT_TRUE(s.ok()) << s.to_string() << " " << q.last_error();
+  loop.expect_responsive("QuorumLock keeper + release over slow links");
 }
 
 }  // namespace
