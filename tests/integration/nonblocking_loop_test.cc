@@ -154,9 +154,12 @@ class Loop {
     for (int i = 0; i < 1000000 && elapsed() < t; ++i) turn(nullptr, 0, Deadline::never());
   }
   // The heartbeat gap and the longest library call stayed small: a loop
-  // that blocked on the paused server would show the whole pause.
+  // that blocked on a paused server would show the whole pause (400 ms and
+  // more) in both. The gap's margin (90 ms) absorbs a busy machine's
+  // scheduling; the call bound (20 ms) also catches a blocked round trip
+  // over the 50 ms links.
   void expect_responsive(const char* what) {
-    const Nanos bound = hb_.period() + scaled(Millis(40));
+    const Nanos bound = hb_.period() + scaled(Millis(90));
     const Nanos gap = hb_.max_gap();
     std::printf("[ figures  ] %s: max heartbeat gap %lld ms (period %lld ms, %llu beats), "
                 "longest library call %.3f ms, paused %lld..%lld ms\n",
@@ -401,7 +404,7 @@ TEST_F(NonblockingLoopTest, QuorumKeeperAndReleaseOverSlowLinks) {
 
 // The examples (examples/poll_lease.cc, glib_lease.cc; paths from the
 // environment, native builds only) hold a lease for 2 s through a 1 s
-// pause of the server and report a tick gap near their 10 ms.
+// pause of the server and report a tick gap near their 10 ms (under 100 ms).
 void run_example(const char* env, RedisServer& server) {
   const char* path = std::getenv(env);
   if (path == nullptr || *path == '\0') GTEST_SKIP() << env << " not set (example not built)";
@@ -425,7 +428,7 @@ void run_example(const char* env, RedisServer& server) {
   const double gap = std::atof(out.c_str() + at + 17);
   std::printf("[ figures  ] %s: %s", env, out.substr(out.rfind("released")).c_str());
   EXPECT_GT(gap, 5.0);
-  EXPECT_LT(gap, 50.0);
+  EXPECT_LT(gap, 100.0);  // a blocked loop would show the 1 s pause
 }
 
 TEST_F(NonblockingLoopTest, PollExampleHoldsThroughAPause) {
