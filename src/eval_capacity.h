@@ -6,12 +6,15 @@
 // limit fails the build instead of failing every call after a SCRIPT FLUSH.
 // The one two-command write (a waiting Lock's BLPOP + EVALSHA) is checked
 // too. The failure names the Meson option tx_buffer_size and the size
-// needed (check_config.h). A new script belongs in kAllScripts below.
+// needed (check_config.h). A new script belongs in kAllScripts below, or,
+// if it is loaded with SCRIPT LOAD instead of re-sent by body, in
+// kLoadedScripts.
 
 #include <cstddef>
 
 #include "edgelock/limits.h"
 #include "edgelock/script.h"
+#include "fair_scripts.h"
 #include "lock_scripts.h"
 #include "rate_scripts.h"
 #include "reentrant_scripts.h"
@@ -82,18 +85,44 @@ constexpr size_t longest_eval() {
 /// Bytes of the longest EVAL frame any primitive sends.
 constexpr size_t kLongestEval = longest_eval();
 
+/// Scripts too long to re-send by body with their keys at max_key_len: a
+/// FairLock sends SCRIPT LOAD (the body without keys) when the server has
+/// lost them and their EVAL does not fit (src/fair_lock.cc). Checked: the
+/// SCRIPT LOAD, and the EVALSHA with every key and argument at its longest.
+constexpr const Script* kLoadedScripts[] = {&kFairAcquireScript, &kFairReleaseScript,
+                                            &kFairLeaveScript};
+
+constexpr size_t script_load_frame(const Script& s) {
+  return config_check::array_header(3) + bulk_frame(6) + bulk_frame(4) + bulk_frame(s.len);
+}
+
+constexpr size_t longest_loaded() {
+  size_t best = 0;
+  for (const Script* s : kLoadedScripts) {
+    best = config_check::max_of(best, config_check::max_of(script_load_frame(*s), eval_frame_bound(*s, true)));
+  }
+  return best;
+}
+
+/// Bytes of the longest SCRIPT LOAD or EVALSHA of a loaded script.
+constexpr size_t kLongestLoaded = longest_loaded();
+
 /// Bytes of the one write that carries two commands: a waiting Lock's
-/// "BLPOP {key}:wake <seconds>" with its acquire queued behind as EVALSHA
-/// (src/lock_wait.cc, Connection::command_then_eval). The timeout is at
-/// most 31 characters (lock_wait.cc formats it into 32 bytes).
-constexpr size_t kLongestPipelinedWait =
+/// "BLPOP {key}:wake <seconds>" (a FairLock's "BLPOP {key}:turn ...") with
+/// its acquire queued behind as EVALSHA (src/lock_wait.cc,
+/// src/fair_lock_wait.cc, Connection::command_then_eval). The timeout is
+/// at most 31 characters (blpop_timeout.h formats it into 32 bytes).
+constexpr size_t kBlpopFrame =
     config_check::array_header(3) + bulk_frame(5) + bulk_frame(kMaxKeyLen + kCompanionKeyOverhead) +
-    bulk_frame(31) + eval_frame_bound(kAcquireScript, true);
+    bulk_frame(31);
+constexpr size_t kLongestPipelinedWait =
+    kBlpopFrame + config_check::max_of(eval_frame_bound(kAcquireScript, true),
+                                       eval_frame_bound(kFairAcquireScript, true));
 
 /// Bytes the command buffer must hold: the longest single write.
-constexpr size_t kTxBufferNeeded =
-    config_check::max_of(config_check::max_of(kLongestEval, kLongestPipelinedWait),
-                         config_check::kLongestFixedCommand);
+constexpr size_t kTxBufferNeeded = config_check::max_of(
+    config_check::max_of(kLongestEval, kLongestPipelinedWait),
+    config_check::max_of(kLongestLoaded, config_check::kLongestFixedCommand));
 
 // Fails the build naming the Meson option tx_buffer_size; the compiler's
 // note shows kMinimum, the smallest size that works with these scripts at

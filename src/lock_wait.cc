@@ -1,7 +1,7 @@
 // Waiting for a busy lock without polling: block on the release signal
 // (BLPOP on "{key}:wake") for at most the holder's remaining TTL; fall back
 // to capped, jittered backoff when no signal can be waited for.
-#include "edgelock/detail/decimal_text.h"
+#include "blpop_timeout.h"
 #include "edgelock/lock.h"
 
 namespace edgelock {
@@ -10,24 +10,7 @@ namespace {
 
 Nanos min_of(Nanos a, Nanos b) { return a < b ? a : b; }
 
-// BLPOP's timeout in seconds with ms precision ("1.250"), rounded down so
-// the server gives up before our own deadline does. Empty if under 1 ms.
-struct BlpopTimeout {
-  uint8_t text[32] = {};
-  size_t len = 0;
-  explicit BlpopTimeout(Nanos cap) {
-    const int64_t ms = std::chrono::floor<Millis>(cap).count();
-    if (ms < 1) return;
-    ByteBuilder b(text, sizeof text);
-    b.append_decimal(ms / 1000);
-    // The fraction as three digits: 1000 + ms % 1000 without its leading 1.
-    const detail::DecimalText frac(1000 + ms % 1000);
-    b.append_char('.');
-    b.append(frac.text + 1, 3);
-    len = b.size();
-  }
-  Bytes bytes() const { return Bytes(text, len); }
-};
+using detail::BlpopTimeout;
 
 }  // namespace
 

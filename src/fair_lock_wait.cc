@@ -1,0 +1,64 @@
+// Waiting in a FairLock's queue without polling: block on the turn list
+// (BLPOP, woken when it is our turn) for at most the holder's remaining
+// TTL (or the dead head's deadline) and half the waiter timeout, so the
+// next attempt renews our place before it lapses. Capped backoff when no
+// signal can be waited for.
+#include "blpop_timeout.h"
+#include "edgelock/detail/connection_io.h"
+#include "edgelock/fair_lock.h"
+
+namespace edgelock {
+
+namespace {
+
+Nanos min_of(Nanos a, Nanos b) { return a < b ? a : b; }
+
+}  // namespace
+
+bool FairLock::pause(Status last, Nanos left, Deadline op_deadline, Status* attempted) {
+  // Our place lapses after waiter_timeout without an attempt: wait at most
+  // half of it, so a renewal delayed by the network still lands in time.
+  const Nanos renew_by = min_of(Nanos(options_.waiter_timeout) / 2, left);
+  // Blocking needs a busy answer with a time limit: a holder without TTL
+  // (hint 0) gets plain backoff.
+  const bool can_block = wake_supported_ && last.code() == ErrorCode::kBusy && hint_ > Millis(0);
+  if (can_block) {
+    // Unjittered: waiters that blocked in queue order time out in it too,
+    // which keeps the wake signal going to the head first.
+    const Nanos cap = min_of(hint_ + Millis(1), renew_by);
+    if (await_turn(cap, op_deadline, attempted)) return true;
+  }
+  clock().sleep_for(min_of(core_.backoff_delay(last, left), renew_by));
+  return false;
+}
+
+// Blocks on the turn list for up to `cap`. On the plain connection, when
+// the wait can cost at most a quarter of the TTL (the attempt's validity
+// counts from before the BLPOP), the attempt rides along: Redis runs it
+// the moment the BLPOP returns, and a waiter that is not the head passes
+// the signal on at once. Returns true with the attempt's status in
+// *attempted, false (no attempt made) if the caller should sleep instead:
+// BLPOP refused, connection trouble, cap under 1 ms.
+bool FairLock::await_turn(Nanos cap, Deadline op_deadline, Status* attempted) {
+  const detail::BlpopTimeout secs(cap);
+  if (secs.len == 0) return false;
+  const Bytes blpop[3] = {Bytes::from_cstr("BLPOP"), turn_key_.bytes(), secs.bytes()};
+  // BLPOP holds the connection for up to `cap`: the reply's budget is that
+  // plus one ordinary command timeout.
+  const Deadline d = Deadline::after(clock(), cap + core_.command_timeout()).min(op_deadline);
+  if (core_.backend().direct() && cap * 4 <= Nanos(options_.ttl)) {
+    *attempted = attempt(d, true, blpop);
+    return true;
+  }
+  const Result<const Reply*> r = core_.backend().command(key(), blpop, d);
+  if (!r.ok()) {
+    // Redis < 6 refuses a fractional timeout: stop trying on this lock.
+    if (r.status().code() == ErrorCode::kServerError) wake_supported_ = false;
+    return false;
+  }
+  // Signal (array) or timeout (nil): attempt now.
+  *attempted = attempt(core_.io_deadline().min(op_deadline), true);
+  return true;
+}
+
+}  // namespace edgelock
