@@ -30,15 +30,13 @@ Status FairLock::init(Bytes key, const FairLockOptions& options) {
   if (options.waiter_timeout < kMinWaiterTimeout || options.waiter_timeout > kMaxTtl) {
     return ErrorCode::kInvalidArgument;
   }
-  detail::CompanionKey queue, turn;
+  detail::CompanionKey queue;
   EDGELOCK_TRY(make_companion(key, ":queue", &queue));
-  EDGELOCK_TRY(make_companion(key, ":turn", &turn));
   // The core checks the key and that the back end serves its companions
   // with it (every companion shares the key's slot: lock_keys.h).
   EDGELOCK_TRY(core_.init(key, {options.ttl, options.drift_factor, options.retry_min, options.retry_max},
                           &fence_key_));
   queue_key_ = queue;
-  turn_key_ = turn;
   wake_supported_ = true;
   ttl_text_.set(options.ttl.count());
   join_text_.set(options.waiter_timeout.count());
@@ -53,8 +51,33 @@ void FairLock::forget() {
   granted_ = false;
   joined_ = false;
   position_ = 0;
+  seq_ = 0;
+  next_seq_ = 0;
   valid_until_ = TimePoint();
   fence_ = 0;
+}
+
+Status FairLock::wake_key_of(uint64_t seq, WakeKey* out) const {
+  char suffix[32];
+  ByteBuilder b(reinterpret_cast<uint8_t*>(suffix), sizeof suffix - 1);
+  b.append(":w:", 3);
+  b.append_decimal(static_cast<int64_t>(seq));
+  suffix[b.size()] = '\0';
+  const Result<size_t> n = detail::companion_key(key(), suffix, out->data, sizeof out->data);
+  if (!n.ok()) return n.status();
+  out->len = n.value();
+  return Status();
+}
+
+// Wakes waiter `seq` (the head a release or leave found, other than the
+// one named): one signal on its wake list. Best effort: if it fails, the
+// waiter wakes at its cap.
+void FairLock::wake(int64_t seq) {
+  WakeKey k;
+  if (seq <= 0 || !wake_key_of(static_cast<uint64_t>(seq), &k).ok()) return;
+  const Bytes keys[1] = {k.bytes()};
+  const Bytes args[1] = {join_text_.bytes()};
+  core_.backend().eval({&detail::kFairWakeScript, keys, args}, core_.io_deadline()).status().ignore();
 }
 
 Nanos FairLock::remaining() const { return granted_ ? core_.left(valid_until_) : Nanos::zero(); }
@@ -80,7 +103,7 @@ Result<const Reply*> FairLock::eval(const ScriptCall& call, Deadline deadline) {
 // One counted attempt; with `blpop`, pipelined behind that command on the
 // plain connection (fair_lock_wait.cc).
 Status FairLock::attempt(Deadline deadline, bool join, Span<const Bytes> blpop) {
-  const Bytes keys[4] = {key(), fence_key_.bytes(), queue_key_.bytes(), turn_key_.bytes()};
+  const Bytes keys[3] = {key(), fence_key_.bytes(), queue_key_.bytes()};
   const Bytes args[3] = {token(), ttl_text_.bytes(), join ? join_text_.bytes() : try_text_.bytes()};
   // From here a lost reply may mean the key is ours: keep the token so
   // release() can clean up, and leave the queue if the wait ends.
@@ -108,31 +131,48 @@ Status FairLock::on_acquire_reply(const Result<const Reply*>& r, TimePoint start
     if (r.status().code() == ErrorCode::kNoQuorum) release().ignore();
     return r.status();
   }
+  // Fail closed: only {fence >= 1, next seq >= 0} is a grant.
   const Reply* rep = r.value();
-  // Fail closed: only an integer fence (> 0) is a grant; a busy answer is
-  // {wait_ms >= 0, position >= 0}.
-  if (rep->type == ReplyType::kArray) {
-    if (rep->count != 2 || rep->elements[0].type != ReplyType::kInteger ||
-        rep->elements[1].type != ReplyType::kInteger || rep->elements[0].integer < 0 ||
-        rep->elements[1].integer < 0 || rep->elements[1].integer > UINT32_MAX) {
-      return core_.reject("fair acquire wants {wait_ms, position}");
-    }
-    hint_ = Millis(rep->elements[0].integer);
-    position_ = static_cast<uint32_t>(rep->elements[1].integer);
-    core_.set_busy_ttl(hint_);
-    return ErrorCode::kBusy;
+  if (rep->type != ReplyType::kArray || rep->count < 2 || rep->elements[0].type != ReplyType::kInteger) {
+    return core_.reject("fair acquire wants an array");
   }
-  if (rep->type != ReplyType::kInteger || rep->integer <= 0) return core_.reject("fair acquire wants a fence");
+  if (rep->elements[0].integer <= 0) return on_busy_reply(rep);
+  if (rep->count != 2 || rep->elements[1].type != ReplyType::kInteger || rep->elements[1].integer < 0) {
+    return core_.reject("fair grant wants {fence, next seq}");
+  }
   granted_ = true;
   joined_ = false;  // the grant took us out of the queue
   position_ = 0;
-  fence_ = static_cast<uint64_t>(rep->integer);
+  seq_ = 0;
+  fence_ = static_cast<uint64_t>(rep->elements[0].integer);
+  next_seq_ = static_cast<uint64_t>(rep->elements[1].integer);
   valid_until_ = core_.validity_end(start, options_.ttl);
   if (remaining() <= Nanos::zero()) {
     release().ignore();  // too late to use: hand it back at once
     return ErrorCode::kExpired;
   }
   return Status();
+}
+
+// {-wait_ms, position, seq}: how long until something changes by expiry,
+// and where we stand (0, 0 if not queued).
+Status FairLock::on_busy_reply(const Reply* rep) {
+  if (rep->count != 3 || rep->elements[1].type != ReplyType::kInteger ||
+      rep->elements[2].type != ReplyType::kInteger || rep->elements[1].integer < 0 ||
+      rep->elements[1].integer > UINT32_MAX || rep->elements[2].integer < 0) {
+    return core_.reject("fair busy wants {-wait_ms, position, seq}");
+  }
+  hint_ = Millis(-rep->elements[0].integer);
+  core_.set_busy_ttl(hint_);
+  position_ = static_cast<uint32_t>(rep->elements[1].integer);
+  const uint64_t seq = static_cast<uint64_t>(rep->elements[2].integer);
+  // A new arrival number (first join, or joined again after dropping out):
+  // our wake list is named after it.
+  if (seq != seq_) {
+    seq_ = 0;
+    if (seq != 0 && wake_key_of(seq, &wake_key_).ok()) seq_ = seq;
+  }
+  return ErrorCode::kBusy;
 }
 
 Status FairLock::try_acquire() {
@@ -174,15 +214,21 @@ Status FairLock::next_attempt(Status last, Nanos left, Deadline op_deadline) {
 }
 
 // Best effort: a waiter that stops waiting gives its place up now instead
-// of holding up the queue until its deadline. Not counted as an operation.
+// of holding up the queue until its deadline; if it was the head of a free
+// lock, the next waiter is woken. Not counted as an operation.
 void FairLock::leave(Deadline op_deadline) {
   if (!joined_ || !has_token_ || granted_) return;
   joined_ = false;
   position_ = 0;
+  seq_ = 0;
   if (op_deadline.expired(clock())) return;
-  const Bytes keys[4] = {key(), fence_key_.bytes(), queue_key_.bytes(), turn_key_.bytes()};
+  const Bytes keys[2] = {key(), queue_key_.bytes()};
   const Bytes args[2] = {token(), join_text_.bytes()};
-  eval({&detail::kFairLeaveScript, keys, args}, core_.io_deadline().min(op_deadline)).status().ignore();
+  const Result<const Reply*> r =
+      eval({&detail::kFairLeaveScript, keys, args}, core_.io_deadline().min(op_deadline));
+  if (r.ok() && r.value()->type == ReplyType::kInteger && r.value()->integer < 0) {
+    wake(-r.value()->integer);
+  }
 }
 
 }  // namespace edgelock

@@ -20,18 +20,24 @@ Status FairLock::send_release() {
   // may run even if its reply never comes. The token stays for a retry.
   granted_ = false;
   valid_until_ = TimePoint();
-  const Bytes keys[4] = {key(), fence_key_.bytes(), queue_key_.bytes(), turn_key_.bytes()};
-  const Bytes args[2] = {token(), join_text_.bytes()};
+  // The waiter our grant named as next: the release wakes it (0: none
+  // known; the script then names the head, if any).
+  WakeKey next;
+  EDGELOCK_TRY(wake_key_of(next_seq_, &next));
+  const detail::DecimalText next_text(static_cast<int64_t>(next_seq_));
+  const Bytes keys[3] = {key(), queue_key_.bytes(), next.bytes()};
+  const Bytes args[3] = {token(), next_text.bytes(), join_text_.bytes()};
   const Result<const Reply*> r = eval({&detail::kFairReleaseScript, keys, args}, core_.io_deadline());
   if (!r.ok()) return r.status();
-  // Only the script's 1 or 0 is an answer; anything else keeps the token
-  // so the caller can try again.
+  // Only the script's 1, 0 or -seq is an answer; anything else keeps the
+  // token so the caller can try again.
   const Reply* rep = r.value();
-  if (rep->type != ReplyType::kInteger || rep->integer < 0 || rep->integer > 1) {
-    return core_.reject("release wants 0 or 1");
-  }
+  if (rep->type != ReplyType::kInteger || rep->integer > 1) return core_.reject("release wants 1, 0 or -seq");
   forget();
-  return rep->integer == 1 ? Status() : Status(ErrorCode::kNotOwner);
+  if (rep->integer == 0) return ErrorCode::kNotOwner;
+  // Deleted, but the head is another waiter than the one named: wake it.
+  if (rep->integer < 0) wake(-rep->integer);
+  return Status();
 }
 
 Status FairLock::send_extend(Millis ttl, ExtendMode mode) {

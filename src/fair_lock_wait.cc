@@ -1,5 +1,5 @@
-// Waiting in a FairLock's queue without polling: block on the turn list
-// (BLPOP, woken when it is our turn) for at most the holder's remaining
+// Waiting in a FairLock's queue without polling: block on our wake list
+// (BLPOP, woken by the release that makes it our turn) for at most the holder's remaining
 // TTL (or the dead head's deadline) and half the waiter timeout, so the
 // next attempt renews our place before it lapses. Capped backoff when no
 // signal can be waited for.
@@ -21,10 +21,9 @@ bool FairLock::pause(Status last, Nanos left, Deadline op_deadline, Status* atte
   const Nanos renew_by = min_of(Nanos(options_.waiter_timeout) / 2, left);
   // Blocking needs a busy answer with a time limit: a holder without TTL
   // (hint 0) gets plain backoff.
-  const bool can_block = wake_supported_ && last.code() == ErrorCode::kBusy && hint_ > Millis(0);
+  const bool can_block =
+      wake_supported_ && last.code() == ErrorCode::kBusy && hint_ > Millis(0) && seq_ != 0;
   if (can_block) {
-    // Unjittered: waiters that blocked in queue order time out in it too,
-    // which keeps the wake signal going to the head first.
     const Nanos cap = min_of(hint_ + Millis(1), renew_by);
     if (await_turn(cap, op_deadline, attempted)) return true;
   }
@@ -32,17 +31,17 @@ bool FairLock::pause(Status last, Nanos left, Deadline op_deadline, Status* atte
   return false;
 }
 
-// Blocks on the turn list for up to `cap`. On the plain connection, when
+// Blocks on our wake list for up to `cap`. On the plain connection, when
 // the wait can cost at most a quarter of the TTL (the attempt's validity
 // counts from before the BLPOP), the attempt rides along: Redis runs it
-// the moment the BLPOP returns, and a waiter that is not the head passes
-// the signal on at once. Returns true with the attempt's status in
+// the moment the BLPOP returns, so the grant comes one round trip after
+// the release, as for Lock. Returns true with the attempt's status in
 // *attempted, false (no attempt made) if the caller should sleep instead:
 // BLPOP refused, connection trouble, cap under 1 ms.
 bool FairLock::await_turn(Nanos cap, Deadline op_deadline, Status* attempted) {
   const detail::BlpopTimeout secs(cap);
   if (secs.len == 0) return false;
-  const Bytes blpop[3] = {Bytes::from_cstr("BLPOP"), turn_key_.bytes(), secs.bytes()};
+  const Bytes blpop[3] = {Bytes::from_cstr("BLPOP"), wake_key_.bytes(), secs.bytes()};
   // BLPOP holds the connection for up to `cap`: the reply's budget is that
   // plus one ordinary command timeout.
   const Deadline d = Deadline::after(clock(), cap + core_.command_timeout()).min(op_deadline);

@@ -17,14 +17,19 @@
 ///
 /// The queue lives in companion keys in the key's hash slot, unique per
 /// key like Lock's (lock.h): "{key}:queue" (a hash: one entry per waiter
-/// with its arrival number and deadline) and "{key}:turn" (the wake
-/// signal); "queue:{X}" and "turn:{X}" for a key "{X}". Each step (join,
-/// grant, release, leave) is one atomic script, timed by the server's
-/// clock. A waiter blocks on the turn list (BLPOP, woken by the release
-/// that makes it the head) and renews its place at least every
-/// waiter_timeout / 2; one that crashes or stops waiting drops out of the
-/// queue waiter_timeout after its last renewal, so it cannot block the
-/// rest. acquire() leaves the queue itself when its wait ends.
+/// with its arrival number and deadline) and one wake list per waiter,
+/// "{key}:w:<arrival number>"; "queue:{X}" and "w:<n>:{X}" for a key
+/// "{X}". Each step (join, grant, release, leave) is one atomic script,
+/// timed by the server's clock. A waiter blocks on its own wake list
+/// (BLPOP, with its next attempt pipelined behind) and renews its place at
+/// least every waiter_timeout / 2. The grant tells the holder who is next,
+/// and its release wakes exactly that waiter: a handoff costs what Lock's
+/// does, and no other waiter wakes. One that crashes or stops waiting
+/// drops out of the queue waiter_timeout after its last renewal, so it
+/// cannot block the rest; acquire() leaves the queue itself when its wait
+/// ends. A waiter frozen (SIGSTOP) while its attempt waits on the server
+/// behind its BLPOP may still be granted when the BLPOP returns; the lock
+/// then frees at its TTL, as for a holder that freezes.
 ///
 /// Needs Redis 7 (or Valkey): scripts read TIME and write after it.
 
@@ -108,7 +113,9 @@ class FairLock final : public Lease {
   /// non-retryable ones. As there: on kTimeout, kIo, kConnectionClosed or
   /// kProtocol the grant may have landed: call release().
   Status acquire(Nanos wait);
-  /// Owner-checked delete; wakes the head of the queue. Afterwards held()
+  /// Owner-checked delete; wakes the head of the queue (one more round
+  /// trip, best effort, if the head is not the waiter the grant named:
+  /// it left, or joined later). Afterwards held()
   /// is false whatever the outcome. Errors: as Lock::release(): kNotHeld,
   /// kNotOwner, kProtocol, Connection::command()'s (on Sentinel or Cluster
   /// Backend::eval()'s); on kProtocol and command errors the token is kept
@@ -151,9 +158,19 @@ class FairLock final : public Lease {
   Connection& connection() const { return core_.connection(); }
 
  private:
+  /// A waiter's wake list name, "{key}:w:<seq>".
+  struct WakeKey {
+    size_t len = 0;
+    uint8_t data[kMaxKeyLen + 32];
+    Bytes bytes() const { return Bytes(data, len); }
+  };
+
   Status attempt(Deadline deadline, bool join, Span<const Bytes> blpop = {});
   Status on_acquire_reply(const Result<const Reply*>& r, TimePoint start);
+  Status on_busy_reply(const Reply* rep);
   Result<const Reply*> eval(const ScriptCall& call, Deadline deadline);
+  Status wake_key_of(uint64_t seq, WakeKey* out) const;
+  void wake(int64_t seq);
   Status send_release();
   Status send_extend(Millis ttl, ExtendMode mode);
   void leave(Deadline op_deadline);
@@ -170,6 +187,8 @@ class FairLock final : public Lease {
   uint32_t position_ = 0;
   size_t token_len_ = 0;
   Millis hint_{0};              // last busy answer's wait_ms
+  uint64_t seq_ = 0;            // our arrival number (0: not queued)
+  uint64_t next_seq_ = 0;       // the waiter our grant named as next
   TimePoint valid_until_{};
   uint64_t fence_ = 0;
   FairLockOptions options_;
@@ -180,7 +199,7 @@ class FairLock final : public Lease {
   detail::LeaseCore core_;
   detail::CompanionKey fence_key_;  // "{key}:fence"
   detail::CompanionKey queue_key_;  // "{key}:queue"
-  detail::CompanionKey turn_key_;   // "{key}:turn"
+  WakeKey wake_key_;                // "{key}:w:<seq_>": where we wait
 };
 
 }  // namespace edgelock
