@@ -24,28 +24,33 @@ bool FairLock::pause(Status last, Nanos left, Deadline op_deadline, Status* atte
   const bool can_block =
       wake_supported_ && last.code() == ErrorCode::kBusy && hint_ > Millis(0) && seq_ != 0;
   if (can_block) {
-    const Nanos cap = min_of(hint_ + Millis(1), renew_by);
-    if (await_turn(cap, op_deadline, attempted)) return true;
+    Nanos cap = min_of(hint_ + Millis(1), renew_by);
+    // The pipelined attempt's validity counts from before the BLPOP: block
+    // at most a quarter of the TTL so it can always ride along (only on a
+    // plain connection: Sentinel and Cluster pick the node per command).
+    // Short TTLs cost a renewal round per TTL / 4 while waiting, not a
+    // second round trip per handoff.
+    const bool pipelined = core_.backend().direct() != nullptr;
+    if (pipelined) cap = min_of(cap, Nanos(options_.ttl) / 4);
+    if (await_turn(cap, pipelined, op_deadline, attempted)) return true;
   }
   clock().sleep_for(min_of(core_.backoff_delay(last, left), renew_by));
   return false;
 }
 
-// Blocks on our wake list for up to `cap`. On the plain connection, when
-// the wait can cost at most a quarter of the TTL (the attempt's validity
-// counts from before the BLPOP), the attempt rides along: Redis runs it
-// the moment the BLPOP returns, so the grant comes one round trip after
-// the release, as for Lock. Returns true with the attempt's status in
+// Blocks on our wake list for up to `cap`. With `pipelined` the attempt
+// rides along: Redis runs it the moment the BLPOP returns, so the grant
+// comes one round trip after the release, as for Lock. Returns true with the attempt's status in
 // *attempted, false (no attempt made) if the caller should sleep instead:
 // BLPOP refused, connection trouble, cap under 1 ms.
-bool FairLock::await_turn(Nanos cap, Deadline op_deadline, Status* attempted) {
+bool FairLock::await_turn(Nanos cap, bool pipelined, Deadline op_deadline, Status* attempted) {
   const detail::BlpopTimeout secs(cap);
   if (secs.len == 0) return false;
   const Bytes blpop[3] = {Bytes::from_cstr("BLPOP"), wake_key_.bytes(), secs.bytes()};
   // BLPOP holds the connection for up to `cap`: the reply's budget is that
   // plus one ordinary command timeout.
   const Deadline d = Deadline::after(clock(), cap + core_.command_timeout()).min(op_deadline);
-  if (core_.backend().direct() && cap * 4 <= Nanos(options_.ttl)) {
+  if (pipelined) {
     *attempted = attempt(d, true, blpop);
     return true;
   }

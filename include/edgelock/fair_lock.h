@@ -98,8 +98,10 @@ class FairLock final : public Lease {
   Status try_acquire();
   /// Joins the queue and waits until it is this handle's turn, for at
   /// most `wait` (kForever or negative = forever; 0 = try_acquire()).
-  /// While queued it blocks on the wake signal (BLPOP) for at most the
-  /// holder's remaining TTL and waiter_timeout / 2, then renews its place;
+  /// While queued it blocks on its wake list (BLPOP) for at most the
+  /// holder's remaining TTL, waiter_timeout / 2 and (on a plain
+  /// connection, where its next attempt is pipelined behind the BLPOP)
+  /// ttl / 4, then renews its place;
   /// else it sleeps with capped, jittered backoff (same caps). Connection
   /// failures are retried within the wait; retries keep the token (and so
   /// the place in the queue, and a grant whose reply was lost is
@@ -177,7 +179,7 @@ class FairLock final : public Lease {
   void forget();
   Status next_attempt(Status last, Nanos left, Deadline op_deadline);
   bool pause(Status last, Nanos left, Deadline op_deadline, Status* attempted);
-  bool await_turn(Nanos cap, Deadline op_deadline, Status* attempted);
+  bool await_turn(Nanos cap, bool pipelined, Deadline op_deadline, Status* attempted);
 
   // Small fields first: short offsets, shorter code on Thumb-2.
   bool has_token_ = false;      // release/extend may act (held or maybe held)
