@@ -13,9 +13,10 @@ namespace edgelock {
 namespace {
 
 constexpr size_t kTokenLen = 32;  // 128 random bits as hex
-// Long enough for two renewals at waiter_timeout / 2 each; short enough
-// that an attempt's BLPOP rounds to whole ms.
-constexpr Millis kMinWaiterTimeout{10};
+// A waiter renews every waiter_timeout / 2; the server ends a BLPOP up to
+// one timer period late (1 / hz: 100 ms by default), and the renewal needs
+// its round trip: half of this leaves room for both.
+constexpr Millis kMinWaiterTimeout{500};
 
 Status make_companion(Bytes key, const char* suffix, detail::CompanionKey* out) {
   const Result<size_t> n = detail::companion_key(key, suffix, out->data, sizeof out->data);

@@ -62,8 +62,9 @@ struct FairLockOptions {
   /// waiting acquire() renews at least every waiter_timeout / 2, so this
   /// bounds how long a crashed (or stopped) waiter can hold up the queue,
   /// at the cost of one round trip per waiter_timeout / 2 while waiting.
-  /// 10 ms .. kMaxTtl; it should exceed two command timeouts, so a renewal
-  /// delayed by the network still lands in time.
+  /// 500 ms .. kMaxTtl. Half of it must cover the server's lateness in
+  /// ending a BLPOP (up to its timer period, 1 / hz: 100 ms by default)
+  /// plus a round trip, or a waiter lapses and queues again at the end.
   Millis waiter_timeout{2000};
 };
 

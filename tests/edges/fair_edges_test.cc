@@ -263,7 +263,7 @@ TEST_F(FairEdges, WrongTypeCompanions) {
   ASSERT_EQ(run(admin_, {"DEL", "{edge}:queue"}), "1");
 
   FairLockOptions o = ttl(10000);
-  o.waiter_timeout = Millis(slow_ms(400));  // the waiter's cap: 200 ms
+  o.waiter_timeout = Millis(slow_ms(600));  // the waiter's cap: 300 ms
   FairLock holder(admin_), waiter(other_);
   ASSERT_TRUE(holder.init(Bytes::from_cstr(kKey), o).ok());
   ASSERT_TRUE(waiter.init(Bytes::from_cstr(kKey), o).ok());

@@ -91,6 +91,18 @@ TEST_F(FairLockTest, GrantReleaseExtendAndSharedFence) {
   EXPECT_EQ(run(admin_, {"EXISTS", "{fl}:queue"}), "0") << "no queue left behind";
 }
 
+TEST_F(FairLockTest, InitChecksOptions) {
+  FairLock f(a_);
+  EXPECT_EQ(f.init(Bytes::from_cstr("opt"), fair(10000, 499)).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(f.init(Bytes(), fair(10000)).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(f.init(Bytes::from_cstr("opt"), fair(0)).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(f.try_acquire().code(), ErrorCode::kInvalidArgument) << "not init()ed";
+  EXPECT_TRUE(f.init(Bytes::from_cstr("opt"), fair(10000, 500)).ok());
+  ASSERT_TRUE(f.try_acquire().ok());
+  EXPECT_EQ(f.acquire(Millis(10)).code(), ErrorCode::kInvalidArgument) << "already holding";
+  ASSERT_TRUE(f.release().ok());
+}
+
 // try_acquire never joins the queue: a caller that does not wait must not
 // hold others up.
 TEST_F(FairLockTest, TryNeverQueues) {
