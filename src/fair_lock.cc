@@ -184,12 +184,15 @@ Status FairLock::try_acquire() {
   return attempt(core_.io_deadline(), false);
 }
 
-Status FairLock::acquire(Nanos wait) {
-  if (wait == Nanos::zero()) return try_acquire();
+Status FairLock::acquire(Nanos wait, GiveUp give_up) {
+  const bool kept = queued();
+  if (wait == Nanos::zero() && !kept) return try_acquire();
   if (!core_.ready() || remaining() > Nanos::zero()) return ErrorCode::kInvalidArgument;
-  forget();
-  EDGELOCK_TRY(core_.mint(token_, kTokenLen));
-  token_len_ = kTokenLen;
+  if (!kept) {
+    forget();
+    EDGELOCK_TRY(core_.mint(token_, kTokenLen));
+    token_len_ = kTokenLen;
+  }
   const Deadline deadline = core_.wait_deadline(wait);
   // The whole call ends by the wait + one command budget (as the retry
   // loop's attempts do); leaving the queue fits in what is left of it.
@@ -200,9 +203,11 @@ Status FairLock::acquire(Nanos wait) {
   };
   const Status first = attempt(core_.io_deadline().min(op_deadline), true);
   const Status s = core_.retry(first, deadline, detail::RetryOn::kTransient, step, this);
-  if (!s.ok()) leave(op_deadline);
+  if (!s.ok() && give_up == GiveUp::kLeave) leave_queue(op_deadline).ignore();
   return s;
 }
+
+Status FairLock::leave() { return leave_queue(core_.io_deadline()); }
 
 Status FairLock::next_attempt(Status last, Nanos left, Deadline op_deadline) {
   // Wake signal, holder's TTL or backoff; with the signal, the attempt may
@@ -214,22 +219,26 @@ Status FairLock::next_attempt(Status last, Nanos left, Deadline op_deadline) {
   return attempt(core_.io_deadline().min(op_deadline), true);
 }
 
-// Best effort: a waiter that stops waiting gives its place up now instead
-// of holding up the queue until its deadline; if it was the head of a free
-// lock, the next waiter is woken. Not counted as an operation.
-void FairLock::leave(Deadline op_deadline) {
-  if (!joined_ || !has_token_ || granted_) return;
+// A waiter that stops waiting gives its place up now instead of holding
+// up the queue until its deadline; if it was the head of a free lock, the
+// next waiter is woken (best effort). Not counted as an operation.
+Status FairLock::leave_queue(Deadline op_deadline) {
+  if (!queued()) return ErrorCode::kNotHeld;
   joined_ = false;
   position_ = 0;
   seq_ = 0;
-  if (op_deadline.expired(clock())) return;
+  // Out of time: the place lapses by itself.
+  if (op_deadline.expired(clock())) return ErrorCode::kTimeout;
   const Bytes keys[2] = {key(), queue_key_.bytes()};
   const Bytes args[2] = {token(), join_text_.bytes()};
   const Result<const Reply*> r =
       eval({&detail::kFairLeaveScript, keys, args}, core_.io_deadline().min(op_deadline));
-  if (r.ok() && r.value()->type == ReplyType::kInteger && r.value()->integer < 0) {
-    wake(-r.value()->integer);
+  if (!r.ok()) return r.status();
+  if (r.value()->type != ReplyType::kInteger || r.value()->integer > 1 || r.value()->integer == 0) {
+    return core_.reject("leave wants 1 or -seq");
   }
+  if (r.value()->integer < 0) wake(-r.value()->integer);
+  return Status();
 }
 
 }  // namespace edgelock

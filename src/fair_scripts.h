@@ -106,7 +106,9 @@ constexpr Script kFairAcquireScript = make_script(
 // KEYS[1] = lock key, KEYS[2] = queue, KEYS[3] = the wake list of the
 // waiter the holder was told is next ("{key}:w:<seq>"; "w:0" if none).
 // ARGV[1] = token, ARGV[2] = that seq (0 if none), ARGV[3] = waiter
-// timeout ms (the signal's TTL). Returns 0 if not ours (left alone), 1 if
+// timeout ms (the signal's TTL). A place of ours in the queue is given up
+// first (a release after a failed acquire). Returns 0 if not ours (left
+// alone), 1 if
 // deleted (and the head, if any, woken), or -seq if deleted and the head
 // is another waiter than named: the caller wakes it (kFairWakeScript). A
 // wake list of another type gets no signal (its waiter wakes at its cap);
@@ -115,10 +117,15 @@ constexpr Script kFairReleaseScript = make_script(
     "local C, Q, wt = redis.call, KEYS[2], tonumber(ARGV[3])\n"
     EDGELOCK_FAIR_PRELUDE
     "tidy()\n"
+    "local nxt = hseq or 0\n"
+    "if seqs[ARGV[1]] then\n"
+    "C('HDEL', Q, 'w:' .. ARGV[1])\n"
+    "if head == ARGV[1] then nxt = lowest(ARGV[1]) end\n"
+    "end\n"
     "if C('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
     "C('DEL', KEYS[1])\n"
-    "if not head then return 1 end\n"
-    "if hseq ~= tonumber(ARGV[2]) then return -hseq end\n"
+    "if nxt == 0 then return 1 end\n"
+    "if nxt ~= tonumber(ARGV[2]) then return -nxt end\n"
     "if type(redis.pcall('LPUSH', KEYS[3], '1')) == 'number' then\n"
     "C('LTRIM', KEYS[3], 0, 0) C('PEXPIRE', KEYS[3], wt)\n"
     "end\n"

@@ -49,6 +49,15 @@
 
 namespace edgelock {
 
+/// What acquire() does with its place in the queue when its wait ends
+/// without a grant.
+enum class GiveUp : uint8_t {
+  kLeave,  ///< Leave the queue (the default).
+  kStay,   ///< Keep the place: the next acquire() goes on from it; leave()
+           ///< gives it up (else it lapses waiter_timeout after the last
+           ///< attempt). For callers that wait in slices.
+};
+
 struct FairLockOptions {
   /// Lease length; the server deletes the key after it. 1 ms .. kMaxTtl.
   Millis ttl{10000};
@@ -97,8 +106,10 @@ class FairLock final : public Lease {
   /// hand-back failed) the grant may have landed: held() is false but the
   /// token is kept, so call release() to remove it.
   Status try_acquire();
-  /// Joins the queue and waits until it is this handle's turn, for at
-  /// most `wait` (kForever or negative = forever; 0 = try_acquire()).
+  /// Joins the queue (or, after a wait that kept its place, goes on from
+  /// there with the same token) and waits until it is this handle's turn,
+  /// for at most `wait` (kForever or negative = forever; 0 without a kept
+  /// place = try_acquire()).
   /// While queued it blocks on its wake list (BLPOP) for at most the
   /// holder's remaining TTL, waiter_timeout / 2 and (on a plain
   /// connection, where its next attempt is pipelined behind the BLPOP)
@@ -109,14 +120,23 @@ class FairLock final : public Lease {
   /// recognised). A grant that came too late is handed back and the
   /// handle queues again, at the end. When the wait ends without a grant
   /// it leaves the queue (best effort: else it drops out after
-  /// waiter_timeout). Returns by wait + command_timeout at the latest.
-  /// Allocates nothing.
+  /// waiter_timeout), unless `give_up` is GiveUp::kStay. Returns by wait +
+  /// command_timeout at the latest. Allocates nothing.
   /// Errors: kBusy (not our turn by the end), kExpired (the last grant
   /// came too late), or the last connection error, or try_acquire()'s
   /// non-retryable ones. As there: on kTimeout, kIo, kConnectionClosed or
   /// kProtocol the grant may have landed: call release().
-  Status acquire(Nanos wait);
-  /// Owner-checked delete; wakes the head of the queue (one more round
+  Status acquire(Nanos wait, GiveUp give_up = GiveUp::kLeave);
+  /// Gives up a place kept by acquire(wait, GiveUp::kStay); if it was the
+  /// head of a free lock, wakes the next waiter. Errors: kNotHeld (no
+  /// place kept), kProtocol, Connection::command()'s (the place then
+  /// lapses after waiter_timeout).
+  Status leave();
+  /// True while this handle has a place in the queue (kept, or during a
+  /// wait).
+  bool queued() const { return joined_ && has_token_ && !granted_; }
+  /// Owner-checked delete (and leaves the queue if queued, as after a
+  /// failed acquire); wakes the head of the queue (one more round
   /// trip, best effort, if the head is not the waiter the grant named:
   /// it left, or joined later). Afterwards held()
   /// is false whatever the outcome. Errors: as Lock::release(): kNotHeld,
@@ -176,7 +196,7 @@ class FairLock final : public Lease {
   void wake(int64_t seq);
   Status send_release();
   Status send_extend(Millis ttl, ExtendMode mode);
-  void leave(Deadline op_deadline);
+  Status leave_queue(Deadline op_deadline);
   void forget();
   Status next_attempt(Status last, Nanos left, Deadline op_deadline);
   bool pause(Status last, Nanos left, Deadline op_deadline, Status* attempted);

@@ -132,6 +132,53 @@ TEST_F(FairLockTest, GiveUpLeavesTheQueue) {
   ASSERT_TRUE(holder.release().ok());
 }
 
+// A wait in slices (GiveUp::kStay) keeps its place between them; leave()
+// gives it up; release() after a failed acquire leaves the queue too.
+TEST_F(FairLockTest, KeptPlaceSurvivesSlices) {
+  Contender later;
+  ASSERT_TRUE(later.open(server_->url(), "slices", fair(10000)));
+  FairLock holder(a_), sliced(b_);
+  ASSERT_TRUE(holder.init(Bytes::from_cstr("slices"), fair(10000)).ok());
+  ASSERT_TRUE(sliced.init(Bytes::from_cstr("slices"), fair(10000)).ok());
+  ASSERT_TRUE(holder.try_acquire().ok());
+  EXPECT_EQ(sliced.acquire(Millis(50), GiveUp::kStay).code(), ErrorCode::kBusy);
+  EXPECT_TRUE(sliced.queued());
+  EXPECT_EQ(sliced.queue_position(), 1u);
+  std::atomic<uint64_t> later_fence{0};
+  std::thread t([&] {
+    if (later.lock.acquire(slow(Millis(5000))).ok()) {
+      later_fence = later.lock.fence();
+      later.lock.release().ignore();
+    }
+  });
+  ASSERT_TRUE(wait_queued("slices", 2));
+  EXPECT_EQ(sliced.acquire(Millis(50), GiveUp::kStay).code(), ErrorCode::kBusy);
+  EXPECT_EQ(sliced.queue_position(), 1u) << "the second slice went on from the kept place";
+  std::thread release_soon([&] {
+    sleep_for(Millis(50));
+    holder.release().ignore();
+  });
+  ASSERT_TRUE(sliced.acquire(slow(Millis(5000)), GiveUp::kStay).ok());
+  release_soon.join();
+  EXPECT_FALSE(sliced.queued());
+  const uint64_t mine = sliced.fence();
+  ASSERT_TRUE(sliced.release().ok());
+  t.join();
+  EXPECT_GT(later_fence.load(), mine) << "the kept place went first";
+
+  ASSERT_TRUE(holder.try_acquire().ok());
+  EXPECT_EQ(sliced.acquire(Millis(20), GiveUp::kStay).code(), ErrorCode::kBusy);
+  EXPECT_EQ(queued("slices"), 1);
+  EXPECT_TRUE(sliced.leave().ok());
+  EXPECT_FALSE(sliced.queued());
+  EXPECT_EQ(queued("slices"), 0);
+  EXPECT_EQ(sliced.leave().code(), ErrorCode::kNotHeld);
+  EXPECT_EQ(sliced.acquire(Millis(20), GiveUp::kStay).code(), ErrorCode::kBusy);
+  EXPECT_EQ(sliced.release().code(), ErrorCode::kNotOwner);
+  EXPECT_EQ(queued("slices"), 0) << "release() gave the place up";
+  ASSERT_TRUE(holder.release().ok());
+}
+
 // K waiters join one by one; each is granted in the order it joined.
 TEST_F(FairLockTest, GrantsInQueueOrder) {
   constexpr int kWaiters = 6;
