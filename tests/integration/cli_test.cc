@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <sstream>
 #include <string>
 
@@ -334,7 +335,8 @@ TEST_F(CliTest, FairRunsInArrivalOrder) {
   EXPECT_EQ(busy.rc, 0) << "free again: " << busy.err;
 }
 
-// The contention demo in small: workers that hang and crash, 0 overlaps.
+// The contention demo in small, with both locks: workers that hang and
+// crash, 0 overlaps.
 TEST_F(CliTest, DemoShowsNoOverlap) {
   const char* demo = std::getenv("EDGELOCK_DEMO");
   if (!demo || !demo[0]) GTEST_SKIP() << "the demo is not built (-Dexamples=false)";
@@ -346,8 +348,19 @@ TEST_F(CliTest, DemoShowsNoOverlap) {
   const std::string out = slurp(dir_ + "/demo.out");
   ASSERT_TRUE(WIFEXITED(status)) << out;
   EXPECT_EQ(WEXITSTATUS(status), 0) << out;
-  EXPECT_NE(out.find("overlaps                      0"), std::string::npos) << out;
-  EXPECT_NE(out.find("errors                        0"), std::string::npos) << out;
+  // Both runs (Lock, then FairLock): every value of these rows is 0.
+  for (const char* label : {"  overlaps (two holders at once)", "  errors "}) {
+    const size_t at = out.find(label);
+    ASSERT_NE(at, std::string::npos) << label << "\n" << out;
+    std::istringstream values(out.substr(at + std::strlen(label), out.find('\n', at) - at - std::strlen(label)));
+    int v = -1, columns = 0;
+    while (values >> v) {
+      EXPECT_EQ(v, 0) << label << "\n" << out;
+      ++columns;
+    }
+    EXPECT_EQ(columns, 2) << label << "\n" << out;
+  }
+  EXPECT_NE(out.find("FairLock"), std::string::npos) << out;
 }
 
 }  // namespace
