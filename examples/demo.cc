@@ -112,7 +112,7 @@ int supervise(Device& dev, const Config& cfg, Slot* slots, int* next_id) {
 // One mode's figures.
 struct Summary {
   int grants = 0, gave_up = 0, renewals = 0, hangs = 0, lost = 0, crashes = 0;
-  int writes = 0, stale = 0, errors = 0, overlaps = 0;
+  int writes = 0, stale = 0, errors = 0, overlaps = 0, most_passes = 0, passed_twice = 0;
   int64_t p50_ms = 0, p99_ms = 0, max_ms = 0;
 };
 
@@ -132,6 +132,8 @@ Summary collect(Device& dev, int crashes) {
   s.stale = dev.stale_rejected.load();
   s.errors = dev.errors.load();
   s.overlaps = dev.overlaps.load();
+  s.most_passes = dev.most_passes.load();
+  s.passed_twice = dev.passed_twice.load();
   return s;
 }
 
@@ -181,6 +183,8 @@ void summary(const Config& cfg, const char* const* names, const Summary* s, int 
   }
   std::printf("  (ms, from first asking)\n");
   row("waits past 5 s (given up, retried)", s, n, &Summary::gave_up);
+  row("waits another worker went twice", s, n, &Summary::passed_twice);
+  row("most turns of one other in a wait", s, n, &Summary::most_passes);
   row("renewals by the keeper", s, n, &Summary::renewals);
   row("leases lost (hung past TTL)", s, n, &Summary::hangs);
   row("losses detected by the keeper", s, n, &Summary::lost);

@@ -190,13 +190,18 @@ int run_worker(Device& dev, const Config& cfg, int id) {
   uint32_t rng = static_cast<uint32_t>(getpid()) * 2654435761u + static_cast<uint32_t>(id);
   int grants = 0;
   int64_t wanted_since = 0;  // the wait counts from the first slice
+  int grants_before[kMaxWorkers] = {};
   for (int round = 0; round < 100000; ++round) {
     const Nanos left(dev.stop_ns - mono_ns());
     if (left <= Nanos::zero()) break;
-    if (wanted_since == 0) wanted_since = mono_ns();
+    if (wanted_since == 0) {
+      wanted_since = mono_ns();
+      dev.snapshot(grants_before);
+    }
     const Nanos wait = left < kMaxWait ? left : kMaxWait;
     const edgelock::Status s = acquire_slice(lock, wait);
     if (s.ok()) {
+      dev.note_passes(id, grants_before);
       use_device(dev, cfg, lock, id, ++grants, (mono_ns() - wanted_since) / 1000, &rng);
       wanted_since = 0;
     } else if (s.code() == ErrorCode::kBusy || s.code() == ErrorCode::kExpired) {
