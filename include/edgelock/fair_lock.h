@@ -168,8 +168,9 @@ class FairLock final : public Lease {
   /// The holder's TTL seen by the last busy attempt (0 also for a holder
   /// without TTL).
   Millis busy_ttl() const { return core_.busy_ttl(); }
-  /// Our place in the queue at the last busy attempt (1 = next; 0 = not
-  /// queued).
+  /// Our place in the queue at the last busy attempt: 1 = next; waiters
+  /// ahead that left are counted until the head passes them; 0 = not
+  /// queued.
   uint32_t queue_position() const { return position_; }
   const FairLockOptions& options() const { return options_; }
   const Metrics& metrics() const { return core_.metrics(); }

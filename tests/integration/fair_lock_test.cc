@@ -258,7 +258,7 @@ void dead_head_case(const std::string& url, Connection& admin, int sig) {
   // The child joins first: wait for its entry, then stop or kill it.
   bool joined = false;
   for (int i = 0; i < 5000 && !joined; ++i) {
-    joined = run(admin, {"HLEN", "{dead}:queue"}) == "2";  // seq + its entry
+    joined = run(admin, {"HLEN", "{dead}:queue"}) == "3";  // seq, its entry, its arrival
     if (!joined) sleep_for(Millis(1));
   }
   ASSERT_TRUE(joined);
