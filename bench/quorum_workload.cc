@@ -1,6 +1,7 @@
 // The quorum workload of edgelock-bench: one process, one QuorumLock over
 // every --url, try_acquire + release per cycle (fencing on, as by default;
-// --no-fencing drops the fence write-back round).
+// --no-fencing skips the fence write-back, which runs only when the
+// servers disagreed on the fence).
 // Built only when the tree has QuorumLock (see bench/meson.build).
 #include <cstdio>
 

@@ -72,10 +72,11 @@ constexpr size_t eval_frame_bound(const Script& s, bool by_sha = false, size_t w
 
 constexpr const Script* kAllScripts[] = {
     &kAcquireScript,          &kReleaseScript,          &kExtendScript,
-    &kOwnedScript,            &kFenceRaiseScript,       &kReentrantAcquireScript,
-    &kReentrantReleaseScript, &kReentrantExtendScript,  &kSemAcquireScript,
-    &kSemReleaseScript,       &kSemExtendScript,        &kSemCountScript,
-    &kCooldownScript,         &kQuotaScript,            &kRatePeekScript,
+    &kOwnedScript,            &kFenceRaiseScript,       &kQuorumAcquireScript,
+    &kReentrantAcquireScript, &kReentrantReleaseScript, &kReentrantExtendScript,
+    &kSemAcquireScript,       &kSemReleaseScript,       &kSemExtendScript,
+    &kSemCountScript,         &kCooldownScript,         &kQuotaScript,
+    &kRatePeekScript,
 };
 
 constexpr size_t longest_eval() {

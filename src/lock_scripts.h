@@ -35,6 +35,42 @@ constexpr Script kAcquireScript = make_script(
     "if KEYS[3] then redis.call('DEL', KEYS[3]) end\n"
     "return f\n");
 
+// The quorum lock's acquire (the one-round fencing of docs/quorum.md).
+// ARGV[1] = token, ARGV[2] = ttl ms, ARGV[3] = the client's proposed fence
+// f (decimal, >= 1). On a grant the counter becomes max(counter + 1, f),
+// atomically with the SET, and is returned (>= 1). Busy: {-(holder's PTTL)
+// (<= 0; 0 also for a holder without TTL), the counter (0 if none or not
+// an integer)}, so a waiter learns where the counter stands. The counter
+// only ever grows. Same-token retries re-arm, as kAcquireScript. All or
+// nothing: the counter write (INCR, or SET to f when f is further ahead;
+// the only writes that can fail, with the server's error naming the fence
+// counter) comes before the lock key is written. A counter that is not an
+// integer (or of another type) is left to INCR, which refuses it.
+constexpr Script kQuorumAcquireScript = make_script(
+    "local cur = redis.call('GET', KEYS[1])\n"
+    "local c = redis.pcall('GET', KEYS[2])\n"
+    "local n = 0\n"
+    "if c then n = type(c) == 'string' and string.find(c, '^%-?%d+$') and tonumber(c) end\n"
+    "if cur and cur ~= ARGV[1] then\n"
+    "  local t = redis.call('PTTL', KEYS[1])\n"
+    "  if t < 0 then t = 0 end\n"
+    "  return {-t, n or 0}\n"
+    "end\n"
+    "local f = tonumber(ARGV[3])\n"
+    "local r\n"
+    "if n and f and f > n + 1 then\n"
+    "  r = redis.pcall('SET', KEYS[2], ARGV[3])\n"
+    "  c = f\n"
+    "else\n"
+    "  r = redis.pcall('INCR', KEYS[2])\n"
+    "  c = r\n"
+    "end\n"
+    "if type(r) == 'table' and r.err then\n"
+    "  return redis.error_reply(tostring(r.err) .. ' (edgelock fence counter)')\n"
+    "end\n"
+    "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
+    "return c\n");
+
 // ARGV[1] = token. Returns 1 if deleted, 0 if not ours (left alone).
 // With KEYS[2] (the wake list, same hash slot) and ARGV[2] (its TTL in ms)
 // it also leaves one wake signal there: a waiter blocked in BLPOP on it
@@ -71,10 +107,11 @@ constexpr Script kOwnedScript = make_script(
     "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -3 end\n"
     "return redis.call('PTTL', KEYS[1])\n");
 
-// Quorum fencing write-back (see quorum_lock.h). ARGV[1] = token,
-// ARGV[2] = fence. Raises the counter to the fence if lower, but only while
-// the lock key still holds our token: the next holder's grant on this server
-// then comes after the raise and its INCR exceeds the fence. Returns 1 if
+// Quorum fencing write-back, sent only when fewer than a majority returned
+// the fence (see quorum_lock.h). ARGV[1] = token, ARGV[2] = fence. Raises
+// the counter to the fence if lower, but only while the lock key still
+// holds our token: the next holder's grant on this server then comes after
+// the raise and its max(counter + 1, f) exceeds the fence. Returns 1 if
 // ours (counter now >= fence), 0 if not ours.
 constexpr Script kFenceRaiseScript = make_script(
     "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"

@@ -31,12 +31,19 @@ void finish(FanoutSlot& s, const Result<const Reply*>& r) {
     s.outcome = traits(s.error).server_rejected ? SlotOutcome::kFailed : SlotOutcome::kUnknown;
     return;
   }
-  if (r.value()->type != ReplyType::kInteger) {
+  const Reply& v = *r.value();
+  // An integer, or {integer, integer} (value, aux): a quorum acquire's busy
+  // reply carries the holder's PTTL and the server's fence counter.
+  const bool pair = v.type == ReplyType::kArray && v.count == 2 &&
+                    v.elements[0].type == ReplyType::kInteger &&
+                    v.elements[1].type == ReplyType::kInteger;
+  if (v.type != ReplyType::kInteger && !pair) {
     s.error = ErrorCode::kProtocol;
     s.outcome = SlotOutcome::kUnknown;
     return;
   }
-  s.value = r.value()->integer;
+  s.value = pair ? v.elements[0].integer : v.integer;
+  s.aux = pair ? v.elements[1].integer : 0;
   s.outcome = SlotOutcome::kReplied;
 }
 
@@ -117,6 +124,7 @@ void begin(Round& r, Clock& clock) {
     s.sent = false;
     s.error = ErrorCode::kOk;
     s.value = 0;
+    s.aux = 0;
     s.outcome = SlotOutcome::kNone;
     s.in_flight = detail::io(*r.conns[i]).busy();
     s.draining = s.in_flight;

@@ -15,6 +15,9 @@ namespace edgelock {
 namespace {
 
 constexpr size_t kTokenRandomBytes = 16;  // 128 bits -> 32 hex chars
+// The fence proposed to every server is one above the highest counter seen
+// for this key, capped so its text stays an exact Lua number.
+constexpr uint64_t kMaxProposal = uint64_t(1) << 53;
 
 // Outcomes of a round worth another round within the wait: those the error
 // table calls retryable (a round returns only kBusy and kExpired of them:
@@ -80,12 +83,14 @@ Status QuorumLock::init(Connection* const* conns, size_t n, Bytes key,
   std::memcpy(key_, key.data, key.size);
   key_len_ = key.size;
   fence_key_len_ = fk.value();
+  seen_ = 0;  // counters of another key say nothing
   token_len_ = 2 * kTokenRandomBytes;
   keys_[0] = this->key();
   keys_[1] = Bytes(fence_key_, fence_key_len_);
   acquire_args_[0] = token();
   ttl_text_.set(detail::ms_arg(options.ttl));
   acquire_args_[1] = ttl_text_.bytes();
+  acquire_args_[2] = propose_text_.bytes();
   extend_args_[0] = token();
   fence_args_[0] = token();
   token_args_[0] = token();
@@ -156,7 +161,8 @@ Status QuorumLock::acquire(Nanos wait) {
 }
 
 // Records what the acquire round left behind: who may hold our token, the
-// highest fence counter among the grants, and busy_ttl_.
+// highest fence counter among the grants, the highest counter seen at all
+// (grants and busy replies), and busy_ttl_.
 void QuorumLock::note_acquire() {
   fence_ = 0;
   int64_t ttls[kMaxQuorumServers];
@@ -166,13 +172,18 @@ void QuorumLock::note_acquire() {
     const detail::FanoutSlot& s = slots_[i];
     if (!s.want) continue;
     const bool replied = s.outcome == detail::SlotOutcome::kReplied;
-    // A busy reply is -(holder's PTTL); 0 = no TTL (or expiring now): no bound.
+    // A busy reply is {-(holder's PTTL), counter}; PTTL 0 = no TTL (or
+    // expiring now): no bound.
     if (replied && s.value < 0) ttls[busy++] = -s.value;
+    if (replied && s.value <= 0 && s.aux > 0 && static_cast<uint64_t>(s.aux) > seen_) {
+      seen_ = static_cast<uint64_t>(s.aux);
+    }
     if (replied && s.value <= 0) continue;
     if (s.sent) servers_[i].maybe_holds = true;
     if (replied) ++granted;
     if (replied && static_cast<uint64_t>(s.value) > fence_) fence_ = static_cast<uint64_t>(s.value);
   }
+  if (fence_ > seen_) seen_ = fence_;
   busy_ttl_ = Millis(
       detail::majority_free_ms(ttls, busy, granted < quorum() ? quorum() - granted : 0));
 }
@@ -181,10 +192,12 @@ Status QuorumLock::attempt(Deadline limit) {
   Clock& c = clock();
   has_token_ = true;  // from here a lost reply may mean a key is ours
   granted_ = false;
+  propose_text_.set(static_cast<int64_t>(seen_ < kMaxProposal ? seen_ + 1 : kMaxProposal));
+  acquire_args_[2] = propose_text_.bytes();
   const TimePoint start = c.now();  // before the first request leaves
   const TimePoint end = detail::validity_end(start, options_.ttl, options_.drift_factor);
   for (size_t i = 0; i < n_; ++i) slots_[i].want = start >= servers_[i].down_until;
-  const detail::FanoutRequest req{{&detail::kAcquireScript, {keys_, 2}, {acquire_args_, 2}}};
+  const detail::FanoutRequest req{{&detail::kQuorumAcquireScript, {keys_, 2}, {acquire_args_, 3}}};
   const detail::FanoutGoal goal{quorum(), 1, false};
   const detail::FanoutResult fr =
       detail::run_fanout(conns_, slots_, n_, req, goal, round_deadline(limit).min(Deadline::at(end)), c);
@@ -201,31 +214,53 @@ Status QuorumLock::attempt(Deadline limit) {
   }
   granted_ = true;
   valid_until_ = end;
-  const Status s = options_.fencing ? raise_fence(limit) : Status();
+  // A majority that returned the fence itself already holds it (each set
+  // its counter to it with our key in place): final after one round.
+  // Otherwise the others are raised to it first.
+  const size_t agreed = agreed_on_fence();
+  const Status s = options_.fencing && agreed < quorum() ? raise_fence(limit, agreed) : Status();
   if (!options_.fencing) fence_ = 0;
   if (s.ok() && held()) return s;
   cleanup();
   return s.ok() ? Status(ErrorCode::kExpired) : s;
 }
 
-// The write-back round (see the header): raise the counter to fence_ on
-// the servers holding our key; fence_ counts only once a majority confirmed.
-Status QuorumLock::raise_fence(Deadline limit) {
+// Servers whose grant returned exactly fence_ (the maximum).
+size_t QuorumLock::agreed_on_fence() const {
+  size_t n = 0;
+  for (size_t i = 0; i < n_; ++i) {
+    const detail::FanoutSlot& s = slots_[i];
+    const bool replied = s.want && s.outcome == detail::SlotOutcome::kReplied;
+    n += replied && s.value > 0 && static_cast<uint64_t>(s.value) == fence_ ? 1 : 0;
+  }
+  return n;
+}
+
+// The write-back round (docs/quorum.md): the `agreed` servers hold fence_
+// already; raise the counter to fence_ on the other servers that may hold
+// our key, each only while it still holds our token. fence_ counts once
+// the agreed and the confirmed make a majority.
+Status QuorumLock::raise_fence(Deadline limit, size_t agreed) {
   Clock& c = clock();
   fence_text_.set(static_cast<int64_t>(fence_));
   fence_args_[1] = fence_text_.bytes();
-  // Every server that may hold our key, not only the granting majority: a
-  // grant whose reply was still on its way counts too (the script checks
-  // ownership), so this round waits for the fastest majority again.
-  for (size_t i = 0; i < n_; ++i) slots_[i].want = servers_[i].maybe_holds;
+  // Every other server that may hold our key, not only the granting ones:
+  // a grant whose reply was still on its way counts too (the script checks
+  // ownership), so this round waits for the fastest of them.
+  for (size_t i = 0; i < n_; ++i) {
+    const detail::FanoutSlot& s = slots_[i];
+    const bool at_fence = s.want && s.outcome == detail::SlotOutcome::kReplied &&
+                          s.value > 0 && static_cast<uint64_t>(s.value) == fence_;
+    slots_[i].want = servers_[i].maybe_holds && !at_fence;
+  }
   const detail::FanoutRequest req{{&detail::kFenceRaiseScript, {keys_, 2}, {fence_args_, 2}}};
-  const detail::FanoutGoal goal{quorum(), 1, false};
+  const detail::FanoutGoal goal{quorum() - agreed, 1, false};
   const detail::FanoutResult fr = detail::run_fanout(
       conns_, slots_, n_, req, goal, round_deadline(limit).min(Deadline::at(valid_until_)), c);
   note_servers(fr.decided_at, fr.timed_out);
   const detail::Tally t = detail::tally_of(slots_, n_, goal);
   if (!detail::still_valid(valid_until_, fr.decided_at)) return ErrorCode::kExpired;
-  if (t.yes >= quorum()) return Status();
+  if (agreed + t.yes >= quorum()) return Status();
   return t.unknown > 0 ? ErrorCode::kIndeterminate : ErrorCode::kNoQuorum;
 }
 

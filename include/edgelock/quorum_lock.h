@@ -18,30 +18,35 @@
 /// if it was frozen and answers only when it resumes. The connection stays
 /// open; the late replies are read and discarded before its next request.
 ///
-/// Fencing across the quorum. Each server keeps its own counter ({key}:fence)
-/// and a grant INCRs it, but one server's counter is not enough: two
-/// majorities may overlap in a single server. So:
-///  1. the acquire script INCRs the counter on every granting server; we
-///     take F = the maximum over the granting majority;
-///  2. a write-back round raises the counter to F (SET if greater) on every
-///     server that may hold our key, each only while its lock key still
-///     holds our token, and F is returned only after a majority W confirmed
-///     (a late grant may have a counter above F: raising is then a no-op,
-///     and the argument below holds for it all the same).
-/// Why it increases: the next grant G' needs a majority M', which meets W
-/// in some server s. On s our key was present at the write-back and G' can
-/// only take s after our key is gone (released or expired), hence after the
-/// write-back; its INCR on s then exceeds F, and G' takes the max over M'.
-/// No timing assumption is needed: even if this holder pauses past its
-/// validity, the next holder's fence is larger and a fenced resource
-/// rejects the stale writes.
+/// Fencing across the quorum (docs/quorum.md has the proof). Each server
+/// keeps its own counter ({key}:fence), and two majorities may overlap in a
+/// single server, so a fence counts only once a majority holds it:
+///  1. the acquire proposes f = 1 + the highest counter seen for this key
+///     (its grants' replies and the counter every busy reply carries; 1 for
+///     a fresh lock); each granting server sets its counter to
+///     max(counter + 1, f) atomically with the grant and returns it;
+///  2. F = the maximum over the counted grants. If a majority of all
+///     servers returned exactly F, F is final after this one round trip;
+///  3. otherwise a write-back round raises the counter to F on the other
+///     servers that may hold our key, each only while its lock key still
+///     holds our token, and F counts once those that returned F and those
+///     that confirmed make a majority.
+/// Why it increases: the next grant G' needs a majority M', which meets
+/// the majority that holds F in some server s. G' can take s only after our
+/// key there is gone, i.e. after our counter write, so s returns more than
+/// F to G', and G' takes the max over M'. No timing assumption is needed:
+/// a holder that pauses past its validity, or crashes right after
+/// returning, is followed by a larger fence, and a fenced resource rejects
+/// the stale writes. When every server answers every round the counters
+/// move in step and every acquire takes one round.
 /// Limits: (a) a server that loses its counter (restart without AOF fsync,
 /// failover to a lagging replica) can break the order if it is the only
-/// overlap; run the servers with appendonly/appendfsync always, or keep a
-/// restarted server out for longer than the TTL; (b) fences have gaps and
-/// are only comparable for one key over one fixed server set; (c) fences
-/// must stay below 2^53 (Lua numbers); (d) it costs one more round trip per
-/// acquire; QuorumOptions::fencing = false skips it (fence() is then 0).
+/// overlap; run the servers with appendonly/appendfsync always, or restore
+/// the counter (the highest of the other servers') before the server
+/// rejoins; staying out for a TTL does not help the counter; (b) fences
+/// have gaps and are only comparable for one key over one fixed server set;
+/// (c) fences must stay below 2^53 (Lua numbers); (d)
+/// QuorumOptions::fencing = false skips the write-back (fence() is then 0).
 ///
 /// Mutual exclusion (unlike fencing) rests on Redlock's timing assumptions:
 /// bounded clock drift between the servers and us, and servers that keep
@@ -86,7 +91,8 @@ struct QuorumOptions {
   /// backoff doubling from down_min to down_max; the others keep serving.
   Nanos down_min = Millis(100);
   Nanos down_max = Millis(5000);
-  /// Fencing tokens across the quorum (one extra round trip per acquire).
+  /// Fencing tokens across the quorum (an extra round trip only when the
+  /// servers' counters disagreed).
   bool fencing = true;
 };
 
@@ -202,8 +208,9 @@ class QuorumLock final : public Lease {
   Status send_extend(Millis ttl, ExtendMode mode);
   Deadline round_deadline(Deadline limit) const;
   Status attempt(Deadline limit);
-  Status raise_fence(Deadline limit);
+  Status raise_fence(Deadline limit, size_t agreed);
   void note_acquire();
+  size_t agreed_on_fence() const;
   size_t note_owners(int64_t yes_min);
   Status finish_extend(TimePoint start, TimePoint decided_at, Millis ttl, ExtendMode mode);
   void want_holders(bool skip_down, TimePoint now);
@@ -227,10 +234,11 @@ class QuorumLock final : public Lease {
   detail::DecimalText ms_text_;
   char mode_text_[4] = {};
   detail::DecimalText fence_text_;
+  detail::DecimalText propose_text_;
   // Request arguments, one array per script: a request left in flight may
   // be re-sent (NOSCRIPT) from these, so they never change kind.
   Bytes keys_[2];
-  Bytes acquire_args_[2];
+  Bytes acquire_args_[3];
   Bytes extend_args_[3];
   Bytes fence_args_[2];
   Bytes token_args_[1];
@@ -245,6 +253,9 @@ class QuorumLock final : public Lease {
   bool granted_ = false;
   TimePoint valid_until_{};
   uint64_t fence_ = 0;
+  // The highest fence counter any server reported for this key (grants and
+  // busy replies); the next acquire proposes seen_ + 1.
+  uint64_t seen_ = 0;
   Millis busy_ttl_{0};
   size_t released_on_ = 0;
   size_t last_failed_ = kMaxQuorumServers;

@@ -215,7 +215,11 @@ TEST_F(SentinelTest, EveryPrimitiveWaitsForItsReplica) {
   Semaphore sem(sentinel);
   Cooldown cooldown(sentinel);
   Quota quota(sentinel);
-  ASSERT_TRUE(reentrant.init(Bytes::from_cstr("r")).ok());
+  // The unconfirmed level must still be on the server when release() runs
+  // after four WAIT timeouts: under qemu those take seconds.
+  ReentrantLockOptions ro;
+  ro.ttl = Millis(10000) * test::slowdown();
+  ASSERT_TRUE(reentrant.init(Bytes::from_cstr("r"), ro).ok());
   ASSERT_TRUE(sem.init(Bytes::from_cstr("sem")).ok());
   ASSERT_TRUE(cooldown.init(Bytes::from_cstr("cd")).ok());
   ASSERT_TRUE(quota.init(Bytes::from_cstr("q")).ok());

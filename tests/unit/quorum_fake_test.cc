@@ -60,21 +60,78 @@ class FakeQuorum : public ::testing::Test {
   QuorumLock lock_;
 };
 
+// The proposal a request carried (ARGV[3] of the quorum acquire).
+std::string proposal(const std::vector<std::string>& request) {
+  return runs(request, detail::kQuorumAcquireScript) && request.size() == 8 ? request[7] : "";
+}
+
 TEST_F(FakeQuorum, MajorityGrantsWithTheHighestFence) {
   server(0).reply(resp_int(5), Millis(2)).reply(resp_int(1));
   server(1).reply(resp_int(7), Millis(3)).reply(resp_int(1));
   server(2).reply(resp_int(6), Millis(4)).reply(resp_int(1));
   ASSERT_TRUE(lock_.try_acquire().ok()) << lock_.last_error();
+  EXPECT_EQ(proposal(server(0).requests().at(0)), "1") << "a fresh client knows nothing";
   EXPECT_EQ(lock_.fence(), 7u);
   EXPECT_TRUE(lock_.held());
   EXPECT_LE(lock_.remaining(), kTtl - Millis(12) - Millis(3)) << "counted from before the round";
-  EXPECT_TRUE(runs(server(1).requests().at(1), detail::kFenceRaiseScript));
+  // Only server 1 returned 7: the servers that returned less are raised.
+  EXPECT_TRUE(runs(server(0).requests().at(1), detail::kFenceRaiseScript));
+  EXPECT_EQ(server(0).requests().at(1).back(), "7");
+  EXPECT_EQ(server(1).requests().size(), 1u) << "server 1 holds the fence already";
+}
+
+TEST_F(FakeQuorum, AMajorityOnTheFenceIsFinalAfterOneRound) {
+  server(0).reply(resp_int(9), Millis(2));
+  server(1).reply(resp_int(9), Millis(3));
+  server(2).reply(resp_int(8), Millis(4));
+  ASSERT_TRUE(lock_.try_acquire().ok()) << lock_.last_error();
+  EXPECT_EQ(lock_.fence(), 9u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_FALSE(ran(server(i), detail::kFenceRaiseScript, "9")) << "no write-back to server " << i;
+  }
+  EXPECT_LE(lock_.remaining(), kTtl - Millis(12) - Millis(3));
+  // The next acquire proposes one above the highest counter seen.
+  server(0).reply(resp_int(1));
+  server(1).reply(resp_int(1));
+  server(2).reply(resp_int(1));
+  ASSERT_TRUE(lock_.release().ok());
+  server(0).reply(resp_int(10));
+  server(1).reply(resp_int(10));
+  server(2).reply(resp_int(10));
+  ASSERT_TRUE(lock_.try_acquire().ok()) << lock_.last_error();
+  EXPECT_EQ(proposal(server(2).requests().back()), "10");
+  EXPECT_EQ(lock_.fence(), 10u);
+}
+
+TEST_F(FakeQuorum, BusyRepliesTellTheCounterForTheNextProposal) {
+  server(0).reply(resp_int(3));
+  server(1).reply(resp_ints({-800, 41}));
+  server(2).reply(resp_ints({-600, 40}));
+  server(0).reply(resp_int(1));  // the clean-up release
+  EXPECT_EQ(lock_.try_acquire().code(), ErrorCode::kBusy);
+  EXPECT_EQ(lock_.busy_ttl(), Millis(600));
+  server(0).reply(resp_int(42));
+  server(1).reply(resp_int(42));
+  server(2).reply(resp_int(42));
+  ASSERT_TRUE(lock_.try_acquire().ok()) << lock_.last_error();
+  EXPECT_EQ(proposal(server(0).requests().back()), "42") << "one above the busy counters";
+  EXPECT_EQ(lock_.fence(), 42u);
+}
+
+TEST_F(FakeQuorum, AWriteBackWithoutAMajorityIsNoGrant) {
+  server(0).reply(resp_int(5), Millis(2)).reply(resp_int(0));
+  server(1).reply(resp_int(7), Millis(3)).reply(resp_int(1));
+  server(2).reply(resp_ints({-500, 7}), Millis(4));
+  const Status s = lock_.try_acquire();
+  EXPECT_EQ(s.code(), ErrorCode::kNoQuorum) << s.to_string();
+  EXPECT_FALSE(lock_.held());
+  EXPECT_EQ(lock_.fence(), 0u);
 }
 
 TEST_F(FakeQuorum, BusyMajorityClaimsNothingAndCleansUp) {
   server(0).reply(resp_int(5)).reply(resp_int(1));
-  server(1).reply(resp_int(-800));
-  server(2).reply(resp_int(-600));
+  server(1).reply(resp_ints({-800, 5}));
+  server(2).reply(resp_ints({-600, 5}));
   EXPECT_EQ(lock_.try_acquire().code(), ErrorCode::kBusy);
   EXPECT_FALSE(lock_.held());
   EXPECT_EQ(lock_.fence(), 0u);
@@ -92,7 +149,7 @@ TEST_F(FakeQuorum, FrozenServerGetsTheReleaseQueuedBehindItsAcquire) {
   server(2).lose_reply();
   EXPECT_TRUE(lock_.release().ok()) << "released on a majority";
   EXPECT_FALSE(lock_.held());
-  EXPECT_TRUE(ran(server(2), detail::kAcquireScript, token()));
+  EXPECT_TRUE(ran(server(2), detail::kQuorumAcquireScript, token()));
   ASSERT_EQ(server(2).requests().size(), 2u);
   EXPECT_EQ(server(2).requests()[1][0], "EVAL") << "pipelined behind the acquire, by body";
   EXPECT_EQ(server(2).opens(), 1u) << "the stream was kept, so the server runs both in order";

@@ -11,7 +11,7 @@ namespace detail {
 
 enum class SlotOutcome : uint8_t {
   kNone,     ///< Not in this round.
-  kReplied,  ///< An integer reply arrived (value).
+  kReplied,  ///< An integer reply arrived (value), or two (value, aux).
   kFailed,   ///< Not sent, or an error reply: this request changed nothing
              ///< that we can count on (error in `error`).
   kUnknown,  ///< Sent; no usable reply (pending, timed out, I/O error).
@@ -27,6 +27,7 @@ struct FanoutSlot {
   SlotOutcome outcome = SlotOutcome::kNone;
   ErrorCode error = ErrorCode::kOk;
   int64_t value = 0;
+  int64_t aux = 0;  ///< Second integer of a two-integer reply, else 0.
 };
 
 }  // namespace detail
