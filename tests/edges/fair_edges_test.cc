@@ -34,9 +34,12 @@ int64_t slow_ms(int64_t ms) { return ms * test::slowdown(); }
 TimePoint now() { return default_clock().now(); }
 void sleep_for(Nanos t) { std::this_thread::sleep_for(std::chrono::nanoseconds(t)); }
 
+// The waiter timeout scales with the slowdown: a join's retry after a
+// lost reply must land before the place lapses, under qemu too.
 FairLockOptions ttl(int64_t ms) {
   FairLockOptions o;
   o.ttl = Millis(ms);
+  o.waiter_timeout = Millis(slow_ms(2000));
   return o;
 }
 
@@ -271,7 +274,7 @@ TEST_F(FairEdges, WrongTypeCompanions) {
   ASSERT_EQ(run(admin_, {"SET", "{edge}:w:1", "not-a-list"}), "OK");
   Status got = ErrorCode::kInvalidArgument;
   std::thread t([&] { got = waiter.acquire(slow(Millis(5000))); });
-  sleep_for(Millis(50));
+  sleep_for(slow(Millis(50)));
   const Status r = holder.release();
   EXPECT_TRUE(r.ok()) << r.to_string() << " " << holder.last_error();
   EXPECT_EQ(run(admin_, {"GET", "{edge}:w:1"}), "not-a-list");

@@ -26,14 +26,25 @@ namespace {
 using test::run;
 
 Nanos slow(Nanos t) { return t * test::slowdown(); }
+int64_t slow_ms(int64_t ms) { return ms * test::slowdown(); }
 TimePoint now() { return default_clock().now(); }
 void sleep_for(Nanos t) { std::this_thread::sleep_for(std::chrono::nanoseconds(t)); }
 
-FairLockOptions fair(int64_t ttl_ms, int64_t waiter_timeout_ms = 2000) {
+// The default waiter timeout scales with the slowdown: a place must not
+// lapse between two attempts of a waiter under qemu.
+FairLockOptions fair(int64_t ttl_ms, int64_t waiter_timeout_ms = 0) {
   FairLockOptions o;
   o.ttl = Millis(ttl_ms);
-  o.waiter_timeout = Millis(waiter_timeout_ms);
+  o.waiter_timeout = Millis(waiter_timeout_ms != 0 ? waiter_timeout_ms : slow_ms(2000));
   return o;
+}
+
+// Waiters queued in `queue` now (fields "w:<token>" of the queue hash).
+int waiters(Connection& admin, const std::string& queue) {
+  const std::string fields = run(admin, {"HKEYS", queue});
+  int n = 0;
+  for (size_t i = 0; (i = fields.find("w:", i)) != std::string::npos; i += 2) ++n;
+  return n;
 }
 
 // One contender: its own connection and lock (a thread or a process).
@@ -47,13 +58,8 @@ struct Contender {
 
 class FairLockTest : public test::SharedServerTest {
  protected:
-  // Waiters queued on `key` now (fields "w:<token>" of the queue hash).
-  int queued(const char* key) {
-    const std::string fields = run(admin_, {"HKEYS", std::string("{") + key + "}:queue"});
-    int n = 0;
-    for (size_t i = 0; (i = fields.find("w:", i)) != std::string::npos; i += 2) ++n;
-    return n;
-  }
+  // Waiters queued on `key` now.
+  int queued(const char* key) { return waiters(admin_, std::string("{") + key + "}:queue"); }
   // Polls (bounded) until `n` waiters are queued on `key`.
   bool wait_queued(const char* key, int n) {
     const TimePoint end = now() + slow(Millis(5000));
@@ -240,8 +246,8 @@ TEST_F(FairLockTest, ReleaserCannotBarge) {
 // granted by the server when the BLPOP returns: then, as for a holder that
 // stops, the lock frees at the child's TTL.
 void dead_head_case(const std::string& url, Connection& admin, int sig) {
-  constexpr int64_t kWaiterTimeoutMs = 600;
-  constexpr int64_t kChildTtlMs = 800;
+  const int64_t kWaiterTimeoutMs = slow_ms(600);
+  const int64_t kChildTtlMs = slow_ms(800);
   FairLock holder(admin);
   ASSERT_TRUE(holder.init(Bytes::from_cstr("dead"), fair(10000, kWaiterTimeoutMs)).ok());
   ASSERT_TRUE(holder.try_acquire().ok());
@@ -258,7 +264,7 @@ void dead_head_case(const std::string& url, Connection& admin, int sig) {
   // The child joins first: wait for its entry, then stop or kill it.
   bool joined = false;
   for (int i = 0; i < 5000 && !joined; ++i) {
-    joined = run(admin, {"HLEN", "{dead}:queue"}) == "3";  // seq, its entry, its arrival
+    joined = waiters(admin, "{dead}:queue") == 1;
     if (!joined) sleep_for(Millis(1));
   }
   ASSERT_TRUE(joined);
@@ -278,8 +284,8 @@ void dead_head_case(const std::string& url, Connection& admin, int sig) {
   int status = 0;
   waitpid(child, &status, 0);
   ASSERT_GE(granted_ms.load(), 0) << "never granted: the dead waiter blocked the queue";
-  const int64_t bound = kWaiterTimeoutMs + (sig == SIGKILL ? 0 : kChildTtlMs) + 400;
-  EXPECT_LE(granted_ms.load(), test::ms(slow(Millis(bound))));
+  const int64_t bound = kWaiterTimeoutMs + (sig == SIGKILL ? 0 : kChildTtlMs) + slow_ms(400);
+  EXPECT_LE(granted_ms.load(), bound);
   EXPECT_GE(granted_ms.load(), kWaiterTimeoutMs / 4) << "the dead head was skipped at once";
 }
 
@@ -292,7 +298,7 @@ TEST_F(FairLockTest, WaitBoundUnderContention) {
   constexpr int kThreads = 6;
   const Nanos hold = Millis(10);
   const Nanos handoff = slow(Millis(10));  // generous for a shared machine
-  const Millis waiter_timeout(2000);
+  const Millis waiter_timeout(slow_ms(2000));
   const Nanos run_for = slow(Millis(2000));
   std::unique_ptr<Contender> c[kThreads];
   std::atomic<int64_t> max_wait_us{0};
@@ -385,8 +391,8 @@ TEST_F(FairLockTest, CompanionKeysShareTheSlot) {
     ASSERT_TRUE(holder.try_acquire().ok());
     EXPECT_EQ(waiter.acquire(Millis(30)).code(), ErrorCode::kBusy);
     // A waiter queued meanwhile: the queue key exists under its name.
-    std::thread t([&] { waiter.acquire(Millis(300)).ignore(); });
-    sleep_for(Millis(100));
+    std::thread t([&] { waiter.acquire(slow(Millis(300))).ignore(); });
+    sleep_for(slow(Millis(100)));
     EXPECT_EQ(run(admin_, {"EXISTS", k.queue}), "1") << k.key;
     ASSERT_TRUE(holder.release().ok());
     t.join();
