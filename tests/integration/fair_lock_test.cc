@@ -345,17 +345,22 @@ TEST_F(FairLockTest, WaitBoundUnderContention) {
 // The keeper renews a FairLock like any lease.
 TEST_F(FairLockTest, KeeperRenews) {
   FairLock f(a_);
-  ASSERT_TRUE(f.init(Bytes::from_cstr("kept"), fair(3000)).ok());
+  // The TTL scales with the command timeout: a lease too short to renew
+  // within it is refused.
+  ASSERT_TRUE(f.init(Bytes::from_cstr("kept"), fair(slow_ms(3000))).ok());
   ASSERT_TRUE(f.try_acquire().ok());
   LeaseKeeper keeper(f);
   ASSERT_TRUE(keeper.start().ok());
-  ASSERT_EQ(run(admin_, {"PEXPIRE", "kept", "500"}), "1");
-  for (int i = 0; i < 200 && keeper.stats().renewals == 0; ++i) {
+  // Shorten the server's TTL behind the keeper's back (still past its first
+  // renewal, about TTL/6 from now): only a real renewal lengthens it again.
+  ASSERT_EQ(run(admin_, {"PEXPIRE", "kept", std::to_string(slow_ms(1500))}), "1");
+  const TimePoint give_up = now() + slow(Millis(2000));
+  for (int i = 0; i < 200 * test::slowdown() && keeper.stats().renewals == 0 && now() < give_up; ++i) {
     sleep_for(Millis(10));
     ASSERT_NE(keeper.service(), LeaseState::kLost);
   }
   EXPECT_GT(keeper.stats().renewals, 0u);
-  EXPECT_GT(std::stoll(run(admin_, {"PTTL", "kept"})), 1000);
+  EXPECT_GT(std::stoll(run(admin_, {"PTTL", "kept"})), slow_ms(2000));
   keeper.stop();
   LockGuard guard(f);
 }
