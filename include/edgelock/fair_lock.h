@@ -17,7 +17,9 @@
 ///
 /// The queue lives in companion keys in the key's hash slot, unique per
 /// key like Lock's (lock.h): "{key}:queue" (a hash: one entry per waiter
-/// with its arrival number and deadline) and one wake list per waiter,
+/// with its arrival number and deadline, an index from arrival number to
+/// waiter and the lowest live arrival number, so a step costs a few
+/// commands whatever the queue's length) and one wake list per waiter,
 /// "{key}:w:<arrival number>"; "queue:{X}" and "w:<n>:{X}" for a key
 /// "{X}". Each step (join, grant, release, leave) is one atomic script,
 /// timed by the server's clock. A waiter blocks on its own wake list
