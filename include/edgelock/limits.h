@@ -51,8 +51,8 @@ constexpr size_t kMaxPasswordLen = 128;
 /// dropped): a Redis server's name rarely has more.
 constexpr size_t kMaxHostAddresses = 2;
 /// Cluster nodes a Cluster can hold (seeds and discovered primaries): one
-/// Connection (~4.7 KB on x86-64) each, in a fixed array (Meson option
-/// max_cluster_nodes).
+/// Connection (about 4 KB: docs/footprint.md) each, in a fixed array (Meson
+/// option max_cluster_nodes).
 constexpr size_t kMaxClusterNodes = config::kMaxClusterNodes;
 /// Sentinels a Sentinel can list, and the longest monitored master name.
 constexpr size_t kMaxSentinels = 8;

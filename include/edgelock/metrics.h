@@ -4,9 +4,10 @@
 /// for logging from firmware.
 ///
 /// A Metrics block is a fixed set of 32-bit counters plus a small latency
-/// histogram (16 counters, 64 bytes). Every Connection keeps one (all
-/// primitives using it add to it), every lock/semaphore/cooldown/quota
-/// handle keeps its own. The application reads them at any time through
+/// histogram (kLatencyBuckets = 8 counters, 32 bytes; 64 bytes in all).
+/// Every Connection keeps one (all primitives using it add to it); every
+/// Lock, ReentrantLock, Semaphore, Cooldown, Quota and QuorumLock handle
+/// keeps its own. The application reads them at any time through
 /// metrics(); nothing here allocates or locks. Counters wrap at 2^32.
 ///
 /// The event hook is a plain function pointer plus a context pointer (no
@@ -76,7 +77,8 @@ size_t latency_bucket(Nanos latency);
 
 /// Writes the block as one line of "name=value" pairs (latency buckets as
 /// "le1ms=..", .., "gt1000ms=..") into buf[cap], NUL-terminated, without
-/// allocating. Returns the length, or kBufferTooSmall (256 bytes suffice).
+/// allocating. Returns the length, or kBufferTooSmall (304 bytes always
+/// suffice: every counter at 2^32 - 1 makes 303 characters).
 Result<size_t> format_metrics(const Metrics& m, char* buf, size_t cap);
 
 }  // namespace edgelock

@@ -228,6 +228,7 @@ int run(int argc, char** argv) {
                          "[--ignore-fence] [--ignore-validity] [--unsafe] [--expect-violations]\n");
     return 2;
   }
+  test::exit_unless_server();
   if (a.seed == 0) a.seed = static_cast<uint64_t>(std::time(nullptr)) ^ static_cast<uint64_t>(getpid());
   std::printf("soak: seed %llu (replay with --seed %llu), %d server(s), %d procs, %llu grants, "
               "ttl %lld ms%s\n",

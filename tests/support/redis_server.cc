@@ -65,6 +65,36 @@ std::string server_binary() {
   return bin && *bin ? bin : "redis-server";
 }
 
+bool server_available() {
+  const std::string bin = server_binary();
+  if (bin.find('/') != std::string::npos) return access(bin.c_str(), X_OK) == 0;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "";
+  for (size_t start = 0; start <= dirs.size();) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    const std::string dir = end > start ? dirs.substr(start, end - start) : ".";
+    if (access((dir + "/" + bin).c_str(), X_OK) == 0) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+void exit_unless_server() {
+  if (server_available()) return;
+  const char* set = std::getenv("EDGELOCK_TEST_SERVER");
+  if (set && *set) {
+    std::fprintf(stderr, "SKIP: these tests start a Redis server and EDGELOCK_TEST_SERVER='%s' is "
+                         "not an executable (a path, or a name in PATH)\n", set);
+  } else {
+    std::fprintf(stderr, "SKIP: these tests start a Redis server and 'redis-server' is not in PATH: "
+                         "install it (scripts/install-deps) or set EDGELOCK_TEST_SERVER to a "
+                         "redis-server or valkey-server\n");
+  }
+  std::fflush(stderr);
+  std::exit(77);
+}
+
 std::string cli_binary() {
   const std::string server = server_binary();
   const std::string suffix = "-server";

@@ -20,6 +20,14 @@ std::string server_binary();
 /// (redis-cli, valkey-cli), in the same directory. "" if the server's name
 /// does not end in "-server".
 std::string cli_binary();
+/// Whether server_binary() names an executable file: a name with a '/' as
+/// given, a bare name looked up in PATH.
+bool server_available();
+/// Exits 77 (Meson and automake: SKIP) with a message that names the
+/// missing program and the setting, unless server_available(). Test
+/// programs that start servers call it before their first test (gtest
+/// programs by linking support/needs_server.cc).
+void exit_unless_server();
 
 class RedisServer {
  public:
