@@ -202,7 +202,11 @@ TEST(QuorumFence, StaleGuessTakesTwoRoundsAndStaysMonotonic) {
   uint64_t sent = 0;
   ASSERT_TRUE(a.acquire(&sent).ok()) << a.lock().last_error();  // proposes 1
   EXPECT_EQ(a.lock().fence(), 51u);
-  EXPECT_EQ(sent, 4u) << "three acquires, one write-back (to server 1 only)";
+  // Three acquires and the write-back to server 1; also to server 2 when
+  // the round was decided before its busy reply came in (a grant still on
+  // its way may hold our key), where the owner check leaves it alone.
+  EXPECT_GE(sent, 4u) << "three acquires and a write-back";
+  EXPECT_LE(sent, 5u) << "three acquires, a write-back to at most the two others";
   EXPECT_EQ(s.counter(1), "51") << "raised while it held our key";
   EXPECT_EQ(s.counter(2), "10") << "a refusing server is not raised";
   ASSERT_TRUE(a.lock().release().ok());
@@ -211,7 +215,8 @@ TEST(QuorumFence, StaleGuessTakesTwoRoundsAndStaysMonotonic) {
   s.block(0);
   ASSERT_TRUE(b.acquire(&sent).ok()) << b.lock().last_error();  // proposes 1
   EXPECT_EQ(b.lock().fence(), 52u);
-  EXPECT_EQ(sent, 4u);
+  EXPECT_GE(sent, 4u);
+  EXPECT_LE(sent, 5u);
   EXPECT_EQ(s.counter(2), "52");
   ASSERT_TRUE(b.lock().release().ok());
   // A client that has seen 52 proposes 53: the lagging server 0 jumps to it
