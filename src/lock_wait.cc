@@ -3,7 +3,7 @@
 // to capped, jittered backoff when no signal can be waited for. Both are
 // steps of the acquire's machine (lock.cc): a request in flight or a
 // pause, never a sleep.
-#include "edgelock/detail/decimal_text.h"
+#include "blpop_timeout.h"
 #include "edgelock/lock.h"
 
 namespace edgelock {
@@ -12,21 +12,7 @@ namespace {
 
 Nanos min_of(Nanos a, Nanos b) { return a < b ? a : b; }
 
-// BLPOP's timeout in seconds with ms precision ("1.250") into *out,
-// rounded down so the server gives up before our own deadline does. False
-// if under 1 ms.
-bool blpop_timeout(Nanos cap, detail::DecimalText* out) {
-  const int64_t ms = std::chrono::floor<Millis>(cap).count();
-  if (ms < 1) return false;
-  ByteBuilder b(reinterpret_cast<uint8_t*>(out->text), sizeof out->text);
-  b.append_decimal(ms / 1000);
-  // The fraction as three digits: 1000 + ms % 1000 without its leading 1.
-  const detail::DecimalText frac(1000 + ms % 1000);
-  b.append_char('.');
-  b.append(frac.text + 1, 3);
-  out->len = b.size();
-  return true;
-}
+using detail::blpop_timeout;
 
 }  // namespace
 
