@@ -1,9 +1,13 @@
 // edgelock-demo: ~8 worker processes share one simulated device through
 // one lock for ~20 s; some hang past their TTL or crash on purpose. Prints
-// a timeline and a summary; exits 1 if two workers ever overlapped.
+// a timeline and a summary; exits 1 if two workers ever overlapped. With
+// --mode both (the default) it runs twice, with a plain Lock and with a
+// FairLock (first come, first served), and the summary shows the two side
+// by side.
 //
 //   edgelock-demo --url redis://127.0.0.1:PORT [--workers 8] [--seconds 20]
 //                 [--ttl 1000] [--hang-pct 6] [--crash-pct 4]
+//                 [--mode both|plain|fair]
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,11 +30,17 @@ struct Slot {
   int64_t resume_at = 0;  // SIGCONT a hung worker at this time (0 = running)
 };
 
-bool parse_args(int argc, char** argv, Config* c) {
+enum Modes { kPlain = 1, kFair = 2 };
+
+bool parse_args(int argc, char** argv, Config* c, int* modes) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const char* k = argv[i];
-    const long v = std::strtol(argv[i + 1], nullptr, 10);
-    if (!std::strcmp(k, "--url")) c->url = argv[i + 1];
+    const char* text = argv[i + 1];
+    const long v = std::strtol(text, nullptr, 10);
+    if (!std::strcmp(k, "--url")) c->url = text;
+    else if (!std::strcmp(k, "--mode") && !std::strcmp(text, "both")) *modes = kPlain | kFair;
+    else if (!std::strcmp(k, "--mode") && !std::strcmp(text, "plain")) *modes = kPlain;
+    else if (!std::strcmp(k, "--mode") && !std::strcmp(text, "fair")) *modes = kFair;
     else if (!std::strcmp(k, "--workers") && v > 0 && v <= 16) c->workers = static_cast<int>(v);
     else if (!std::strcmp(k, "--seconds") && v > 0 && v <= 3600) c->seconds = static_cast<int>(v);
     else if (!std::strcmp(k, "--ttl") && v >= 100 && v <= 60000) c->ttl_ms = v;
@@ -99,25 +109,93 @@ int supervise(Device& dev, const Config& cfg, Slot* slots, int* next_id) {
   return crashes;
 }
 
-void summary(Device& dev, const Config& cfg, int crashes) {
+// One mode's figures.
+struct Summary {
+  int grants = 0, gave_up = 0, renewals = 0, hangs = 0, lost = 0, crashes = 0;
+  int writes = 0, stale = 0, errors = 0, overlaps = 0, most_passes = 0, passed_twice = 0;
+  int64_t p50_ms = 0, p99_ms = 0, max_ms = 0;
+};
+
+Summary collect(Device& dev, int crashes) {
+  Summary s;
   const int n = std::min(dev.n_waits.load(), kMaxWaits);
-  const int64_t p50 = percentile(dev.waits_us, n, 50) / 1000;
-  const int64_t p99 = percentile(dev.waits_us, n, 99) / 1000;
-  std::printf("\nSummary: %d workers, %d s, TTL %lld ms (renewed every ~%lld ms)\n", cfg.workers,
+  s.p50_ms = percentile(dev.waits_us, n, 50) / 1000;
+  s.p99_ms = percentile(dev.waits_us, n, 99) / 1000;
+  s.max_ms = percentile(dev.waits_us, n, 100) / 1000;
+  s.grants = dev.grants.load();
+  s.gave_up = dev.gave_up.load();
+  s.renewals = dev.renewals.load();
+  s.hangs = dev.hangs.load();
+  s.lost = dev.lost_detected.load();
+  s.crashes = crashes;
+  s.writes = dev.writes_accepted.load();
+  s.stale = dev.stale_rejected.load();
+  s.errors = dev.errors.load();
+  s.overlaps = dev.overlaps.load();
+  s.most_passes = dev.most_passes.load();
+  s.passed_twice = dev.passed_twice.load();
+  return s;
+}
+
+// One run: the workers share a fresh device through `cfg.key`.
+bool run_mode(const Config& cfg, Summary* out) {
+  Device* dev = Device::create();
+  if (!dev) {
+    std::perror("mmap");
+    return false;
+  }
+  dev->start_ns = mono_ns();
+  dev->stop_ns = dev->start_ns + static_cast<int64_t>(cfg.seconds) * 1000000000LL;
+  std::printf("== %s: %d workers share one device through lock '%s'\n", cfg.fair ? "FairLock" : "Lock",
+              cfg.workers, cfg.key);
+  Slot slots[16];
+  int next_id = 0;
+  for (int i = 0; i < cfg.workers; ++i) {
+    slots[i].id = next_id++;
+    slots[i].pid = spawn(*dev, cfg, slots[i].id);
+  }
+  *out = collect(*dev, supervise(*dev, cfg, slots, &next_id));
+  munmap(dev, sizeof(Device));
+  std::printf("\n");
+  return true;
+}
+
+// One summary row: the label, then each mode's value.
+void row(const char* label, const Summary* s, int n, int Summary::*field) {
+  std::printf("  %-34s", label);
+  for (int i = 0; i < n; ++i) std::printf(" %16d", s[i].*field);
+  std::printf("\n");
+}
+
+void summary(const Config& cfg, const char* const* names, const Summary* s, int n) {
+  std::printf("Summary: %d workers, %d s per lock, TTL %lld ms (renewed every ~%lld ms)\n", cfg.workers,
               cfg.seconds, (long long)cfg.ttl_ms, (long long)cfg.ttl_ms / 3);
-  std::printf("  grants                        %d\n", dev.grants.load());
-  std::printf("  wait for a grant p50 / p99    %lld ms / %lld ms\n", (long long)p50, (long long)p99);
-  std::printf("  waits given up after 5 s      %d\n", dev.gave_up.load());
-  std::printf("  renewals by the keeper        %d\n", dev.renewals.load());
-  std::printf("  leases lost (hung past TTL)   %d\n", dev.hangs.load());
-  std::printf("  losses detected by the keeper %d\n", dev.lost_detected.load());
-  std::printf("  crashes (lock freed by TTL)   %d\n", crashes);
-  std::printf("  device writes accepted        %d\n", dev.writes_accepted.load());
-  std::printf("  stale writes rejected         %d  (by the device's fencing check)\n",
-              dev.stale_rejected.load());
-  std::printf("  errors                        %d\n", dev.errors.load());
-  std::printf("  overlaps                      %d  %s\n", dev.overlaps.load(),
-              dev.overlaps.load() == 0 ? "(never two holders at once)" : "<-- MUTUAL EXCLUSION BROKEN");
+  std::printf("  %-34s", "");
+  for (int i = 0; i < n; ++i) std::printf(" %16s", names[i]);
+  std::printf("\n");
+  row("grants", s, n, &Summary::grants);
+  std::printf("  %-34s", "wait for a grant p50 / p99 / max");
+  for (int i = 0; i < n; ++i) {
+    char text[48];
+    std::snprintf(text, sizeof text, "%lld/%lld/%lld", (long long)s[i].p50_ms, (long long)s[i].p99_ms,
+                  (long long)s[i].max_ms);
+    std::printf(" %16s", text);
+  }
+  std::printf("  (ms, from first asking)\n");
+  row("waits past 5 s (given up, retried)", s, n, &Summary::gave_up);
+  row("waits another worker went twice", s, n, &Summary::passed_twice);
+  row("most turns of one other in a wait", s, n, &Summary::most_passes);
+  row("renewals by the keeper", s, n, &Summary::renewals);
+  row("leases lost (hung past TTL)", s, n, &Summary::hangs);
+  row("losses detected by the keeper", s, n, &Summary::lost);
+  row("crashes (lock freed by TTL)", s, n, &Summary::crashes);
+  row("device writes accepted", s, n, &Summary::writes);
+  row("stale writes rejected (fencing)", s, n, &Summary::stale);
+  row("errors", s, n, &Summary::errors);
+  row("overlaps (two holders at once)", s, n, &Summary::overlaps);
+  int overlaps = 0;
+  for (int i = 0; i < n; ++i) overlaps += s[i].overlaps;
+  std::printf("  %s\n", overlaps == 0 ? "never two holders at once" : "<-- MUTUAL EXCLUSION BROKEN");
 }
 
 }  // namespace
@@ -125,28 +203,28 @@ void summary(Device& dev, const Config& cfg, int crashes) {
 
 int main(int argc, char** argv) {
   demo::Config cfg;
-  if (!demo::parse_args(argc, argv, &cfg)) {
+  int modes = demo::kPlain | demo::kFair;
+  if (!demo::parse_args(argc, argv, &cfg, &modes)) {
     std::fprintf(stderr, "usage: edgelock-demo --url URL [--workers N] [--seconds S] [--ttl MS]"
-                         " [--hang-pct P] [--crash-pct P]\n");
+                         " [--hang-pct P] [--crash-pct P] [--mode both|plain|fair]\n");
     return 2;
   }
-  demo::Device* dev = demo::Device::create();
-  if (!dev) {
-    std::perror("mmap");
-    return 3;
-  }
-  dev->start_ns = demo::mono_ns();
-  dev->stop_ns = dev->start_ns + static_cast<int64_t>(cfg.seconds) * 1000000000LL;
-  std::printf("edgelock demo: %d workers share one device through lock 'demo:device' on %s\n"
+  std::printf("edgelock demo: %d workers share one device on %s\n"
               "  TTL %lld ms, %d%% of holds hang past the TTL, %d%% crash, %d%% are long jobs\n\n",
               cfg.workers, cfg.url, (long long)cfg.ttl_ms, cfg.hang_pct, cfg.crash_pct, cfg.long_pct);
-  demo::Slot slots[16];
-  int next_id = 0;
-  for (int i = 0; i < cfg.workers; ++i) {
-    slots[i].id = next_id++;
-    slots[i].pid = demo::spawn(*dev, cfg, slots[i].id);
+  demo::Summary s[2];
+  const char* names[2] = {};
+  int n = 0;
+  bool ok = true;
+  for (int m : {demo::kPlain, demo::kFair}) {
+    if (!(modes & m)) continue;
+    cfg.fair = m == demo::kFair;
+    cfg.key = cfg.fair ? "demo:device:fair" : "demo:device";
+    names[n] = cfg.fair ? "FairLock" : "Lock";
+    if (!demo::run_mode(cfg, &s[n])) return 3;
+    ok = ok && s[n].overlaps == 0 && s[n].grants > 0;
+    ++n;
   }
-  const int crashes = demo::supervise(*dev, cfg, slots, &next_id);
-  demo::summary(*dev, cfg, crashes);
-  return dev->overlaps.load() == 0 && dev->grants.load() > 0 ? 0 : 1;
+  demo::summary(cfg, names, s, n);
+  return ok ? 0 : 1;
 }

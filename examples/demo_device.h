@@ -48,6 +48,11 @@ struct Device {
   std::atomic<int> errors{0};
   std::atomic<int> gave_up{0};  // waits that ended without a grant
   std::atomic<int> renewals{0};
+  // Fairness: grants per worker; during each wait, how often each other
+  // worker was granted (first come, first served allows at most once).
+  std::atomic<int> grants_of[kMaxWorkers] = {};
+  std::atomic<int> most_passes{0};   // most grants to one other worker in one wait
+  std::atomic<int> passed_twice{0};  // waits in which another worker went twice
   Belief beliefs[kMaxWorkers];
   std::atomic<int> n_waits{0};
   int64_t waits_us[kMaxWaits] = {};
@@ -85,6 +90,24 @@ struct Device {
   }
   void renewed(int worker, int64_t valid_until) { beliefs[worker].valid_until.store(valid_until); }
   void end(int worker) { beliefs[worker].valid_until.store(0); }
+
+  // Copies every worker's grant count (when a wait starts).
+  void snapshot(int* out) const {
+    for (int i = 0; i < kMaxWorkers; ++i) out[i] = grants_of[i].load();
+  }
+  // At `worker`'s grant after a wait that began at `before`.
+  void note_passes(int worker, const int* before) {
+    int most = 0;
+    for (int i = 0; i < kMaxWorkers; ++i) {
+      const int n = i == worker ? 0 : grants_of[i].load() - before[i];
+      most = n > most ? n : most;
+    }
+    if (most >= 2) passed_twice.fetch_add(1);
+    int seen = most_passes.load();
+    while (most > seen && !most_passes.compare_exchange_weak(seen, most)) {
+    }
+    grants_of[worker].fetch_add(1);
+  }
 
   void record_wait(int64_t us) {
     const int i = n_waits.fetch_add(1);

@@ -1,6 +1,6 @@
-// A demo worker: takes the device lock, keeps it with the LeaseKeeper from
-// a poll() loop while writing to the fenced device, and sometimes hangs
-// past its TTL or crashes on purpose.
+// A demo worker: takes the device lock (a Lock, or a FairLock), keeps it
+// with the LeaseKeeper from a poll() loop while writing to the fenced
+// device, and sometimes hangs past its TTL or crashes on purpose.
 #include "demo_worker.h"
 
 #include <poll.h>
@@ -17,6 +17,8 @@ namespace demo {
 
 using edgelock::Deadline;
 using edgelock::ErrorCode;
+using edgelock::FairLock;
+using edgelock::Lease;
 using edgelock::LeaseKeeper;
 using edgelock::LeaseState;
 using edgelock::Lock;
@@ -27,7 +29,7 @@ using edgelock::TimePoint;
 namespace {
 
 constexpr Nanos kWriteEvery = Millis(20);
-constexpr Nanos kMaxWait = Millis(5000);  // then give up and try again
+constexpr Nanos kMaxWait = Millis(5000);  // then count a give-up and go on waiting
 
 uint32_t next_random(uint32_t* s) {
   *s ^= *s << 13;
@@ -38,7 +40,7 @@ uint32_t next_random(uint32_t* s) {
 
 struct Hold {
   Device* dev;
-  Lock* lock;
+  Lease* lock;
   int id;
   uint64_t fence;
   int writes = 0;
@@ -47,7 +49,7 @@ struct Hold {
 // Well-behaved holding: write only while the keeper says the lease is ours.
 // Returns false if the lease was lost.
 bool hold_for(Hold& h, Nanos duration) {
-  edgelock::Clock& clock = h.lock->connection().clock();
+  edgelock::Clock& clock = h.lock->clock();
   LeaseKeeper keeper(*h.lock);
   if (!keeper.start().ok()) return false;
   const TimePoint end = clock.now() + duration;
@@ -132,7 +134,7 @@ Fate pick_fate(const Config& cfg, int id, int grant_no, uint32_t* rng) {
 }
 
 // One grant: use the device as the fate says, then let go.
-void use_device(Device& dev, const Config& cfg, Lock& lock, int id, int grant_no, int64_t waited_us,
+void use_device(Device& dev, const Config& cfg, Lease& lock, int id, int grant_no, int64_t waited_us,
                 uint32_t* rng) {
   dev.record_wait(waited_us);
   dev.grants.fetch_add(1);
@@ -166,37 +168,59 @@ void use_device(Device& dev, const Config& cfg, Lock& lock, int id, int grant_no
   poll(nullptr, 0, static_cast<int>(100 + next_random(rng) % 400));
 }
 
-}  // namespace
+// One slice of a wait. A FairLock keeps its place in the queue from one
+// slice to the next (a give-up is counted, the wait goes on).
+edgelock::Status acquire_slice(Lock& lock, Nanos wait) { return lock.acquire(wait); }
+edgelock::Status acquire_slice(FairLock& lock, Nanos wait) {
+  return lock.acquire(wait, edgelock::GiveUp::kStay);
+}
 
-int worker_main(Device& dev, const Config& cfg, int id) {
+template <typename L, typename Options>
+int run_worker(Device& dev, const Config& cfg, int id) {
   edgelock::Connection conn;
   edgelock::ConnectionOptions co;
   co.command_timeout = Millis(cfg.ttl_ms / 4);
-  Lock lock(conn);
-  edgelock::LockOptions lo;
+  L lock(conn);
+  Options lo;
   lo.ttl = Millis(cfg.ttl_ms);
-  if (!conn.setup(cfg.url, co).ok() || !lock.init(edgelock::Bytes::from_cstr("demo:device"), lo).ok()) {
+  if (!conn.setup(cfg.url, co).ok() || !lock.init(edgelock::Bytes::from_cstr(cfg.key), lo).ok()) {
     say(dev, id, "setup failed: %s", conn.last_error());
     return 2;
   }
   uint32_t rng = static_cast<uint32_t>(getpid()) * 2654435761u + static_cast<uint32_t>(id);
   int grants = 0;
+  int64_t wanted_since = 0;  // the wait counts from the first slice
+  int grants_before[kMaxWorkers] = {};
   for (int round = 0; round < 100000; ++round) {
     const Nanos left(dev.stop_ns - mono_ns());
     if (left <= Nanos::zero()) break;
-    const int64_t t0 = mono_ns();
+    if (wanted_since == 0) {
+      wanted_since = mono_ns();
+      dev.snapshot(grants_before);
+    }
     const Nanos wait = left < kMaxWait ? left : kMaxWait;
-    const edgelock::Status s = lock.acquire(wait);
+    const edgelock::Status s = acquire_slice(lock, wait);
     if (s.ok()) {
-      use_device(dev, cfg, lock, id, ++grants, (mono_ns() - t0) / 1000, &rng);
+      dev.note_passes(id, grants_before);
+      use_device(dev, cfg, lock, id, ++grants, (mono_ns() - wanted_since) / 1000, &rng);
+      wanted_since = 0;
     } else if (s.code() == ErrorCode::kBusy || s.code() == ErrorCode::kExpired) {
       if (wait == kMaxWait) dev.gave_up.fetch_add(1);
     } else {
       dev.errors.fetch_add(1);
       say(dev, id, "acquire failed: %s (%s)", s.to_string(), conn.last_error());
+      lock.release().ignore();  // the grant may have landed; also leaves the queue
+      wanted_since = 0;
     }
   }
   return 0;
+}
+
+}  // namespace
+
+int worker_main(Device& dev, const Config& cfg, int id) {
+  return cfg.fair ? run_worker<FairLock, edgelock::FairLockOptions>(dev, cfg, id)
+                  : run_worker<Lock, edgelock::LockOptions>(dev, cfg, id);
 }
 
 }  // namespace demo

@@ -15,6 +15,8 @@ struct Config {
   int hang_pct = 6;    // holds that pause (SIGSTOP) longer than the TTL
   int crash_pct = 4;   // holds that end in SIGKILL without a release
   int long_pct = 10;   // holds longer than the TTL (the keeper renews)
+  bool fair = false;   // FairLock (first come, first served) instead of Lock
+  const char* key = "demo:device";
 };
 
 // Exit status a worker uses after crashing on purpose (it SIGKILLs itself,

@@ -222,6 +222,7 @@ void Connection::begin(uint8_t replies) {
   tx_sent_ = 0;
   replies_due_ = replies;
   stats_.commands += replies;
+  may_block_ = true;
   state_ = State::kSending;
 }
 
@@ -335,7 +336,7 @@ Result<const Reply*> Connection::on_reply(const Reply* reply) {
     const Status s = encode_eval(false, 0);
     if (!s.ok()) return leave(s);
     begin(1);
-    return static_cast<const Reply*>(nullptr);
+    return send_some();  // now: a non-blocking caller may not look again soon
   }
   set_error(error_, "%.*s", static_cast<int>(reply->len), reply->str);
   return code;
@@ -375,28 +376,39 @@ Status Connection::reject_reply(const char* what) {
 
 // --- Blocking calls: the engine driven to the next reply within one deadline.
 
+// Blocks until the request in flight can move or `deadline` passes.
+// Waiting for a reply in the read itself saves the wait's syscall: only
+// with a slice's worth of deadline left, and once a slice passes empty the
+// rest of the request's waits are the transport's (an injected clock may
+// not move). Such a read keeps what it got in the receive buffer for the
+// next advance().
+Status Connection::await(Deadline deadline) {
+  if (!busy()) return Status();
+  // Decrypted TLS bytes wait in mbedTLS, where a wait cannot see them.
+  if (transport_->has_pending_input()) return Status();
+  if (deadline.expired(*clock_)) return ErrorCode::kTimeout;
+  if (may_block_ && state_ == State::kReceiving &&
+      deadline.remaining(*clock_) >= kTransportWaitSlice + kTransportWaitMargin) {
+    const Result<size_t> n = read(true);
+    if (!n.ok()) return leave(n.status());
+    may_block_ = n.value() > 0;
+    return Status();
+  }
+  TransportWait w{transport_, wait_events(), 0};
+  const Result<size_t> ready = transport_->wait(&w, 1, deadline, *clock_, error_);
+  if (!ready.ok()) return leave(ready.status());
+  return ready.value() == 0 ? Status(ErrorCode::kTimeout) : Status();
+}
+
 Result<const Reply*> Connection::wait(Deadline deadline) {
-  bool may_block = true;
+  may_block_ = true;
   for (int round = 0; round < kMaxRounds; ++round) {
     const Result<const Reply*> r = advance();
     if (!r.ok() || r.value()) return r;
     if (deadline.expired(*clock_)) return abandon();
-    // Decrypted TLS bytes wait in mbedTLS, where a wait cannot see them.
-    if (transport_->has_pending_input()) continue;
-    // Waiting for the reply in the read itself saves the wait's syscall.
-    // Only with a slice's worth of deadline left, and once a slice passes
-    // empty the rest of the wait is wait()'s (an injected clock may not move).
-    if (may_block && state_ == State::kReceiving &&
-        deadline.remaining(*clock_) >= kTransportWaitSlice + kTransportWaitMargin) {
-      const Result<size_t> n = read(true);
-      if (!n.ok()) return leave(n.status());
-      may_block = n.value() > 0;
-      continue;
-    }
-    TransportWait w{transport_, wait_events(), 0};
-    const Result<size_t> ready = transport_->wait(&w, 1, deadline, *clock_, error_);
-    if (!ready.ok()) return leave(ready.status());
-    if (ready.value() == 0) return abandon();
+    const Status s = await(deadline);
+    if (s.code() == ErrorCode::kTimeout) return abandon();
+    if (!s.ok()) return s;
   }
   return abandon();
 }
@@ -413,15 +425,22 @@ Result<const Reply*> Connection::eval(const ScriptCall& call, Deadline deadline)
 
 // The single lock queues its acquire behind the BLPOP that waits for the
 // release signal (docs/benchmarks.md, "Handoff").
-Result<const Reply*> Connection::command_then_eval(Span<const Bytes> args, const ScriptCall& call,
-                                                   Deadline deadline, Status* first) {
-  if (busy() || !first) return ErrorCode::kInvalidArgument;
+Status Connection::start_command_then_eval(Span<const Bytes> args, const ScriptCall& call,
+                                           Deadline deadline) {
+  if (busy()) return ErrorCode::kInvalidArgument;
   EDGELOCK_TRY(ready(deadline));
   eval_ = call;
   Status s = encode(args, 0);
   if (s.ok()) s = encode_eval(true, tx_len_);
   if (!s.ok()) return leave(s);
   begin(2);
+  return Status();
+}
+
+Result<const Reply*> Connection::command_then_eval(Span<const Bytes> args, const ScriptCall& call,
+                                                   Deadline deadline, Status* first) {
+  if (!first) return ErrorCode::kInvalidArgument;
+  EDGELOCK_TRY(start_command_then_eval(args, call, deadline));
   const Result<const Reply*> r = wait(deadline);
   // A transport failure or a timeout closed the connection: the eval's
   // fate is unknown, like any lost reply. An error reply to the command

@@ -1,4 +1,6 @@
-// Lease keeper: renewals driven by the caller's poll loop.
+// Lease keeper: renewals driven by the caller's poll loop; on a lease with
+// the non-blocking face a renewal is started and then stepped, so the loop
+// is never held up by one.
 #include "edgelock/lease_keeper.h"
 
 #include <cstdint>
@@ -6,6 +8,19 @@
 namespace edgelock {
 namespace {
 constexpr TimePoint kNoRenewal = TimePoint::max();  // no renewal fits before the end
+// While a renewal is out, next_deadline() comes back after 1, 2, 4, ... ms,
+// then every kMaxLook: a loop that honours only next_deadline() (and does
+// not watch wait_fds()) still reads the reply soon after it arrives.
+constexpr Nanos kFirstLook = Millis(1);
+constexpr Nanos kMaxLook = Millis(50);
+
+// The next look at a renewal out for `since`.
+Nanos next_look(Nanos since) {
+  if (since >= kMaxLook) return (since / kMaxLook + 1) * kMaxLook;
+  Nanos look = kFirstLook;
+  while (look <= since) look *= 2;
+  return look < kMaxLook ? look : kMaxLook;
+}
 }  // namespace
 
 Status LeaseKeeper::start() {
@@ -14,6 +29,7 @@ Status LeaseKeeper::start() {
     return ErrorCode::kInvalidArgument;
   }
   if (lease_->remaining() <= Nanos::zero()) return ErrorCode::kNotHeld;
+  cancel_renewal();
   budget_ = options_.renew_budget;
   if (budget_ == Nanos::zero()) budget_ = lease_->renew_budget();
   if (budget_ < Nanos::zero()) budget_ = Nanos::zero();
@@ -28,10 +44,18 @@ Status LeaseKeeper::start() {
 }
 
 void LeaseKeeper::stop() {
+  cancel_renewal();
   if (state_ == LeaseState::kKeeping) state_ = LeaseState::kIdle;
 }
 
+void LeaseKeeper::cancel_renewal() {
+  if (!renewing_) return;
+  renewing_ = false;
+  lease_->cancel();
+}
+
 void LeaseKeeper::lose(Status why, TimePoint now) {
+  cancel_renewal();
   state_ = LeaseState::kLost;
   last_status_ = why;
   lost_at_ = now;
@@ -49,7 +73,9 @@ Nanos LeaseKeeper::renew_delay() const {
 void LeaseKeeper::schedule(TimePoint now, Nanos delay) {
   // The latest start from which a renewal taking its whole budget still
   // ends before the keeper's end. Past it, only the loss is left to report.
-  const TimePoint latest = now + usable_left() - budget_;
+  // A non-blocking renewal may start until the end itself: it never holds
+  // the loop, and one still out at the end is given up there.
+  const TimePoint latest = now + usable_left() - (lease_->nonblocking() ? Nanos::zero() : budget_);
   if (latest <= now) {
     next_renew_at_ = kNoRenewal;
     return;
@@ -63,21 +89,51 @@ Deadline LeaseKeeper::next_deadline() const {
   // The keeper's end is a deadline of its own: a loss must be reported on
   // time even if no renewal is due (e.g. one is waiting to retry).
   const TimePoint keep_until = lease_->clock().now() + usable_left();
+  if (renewing_) {
+    const TimePoint look = renew_started_ + next_look(lease_->clock().now() - renew_started_);
+    return lease_->next_deadline().min(Deadline::at(keep_until < look ? keep_until : look));
+  }
   return Deadline::at(next_renew_at_ < keep_until ? next_renew_at_ : keep_until);
+}
+
+size_t LeaseKeeper::wait_fds(pollfd* out, size_t cap) const {
+  return renewing_ && state_ == LeaseState::kKeeping ? lease_->wait_fds(out, cap) : 0;
 }
 
 LeaseState LeaseKeeper::service() {
   if (state_ != LeaseState::kKeeping) return state_;
-  TimePoint now = lease_->clock().now();
+  Clock& clock = lease_->clock();
+  const TimePoint now = clock.now();
+  if (renewing_) {
+    // The keeper's end came with the renewal still out: too late to count,
+    // whatever it brings.
+    if (now >= keep_until_ || usable_left() <= Nanos::zero()) {
+      lose(ErrorCode::kExpired, now);
+      return state_;
+    }
+    const Status s = lease_->step();
+    if (s.code() == ErrorCode::kInProgress) return state_;
+    renewing_ = false;
+    return renewed(s, clock.now());
+  }
   const Nanos usable = usable_left();
   if (usable <= Nanos::zero()) {
     lose(ErrorCode::kExpired, now);
     return state_;
   }
   if (now < next_renew_at_) return state_;
-  const TimePoint keep_until = now + usable;
-  const Status s = lease_->renew();
-  now = lease_->clock().now();
+  keep_until_ = now + usable;
+  // Blocking renew(), or the start of a non-blocking one; its end is
+  // read after it returns.
+  const Status s = lease_->nonblocking() ? lease_->start_renew() : lease_->renew();
+  if (s.code() != ErrorCode::kInProgress) return renewed(s, clock.now());
+  renewing_ = true;
+  renew_started_ = now;
+  return state_;
+}
+
+// A renewal ended with `s` at `now`.
+LeaseState LeaseKeeper::renewed(Status s, TimePoint now) {
   if (s.code() == ErrorCode::kNotOwner || s.code() == ErrorCode::kNotHeld) {
     lose(ErrorCode::kNotOwner, now);  // gone on the server: never re-create it
     return state_;
@@ -85,7 +141,7 @@ LeaseState LeaseKeeper::service() {
   // A renewal that completes after the keeper's end came too late to
   // report on time, and an ok that leaves no usable validity proves
   // nothing: both count as lost.
-  if (now >= keep_until || usable_left() <= Nanos::zero()) {
+  if (now >= keep_until_ || usable_left() <= Nanos::zero()) {
     lose(ErrorCode::kExpired, now);
     return state_;
   }

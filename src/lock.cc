@@ -17,9 +17,13 @@ constexpr size_t kTokenLen = 32;  // 128 random bits as hex
 // a stale signal costs at most one extra attempt.
 constexpr const char* kWakeSignalTtlMs = "250";
 
+// What the operation in flight is (LeaseCore::op()).
+enum LockOp : uint8_t { kOpTry = 1, kOpAcquire, kOpRelease, kOpExtend };
+
 }  // namespace
 
 Status Lock::init(Bytes key, const LockOptions& options) {
+  if (core_.op() != 0) return ErrorCode::kInvalidArgument;
   if (options.wake_fallback < Millis(2)) return ErrorCode::kInvalidArgument;
   EDGELOCK_TRY(core_.init(key, {options.ttl, options.drift_factor, options.retry_min, options.retry_max},
                           &fence_key_, &wake_key_));
@@ -39,95 +43,156 @@ void Lock::forget() {
 
 Nanos Lock::remaining() const { return granted_ ? core_.left(valid_until_) : Nanos::zero(); }
 
-// One counted attempt; with `blpop`, pipelined behind that command on the
-// plain connection (lock_wait.cc).
-Status Lock::attempt(Deadline deadline, Span<const Bytes> blpop) {
-  const Bytes keys[3] = {key(), fence_key_.bytes(), wake_key_.bytes()};
-  const Bytes args[2] = {token(), ttl_text_.bytes()};
+// --- The blocking calls: the start/step machine driven to its end.
+
+Status Lock::try_acquire() { return core_.run(begin_try(false), &Lock::step_of, this); }
+Status Lock::start_try_acquire() { return begin_try(true); }
+Status Lock::acquire(Nanos wait) { return core_.run(begin_acquire(wait, false), &Lock::step_of, this); }
+Status Lock::start_acquire(Nanos wait) { return begin_acquire(wait, true); }
+Status Lock::release() { return core_.run(begin_release(false), &Lock::step_of, this); }
+Status Lock::start_release() { return begin_release(true); }
+Status Lock::extend(Millis ttl, ExtendMode mode) {
+  return core_.run(begin_extend(ttl, mode, false), &Lock::step_of, this);
+}
+Status Lock::start_extend(Millis ttl, ExtendMode mode) { return begin_extend(ttl, mode, true); }
+Status Lock::renew() { return extend(options_.ttl, ExtendMode::kReplace); }
+Status Lock::start_renew() { return start_extend(options_.ttl, ExtendMode::kReplace); }
+
+Status Lock::step() {
+  if (core_.op() == 0) return ErrorCode::kInvalidArgument;
+  if (core_.phase() == detail::OpPhase::kPause) {
+    if (!core_.pause_over()) return ErrorCode::kInProgress;
+    // Same token on retries: the script recognises a grant whose reply we lost.
+    return start_attempt(core_.attempt_deadline(), false);
+  }
+  const Result<const Reply*> r = core_.reply();
+  if (r.ok() && !r.value()) return ErrorCode::kInProgress;
+  switch (req_) {
+    case Req::kAttempt: return on_attempt(r);
+    case Req::kBlpop: return on_blpop(r);
+    case Req::kHandBack:
+      core_.noted(EventKind::kRelease, op_t0_, on_release(r)).ignore();
+      return attempt_done(last_);
+    case Req::kRelease: return core_.end_op(core_.noted(EventKind::kRelease, op_t0_, on_release(r)));
+    case Req::kExtend: return core_.end_op(core_.noted(EventKind::kExtend, op_t0_, on_extend(r)));
+  }
+  return core_.end_op(ErrorCode::kInvalidArgument);
+}
+
+// --- Acquire.
+
+Status Lock::begin_try(bool nonblocking) {
+  if (!core_.ready() || remaining() > Nanos::zero()) return ErrorCode::kInvalidArgument;
+  EDGELOCK_TRY(core_.begin_op(kOpTry, nonblocking));
+  return first_attempt();
+}
+
+Status Lock::begin_acquire(Nanos wait, bool nonblocking) {
+  if (!core_.ready() || remaining() > Nanos::zero()) return ErrorCode::kInvalidArgument;
+  EDGELOCK_TRY(core_.begin_op(kOpAcquire, nonblocking));
+  core_.begin_wait(wait);
+  return first_attempt();
+}
+
+// The first attempt has a fresh token.
+Status Lock::first_attempt() {
+  forget();
+  const Status minted = core_.mint(token_, kTokenLen);
+  if (!minted.ok()) return core_.end_op(minted);
+  token_len_ = kTokenLen;
+  return start_attempt(core_.io_deadline(), false);
+}
+
+// One counted attempt; `pipelined` behind the BLPOP next_attempt() put in
+// words().args[2..5) (lock_wait.cc).
+Status Lock::start_attempt(Deadline deadline, bool pipelined) {
+  detail::RequestWords& w = core_.words();
+  w.keys[0] = key();
+  w.keys[1] = fence_key_.bytes();
+  w.keys[2] = wake_key_.bytes();
+  w.args[0] = token();
+  w.args[1] = ttl_text_.bytes();
   const size_t nkeys = options_.wake_on_release ? 3 : 2;
   // From here a lost reply may mean the key is ours (also on a retry after
   // a late grant was handed back): keep the token so release() can clean up.
   has_token_ = true;
+  req_ = Req::kAttempt;
   // Validity counts from before the request leaves (before the BLPOP, if
   // any): the server's TTL may have started any time after this.
-  const TimePoint start = clock().now();
-  const ScriptCall call{&detail::kAcquireScript, {keys, nkeys}, args, true};
-  Status first;
-  const Result<const Reply*> r =
-      blpop.empty() ? core_.backend().eval(call, deadline)
-                    : detail::io(*core_.backend().direct())
-                          .command_then_eval(blpop, call, deadline, &first);
-  // Redis < 6 refuses BLPOP's fractional timeout: stop waiting on signals.
-  if (first.code() == ErrorCode::kServerError) wake_supported_ = false;
-  return core_.noted(EventKind::kAcquire, start, on_acquire_reply(r, start));
+  req_start_ = clock().now();
+  const ScriptCall call{&detail::kAcquireScript, {w.keys, nkeys}, {w.args, 2}, true};
+  if (!pipelined) return core_.send(call, deadline);
+  return core_.send_pipelined({w.args + 2, 3}, call, deadline);
 }
 
-Status Lock::on_acquire_reply(const Result<const Reply*>& r, TimePoint start) {
+Status Lock::on_attempt(const Result<const Reply*>& r) {
+  // Redis < 6 refuses BLPOP's fractional timeout: stop waiting on signals.
+  if (core_.first_status().code() == ErrorCode::kServerError) wake_supported_ = false;
   if (!r.ok()) {
     // Granted on the primary but not confirmed by its replicas: a failover
     // could lose it, so hand it back rather than report a grant.
-    if (r.status().code() == ErrorCode::kNoQuorum) release().ignore();
-    return r.status();
+    if (r.status().code() == ErrorCode::kNoQuorum) return hand_back(r.status());
+    return attempt_done(r.status());
   }
   const Reply* rep = r.value();
   // Fail closed: only an integer fence (> 0) is a grant.
-  if (rep->type != ReplyType::kInteger) return core_.reject("acquire wants an integer");
+  if (rep->type != ReplyType::kInteger) return attempt_done(core_.reject("acquire wants an integer"));
   if (rep->integer <= 0) {
     core_.set_busy_ttl(Millis(-rep->integer));
-    return ErrorCode::kBusy;
+    return attempt_done(ErrorCode::kBusy);
   }
   has_token_ = true;
   granted_ = true;
   fence_ = static_cast<uint64_t>(rep->integer);
-  valid_until_ = core_.validity_end(start, options_.ttl);
-  if (remaining() <= Nanos::zero()) {
-    release().ignore();  // too late to use: hand it back at once
-    return ErrorCode::kExpired;
-  }
-  return Status();
+  valid_until_ = core_.validity_end(req_start_, options_.ttl);
+  if (remaining() <= Nanos::zero()) return hand_back(ErrorCode::kExpired);  // too late to use
+  return attempt_done(Status());
 }
 
-Status Lock::try_acquire() {
-  if (!core_.ready() || remaining() > Nanos::zero()) return ErrorCode::kInvalidArgument;
-  forget();
-  EDGELOCK_TRY(core_.mint(token_, kTokenLen));
-  token_len_ = kTokenLen;
-  return attempt(core_.io_deadline());
+// Releases what the attempt got; the attempt then ends with `then`.
+Status Lock::hand_back(Status then) {
+  last_ = then;
+  op_t0_ = clock().now();
+  const Status s = release_request(Req::kHandBack);
+  if (s.code() == ErrorCode::kInProgress) return s;
+  core_.noted(EventKind::kRelease, op_t0_, s).ignore();
+  return attempt_done(then);
 }
 
-Status Lock::acquire(Nanos wait) {
-  const Deadline deadline = core_.wait_deadline(wait);
-  const auto step = [](void* self, Status last, Nanos left, Deadline op) {
-    return static_cast<Lock*>(self)->next_attempt(last, left, op);
-  };
-  return core_.retry(try_acquire(), deadline, detail::RetryOn::kTransient, step, this);
+Status Lock::attempt_done(Status s) {
+  s = core_.noted(EventKind::kAcquire, req_start_, s);
+  Nanos left{0};
+  if (core_.op() == kOpAcquire && core_.wait_on(s, &left)) return next_attempt(s, left);
+  return core_.end_op(s);
 }
 
-Status Lock::next_attempt(Status last, Nanos left, Deadline op_deadline) {
-  // Wake signal, holder's TTL or backoff; with the signal, the attempt may
-  // ride along (pipelined behind the BLPOP).
-  Status next;
-  if (pause(last, left, op_deadline, &next)) return next;
-  // Same token on retries: the script recognises a grant whose reply we lost.
-  return attempt(core_.io_deadline().min(op_deadline));
+// --- Release.
+
+Status Lock::begin_release(bool nonblocking) {
+  EDGELOCK_TRY(core_.begin_op(kOpRelease, nonblocking));
+  op_t0_ = clock().now();
+  const Status s = release_request(Req::kRelease);
+  if (s.code() == ErrorCode::kInProgress) return s;
+  return core_.end_op(core_.noted(EventKind::kRelease, op_t0_, s));
 }
 
-Status Lock::release() {
-  const TimePoint t0 = clock().now();
-  return core_.noted(EventKind::kRelease, t0, send_release());
-}
-
-Status Lock::send_release() {
+Status Lock::release_request(Req req) {
   if (!has_token_) return ErrorCode::kNotHeld;
   // Whatever the outcome, the lease is no longer ours to use: the delete
   // may run even if its reply never comes. The token stays for a retry.
   granted_ = false;
   valid_until_ = TimePoint();
-  const Bytes keys[2] = {key(), wake_key_.bytes()};
-  const Bytes args[2] = {token(), Bytes::from_cstr(kWakeSignalTtlMs)};
+  detail::RequestWords& w = core_.words();
+  w.keys[0] = key();
+  w.keys[1] = wake_key_.bytes();
+  w.args[0] = token();
+  w.args[1] = Bytes::from_cstr(kWakeSignalTtlMs);
   const size_t n = options_.wake_on_release ? 2 : 1;
-  const Result<const Reply*> r =
-      core_.backend().eval({&detail::kReleaseScript, {keys, n}, {args, n}}, core_.io_deadline());
+  req_ = req;
+  return core_.send({&detail::kReleaseScript, {w.keys, n}, {w.args, n}}, core_.io_deadline());
+}
+
+Status Lock::on_release(const Result<const Reply*>& r) {
   if (!r.ok()) return r.status();
   // Only the script's 1 or 0 is an answer; anything else keeps the token
   // so the caller can try again.
@@ -139,29 +204,46 @@ Status Lock::send_release() {
   return rep->integer == 1 ? Status() : Status(ErrorCode::kNotOwner);
 }
 
-Status Lock::send_extend(Millis ttl, ExtendMode mode) {
+// --- Extend.
+
+Status Lock::begin_extend(Millis ttl, ExtendMode mode, bool nonblocking) {
+  EDGELOCK_TRY(core_.begin_op(kOpExtend, nonblocking));
+  op_t0_ = clock().now();
+  const Status s = extend_request(ttl, mode);
+  if (s.code() == ErrorCode::kInProgress) return s;
+  return core_.end_op(core_.noted(EventKind::kExtend, op_t0_, s));
+}
+
+Status Lock::extend_request(Millis ttl, ExtendMode mode) {
   if (ttl < Millis(1) || ttl > kMaxTtl) return ErrorCode::kInvalidArgument;
   if (!has_token_) return ErrorCode::kNotHeld;
-  const detail::DecimalText ms_text(ttl);
-  const Bytes keys[1] = {key()};
-  const Bytes args[3] = {token(), ms_text.bytes(),
-                         Bytes::from_cstr(mode == ExtendMode::kAdd ? "add" : "set")};
-  const TimePoint start = clock().now();
+  detail::RequestWords& w = core_.words();
+  w.num[0].set(ttl.count());
+  w.keys[0] = key();
+  w.args[0] = token();
+  w.args[1] = w.num[0].bytes();
+  w.args[2] = Bytes::from_cstr(mode == ExtendMode::kAdd ? "add" : "set");
+  ext_ttl_ = ttl;
+  req_start_ = clock().now();
+  req_ = Req::kExtend;
   // A renewal never waits past the lease it renews: at its end the caller
   // must learn of the loss (e.g. to stop the work it guards).
-  const Deadline d = core_.renewal_deadline(granted_ ? valid_until_ : TimePoint(), start);
-  const Result<const Reply*> r = core_.backend().eval({&detail::kExtendScript, keys, args, true}, d);
-  if (!r.ok()) return after_unknown_extend(start, ttl, r.status());
+  const Deadline d = core_.renewal_deadline(granted_ ? valid_until_ : TimePoint(), req_start_);
+  return core_.send({&detail::kExtendScript, {w.keys, 1}, {w.args, 3}, true}, d);
+}
+
+Status Lock::on_extend(const Result<const Reply*>& r) {
+  if (!r.ok()) return after_unknown_extend(req_start_, ext_ttl_, r.status());
   const Reply* rep = r.value();
   if (rep->type != ReplyType::kInteger || rep->integer < 0 || Millis(rep->integer) > 2 * kMaxTtl) {
-    return after_unknown_extend(start, ttl, core_.reject("extend wants a TTL or 0"));
+    return after_unknown_extend(req_start_, ext_ttl_, core_.reject("extend wants a TTL or 0"));
   }
   if (rep->integer == 0) {
     forget();
     return ErrorCode::kNotOwner;
   }
   granted_ = true;
-  valid_until_ = core_.validity_end(start, Millis(rep->integer));
+  valid_until_ = core_.validity_end(req_start_, Millis(rep->integer));
   // ok means usable: a TTL the round trip and drift eat is not (token kept).
   if (remaining() <= Nanos::zero()) return ErrorCode::kExpired;
   return Status();
@@ -174,15 +256,11 @@ Status Lock::after_unknown_extend(TimePoint start, Millis ttl, Status s) {
   return s;
 }
 
-Status Lock::extend(Millis ttl, ExtendMode mode) {
-  const TimePoint t0 = clock().now();
-  return core_.noted(EventKind::kExtend, t0, send_extend(ttl, mode));
-}
-
-Status Lock::renew() { return extend(options_.ttl, ExtendMode::kReplace); }
+// --- Queries (blocking only).
 
 Result<bool> Lock::owned() {
   if (!has_token_) return ErrorCode::kNotHeld;
+  if (core_.op() != 0) return ErrorCode::kInvalidArgument;
   const Bytes keys[1] = {key()};
   const Bytes args[1] = {token()};
   const Result<const Reply*> r =
@@ -215,6 +293,7 @@ Result<KeyStatus> Lock::status() {
 }
 
 Status Lock::adopt(Bytes token) {
+  if (core_.op() != 0) return ErrorCode::kInvalidArgument;
   if (token.size == 0 || token.size > kMaxTokenLen) return ErrorCode::kInvalidArgument;
   forget();
   std::memcpy(token_, token.data, token.size);

@@ -1,7 +1,9 @@
 // Waiting for a busy lock without polling: block on the release signal
 // (BLPOP on "{key}:wake") for at most the holder's remaining TTL; fall back
-// to capped, jittered backoff when no signal can be waited for.
-#include "edgelock/detail/decimal_text.h"
+// to capped, jittered backoff when no signal can be waited for. Both are
+// steps of the acquire's machine (lock.cc): a request in flight or a
+// pause, never a sleep.
+#include "blpop_timeout.h"
 #include "edgelock/lock.h"
 
 namespace edgelock {
@@ -10,77 +12,54 @@ namespace {
 
 Nanos min_of(Nanos a, Nanos b) { return a < b ? a : b; }
 
-// BLPOP's timeout in seconds with ms precision ("1.250"), rounded down so
-// the server gives up before our own deadline does. Empty if under 1 ms.
-struct BlpopTimeout {
-  uint8_t text[32] = {};
-  size_t len = 0;
-  explicit BlpopTimeout(Nanos cap) {
-    const int64_t ms = std::chrono::floor<Millis>(cap).count();
-    if (ms < 1) return;
-    ByteBuilder b(text, sizeof text);
-    b.append_decimal(ms / 1000);
-    // The fraction as three digits: 1000 + ms % 1000 without its leading 1.
-    const detail::DecimalText frac(1000 + ms % 1000);
-    b.append_char('.');
-    b.append(frac.text + 1, 3);
-    len = b.size();
-  }
-  Bytes bytes() const { return Bytes(text, len); }
-};
+using detail::blpop_timeout;
 
 }  // namespace
 
-bool Lock::pause(Status last, Nanos left, Deadline op_deadline, Status* attempted) {
+// The pause after a retryable failure `last`, with `left` of the wait:
+// the release signal (BLPOP, with the attempt pipelined behind it on a
+// plain connection), or a backoff pause. Returns kInProgress.
+Status Lock::next_attempt(Status last, Nanos left) {
+  last_ = last;
   // Blocking needs a holder whose key expires (busy_ttl > 0): a key
   // without TTL, or one expiring this millisecond, gets plain backoff.
   const Millis busy_ttl = core_.busy_ttl();
   const bool can_block = options_.wake_on_release && wake_supported_ &&
                          last.code() == ErrorCode::kBusy && busy_ttl > Millis(0);
+  detail::RequestWords& w = core_.words();
   if (can_block) {
     const Nanos half = options_.wake_fallback / 2;
     Nanos cap = core_.rng().uniform(half, options_.wake_fallback);
     cap = min_of(min_of(cap, busy_ttl + Millis(1)), left);  // a crashed holder frees by then
-    // The pipelined attempt's validity counts from before the BLPOP: only
-    // worth it while the wait can cost at most a quarter of the TTL. Only
-    // on a plain connection: Sentinel and Cluster pick the node per command.
-    if (core_.backend().direct() && cap * 4 <= options_.ttl) {
-      if (await_and_attempt(cap, op_deadline, attempted)) return true;
-    } else if (await_release(cap, op_deadline)) {
-      return false;
+    if (blpop_timeout(cap, &w.num[0])) {
+      w.args[2] = Bytes::from_cstr("BLPOP");
+      w.args[3] = wake_key_.bytes();
+      w.args[4] = w.num[0].bytes();
+      // BLPOP holds the connection for up to `cap`: the reply's budget is
+      // that plus one ordinary command timeout.
+      const Deadline d =
+          Deadline::after(clock(), cap + core_.command_timeout()).min(core_.attempts_until());
+      // BLPOP and the acquire in one write: Redis runs the acquire the
+      // moment the BLPOP returns (signal or timeout), so the grant reaches
+      // us one round trip after the release instead of two. Its validity
+      // counts from before the BLPOP: only worth it while the wait can cost
+      // at most a quarter of the TTL. Only on a plain connection: Sentinel
+      // and Cluster pick the node per command.
+      if (core_.backend().direct() && cap * 4 <= options_.ttl) return start_attempt(d, true);
+      req_ = Req::kBlpop;
+      return core_.send_command({w.args + 2, 3}, d);
     }
   }
-  clock().sleep_for(core_.backoff_delay(last, left));
-  return false;
+  return core_.pause(core_.backoff_delay(last, left));
 }
 
-// Returns true if it waited (signal or timeout), false if the caller
-// should sleep instead (BLPOP refused, connection trouble, cap < 1 ms).
-bool Lock::await_release(Nanos cap, Deadline op_deadline) {
-  const BlpopTimeout secs(cap);
-  if (secs.len == 0) return false;
-  const Bytes args[3] = {Bytes::from_cstr("BLPOP"), wake_key_.bytes(), secs.bytes()};
-  // BLPOP holds the connection for up to `cap`: the reply's budget is that
-  // plus one ordinary command timeout.
-  const Deadline d = Deadline::after(clock(), cap + core_.command_timeout()).min(op_deadline);
-  const Result<const Reply*> r = core_.backend().command(key(), args, d);
-  if (r.ok()) return true;  // signal (array) or timeout (nil): retry now
+// The BLPOP alone came back: signal (array) or timeout (nil) means try
+// now; an error means back off instead.
+Status Lock::on_blpop(const Result<const Reply*>& r) {
+  if (r.ok()) return start_attempt(core_.attempt_deadline(), false);
   // Redis < 6 refuses a fractional timeout: stop trying on this lock.
   if (r.status().code() == ErrorCode::kServerError) wake_supported_ = false;
-  return false;
-}
-
-// BLPOP and the acquire in one write (plain connection only): Redis runs
-// the acquire the moment the BLPOP returns (signal or timeout), so the
-// grant reaches us one round trip after the release instead of two.
-// Returns true with the attempt's status in *attempted, false (nothing
-// sent) if the cap is under 1 ms.
-bool Lock::await_and_attempt(Nanos cap, Deadline op_deadline, Status* attempted) {
-  const BlpopTimeout secs(cap);
-  if (secs.len == 0) return false;
-  const Bytes blpop[3] = {Bytes::from_cstr("BLPOP"), wake_key_.bytes(), secs.bytes()};
-  *attempted = attempt(Deadline::after(clock(), cap + core_.command_timeout()).min(op_deadline), blpop);
-  return true;
+  return core_.pause(core_.backoff_delay(last_, core_.wait_left()));
 }
 
 }  // namespace edgelock

@@ -22,6 +22,12 @@ struct Round {
   Deadline deadline;
 };
 
+size_t capped(size_t n) { return n <= kMaxQuorumServers ? n : kMaxQuorumServers; }
+
+Round round_of(Connection* const* conns, FanoutSlot* slots, size_t n, const FanoutRound& fr) {
+  return Round{conns, slots, capped(n), fr.req, fr.goal, fr.deadline};
+}
+
 void finish(FanoutSlot& s, const Result<const Reply*>& r) {
   s.in_flight = false;
   if (!r.ok()) {
@@ -141,17 +147,17 @@ void begin(Round& r, Clock& clock) {
   }
 }
 
-bool settled(const Round& r) {
+bool settled(const FanoutSlot* slots, size_t n, const FanoutGoal& goal) {
   size_t yes = 0;
   size_t waiting = 0;
-  for (size_t i = 0; i < r.n; ++i) {
-    const FanoutSlot& s = r.slots[i];
+  for (size_t i = 0; i < n; ++i) {
+    const FanoutSlot& s = slots[i];
     if (!s.want) continue;
     if (s.in_flight) ++waiting;
-    if (s.outcome == SlotOutcome::kReplied && s.value >= r.goal.yes_min) ++yes;
+    if (s.outcome == SlotOutcome::kReplied && s.value >= goal.yes_min) ++yes;
   }
   if (waiting == 0) return true;
-  return !r.goal.wait_all && round_decided(r.goal.quorum, yes, waiting);
+  return !goal.wait_all && round_decided(goal.quorum, yes, waiting);
 }
 
 // Marks what is still in flight when the round ends. An old reply still
@@ -177,38 +183,82 @@ void leave(Round& r, bool deadline_passed) {
 
 }  // namespace
 
+void fanout_begin(Connection* const* conns, FanoutSlot* slots, size_t n, const FanoutRound& round,
+                  Clock& clock) {
+  Round r = round_of(conns, slots, n, round);
+  begin(r, clock);
+}
+
+void fanout_step(Connection* const* conns, FanoutSlot* slots, size_t n, const FanoutRound& round,
+                 const short* ready) {
+  Round r = round_of(conns, slots, n, round);
+  for (size_t i = 0; i < r.n; ++i) {
+    if (slots[i].want && slots[i].in_flight && (!ready || ready[i] != 0)) step(r, i);
+  }
+}
+
+bool fanout_over(const FanoutSlot* slots, size_t n, const FanoutRound& round, Clock& clock) {
+  return settled(slots, capped(n), round.goal) || round.deadline.expired(clock);
+}
+
+FanoutResult fanout_end(Connection* const* conns, FanoutSlot* slots, size_t n,
+                        const FanoutRound& round, Clock& clock) {
+  Round r = round_of(conns, slots, n, round);
+  FanoutResult out;
+  out.decided_at = clock.now();
+  out.timed_out = !settled(slots, r.n, round.goal);
+  leave(r, out.timed_out);
+  return out;
+}
+
+size_t fanout_wait_fds(Connection* const* conns, const FanoutSlot* slots, size_t n, pollfd* out,
+                       size_t cap, bool* buffered) {
+  size_t k = 0;
+  *buffered = false;
+  for (size_t i = 0; i < capped(n); ++i) {
+    if (!slots[i].want || !slots[i].in_flight) continue;
+    const ConnectionIo io = detail::io(*conns[i]);
+    *buffered = *buffered || io.has_pending_input();
+    if (k < cap && io.fd() >= 0) out[k++] = pollfd{io.fd(), io.wait_events(), 0};
+  }
+  return k;
+}
+
+bool fanout_await(Connection* const* conns, const FanoutSlot* slots, size_t n,
+                  const FanoutRound& round, Clock& clock, short* ready) {
+  TransportWait items[kMaxQuorumServers];
+  size_t index[kMaxQuorumServers];
+  size_t k = 0;
+  bool buffered = false;
+  for (size_t i = 0; i < capped(n); ++i) {
+    ready[i] = 0;
+    if (!slots[i].want || !slots[i].in_flight) continue;
+    const ConnectionIo io = detail::io(*conns[i]);
+    buffered = buffered || io.has_pending_input();
+    items[k] = TransportWait{&io.transport(), io.wait_events(), 0};
+    index[k++] = i;
+  }
+  if (k == 0) return true;
+  ErrorText err;
+  if (!buffered) {
+    const Result<size_t> woke = items[0].transport->wait(items, k, round.deadline, clock, err);
+    if (!woke.ok()) return false;
+  }
+  for (size_t j = 0; j < k; ++j) ready[index[j]] = buffered ? kWantRead : items[j].ready;
+  return true;
+}
+
 FanoutResult run_fanout(Connection* const* conns, FanoutSlot* slots, size_t n,
                         const FanoutRequest& req, const FanoutGoal& goal, Deadline deadline,
                         Clock& clock) {
-  Round r{conns, slots, n <= kMaxQuorumServers ? n : kMaxQuorumServers, req, goal, deadline};
-  begin(r, clock);
-  TransportWait items[kMaxQuorumServers];
-  size_t index[kMaxQuorumServers];
-  ErrorText err;
-  FanoutResult out;
-  for (int turn = 0; turn < kMaxTurns && !settled(r) && !deadline.expired(clock); ++turn) {
-    size_t k = 0;
-    bool buffered = false;
-    for (size_t i = 0; i < r.n; ++i) {
-      if (!slots[i].want || !slots[i].in_flight) continue;
-      ConnectionIo io = detail::io(*conns[i]);
-      buffered = buffered || io.has_pending_input();
-      items[k] = TransportWait{&io.transport(), io.wait_events(), 0};
-      index[k++] = i;
-    }
-    if (k == 0) break;
-    if (!buffered) {
-      const Result<size_t> ready = items[0].transport->wait(items, k, deadline, clock, err);
-      if (!ready.ok()) break;
-    }
-    for (size_t j = 0; j < k; ++j) {
-      if (buffered || items[j].ready != 0) step(r, index[j]);
-    }
+  FanoutRound round{req, goal, deadline};
+  fanout_begin(conns, slots, n, round, clock);
+  short ready[kMaxQuorumServers];
+  for (int turn = 0; turn < kMaxTurns && !fanout_over(slots, n, round, clock); ++turn) {
+    if (!fanout_await(conns, slots, n, round, clock, ready)) break;
+    fanout_step(conns, slots, n, round, ready);
   }
-  out.decided_at = clock.now();
-  out.timed_out = !settled(r);
-  leave(r, out.timed_out);
-  return out;
+  return fanout_end(conns, slots, n, round, clock);
 }
 
 Tally tally_of(const FanoutSlot* slots, size_t n, const FanoutGoal& goal) {

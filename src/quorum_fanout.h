@@ -15,6 +15,8 @@
 // connection stays open and the late replies are drained before the next
 // request.
 
+#include <poll.h>
+
 #include <cstddef>
 #include <cstdint>
 
@@ -30,34 +32,42 @@
 namespace edgelock {
 namespace detail {
 
-/// The script call; the script and the arrays its spans view must stay
-/// valid while any request of the round may still be in flight (the lock
-/// keeps them as members).
-struct FanoutRequest {
-  ScriptCall call;
-  /// Queue the request behind one still in flight on the same connection
-  /// (Connection::pipeline_eval) instead of first draining its reply: the
-  /// server runs it after that request even if it never answers in time.
-  /// For releases, which must reach a server that may still run an acquire.
-  bool pipeline = false;
-};
-
-/// When a round may stop: a reply value >= yes_min is a yes; the round
-/// stops once round_decided(quorum, ...) holds, or, with wait_all, only
-/// when every wanted server has answered or the deadline passed.
-struct FanoutGoal {
-  size_t quorum = 1;
-  int64_t yes_min = 1;
-  bool wait_all = false;
-};
-
 struct FanoutResult {
   TimePoint decided_at{}; ///< When the last reply that settled it was read.
   bool timed_out = false; ///< The deadline ended the round.
 };
 
-/// Runs one round over conns[0..n) (n <= kMaxQuorumServers) until the goal
-/// is met or `deadline`. All connections share `clock`.
+// A round in steps, for a caller that owns the loop (QuorumLock's
+// start/step machine). conns[0..n) (n <= kMaxQuorumServers) share `clock`;
+// `round` and the slots live in the caller across the calls.
+
+/// Starts the round: drops dead idle connections, queues or drains behind
+/// old requests, and writes every request it can (connected servers first;
+/// a connect or reconnect blocks).
+void fanout_begin(Connection* const* conns, FanoutSlot* slots, size_t n, const FanoutRound& round,
+                  Clock& clock);
+/// Moves the slots in flight without blocking: those with ready[i] != 0,
+/// or with `ready` null every one (a recv() that finds nothing is cheap).
+void fanout_step(Connection* const* conns, FanoutSlot* slots, size_t n, const FanoutRound& round,
+                 const short* ready);
+/// True once the round is decided (the goal) or its deadline has passed.
+bool fanout_over(const FanoutSlot* slots, size_t n, const FanoutRound& round, Clock& clock);
+/// Ends the round: marks what is still in flight (see leave() in the .cc).
+FanoutResult fanout_end(Connection* const* conns, FanoutSlot* slots, size_t n,
+                        const FanoutRound& round, Clock& clock);
+/// The descriptors of the slots in flight (fd and events) into out[0, cap);
+/// *buffered is set if one has bytes waiting where poll() cannot see them
+/// (TLS): then step without waiting.
+size_t fanout_wait_fds(Connection* const* conns, const FanoutSlot* slots, size_t n, pollfd* out,
+                       size_t cap, bool* buffered);
+/// Blocks until a slot in flight is ready or the round's deadline passes;
+/// ready[0..n) tells which. False if the wait itself failed (the round
+/// should end).
+bool fanout_await(Connection* const* conns, const FanoutSlot* slots, size_t n,
+                  const FanoutRound& round, Clock& clock, short* ready);
+
+/// A whole round, blocking: fanout_begin(), then fanout_await() and
+/// fanout_step() until fanout_over(), then fanout_end().
 FanoutResult run_fanout(Connection* const* conns, FanoutSlot* slots, size_t n,
                         const FanoutRequest& req, const FanoutGoal& goal, Deadline deadline,
                         Clock& clock);

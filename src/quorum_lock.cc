@@ -1,4 +1,6 @@
-// Quorum lock: set-up, acquire and the fencing write-back round.
+// Quorum lock: set-up, and the acquire's stages (acquire round, fencing
+// write-back round, clean-up, pause) of the start/step machine
+// (quorum_lock_step.cc).
 #include "edgelock/quorum_lock.h"
 
 #include <cstring>
@@ -69,6 +71,7 @@ void QuorumLock::abandon_in_flight() {
 
 Status QuorumLock::init(Connection* const* conns, size_t n, Bytes key,
                         const QuorumOptions& options) {
+  if (op_ != Op::kNone) return ErrorCode::kInvalidArgument;
   if (!valid_connections(conns, n) || !valid_options(options)) return ErrorCode::kInvalidArgument;
   if (key.size == 0 || key.size > kMaxKeyLen || !key.data) return ErrorCode::kInvalidArgument;
   const Result<size_t> fk = detail::companion_key(key, ":fence", fence_key_, sizeof fence_key_);
@@ -114,50 +117,77 @@ Nanos QuorumLock::remaining() const {
   return left > Nanos::zero() ? left : Nanos::zero();
 }
 
-Deadline QuorumLock::round_deadline(Deadline limit) const {
-  return Deadline::after(clock(), server_timeout_).min(limit);
+// --- The blocking calls: the start/step machine driven to its end.
+
+Status QuorumLock::try_acquire() { return run(begin_try()); }
+Status QuorumLock::start_try_acquire() {
+  const Status s = begin_try();
+  return s.code() == ErrorCode::kInProgress ? drive() : s;
+}
+Status QuorumLock::acquire(Nanos wait) { return run(begin_acquire(wait)); }
+Status QuorumLock::start_acquire(Nanos wait) {
+  const Status s = begin_acquire(wait);
+  return s.code() == ErrorCode::kInProgress ? drive() : s;
 }
 
-Status QuorumLock::try_acquire() {
-  if (n_ == 0 || held()) return ErrorCode::kInvalidArgument;
-  forget();
-  EDGELOCK_TRY(random_hex(token_, kTokenRandomBytes));
-  const TimePoint t0 = clock().now();
-  return noted(EventKind::kAcquire, t0, attempt(Deadline::never()));
+// --- Acquire: a round, the fence write-back round, or the clean-up round
+// after a failure; with a wait, a pause and another attempt.
+
+Status QuorumLock::begin_try() {
+  if (n_ == 0 || held() || op_ != Op::kNone) return ErrorCode::kInvalidArgument;
+  op_ = Op::kTry;
+  return first_attempt();
 }
 
-Status QuorumLock::acquire(Nanos wait) {
-  if (n_ == 0) return ErrorCode::kInvalidArgument;
-  Clock& c = clock();
-  const Deadline deadline = Deadline::after(c, wait);
+Status QuorumLock::begin_acquire(Nanos wait) {
+  if (n_ == 0 || held() || op_ != Op::kNone) return ErrorCode::kInvalidArgument;
+  op_ = Op::kAcquire;
+  wait_until_ = Deadline::after(clock(), wait);
   // The last attempt may start just before the wait ends: give its round
   // its budget (the clean-up round has its own).
-  const Deadline limit =
-      deadline.is_never() ? deadline : Deadline::at(deadline.when() + server_timeout_);
-  Status s = try_acquire();
+  limit_ = wait_until_.is_never() ? wait_until_ : Deadline::at(wait_until_.when() + server_timeout_);
+  attempts_ = 0;
   backoff_.reset();
-  for (uint32_t i = 0; !s.ok() && round_retryable(s.code()) && i < 1000000; ++i) {
-    Nanos delay = backoff_.next(rng_);
-    // A majority frees by expiry then at the latest; with no such bound (a
-    // holder without TTL) the normal backoff stands.
-    const Nanos expiry = busy_ttl_ + Millis(1);
-    if (s.code() == ErrorCode::kBusy && busy_ttl_ > Millis(0) && expiry < delay) delay = expiry;
-    const Nanos left = deadline.remaining(c);
-    if (left <= Nanos::zero()) break;
-    c.sleep_for(delay < left ? delay : left);
-    // Same token when nothing carrying it may still be on its way (a lost
-    // grant is then re-armed, not busy); otherwise a fresh one: a release
-    // left queued on a server (behind an unanswered acquire, or on a
-    // connection given up and reopened) could run after this attempt's
-    // grant there and delete it.
-    if (has_token_) {
-      forget();
-      EDGELOCK_TRY(random_hex(token_, kTokenRandomBytes));
-    }
-    const TimePoint t0 = c.now();
-    s = noted(EventKind::kAcquire, t0, attempt(limit));
-  }
-  return s;
+  return first_attempt();
+}
+
+// The first attempt has a fresh token and no limit but its own round's.
+Status QuorumLock::first_attempt() {
+  forget();
+  const Status s = random_hex(token_, kTokenRandomBytes);
+  if (!s.ok()) return end_op(s);
+  return attempt_begin(Deadline::never());
+}
+
+Status QuorumLock::attempt_begin(Deadline limit) {
+  has_token_ = true;  // from here a lost reply may mean a key is ours
+  granted_ = false;
+  attempt_start_ = clock().now();  // before the first request leaves
+  attempt_end_ = detail::validity_end(attempt_start_, options_.ttl, options_.drift_factor);
+  round_limit_ = limit;
+  propose_text_.set(static_cast<int64_t>(seen_ < kMaxProposal ? seen_ + 1 : kMaxProposal));
+  acquire_args_[2] = propose_text_.bytes();
+  for (size_t i = 0; i < n_; ++i) slots_[i].want = attempt_start_ >= servers_[i].down_until;
+  const detail::FanoutRequest req{{&detail::kQuorumAcquireScript, {keys_, 2}, {acquire_args_, 3}}};
+  return begin_round(Stage::kAcquire, req, {quorum(), 1, false},
+                     round_deadline(limit).min(Deadline::at(attempt_end_)));
+}
+
+Status QuorumLock::after_acquire(const detail::FanoutResult& fr) {
+  note_servers(fr.decided_at, fr.timed_out);
+  note_acquire();
+  const detail::Tally t = detail::tally_of(slots_, n_, {quorum(), 1, false});
+  if (t.yes < quorum()) return cleanup(detail::acquire_failure(t));
+  if (!detail::still_valid(attempt_end_, fr.decided_at)) return cleanup(ErrorCode::kExpired);
+  granted_ = true;
+  valid_until_ = attempt_end_;
+  // A majority that returned the fence itself already holds it (each set
+  // its counter to it with our key in place): final after one round.
+  // Otherwise the others are raised to it first.
+  agreed_ = agreed_on_fence();
+  if (options_.fencing && agreed_ < quorum()) return fence_begin();
+  if (!options_.fencing) fence_ = 0;
+  return held() ? attempt_done(Status()) : cleanup(ErrorCode::kExpired);
 }
 
 // Records what the acquire round left behind: who may hold our token, the
@@ -188,43 +218,6 @@ void QuorumLock::note_acquire() {
       detail::majority_free_ms(ttls, busy, granted < quorum() ? quorum() - granted : 0));
 }
 
-Status QuorumLock::attempt(Deadline limit) {
-  Clock& c = clock();
-  has_token_ = true;  // from here a lost reply may mean a key is ours
-  granted_ = false;
-  propose_text_.set(static_cast<int64_t>(seen_ < kMaxProposal ? seen_ + 1 : kMaxProposal));
-  acquire_args_[2] = propose_text_.bytes();
-  const TimePoint start = c.now();  // before the first request leaves
-  const TimePoint end = detail::validity_end(start, options_.ttl, options_.drift_factor);
-  for (size_t i = 0; i < n_; ++i) slots_[i].want = start >= servers_[i].down_until;
-  const detail::FanoutRequest req{{&detail::kQuorumAcquireScript, {keys_, 2}, {acquire_args_, 3}}};
-  const detail::FanoutGoal goal{quorum(), 1, false};
-  const detail::FanoutResult fr =
-      detail::run_fanout(conns_, slots_, n_, req, goal, round_deadline(limit).min(Deadline::at(end)), c);
-  note_servers(fr.decided_at, fr.timed_out);
-  note_acquire();
-  const detail::Tally t = detail::tally_of(slots_, n_, goal);
-  if (t.yes < quorum()) {
-    cleanup();
-    return detail::acquire_failure(t);
-  }
-  if (!detail::still_valid(end, fr.decided_at)) {
-    cleanup();
-    return ErrorCode::kExpired;
-  }
-  granted_ = true;
-  valid_until_ = end;
-  // A majority that returned the fence itself already holds it (each set
-  // its counter to it with our key in place): final after one round.
-  // Otherwise the others are raised to it first.
-  const size_t agreed = agreed_on_fence();
-  const Status s = options_.fencing && agreed < quorum() ? raise_fence(limit, agreed) : Status();
-  if (!options_.fencing) fence_ = 0;
-  if (s.ok() && held()) return s;
-  cleanup();
-  return s.ok() ? Status(ErrorCode::kExpired) : s;
-}
-
 // Servers whose grant returned exactly fence_ (the maximum).
 size_t QuorumLock::agreed_on_fence() const {
   size_t n = 0;
@@ -236,12 +229,11 @@ size_t QuorumLock::agreed_on_fence() const {
   return n;
 }
 
-// The write-back round (docs/quorum.md): the `agreed` servers hold fence_
+// The write-back round (docs/quorum.md): the agreed_ servers hold fence_
 // already; raise the counter to fence_ on the other servers that may hold
 // our key, each only while it still holds our token. fence_ counts once
 // the agreed and the confirmed make a majority.
-Status QuorumLock::raise_fence(Deadline limit, size_t agreed) {
-  Clock& c = clock();
+Status QuorumLock::fence_begin() {
   fence_text_.set(static_cast<int64_t>(fence_));
   fence_args_[1] = fence_text_.bytes();
   // Every other server that may hold our key, not only the granting ones:
@@ -254,14 +246,71 @@ Status QuorumLock::raise_fence(Deadline limit, size_t agreed) {
     slots_[i].want = servers_[i].maybe_holds && !at_fence;
   }
   const detail::FanoutRequest req{{&detail::kFenceRaiseScript, {keys_, 2}, {fence_args_, 2}}};
-  const detail::FanoutGoal goal{quorum() - agreed, 1, false};
-  const detail::FanoutResult fr = detail::run_fanout(
-      conns_, slots_, n_, req, goal, round_deadline(limit).min(Deadline::at(valid_until_)), c);
+  return begin_round(Stage::kFence, req, {quorum() - agreed_, 1, false},
+                     round_deadline(round_limit_).min(Deadline::at(valid_until_)));
+}
+
+Status QuorumLock::after_fence(const detail::FanoutResult& fr) {
   note_servers(fr.decided_at, fr.timed_out);
-  const detail::Tally t = detail::tally_of(slots_, n_, goal);
-  if (!detail::still_valid(valid_until_, fr.decided_at)) return ErrorCode::kExpired;
-  if (agreed + t.yes >= quorum()) return Status();
-  return t.unknown > 0 ? ErrorCode::kIndeterminate : ErrorCode::kNoQuorum;
+  const detail::Tally t = detail::tally_of(slots_, n_, {quorum() - agreed_, 1, false});
+  Status s;
+  if (!detail::still_valid(valid_until_, fr.decided_at)) {
+    s = ErrorCode::kExpired;
+  } else if (agreed_ + t.yes < quorum()) {
+    s = t.unknown > 0 ? ErrorCode::kIndeterminate : ErrorCode::kNoQuorum;
+  }
+  if (s.ok() && held()) return attempt_done(s);
+  return cleanup(s.ok() ? Status(ErrorCode::kExpired) : s);
+}
+
+// After a failed attempt: release on every server that may hold the token
+// (release_begin()); the attempt then ends with `then`.
+Status QuorumLock::cleanup(Status then) {
+  then_ = then;
+  if (release_begin(Stage::kCleanup)) return ErrorCode::kInProgress;
+  return after_cleanup(nullptr);
+}
+
+Status QuorumLock::after_cleanup(const detail::FanoutResult* fr) {
+  release_end(fr);
+  granted_ = false;
+  fence_ = 0;
+  bool left = false;
+  for (size_t i = 0; i < n_; ++i) left = left || servers_[i].maybe_holds;
+  has_token_ = left;
+  return attempt_done(then_);
+}
+
+Status QuorumLock::attempt_done(Status s) {
+  s = noted(EventKind::kAcquire, attempt_start_, s);
+  if (op_ != Op::kAcquire || s.ok() || !round_retryable(s.code()) || ++attempts_ >= 1000000) {
+    return end_op(s);
+  }
+  Clock& c = clock();
+  Nanos delay = backoff_.next(rng_);
+  // A majority frees by expiry then at the latest; with no such bound (a
+  // holder without TTL) the normal backoff stands.
+  const Nanos expiry = busy_ttl_ + Millis(1);
+  if (s.code() == ErrorCode::kBusy && busy_ttl_ > Millis(0) && expiry < delay) delay = expiry;
+  const Nanos left = wait_until_.remaining(c);
+  if (left <= Nanos::zero()) return end_op(s);
+  stage_ = Stage::kPause;
+  resume_at_ = c.now() + (delay < left ? delay : left);
+  return ErrorCode::kInProgress;
+}
+
+// After the pause: same token when nothing carrying it may still be on its
+// way (a lost grant is then re-armed, not busy); otherwise a fresh one: a
+// release left queued on a server (behind an unanswered acquire, or on a
+// connection given up and reopened) could run after this attempt's grant
+// there and delete it.
+Status QuorumLock::next_attempt() {
+  if (has_token_) {
+    forget();
+    const Status s = random_hex(token_, kTokenRandomBytes);
+    if (!s.ok()) return end_op(s);
+  }
+  return attempt_begin(limit_);
 }
 
 }  // namespace edgelock

@@ -50,29 +50,36 @@ void QuorumLock::want_holders(bool skip_down, TimePoint now) {
   }
 }
 
-// Releases on every server that may hold our token, waiting for all of
-// them within one deadline of server_timeout for the whole round. On a
-// server still working on an earlier request the release is queued behind
-// it (it runs after that request, even if the round ends first). Returns
-// how many deleted our key; released_on_ = servers known not to hold it.
-size_t QuorumLock::release_round() {
-  Clock& c = clock();
-  const Deadline deadline = Deadline::after(c, server_timeout_);  // before any I/O
+Deadline QuorumLock::round_deadline(Deadline limit) const {
+  return Deadline::after(clock(), server_timeout_).min(limit);
+}
+
+// Starts the release round on every server that may hold our token,
+// waiting for all of them within one deadline of server_timeout for the
+// whole round. On a server still working on an earlier request the release
+// is queued behind it (it runs after that request, even if the round ends
+// first). False if no server may hold it (no round).
+bool QuorumLock::release_begin(Stage stage) {
+  const Deadline deadline = Deadline::after(clock(), server_timeout_);  // before any I/O
   want_holders(false, TimePoint());
+  release_any_ = false;
+  for (size_t i = 0; i < n_; ++i) release_any_ = release_any_ || slots_[i].want;
+  if (!release_any_) return false;
+  detail::FanoutRequest req{{&detail::kReleaseScript, {keys_, 1}, {token_args_, 1}}};
+  req.pipeline = true;
+  begin_round(stage, req, {quorum(), 1, true}, deadline).ignore();
+  return true;
+}
+
+// After the release round (fr null: there was none). Returns how many
+// deleted our key; released_on_ = servers known not to hold it.
+size_t QuorumLock::release_end(const detail::FanoutResult* fr) {
+  if (fr) note_servers(fr->decided_at, fr->timed_out);
   size_t deleted = 0;
-  bool any = false;
-  for (size_t i = 0; i < n_; ++i) any = any || slots_[i].want;
-  if (any) {
-    detail::FanoutRequest req{{&detail::kReleaseScript, {keys_, 1}, {token_args_, 1}}};
-    req.pipeline = true;
-    const detail::FanoutGoal goal{quorum(), 1, true};
-    const detail::FanoutResult fr = detail::run_fanout(conns_, slots_, n_, req, goal, deadline, c);
-    note_servers(fr.decided_at, fr.timed_out);
-  }
   released_on_ = 0;
   for (size_t i = 0; i < n_; ++i) {
     const detail::FanoutSlot& s = slots_[i];
-    if (any && s.want && s.outcome == detail::SlotOutcome::kReplied) {
+    if (release_any_ && s.want && s.outcome == detail::SlotOutcome::kReplied) {
       servers_[i].maybe_holds = false;
       deleted += s.value == 1 ? 1 : 0;
     }
@@ -81,31 +88,36 @@ size_t QuorumLock::release_round() {
   return deleted;
 }
 
-void QuorumLock::cleanup() {
-  release_round();
-  granted_ = false;
-  fence_ = 0;
-  bool left = false;
-  for (size_t i = 0; i < n_; ++i) left = left || servers_[i].maybe_holds;
-  has_token_ = left;
-}
-
 // Released on a majority is released: no other client can be kept from a
 // majority by what is left, and each straggler has the release queued
 // behind its last request, or frees the key when its TTL ends.
-Status QuorumLock::release() {
-  const TimePoint t0 = clock().now();
-  return noted(EventKind::kRelease, t0, send_release());
+Status QuorumLock::release() { return run(begin_release()); }
+
+Status QuorumLock::start_release() {
+  const Status s = begin_release();
+  return s.code() == ErrorCode::kInProgress ? drive() : s;
 }
 
-Status QuorumLock::send_release() {
+Status QuorumLock::begin_release() {
+  if (op_ != Op::kNone) return ErrorCode::kInvalidArgument;
+  op_ = Op::kRelease;
+  op_t0_ = clock().now();
   released_on_ = 0;
-  if (!has_token_) return ErrorCode::kNotHeld;
+  if (!has_token_) return end_op(noted(EventKind::kRelease, op_t0_, ErrorCode::kNotHeld));
   granted_ = false;  // whatever the servers say, we stop using it now
-  const size_t deleted = release_round();
-  if (released_on_ < quorum()) return ErrorCode::kIndeterminate;  // token kept: retry
-  forget();
-  return deleted > 0 ? Status() : Status(ErrorCode::kNotOwner);
+  release_any_ = false;
+  if (release_begin(Stage::kRelease)) return ErrorCode::kInProgress;
+  return after_release(nullptr);
+}
+
+Status QuorumLock::after_release(const detail::FanoutResult* fr) {
+  const size_t deleted = release_end(fr);
+  Status s = ErrorCode::kIndeterminate;  // token kept: retry
+  if (released_on_ >= quorum()) {
+    forget();
+    s = deleted > 0 ? Status() : Status(ErrorCode::kNotOwner);
+  }
+  return end_op(noted(EventKind::kRelease, op_t0_, s));
 }
 
 // After an extend/owned round: servers that said "not ours" drop out.
@@ -154,37 +166,56 @@ Status QuorumLock::finish_extend(TimePoint start, TimePoint decided_at, Millis t
   return e;
 }
 
-Status QuorumLock::extend(Millis ttl, ExtendMode mode) {
-  const TimePoint t0 = clock().now();
-  return noted(EventKind::kExtend, t0, send_extend(ttl, mode));
+Status QuorumLock::extend(Millis ttl, ExtendMode mode) { return run(begin_extend(ttl, mode)); }
+
+Status QuorumLock::start_extend(Millis ttl, ExtendMode mode) {
+  const Status s = begin_extend(ttl, mode);
+  return s.code() == ErrorCode::kInProgress ? drive() : s;
 }
 
-Status QuorumLock::send_extend(Millis ttl, ExtendMode mode) {
+Status QuorumLock::renew() { return extend(options_.ttl, ExtendMode::kReplace); }
+
+Status QuorumLock::start_renew() { return start_extend(options_.ttl, ExtendMode::kReplace); }
+
+Status QuorumLock::begin_extend(Millis ttl, ExtendMode mode) {
+  if (op_ != Op::kNone) return ErrorCode::kInvalidArgument;
+  op_ = Op::kExtend;
+  op_t0_ = clock().now();
+  const Status s = extend_request(ttl, mode);
+  if (s.code() == ErrorCode::kInProgress) return s;
+  return end_op(noted(EventKind::kExtend, op_t0_, s));
+}
+
+Status QuorumLock::extend_request(Millis ttl, ExtendMode mode) {
   if (ttl < Millis(1) || ttl > kMaxTtl) return ErrorCode::kInvalidArgument;
   if (!has_token_) return ErrorCode::kNotHeld;
   if (!held()) {
     granted_ = false;
     return ErrorCode::kExpired;  // too late to extend: acquire again
   }
-  Clock& c = clock();
   ms_text_.set(detail::ms_arg(ttl));
   extend_args_[1] = ms_text_.bytes();
   std::memcpy(mode_text_, mode == ExtendMode::kAdd ? "add" : "set", 4);
   extend_args_[2] = Bytes(mode_text_, 3);
-  const TimePoint start = c.now();
-  want_holders(true, start);
+  ext_start_ = clock().now();
+  ext_ttl_ = ttl;
+  ext_mode_ = mode;
+  want_holders(true, ext_start_);
   const detail::FanoutRequest req{{&detail::kExtendScript, {keys_, 1}, {extend_args_, 3}}};
-  const detail::FanoutGoal goal{quorum(), 1, false};
-  const detail::FanoutResult fr = detail::run_fanout(
-      conns_, slots_, n_, req, goal, round_deadline(Deadline::at(valid_until_)), c);
-  note_servers(fr.decided_at, fr.timed_out);
-  return finish_extend(start, fr.decided_at, ttl, mode);
+  // The round stops at the end of the current validity.
+  return begin_round(Stage::kExtend, req, {quorum(), 1, false},
+                     round_deadline(Deadline::at(valid_until_)));
 }
 
-Status QuorumLock::renew() { return extend(options_.ttl, ExtendMode::kReplace); }
+Status QuorumLock::after_extend(const detail::FanoutResult& fr) {
+  note_servers(fr.decided_at, fr.timed_out);
+  const Status s = finish_extend(ext_start_, fr.decided_at, ext_ttl_, ext_mode_);
+  return end_op(noted(EventKind::kExtend, op_t0_, s));
+}
 
 Result<bool> QuorumLock::owned() {
   if (!has_token_) return ErrorCode::kNotHeld;
+  if (op_ != Op::kNone) return ErrorCode::kInvalidArgument;
   Clock& c = clock();
   want_holders(true, c.now());
   // kOwnedScript: the key's PTTL (>= -1) if ours, -3 if not.

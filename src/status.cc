@@ -55,6 +55,7 @@ constexpr Row kRows[] = {
     {ErrorCode::kAsk, kRejected, "ask"},
     {ErrorCode::kTryAgain, kRejected, "try again"},
     {ErrorCode::kNoScript, kRejected, "no script"},
+    {ErrorCode::kInProgress, 0, "in progress"},
 };
 
 constexpr size_t kRowCount = sizeof kRows / sizeof kRows[0];
@@ -67,7 +68,7 @@ constexpr bool rows_in_order() {
   return true;
 }
 static_assert(rows_in_order(), "kRows must list every ErrorCode in declaration order");
-static_assert(static_cast<size_t>(ErrorCode::kNoScript) + 1 == kRowCount,
+static_assert(static_cast<size_t>(ErrorCode::kInProgress) + 1 == kRowCount,
               "every ErrorCode needs a row in kRows");
 
 // Error replies by their first word. A prefix ending in a space must be
@@ -111,7 +112,9 @@ ErrorTraits traits(ErrorCode code) {
   t.outcome_unknown = (f & kUnknown) != 0;
   t.server_rejected = (f & kRejected) != 0;
   t.connection_failed = (f & kConnLost) != 0;
-  t.may_have_run = code != ErrorCode::kOk && !t.not_sent && !t.server_rejected;
+  // kInProgress is no outcome yet: nothing to say about the request.
+  t.may_have_run = code != ErrorCode::kOk && code != ErrorCode::kInProgress && !t.not_sent &&
+                   !t.server_rejected;
   return t;
 }
 

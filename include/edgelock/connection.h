@@ -203,6 +203,7 @@ class Connection final : public Backend {
   Result<const Reply*> send_some();
   Result<const Reply*> receive();
   Result<const Reply*> on_reply(const Reply* reply);
+  Status await(Deadline deadline);
   Result<const Reply*> wait(Deadline deadline);
   // The engine behind detail::ConnectionIo.
   Status start_command(Span<const Bytes> args, Deadline deadline);
@@ -210,6 +211,7 @@ class Connection final : public Backend {
   Result<const Reply*> advance();
   Result<const Reply*> advance_pipeline();
   Status pipeline_eval(const ScriptCall& call);
+  Status start_command_then_eval(Span<const Bytes> args, const ScriptCall& call, Deadline deadline);
   Result<const Reply*> command_then_eval(Span<const Bytes> args, const ScriptCall& call,
                                          Deadline deadline, Status* first);
   Status abandon();
@@ -227,6 +229,7 @@ class Connection final : public Backend {
   State state_ = State::kUnconfigured;
   uint8_t replies_due_ = 0;   // replies still to read for what was sent
   bool eval_by_sha_ = false;  // the eval in flight was sent as EVALSHA
+  bool may_block_ = true;     // await() may still wait in the read itself
   uint32_t failed_connects_ = 0;
   TimePoint next_connect_at_{};
   size_t tx_len_ = 0;

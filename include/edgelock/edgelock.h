@@ -8,6 +8,7 @@
 #include "edgelock/connection.h"
 #include "edgelock/cooldown.h"
 #include "edgelock/endpoint.h"
+#include "edgelock/fair_lock.h"
 #include "edgelock/lease.h"
 #include "edgelock/lease_keeper.h"
 #include "edgelock/lock.h"

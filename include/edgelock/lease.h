@@ -5,14 +5,38 @@
 /// LeaseKeeper and the command-line tool work on any of them through it.
 /// A plain interface (virtual calls, no heap, no RTTI); the owner keeps the
 /// concrete object, which is never deleted through a Lease.
+///
+/// Non-blocking face (docs/nonblocking.md): a lease whose nonblocking() is
+/// true also renews and releases as a start call plus step() calls, driven
+/// by the caller's own loop (the shape of c-ares or hiredis's async API,
+/// without callbacks). Only one operation is in flight per handle.
+///
+///   Status s = lease.start_renew();
+///   while (s.code() == ErrorCode::kInProgress) {
+///     pollfd fds[kMaxWaitFds];
+///     const size_t n = lease.wait_fds(fds, kMaxWaitFds);
+///     poll(fds, n, lease.next_deadline().poll_timeout_ms(lease.clock()));
+///     s = lease.step();  // harmless when nothing is ready
+///   }
+///
+/// The defaults below are a lease without that face (nonblocking() false):
+/// LeaseKeeper then calls renew(), which blocks.
 
+#include <poll.h>
+
+#include <cstddef>
 #include <cstdint>
 
 #include "edgelock/bytes.h"
 #include "edgelock/clock.h"
+#include "edgelock/limits.h"
 #include "edgelock/status.h"
 
 namespace edgelock {
+
+/// Most descriptors one operation waits on at once (a quorum lock: one per
+/// server).
+constexpr size_t kMaxWaitFds = kMaxQuorumServers;
 
 class Lease {
  public:
@@ -43,6 +67,42 @@ class Lease {
   virtual Bytes token() const = 0;
   /// Fencing token of the current grant (0 if none or not fenced).
   virtual uint64_t fence() const = 0;
+
+  // --- Non-blocking face (see the file comment).
+  /// True if start_renew()/start_release()/step() work here: a Lock,
+  /// ReentrantLock or Permit over a plain Connection, or a QuorumLock.
+  virtual bool nonblocking() const { return false; }
+  /// Starts renew() and returns kInProgress, or its final status if it
+  /// ended at once. Errors: as renew(); kInvalidArgument also when an
+  /// operation is in flight or nonblocking() is false.
+  virtual Status start_renew() { return ErrorCode::kInvalidArgument; }
+  /// Starts release(), as start_renew(). Errors: as release(), and
+  /// kInvalidArgument as start_renew().
+  virtual Status start_release() { return ErrorCode::kInvalidArgument; }
+  /// Moves the operation in flight without blocking: kInProgress while it
+  /// is not done, then its final status (what the blocking call returns).
+  /// Errors: the operation's; kInvalidArgument when none is in flight.
+  virtual Status step() { return ErrorCode::kInvalidArgument; }
+  /// True while an operation is in flight.
+  virtual bool in_progress() const { return false; }
+  /// Writes the descriptors the operation in flight waits on (fd and poll
+  /// events; revents 0) to out[0, cap) and returns how many (0: none, e.g.
+  /// a backoff pause: only next_deadline() counts).
+  virtual size_t wait_fds(pollfd* out, size_t cap) const {
+    (void)out;
+    (void)cap;
+    return 0;
+  }
+  /// When step() must be called at the latest, whatever the descriptors
+  /// do (a request's deadline, the end of a pause; already passed when
+  /// work is waiting); never() when idle.
+  virtual Deadline next_deadline() const { return Deadline::never(); }
+  /// Gives the operation in flight up at once, without I/O: its
+  /// connections are closed (the next operation reconnects) and its
+  /// outcome counts as unknown, as when its deadline passes (kTimeout): a
+  /// cancelled acquire keeps its token for release(), a cancelled renewal
+  /// leaves the lesser validity. No-op when idle.
+  virtual void cancel() {}
 
  protected:
   Lease() = default;

@@ -1,10 +1,13 @@
 #pragma once
 /// @file lease_keeper.h
-/// Keeps a held lease renewed from the caller's own event loop: no thread.
+/// Keeps a held lease renewed from the caller's own event loop: no thread,
+/// and (for a lease with the non-blocking face, see lease.h) no blocking.
 ///
 ///   LeaseKeeper keeper(lock);               // any Lease, already acquired
 ///   if (!keeper.start().ok()) ...
 ///   for (;;) {
+///     pollfd fds[1 + kMaxWaitFds] = {{my_fd, POLLIN, 0}};
+///     const size_t n = 1 + keeper.wait_fds(fds + 1, kMaxWaitFds);
 ///     poll(fds, n, keeper.next_deadline().poll_timeout_ms(clock));
 ///     if (keeper.service() == LeaseState::kLost) { stop touching the device; }
 ///     ...
@@ -17,20 +20,35 @@
 /// only after a failed one: next_deadline() includes the end of validity,
 /// so a poll loop wakes up in time to stop before another holder can start.
 ///
-/// Bounded by the validity, whatever the server does: a renewal blocks the
-/// caller for up to the lease's renew_budget() (Lock, ReentrantLock and
-/// Permit: the back end's command timeout; QuorumLock: its server_timeout),
-/// so the keeper starts a renewal only while one that takes the whole
-/// budget still ends before the validity does (minus
+/// A lease whose nonblocking() is true (Lock, ReentrantLock and Permit on a
+/// plain Connection; QuorumLock) is renewed without blocking: service()
+/// starts the renewal (start_renew()) and later calls step it
+/// (wait_fds() are its sockets, next_deadline() its deadline), so a
+/// stalled, paused or partitioned server never holds up the loop. A
+/// renewal still out at the keeper's end is given up there (cancel()) and
+/// the loss reported, on the loop's clock. Such a renewal can still start
+/// as late as that end; the renew budget (below) only makes the keeper
+/// renew early enough that one timing out leaves room for another.
+///
+/// On other leases (Sentinel or Cluster back ends, your own) a renewal
+/// blocks the caller for up to the lease's renew_budget() (the back end's
+/// command timeout), so the keeper starts one only while one that takes
+/// the whole budget still ends before the validity does (minus
 /// KeeperOptions::lose_before). It never waits for the lease to cap the
-/// renewal itself. With the default command_timeout (2 s) that works for a
-/// TTL above about 2.1 s; start() refuses (kInvalidArgument) a lease whose
-/// validity cannot hold even one renewal. A shorter command_timeout (e.g.
+/// renewal itself.
+///
+/// Either way start() refuses (kInvalidArgument) a lease whose validity
+/// cannot hold even one renewal's budget: with the default command_timeout
+/// (2 s) that is a TTL up to about 2.1 s. A shorter command_timeout (e.g.
 /// TTL/4) leaves room for retries after a lost reply.
 ///
 /// Works with any Lease (Lock, QuorumLock, ReentrantLock, Permit): one
-/// virtual call per renewal, no template, no std::function and no heap.
+/// virtual call per renewal or step, no template, no std::function and no
+/// heap.
 
+#include <poll.h>
+
+#include <cstddef>
 #include <cstdint>
 
 #include "edgelock/clock.h"
@@ -50,7 +68,8 @@ struct KeeperOptions {
   /// end), e.g. to leave time to stop a child process before another
   /// holder can start. Every interval above counts from this earlier end.
   Nanos lose_before{0};
-  /// The longest one renewal can block; 0 = the lease's renew_budget().
+  /// The longest one renewal can take (block, for a lease without the
+  /// non-blocking face); 0 = the lease's renew_budget().
   Nanos renew_budget{0};
 };
 
@@ -80,21 +99,35 @@ class LeaseKeeper {
   /// intervals, or a validity left that cannot hold one renewal:
   /// lose_before + renew budget >= remaining()).
   Status start();
-  /// Stops renewing (does not release). State becomes kIdle unless lost.
+  /// Stops renewing (does not release); a renewal in flight is given up
+  /// (the lease's cancel(): its validity is then the lesser of before and
+  /// what the renewal may have set). State becomes kIdle unless lost.
   void stop();
 
-  /// When service() next has work: the next renewal or the end of the
-  /// local validity (minus lose_before), whichever is first. Never while
+  /// When service() next has work: the next renewal, the renewal in
+  /// flight's own deadline, or the end of the local validity (minus
+  /// lose_before), whichever is first. While a renewal is out it also
+  /// comes back 1, 2, 4, ... ms after its start, then every 50 ms, so a
+  /// loop that honours only this (and never watches wait_fds()) still
+  /// reads the reply soon after it comes, without blocking. Never while
   /// not keeping.
   Deadline next_deadline() const;
-  /// Does any work that is due; call it when next_deadline() has passed
-  /// (calling it early is harmless). Returns the state. A renewal blocks
-  /// for at most the renew budget and is only started if it then still
-  /// ends before the validity (minus lose_before): service() never returns
-  /// later than that end plus the loop's own lateness. kLost is reported
-  /// by that end at the latest (also when a renewal succeeds too late or
-  /// leaves no more than lose_before of validity).
+  /// The descriptors a renewal in flight waits on (fd and poll events)
+  /// into out[0, cap); 0 when none is. Poll them with your own and call
+  /// service() when one is ready or next_deadline() has passed.
+  size_t wait_fds(pollfd* out, size_t cap) const;
+  /// Does any work that is due; call it when next_deadline() has passed or
+  /// a descriptor of wait_fds() is ready (calling it early is harmless).
+  /// Returns the state. On a lease with the non-blocking face it never
+  /// blocks: it starts, steps or ends a renewal. On other leases a renewal
+  /// blocks for at most the renew budget and is only started if it then
+  /// still ends before the validity (minus lose_before): service() never
+  /// returns later than that end plus the loop's own lateness. kLost is
+  /// reported by that end at the latest (also when a renewal succeeds too
+  /// late or leaves no more than lose_before of validity).
   LeaseState service();
+  /// True while a renewal is in flight (non-blocking leases).
+  bool renewing() const { return renewing_; }
 
   LeaseState state() const { return state_; }
   bool lost() const { return state_ == LeaseState::kLost; }
@@ -111,6 +144,8 @@ class LeaseKeeper {
 
  private:
   void lose(Status why, TimePoint now);
+  LeaseState renewed(Status s, TimePoint now);
+  void cancel_renewal();
   Nanos renew_delay() const;
   void schedule(TimePoint now, Nanos delay);
   // Validity left before the keeper's own end (may be <= 0).
@@ -120,7 +155,10 @@ class LeaseKeeper {
   KeeperOptions options_;
   LeaseState state_ = LeaseState::kIdle;
   Nanos budget_{0};        // longest renewal, fixed at start()
+  bool renewing_ = false;      // a non-blocking renewal is in flight
   TimePoint next_renew_at_{};  // kNoRenewal: none fits before the end
+  TimePoint keep_until_{};     // the keeper's end when the renewal started
+  TimePoint renew_started_{};  // when the renewal in flight started
   TimePoint lost_at_{};
   Status last_status_;
   KeeperStats stats_;

@@ -157,6 +157,41 @@ class Lock final : public Lease {
   /// successful extend. Errors: kInvalidArgument (empty or too long).
   Status adopt(Bytes token);
 
+  // --- Non-blocking face (docs/nonblocking.md). Each start_*() call
+  // starts the blocking call of the same name and returns kInProgress
+  // (then call step() until it returns anything else: the blocking call's
+  // result), or the final status when it ended at once. The wait's backoff
+  // and the BLPOP wake-up are a deadline and an fd, never a sleep. A
+  // connect or reconnect inside still blocks (up to connect_timeout).
+  // Plain Connection back end only: Sentinel and Cluster route and fail
+  // over inside their calls, so there these return kInvalidArgument (use
+  // the blocking calls). One operation at a time: a start_*() or blocking
+  // call while one is in flight returns kInvalidArgument.
+  /// try_acquire(). Errors: as try_acquire().
+  Status start_try_acquire();
+  /// acquire(wait). Errors: as acquire().
+  Status start_acquire(Nanos wait);
+  /// release(). Errors: as release().
+  Status start_release() override;
+  /// extend(ttl, mode). Errors: as extend().
+  Status start_extend(Millis ttl, ExtendMode mode = ExtendMode::kAdd);
+  /// renew(). Errors: as renew().
+  Status start_renew() override;
+  /// Moves the operation in flight; kInProgress until it is done, then its
+  /// result. Errors: the operation's; kInvalidArgument when none is in
+  /// flight.
+  Status step() override;
+  /// True on a plain Connection (the only back end start_*() serves).
+  bool nonblocking() const override { return core_.backend().direct() != nullptr; }
+  bool in_progress() const override { return core_.op() != 0; }
+  /// The connection's socket and poll events while a request is in
+  /// flight (at most 1).
+  size_t wait_fds(pollfd* out, size_t cap) const override { return core_.wait_fds(out, cap); }
+  /// The request's deadline or the pause's end.
+  Deadline next_deadline() const override { return core_.next_deadline(); }
+  /// See Lease::cancel().
+  void cancel() override { core_.cancel(&Lock::step_of, this); }
+
   /// Conservative validity left (0 if not held). held() (Lease) is false
   /// from any release() call on, whatever its outcome.
   Nanos remaining() const override;
@@ -181,23 +216,39 @@ class Lock final : public Lease {
   Connection& connection() const { return core_.connection(); }
 
  private:
-  Status attempt(Deadline deadline, Span<const Bytes> blpop = {});
-  Status on_acquire_reply(const Result<const Reply*>& r, TimePoint start);
-  Status send_release();
-  Status send_extend(Millis ttl, ExtendMode mode);
+  // The request in flight.
+  enum class Req : uint8_t { kAttempt, kBlpop, kHandBack, kRelease, kExtend };
+  static Status step_of(void* self) { return static_cast<Lock*>(self)->step(); }
+  Status begin_try(bool nonblocking);
+  Status begin_acquire(Nanos wait, bool nonblocking);
+  Status begin_release(bool nonblocking);
+  Status begin_extend(Millis ttl, ExtendMode mode, bool nonblocking);
+  Status first_attempt();
+  Status start_attempt(Deadline deadline, bool pipelined);
+  Status on_attempt(const Result<const Reply*>& r);
+  Status hand_back(Status then);
+  Status attempt_done(Status s);
+  Status release_request(Req req);
+  Status on_release(const Result<const Reply*>& r);
+  Status extend_request(Millis ttl, ExtendMode mode);
+  Status on_extend(const Result<const Reply*>& r);
   Status after_unknown_extend(TimePoint start, Millis ttl, Status s);
   void forget();
-  Status next_attempt(Status last, Nanos left, Deadline op_deadline);
-  bool pause(Status last, Nanos left, Deadline op_deadline, Status* attempted);
-  bool await_release(Nanos cap, Deadline op_deadline);
-  bool await_and_attempt(Nanos cap, Deadline op_deadline, Status* attempted);
+  // lock_wait.cc
+  Status next_attempt(Status last, Nanos left);
+  Status on_blpop(const Result<const Reply*>& r);
 
   // Small fields first: short offsets, shorter code on Thumb-2.
   bool has_token_ = false;      // release/extend may act (held or maybe held)
   bool granted_ = false;        // the server confirmed the grant
   bool wake_supported_ = true;  // false after the server refused BLPOP
+  Req req_ = Req::kAttempt;
+  Status last_;                 // the attempt that led to the pause, or a hand-back's result
   size_t token_len_ = 0;
   TimePoint valid_until_{};
+  TimePoint req_start_{};       // the attempt's or extend's request left after this
+  TimePoint op_t0_{};           // when the release or extend was called (metrics)
+  Millis ext_ttl_{0};
   uint64_t fence_ = 0;
   LockOptions options_;
   detail::DecimalText ttl_text_;  // options_.ttl as sent

@@ -75,6 +75,10 @@
 
 namespace edgelock {
 
+namespace detail {
+struct FanoutResult;
+}  // namespace detail
+
 struct QuorumOptions {
   /// Lease length on each server, up to kMaxTtl; must exceed the drift.
   Millis ttl{10000};
@@ -164,6 +168,41 @@ class QuorumLock final : public Lease {
   /// Errors: kNotHeld, kNoQuorum, kIndeterminate.
   Result<bool> owned();
 
+  // --- Non-blocking face (docs/nonblocking.md). Each start_*() call
+  // starts the blocking call of the same name and returns kInProgress
+  // (then call step() until it returns anything else: the blocking call's
+  // result), or the final status when it ended at once. Every round is
+  // fanned out over the servers' sockets (wait_fds(): one per server in
+  // flight); the backoff between attempts is a deadline, never a sleep. A
+  // connect or reconnect inside a round still blocks (up to each
+  // connection's connect_timeout). One operation at a time: a start_*()
+  // or blocking call while one is in flight returns kInvalidArgument.
+  /// try_acquire(). Errors: as try_acquire().
+  Status start_try_acquire();
+  /// acquire(wait). Errors: as acquire().
+  Status start_acquire(Nanos wait);
+  /// release(). Errors: as release().
+  Status start_release() override;
+  /// extend(ttl, mode). Errors: as extend().
+  Status start_extend(Millis ttl, ExtendMode mode = ExtendMode::kAdd);
+  /// renew(). Errors: as extend().
+  Status start_renew() override;
+  /// Moves the operation in flight (every server in flight; a recv() that
+  /// finds nothing is cheap): kInProgress until done, then its result.
+  /// Errors: the operation's; kInvalidArgument when none is in flight.
+  Status step() override;
+  /// Always true: a quorum lock runs over plain connections.
+  bool nonblocking() const override { return true; }
+  bool in_progress() const override { return op_ != Op::kNone; }
+  /// One descriptor per server with a request in flight.
+  size_t wait_fds(pollfd* out, size_t cap) const override;
+  /// The round's deadline or the pause's end.
+  Deadline next_deadline() const override;
+  /// See Lease::cancel(): every connection with a request in flight is
+  /// closed; an acquire's servers that may hold the token keep it for
+  /// release().
+  void cancel() override;
+
   /// Conservative validity left (0 if not held): held() while we hold it
   /// and the local validity has not run out.
   Nanos remaining() const override;
@@ -203,19 +242,44 @@ class QuorumLock final : public Lease {
   void reset_metrics() { metrics_.reset(); }
 
  private:
-  Status noted(EventKind kind, TimePoint start, Status s);
-  Status send_release();
-  Status send_extend(Millis ttl, ExtendMode mode);
-  Deadline round_deadline(Deadline limit) const;
-  Status attempt(Deadline limit);
-  Status raise_fence(Deadline limit, size_t agreed);
-  void note_acquire();
+  // The operation in flight, and where it is.
+  enum class Op : uint8_t { kNone, kTry, kAcquire, kRelease, kExtend };
+  enum class Stage : uint8_t { kNone, kAcquire, kFence, kCleanup, kPause, kRelease, kExtend };
+
+  // quorum_lock_step.cc: the machine.
+  Status begin_round(Stage stage, const detail::FanoutRequest& req, const detail::FanoutGoal& goal,
+                     Deadline deadline);
+  Status drive();
+  Status round_done(const detail::FanoutResult& fr);
+  Status run(Status s);
+  Status end_op(Status s);
+  // quorum_lock.cc: acquire.
+  Status begin_try();
+  Status begin_acquire(Nanos wait);
+  Status first_attempt();
+  Status attempt_begin(Deadline limit);
+  Status after_acquire(const detail::FanoutResult& fr);
+  Status fence_begin();
   size_t agreed_on_fence() const;
+  Status after_fence(const detail::FanoutResult& fr);
+  Status cleanup(Status then);
+  Status after_cleanup(const detail::FanoutResult* fr);
+  Status attempt_done(Status s);
+  Status next_attempt();
+  void note_acquire();
+  // quorum_lock_ops.cc: release, extend, bookkeeping.
+  Status noted(EventKind kind, TimePoint start, Status s);
+  Status begin_release();
+  bool release_begin(Stage stage);
+  size_t release_end(const detail::FanoutResult* fr);
+  Status after_release(const detail::FanoutResult* fr);
+  Status begin_extend(Millis ttl, ExtendMode mode);
+  Status extend_request(Millis ttl, ExtendMode mode);
+  Status after_extend(const detail::FanoutResult& fr);
+  Deadline round_deadline(Deadline limit) const;
   size_t note_owners(int64_t yes_min);
   Status finish_extend(TimePoint start, TimePoint decided_at, Millis ttl, ExtendMode mode);
   void want_holders(bool skip_down, TimePoint now);
-  void cleanup();
-  size_t release_round();
   void note_servers(TimePoint now, bool timed_out);
   void abandon_in_flight();
   void forget();
@@ -262,6 +326,24 @@ class QuorumLock final : public Lease {
   Prng rng_;
   Backoff backoff_{Millis(5), Millis(250)};
   Metrics metrics_;
+  // The operation in flight (start_*()/step()).
+  Op op_ = Op::kNone;
+  Stage stage_ = Stage::kNone;
+  bool release_any_ = false;     // the release round has servers to ask
+  ExtendMode ext_mode_ = ExtendMode::kAdd;
+  uint32_t attempts_ = 0;
+  Status then_;                  // the attempt's result once the clean-up is done
+  Millis ext_ttl_{0};
+  detail::FanoutRound round_;
+  TimePoint op_t0_{};            // when the release or extend was called (metrics)
+  TimePoint attempt_start_{};    // before the attempt's first request left
+  TimePoint attempt_end_{};      // its validity end if granted
+  TimePoint ext_start_{};
+  TimePoint resume_at_{};        // the end of the pause between attempts
+  Deadline wait_until_ = Deadline::never();
+  Deadline limit_ = Deadline::never();        // the wait's end + one round
+  Deadline round_limit_ = Deadline::never();  // the attempt's limit (fence round)
+  size_t agreed_ = 0;            // grants that returned fence_ itself (fence round)
 };
 
 }  // namespace edgelock

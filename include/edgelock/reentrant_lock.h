@@ -113,6 +113,29 @@ class ReentrantLock final : public Lease {
   /// extend(options().ttl). Errors: as extend().
   Status renew() override { return extend(options_.ttl); }
 
+  // --- Non-blocking face (docs/nonblocking.md; as Lock's): plain
+  // Connection back end only (else kInvalidArgument), one operation at a
+  // time (a second start or blocking call returns kInvalidArgument).
+  /// try_acquire(). Errors: as try_acquire().
+  Status start_try_acquire();
+  /// acquire(wait). Errors: as acquire().
+  Status start_acquire(Nanos wait);
+  /// release(). Errors: as release().
+  Status start_release() override;
+  /// extend(ttl). Errors: as extend().
+  Status start_extend(Millis ttl);
+  /// renew(). Errors: as extend().
+  Status start_renew() override { return start_extend(options_.ttl); }
+  /// Moves the operation in flight: kInProgress until done, then its
+  /// result. Errors: the operation's; kInvalidArgument when none is in
+  /// flight.
+  Status step() override;
+  bool nonblocking() const override { return core_.backend().direct() != nullptr; }
+  bool in_progress() const override { return core_.op() != 0; }
+  size_t wait_fds(pollfd* out, size_t cap) const override { return core_.wait_fds(out, cap); }
+  Deadline next_deadline() const override { return core_.next_deadline(); }
+  void cancel() override { core_.cancel(&ReentrantLock::step_of, this); }
+
   /// Levels held by this handle: 0 while not held() (the validity ran out,
   /// or the lock was never confirmed), even if release() has levels to
   /// clean up.
@@ -139,15 +162,23 @@ class ReentrantLock final : public Lease {
   Connection& connection() const { return core_.connection(); }
 
  private:
-  Status attempt(Deadline deadline);
-  Status send_acquire(Deadline deadline);
-  Status send_release();
-  Status send_extend(Millis ttl);
+  // The request in flight.
+  enum class Req : uint8_t { kAttempt, kHandBack, kRelease, kExtend };
+  static Status step_of(void* self) { return static_cast<ReentrantLock*>(self)->step(); }
+  Status begin_acquire(bool wait_too, Nanos wait, bool nonblocking);
+  Status start_attempt(Deadline deadline);
+  Status on_attempt(const Result<const Reply*>& r);
+  Status attempt_done(Status s);
+  Status begin_release(bool nonblocking);
+  Status release_request(Req req);
+  Status on_release(const Result<const Reply*>& r);
+  Status begin_extend(Millis ttl, bool nonblocking);
+  Status extend_request(Millis ttl);
+  Status on_extend(const Result<const Reply*>& r);
   void forget();
   void maybe_holds(uint32_t levels);
   void unknown_outcome(uint32_t most, TimePoint start, Millis ttl);
-  Result<const Reply*> eval(const Script& script, bool fenced, Span<const Bytes> args,
-                            bool writes, Deadline deadline);
+  Status send(const Script& script, bool fenced, size_t nargs, bool writes, Deadline deadline);
 
   detail::LeaseCore core_;
   detail::CompanionKey fence_key_;  // "{key}:fence": the fencing counter
@@ -157,6 +188,13 @@ class ReentrantLock final : public Lease {
   char handle_[16] = {};
   uint32_t depth_ = 0;  // levels counted (release() drops one)
   uint32_t most_ = 0;   // levels the server may hold: >= depth_ after unknown outcomes
+  uint32_t want_ = 0;   // the depth the request in flight asks for
+  Req req_ = Req::kAttempt;
+  Status last_;         // the attempt's result after a hand-back
+  Millis ext_ttl_{0};
+  TimePoint attempt_start_{};  // the attempt's request left after this
+  TimePoint req_start_{};      // the release's or extend's request left after this
+  TimePoint op_t0_{};      // when the release or extend was called (metrics)
   TimePoint valid_until_{};
   uint64_t fence_ = 0;
 };

@@ -83,6 +83,26 @@ class Permit final : public Lease {
   /// (remaining() is 0) but keeps its id: call release() again.
   Status release() override;
 
+  // --- Non-blocking face (as Lock's; the permit's semaphore does the
+  // work, one operation at a time for all its permits; plain Connection
+  // back end only). The permit must outlive the operation.
+  /// extend(ttl). Errors: as extend(); kInvalidArgument also when the
+  /// semaphore has an operation in flight or is not on a plain Connection.
+  Status start_extend(Millis ttl);
+  /// renew(). Errors: as start_extend().
+  Status start_renew() override;
+  /// release(). Errors: as release(); kInvalidArgument as start_extend().
+  Status start_release() override;
+  /// Moves this permit's operation in flight (Semaphore::step()). Errors:
+  /// the operation's; kInvalidArgument when this permit has none.
+  Status step() override;
+  bool nonblocking() const override;
+  /// True while an operation of this permit is in flight.
+  bool in_progress() const override;
+  size_t wait_fds(pollfd* out, size_t cap) const override;
+  Deadline next_deadline() const override;
+  void cancel() override;
+
   /// Conservative validity left (0 if none or not claimed).
   Nanos remaining() const override;
   /// The permit id (empty: no permit, nothing to clean up).
@@ -160,6 +180,24 @@ class Semaphore {
   /// Connection::command()'s.
   Result<uint32_t> in_use();
 
+  // --- Non-blocking face (docs/nonblocking.md; as Lock's): plain
+  // Connection back end only (else kInvalidArgument), one operation at a
+  // time for the semaphore and all its permits; *permit must outlive it.
+  /// try_acquire(permit). Errors: as try_acquire(); kInvalidArgument also
+  /// when an operation is in flight or the back end is Sentinel or Cluster.
+  Status start_try_acquire(Permit* permit);
+  /// acquire(permit, wait). Errors: as start_try_acquire().
+  Status start_acquire(Permit* permit, Nanos wait);
+  /// Moves the operation in flight (whichever permit it is for): kInProgress
+  /// until done, then its result. Errors: the operation's;
+  /// kInvalidArgument when none is in flight.
+  Status step();
+  bool in_progress() const { return core_.op() != 0; }
+  size_t wait_fds(pollfd* out, size_t cap) const { return core_.wait_fds(out, cap); }
+  Deadline next_deadline() const { return core_.next_deadline(); }
+  /// Gives the operation in flight up (see Lease::cancel()).
+  void cancel() { core_.cancel(&Semaphore::step_of, this); }
+
   /// Until the first permit expires, seen by the last busy attempt.
   Millis busy_ttl() const { return core_.busy_ttl(); }
   Bytes key() const { return core_.key(); }
@@ -172,17 +210,37 @@ class Semaphore {
 
  private:
   friend class Permit;
-  Status attempt(Permit* permit, Deadline deadline);
-  Status send_acquire(Permit* permit, Deadline deadline);
-  Status send_release(Bytes id);
+  // The request in flight.
+  enum class Req : uint8_t { kAttempt, kHandBack, kRelease, kExtend };
+  static Status step_of(void* self) { return static_cast<Semaphore*>(self)->step(); }
+  Status begin_try(Permit* permit, bool nonblocking);
+  Status begin_acquire(Permit* permit, Nanos wait, bool nonblocking);
+  Status first_attempt(Permit* permit);
+  Status start_attempt(Deadline deadline);
+  Status on_attempt(const Result<const Reply*>& r);
+  Status hand_back(Status then, bool noted);
+  Status attempt_done(Status s);
+  Status begin_release(Permit* permit, Bytes id, bool nonblocking);
+  Status release_request(Bytes id, Req req);
+  Status on_release(const Result<const Reply*>& r);
+  Status finish_release(Status s);
   Status release(Permit* permit);
   Status extend(Permit* permit, Millis ttl);
-  Status send_extend(Permit* permit, Millis ttl);
+  Status begin_extend(Permit* permit, Millis ttl, bool nonblocking);
+  Status extend_request(Millis ttl);
+  Status on_extend(const Result<const Reply*>& r);
   Result<const Reply*> eval(const Script& script, Span<const Bytes> args, bool writes,
                             Deadline deadline);
 
   detail::LeaseCore core_;
   SemaphoreOptions options_;
+  Permit* permit_ = nullptr;  // the operation's permit (none for release_id())
+  Req req_ = Req::kAttempt;
+  bool hand_back_noted_ = false;
+  Status last_;               // the attempt's result after a hand-back
+  Millis ext_ttl_{0};
+  TimePoint req_start_{};     // the attempt's or extend's request left after this
+  TimePoint op_t0_{};         // when the release or extend was called (metrics)
 };
 
 }  // namespace edgelock

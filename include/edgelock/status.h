@@ -43,6 +43,8 @@ enum class ErrorCode : uint8_t {
   kAsk,               ///< Cluster: the slot is migrating; ask the named node (ASK).
   kTryAgain,          ///< Cluster settling: TRYAGAIN (slot migrating) or CLUSTERDOWN.
   kNoScript,          ///< The server does not have the script (NOSCRIPT).
+  kInProgress,        ///< Not an error: a started operation is not done yet;
+                      ///< call step() again once its fds or deadline say so.
 };
 
 /// A short, stable, human-readable name for `code` ("timeout", "busy", ...).
@@ -50,7 +52,7 @@ const char* to_string(ErrorCode code);
 
 /// What an error code says about the request that failed with it: one row
 /// per code (src/status.cc), so every caller classifies errors the same way.
-/// kOk has every property false.
+/// kOk and kInProgress have every property false.
 struct ErrorTraits {
   /// Another attempt within the caller's wait may succeed: contention
   /// (kBusy, kExpired), a connection that failed (kIo, kConnectionClosed,

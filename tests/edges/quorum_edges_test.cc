@@ -318,14 +318,25 @@ TEST(QuorumEdges, ReleaseThatReconnectsKeepsItsBudget) {
   ASSERT_TRUE(lock.try_acquire().ok()) << lock.last_error();
   for (size_t i = 0; i < kServers; ++i) {
     ASSERT_EQ(run(admin[i], {"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"}), "1");
+    // The server closes a killed client after the event loop turn that
+    // answered KILL; the next reply comes after that close.
+    ASSERT_EQ(run(admin[i], {"PING"}), "PONG");
     servers[i]->pause();
   }
-  const uint32_t tries = conns[0].stats().connect_failures;
+  // Summed over the servers: the acquire returns once a majority granted,
+  // so one connection may still be reading its grant and then finds the
+  // close behind it instead of reconnecting.
+  auto failures = [&conns] {
+    uint32_t n = 0;
+    for (const Connection& c : conns) n += c.stats().connect_failures;
+    return n;
+  };
+  const uint32_t tries = failures();
   const TimePoint t0 = now();
   EXPECT_EQ(lock.release().code(), ErrorCode::kIndeterminate);
   const Nanos took = now() - t0;
   for (auto& s : servers) s->resume();
-  EXPECT_GT(conns[0].stats().connect_failures, tries) << "the release tried to reconnect";
+  EXPECT_GT(failures(), tries) << "the release tried to reconnect";
   EXPECT_LT(took, lock.server_timeout() + slow(Millis(50))) << test::ms(took) << " ms";
 }
 

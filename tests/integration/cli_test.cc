@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <sstream>
 #include <string>
 
@@ -297,7 +298,45 @@ TEST_F(CliTest, TwoRunsOnOneKeyNeverOverlap) {
   EXPECT_EQ(n, 12);
 }
 
-// The contention demo in small: workers that hang and crash, 0 overlaps.
+// --fair: waiters queued one after another run in that order, woken by a
+// --fair release; the options that do not fit are usage errors.
+TEST_F(CliTest, FairRunsInArrivalOrder) {
+  Outcome held = cli({"--fair", "acquire", "q"});
+  ASSERT_EQ(held.rc, 0) << held.err;
+  const std::string token = held.out.substr(0, held.out.find(' '));
+  const int64_t t0 = now_ms();
+  std::vector<pid_t> pids;
+  for (int i = 1; i <= 3; ++i) {
+    pids.push_back(start({"--fair", "-w", "20000", "run", "q", "--", "sh", "-c",
+                          "echo " + std::to_string(i) + " >> " + dir_ + "/order"},
+                         "w" + std::to_string(i)));
+    // The next one starts once this one is queued (a "w:" field each).
+    bool queued = false;
+    for (int k = 0; k < 5000 && !queued; ++k) {
+      const std::string fields = redis({"HKEYS", "{q}:queue"});
+      int n = 0;
+      for (size_t at = 0; (at = fields.find("w:", at)) != std::string::npos; at += 2) ++n;
+      queued = n == i;
+      if (!queued) usleep(2000);
+    }
+    ASSERT_TRUE(queued) << "waiter " << i << " never queued";
+  }
+  EXPECT_EQ(cli({"--fair", "release", "q", token}).rc, 0);
+  for (int i = 0; i < 3; ++i) {
+    Outcome o = finish(pids[i], "w" + std::to_string(i + 1), t0, 20000);
+    EXPECT_EQ(o.rc, 0) << o.err;
+  }
+  EXPECT_EQ(slurp(dir_ + "/order"), "1\n2\n3\n");
+  EXPECT_EQ(cli({"--waiter-timeout", "1000", "acquire", "q"}).rc, 2);
+  EXPECT_EQ(cli({"--fair", "--waiter-timeout", "100", "acquire", "q"}).rc, 2);
+  EXPECT_EQ(cli({"--fair", "-u", server_->url(), "acquire", "q"}).rc, 2);
+  EXPECT_EQ(cli({"--fair", "semaphore", "--permits", "2", "s"}).rc, 2);
+  Outcome busy = cli({"--fair", "-w", "0", "acquire", "q"});
+  EXPECT_EQ(busy.rc, 0) << "free again: " << busy.err;
+}
+
+// The contention demo in small, with both locks: workers that hang and
+// crash, 0 overlaps.
 TEST_F(CliTest, DemoShowsNoOverlap) {
   const char* demo = std::getenv("EDGELOCK_DEMO");
   if (!demo || !demo[0]) GTEST_SKIP() << "the demo is not built (-Dexamples=false)";
@@ -309,8 +348,19 @@ TEST_F(CliTest, DemoShowsNoOverlap) {
   const std::string out = slurp(dir_ + "/demo.out");
   ASSERT_TRUE(WIFEXITED(status)) << out;
   EXPECT_EQ(WEXITSTATUS(status), 0) << out;
-  EXPECT_NE(out.find("overlaps                      0"), std::string::npos) << out;
-  EXPECT_NE(out.find("errors                        0"), std::string::npos) << out;
+  // Both runs (Lock, then FairLock): every value of these rows is 0.
+  for (const char* label : {"  overlaps (two holders at once)", "  errors "}) {
+    const size_t at = out.find(label);
+    ASSERT_NE(at, std::string::npos) << label << "\n" << out;
+    std::istringstream values(out.substr(at + std::strlen(label), out.find('\n', at) - at - std::strlen(label)));
+    int v = -1, columns = 0;
+    while (values >> v) {
+      EXPECT_EQ(v, 0) << label << "\n" << out;
+      ++columns;
+    }
+    EXPECT_EQ(columns, 2) << label << "\n" << out;
+  }
+  EXPECT_NE(out.find("FairLock"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -98,6 +98,14 @@ class Client {
     return lock_.init(ptrs_, n_, Bytes::from_cstr(kKey), o).ok();
   }
   QuorumLock& lock() { return lock_; }
+  /// Connects every connection now, so an acquire's requests leave
+  /// together (not each after its own connect).
+  bool connect() {
+    for (size_t i = 0; i < n_; ++i) {
+      if (!conns_[i].connect().ok()) return false;
+    }
+    return true;
+  }
   /// Commands sent so far over all connections (NOSCRIPT re-sends count).
   uint64_t commands() const {
     uint64_t n = 0;
@@ -195,6 +203,7 @@ TEST(QuorumFence, StaleGuessTakesTwoRoundsAndStaysMonotonic) {
   ASSERT_TRUE(s.start(3));
   Client a, b, c;
   ASSERT_TRUE(a.init(s) && b.init(s) && c.init(s));
+  ASSERT_TRUE(a.connect() && b.connect() && c.connect());
   s.set_counter(0, 50);
   s.set_counter(1, 10);
   s.set_counter(2, 10);
@@ -202,7 +211,12 @@ TEST(QuorumFence, StaleGuessTakesTwoRoundsAndStaysMonotonic) {
   uint64_t sent = 0;
   ASSERT_TRUE(a.acquire(&sent).ok()) << a.lock().last_error();  // proposes 1
   EXPECT_EQ(a.lock().fence(), 51u);
-  EXPECT_EQ(sent, 4u) << "three acquires, one write-back (to server 1 only)";
+  // Three acquires and one write-back (to server 1); the round is decided
+  // by the first two grants, so a refusal still on its way counts as a
+  // server that may hold our key and gets the (owner-checked, here
+  // ineffective) write-back too.
+  EXPECT_GE(sent, 4u);
+  EXPECT_LE(sent, 5u);
   EXPECT_EQ(s.counter(1), "51") << "raised while it held our key";
   EXPECT_EQ(s.counter(2), "10") << "a refusing server is not raised";
   ASSERT_TRUE(a.lock().release().ok());
@@ -211,7 +225,8 @@ TEST(QuorumFence, StaleGuessTakesTwoRoundsAndStaysMonotonic) {
   s.block(0);
   ASSERT_TRUE(b.acquire(&sent).ok()) << b.lock().last_error();  // proposes 1
   EXPECT_EQ(b.lock().fence(), 52u);
-  EXPECT_EQ(sent, 4u);
+  EXPECT_GE(sent, 4u);  // as above
+  EXPECT_LE(sent, 5u);
   EXPECT_EQ(s.counter(2), "52");
   ASSERT_TRUE(b.lock().release().ok());
   // A client that has seen 52 proposes 53: the lagging server 0 jumps to it

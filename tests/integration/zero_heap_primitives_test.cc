@@ -69,6 +69,69 @@ TEST(ZeroHeap, ReentrantLockCycles) {
   EXPECT_EQ(c.total(), 0u) << "mallocs=" << c.mallocs << " news=" << c.news << " over " << n;
 }
 
+// FairLock: grant, busy (queued and not), extend, ownership, status,
+// release, a give-up (leave), and the wait path: two handles alternate
+// through the queue (BLPOP on the wake list with the attempt pipelined,
+// the release naming the next waiter), and a release whose head was not
+// named (the wake script).
+TEST(ZeroHeap, FairLockCycles) {
+  test::RedisServer server;
+  ASSERT_TRUE(server.start());
+  Connection a, b;
+  ASSERT_TRUE(test::open(a, server.url()));
+  ASSERT_TRUE(test::open(b, server.url()));
+  FairLock fa(a), fb(b);
+  ASSERT_TRUE(fa.init(Bytes::from_cstr("zh-fair")).ok());
+  ASSERT_TRUE(fb.init(Bytes::from_cstr("zh-fair")).ok());
+  ASSERT_TRUE(fa.try_acquire().ok());
+  ASSERT_EQ(fb.acquire(Millis(20)).code(), ErrorCode::kBusy);
+  ASSERT_TRUE(fa.release().ok());
+  ASSERT_TRUE(fb.try_acquire().ok());
+  ASSERT_TRUE(fb.release().ok());
+  const int n = small_cycles() / 10 > 0 ? small_cycles() / 10 : 1;
+  std::atomic<int> go{0}, wrong{0}, finished{0}, may_exit{0};
+  // The thread's own bookkeeping is freed when it ends: it stays alive
+  // (idle) until counting has stopped.
+  std::thread other([&] {
+    while (go.load() == 0) SystemClock().sleep_for(Millis(1));
+    for (int i = 0; i < n; ++i) {
+      wrong += !fb.acquire(Millis(5000)).ok();
+      SystemClock().sleep_for(Millis(1));  // the other waits meanwhile
+      wrong += !fb.release().ok();
+    }
+    finished = 1;
+    for (int i = 0; i < 100000 && may_exit.load() == 0; ++i) SystemClock().sleep_for(Millis(1));
+  });
+  int failures = 0;
+  test::start_counting();
+  for (int i = 0; i < n; ++i) {
+    failures += !fa.try_acquire().ok();
+    failures += !fa.extend(Millis(5000)).ok();
+    const Result<bool> mine = fa.owned();
+    failures += !mine.ok() || !mine.value();
+    const Result<KeyStatus> st = fa.status();
+    failures += !st.ok() || !st.value().held;
+    failures += fb.try_acquire().code() != ErrorCode::kBusy;
+    // A wait that ends joins and leaves the queue (its BLPOP ends on the
+    // server's timer, up to 100 ms late: a few rounds only).
+    if (i < 3) failures += fb.acquire(Millis(5)).code() != ErrorCode::kBusy;
+    failures += !fa.release().ok();
+  }
+  go = 1;
+  for (int i = 0; i < n; ++i) {
+    wrong += !fa.acquire(Millis(5000)).ok();
+    wrong += !fa.release().ok();
+  }
+  for (int i = 0; i < 100000 && finished.load() == 0; ++i) SystemClock().sleep_for(Millis(1));
+  const test::AllocCounts c = test::stop_counting();
+  may_exit = 1;
+  other.join();
+  EXPECT_EQ(failures, 0);
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(a.stats().connects, 1u);
+  EXPECT_EQ(c.total(), 0u) << "mallocs=" << c.mallocs << " news=" << c.news << " over " << n;
+}
+
 TEST(ZeroHeap, SemaphoreCycles) {
   test::RedisServer server;
   ASSERT_TRUE(server.start());

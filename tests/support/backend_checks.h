@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 
 #include "edgelock/edgelock.h"
 
@@ -137,8 +138,30 @@ inline void check_quota(Backend& mine, Backend& theirs, const std::string& tag) 
 }
 
 /// All of the above on keys tagged `tag`.
+// The fair lock: a grant, a busy waiter that gives up (and leaves the
+// queue), then a waiter blocked on its wake list (a BLPOP routed by the
+// lock key) granted by the release.
+inline void check_fair(Backend& mine, Backend& theirs, const std::string& tag) {
+  const std::string key = tagged(tag, "fair");
+  FairLock a(mine), b(theirs);
+  ASSERT_TRUE(a.init(bytes_of(key)).ok());
+  ASSERT_TRUE(b.init(bytes_of(key)).ok());
+  ASSERT_TRUE(a.try_acquire().ok()) << key << ": " << a.last_error();
+  EXPECT_EQ(b.acquire(Millis(50)).code(), ErrorCode::kBusy) << b.last_error();
+  EXPECT_TRUE(a.renew().ok()) << a.last_error();
+  Status got = ErrorCode::kInvalidArgument;
+  std::thread waiter([&] { got = b.acquire(Millis(10000)); });
+  mine.clock().sleep_for(Millis(100));
+  ASSERT_TRUE(a.release().ok()) << a.last_error();
+  waiter.join();
+  ASSERT_TRUE(got.ok()) << got.to_string() << " " << b.last_error();
+  EXPECT_GT(b.fence(), a.fence()) << "the fence counter lives with the key";
+  ASSERT_TRUE(b.release().ok()) << b.last_error();
+}
+
 inline void check_every_primitive(Backend& mine, Backend& theirs, const std::string& tag) {
   check_lock(mine, theirs, tag);
+  check_fair(mine, theirs, tag);
   check_reentrant(mine, theirs, tag);
   check_semaphore(mine, theirs, tag);
   check_cooldown(mine, theirs, tag);

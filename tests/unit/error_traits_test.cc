@@ -9,7 +9,7 @@
 namespace edgelock {
 namespace {
 
-constexpr int kCodes = static_cast<int>(ErrorCode::kNoScript) + 1;
+constexpr int kCodes = static_cast<int>(ErrorCode::kInProgress) + 1;
 
 ErrorCode code(int i) { return static_cast<ErrorCode>(i); }
 
@@ -27,8 +27,15 @@ TEST(ErrorTraits, OkHasNoProperty) {
                t.connection_failed || t.may_have_run);
 }
 
+TEST(ErrorTraits, InProgressIsNoOutcome) {
+  const ErrorTraits t = traits(ErrorCode::kInProgress);
+  EXPECT_FALSE(t.retryable || t.not_sent || t.outcome_unknown || t.server_rejected ||
+               t.connection_failed || t.may_have_run);
+}
+
 TEST(ErrorTraits, PropertiesAreConsistent) {
-  for (int i = 1; i < kCodes; ++i) {
+  // Every error code (kInProgress, the last, is no error).
+  for (int i = 1; i < kCodes - 1; ++i) {
     SCOPED_TRACE(to_string(code(i)));
     const ErrorTraits t = traits(code(i));
     EXPECT_FALSE(t.not_sent && t.server_rejected) << "sent or not, never both";

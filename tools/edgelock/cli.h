@@ -67,6 +67,9 @@ struct Options {
   bool reset = false;               // --reset: end the period / window now
   // Sentinel and Cluster
   int64_t wait_replicas = 0;        // --wait-replicas N: WAIT after grants
+  // --fair: a FairLock (first come, first served) instead of a Lock
+  bool fair = false;
+  int64_t waiter_timeout_ms = -1;   // --waiter-timeout MS (-1: the library's 2000)
 };
 
 // Parses argv and the environment. Returns -1 to go on, or an exit code

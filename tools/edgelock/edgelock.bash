@@ -16,6 +16,7 @@ _edgelock() {
     local subcommands="run acquire release extend status semaphore cooldown"
     local common="--url --ttl --wait --server-wait --wait-replicas --tls-ca --tls-cert --tls-key
         --tls-server-name --json --stats --quiet --help --version"
+    local lock_opts="--fair --waiter-timeout"
     local i word sub="" dashdash=0
     for ((i = 1; i < cword; i++)); do
         word=${words[i]}
@@ -53,14 +54,16 @@ _edgelock() {
             return
             ;;
         -t | --ttl | --server-wait | --grace | --wait-replicas | --tls-server-name | --permits | \
-            --release | --period | --quota | --window)
+            --release | --period | --quota | --window | --waiter-timeout)
             return
             ;;
     esac
 
     local opts=$common
     case $sub in
-        run) opts+=" --grace" ;;
+        "") opts+=" $lock_opts" ;;
+        run) opts+=" --grace $lock_opts" ;;
+        acquire | release | extend | status) opts+=" $lock_opts" ;;
         semaphore) opts+=" --permits --count --release --grace" ;;
         cooldown) opts+=" --period --quota --window --peek --reset" ;;
     esac

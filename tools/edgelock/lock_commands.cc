@@ -16,6 +16,10 @@ int report_lock_error(const Lock& lock, Status s, const char* doing) {
   return report_error(lock.connection(), error_text(lock), s, doing);
 }
 
+int report_lock_error(const edgelock::FairLock& lock, Status s, const char* doing) {
+  return report_error(lock.connection(), error_text(lock), s, doing);
+}
+
 int too_late(const Options& o, const char* what) {
   const long long ttl = static_cast<long long>(o.ttl_ms);
   if (std::strcmp(what, "extend") == 0) {
@@ -48,14 +52,16 @@ void unknown_outcome_line(const Options& o, Status s, const char* doing) {
 
 namespace {
 
-int adopt_token(const Options& o, Lock& lock) {
+template <typename LockT>
+int adopt_token(const Options& o, LockT& lock) {
   if (!lock.adopt(Bytes::from_cstr(o.token)).ok()) {
     return fail("usage", kExitUsage, "TOKEN must be 1..%zu bytes", edgelock::kMaxTokenLen);
   }
   return kExitOk;
 }
 
-int cmd_release(const Options& o, Lock& lock) {
+template <typename LockT>
+int cmd_release(const Options& o, LockT& lock) {
   int rc = adopt_token(o, lock);
   if (rc != kExitOk) return rc;
   const Status s = lock.release();
@@ -64,7 +70,8 @@ int cmd_release(const Options& o, Lock& lock) {
   return kExitOk;
 }
 
-int cmd_extend(const Options& o, Lock& lock) {
+template <typename LockT>
+int cmd_extend(const Options& o, LockT& lock) {
   int rc = adopt_token(o, lock);
   if (rc != kExitOk) return rc;
   const Status s = renew(lock);  // owner-checked: TTL := --ttl
@@ -74,7 +81,8 @@ int cmd_extend(const Options& o, Lock& lock) {
 }
 
 // "held TTL_MS" or "free" (also with -q: it is the answer asked for).
-int cmd_status(const Options& o, Lock& lock) {
+template <typename LockT>
+int cmd_status(const Options& o, LockT& lock) {
   const edgelock::Result<edgelock::KeyStatus> r = lock.status();
   if (!r.ok()) return lock_error(o, lock, r.status(), "status");
   const long long ttl_ms = !r->held ? 0 : r->expires ? to_ms(r->ttl) : -1;  // -1: held without expiry
@@ -88,7 +96,8 @@ int cmd_status(const Options& o, Lock& lock) {
   return kExitOk;
 }
 
-int run_lock_command(const Options& o, Lock& lock, Target& t) {
+template <typename LockT>
+int run_lock_command(const Options& o, LockT& lock, Target& t) {
   switch (o.command) {
     case Subcommand::kRun: return cmd_run(o, lock, t.clock(), t.direct());
     case Subcommand::kAcquire: return cmd_acquire(o, lock, t.clock(), t.direct());
@@ -100,12 +109,9 @@ int run_lock_command(const Options& o, Lock& lock, Target& t) {
   return kExitUsage;
 }
 
-}  // namespace
-
-int lock_command(const Options& o, Target& target) {
-  Lock lock(target.backend());
-  edgelock::LockOptions lo;
-  lo.ttl = from_ms(o.ttl_ms);
+// Sets the lock up (reporting a failure) and runs the subcommand.
+template <typename LockT, typename Opts>
+int with_lock(const Options& o, Target& target, LockT& lock, const Opts& lo) {
   const Status s = lock.init(Bytes::from_cstr(o.key), lo);
   if (!s.ok()) {
     if (s.code() == ErrorCode::kInvalidArgument && target.topology() == Topology::kCluster) {
@@ -116,9 +122,25 @@ int lock_command(const Options& o, Target& target) {
   const int rc = run_lock_command(o, lock, target);
   if (o.stats) {
     target.print_stats(o.key);
-    print_stats("lock", lock.metrics());
+    print_stats(o.fair ? "fair lock" : "lock", lock.metrics());
   }
   return rc;
+}
+
+}  // namespace
+
+int lock_command(const Options& o, Target& target) {
+  if (o.fair) {
+    edgelock::FairLock lock(target.backend());
+    edgelock::FairLockOptions fo;
+    fo.ttl = from_ms(o.ttl_ms);
+    if (o.waiter_timeout_ms >= 0) fo.waiter_timeout = from_ms(o.waiter_timeout_ms);
+    return with_lock(o, target, lock, fo);
+  }
+  Lock lock(target.backend());
+  edgelock::LockOptions lo;
+  lo.ttl = from_ms(o.ttl_ms);
+  return with_lock(o, target, lock, lo);
 }
 
 }  // namespace cli

@@ -1,6 +1,6 @@
 #pragma once
-// edgelock: the subcommands that work the same for a Lock (on any back
-// end) and a QuorumLock: templates over the lock type.
+// edgelock: the subcommands that work the same for a Lock or a FairLock
+// (on any back end) and a QuorumLock: templates over the lock type.
 
 #include <cstdio>
 #include <cstring>
@@ -20,6 +20,7 @@ namespace cli {
 // One error line for a failed lock operation (overloaded per lock type);
 // records the outcome and returns the exit code.
 int report_lock_error(const edgelock::Lock& lock, edgelock::Status s, const char* doing);
+int report_lock_error(const edgelock::FairLock& lock, edgelock::Status s, const char* doing);
 int report_lock_error(const edgelock::QuorumLock& lock, edgelock::Status s, const char* doing);
 
 // The error line for a grant or renewal that came too late to use (kExpired):
@@ -46,6 +47,9 @@ int lock_error(const Options& o, const LockT& lock, edgelock::Status s, const ch
   using edgelock::ErrorCode;
   if (s.code() == ErrorCode::kExpired) return too_late(o, doing);
   if (s.code() == ErrorCode::kBusy) {
+    if (std::is_same<LockT, edgelock::FairLock>::value && o.wait_ms == 0) {
+      return fail("busy", kExitBusy, "%s is held by another owner, or others are queued for it", o.key);
+    }
     if (o.wait_ms == 0) {
       return fail("busy", kExitBusy, "%s is held by another owner (%lld ms left)", o.key, to_ms(lock.busy_ttl()));
     }
@@ -61,6 +65,21 @@ int lock_error(const Options& o, const LockT& lock, edgelock::Status s, const ch
   return rc;
 }
 
+// One slice of a wait (wait.h). A FairLock keeps its place in the queue
+// from one slice to the next; give_up() leaves it when the wait is over.
+template <typename LockT>
+edgelock::Status acquire_slice(LockT& lock, edgelock::Nanos wait) {
+  return lock.acquire(wait);
+}
+inline edgelock::Status acquire_slice(edgelock::FairLock& lock, edgelock::Nanos wait) {
+  return lock.acquire(wait, edgelock::GiveUp::kStay);
+}
+template <typename LockT>
+void give_up(LockT&) {}
+inline void give_up(edgelock::FairLock& lock) {
+  if (lock.queued()) lock.leave().ignore();
+}
+
 // Acquires within --wait and --server-wait (wait.h). `conn` is the lock's
 // only connection (its events show when the server answers), or null. A
 // failure other than busy is cleaned up by release() before returning: the
@@ -69,9 +88,10 @@ template <typename LockT>
 int acquire(const Options& o, LockT& lock, edgelock::Clock& clock, edgelock::Connection* conn) {
   constexpr bool quorum = std::is_same<LockT, edgelock::QuorumLock>::value;
   const WaitResult r = bounded_acquire(
-      o, clock, conn, quorum, [&](edgelock::Nanos wait) { return lock.acquire(wait); },
+      o, clock, conn, quorum, [&](edgelock::Nanos wait) { return acquire_slice(lock, wait); },
       [&]() { lock.release().ignore(); });
   if (r.status.ok()) return kExitOk;
+  give_up(lock);
   const int rc = lock_error(o, lock, r.status, "acquire");
   return r.silent ? report_silent(o, r) : rc;
 }
@@ -97,7 +117,8 @@ int cmd_run(const Options& o, LockT& lock, edgelock::Clock& clock, edgelock::Con
   return rc != kExitOk ? rc : run_child(o, lock);
 }
 
-// release, extend, status and acquire/run for a Lock on any back end.
+// release, extend, status and acquire/run for a Lock (a FairLock with
+// --fair) on any back end.
 int lock_command(const Options& o, Target& target);
 
 }  // namespace cli

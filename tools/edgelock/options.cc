@@ -19,7 +19,7 @@ constexpr int64_t kMaxWaitMs = std::chrono::duration_cast<edgelock::Millis>(edge
 enum LongOnly {
   kGrace = 256, kTlsCa, kTlsCert, kTlsKey, kTlsServerName, kJson, kVersion,
   kStats, kPermits, kCount, kReleaseId, kPeriod, kQuota, kWindow, kServerWait,
-  kPeek, kReset, kWaitReplicas,
+  kPeek, kReset, kWaitReplicas, kFair, kWaiterTimeout,
 };
 
 const option kLongOptions[] = {
@@ -46,6 +46,8 @@ const option kLongOptions[] = {
     {"reset", no_argument, nullptr, kReset},
     {"server-wait", required_argument, nullptr, kServerWait},
     {"wait-replicas", required_argument, nullptr, kWaitReplicas},
+    {"fair", no_argument, nullptr, kFair},
+    {"waiter-timeout", required_argument, nullptr, kWaiterTimeout},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -123,6 +125,9 @@ bool apply_option(int c, const char* arg, Options* o) {
     case kServerWait:
       return parse_ms("--server-wait", arg, 0, edgelock::kMaxTtl.count(), &o->server_wait_ms);
     case kWaitReplicas: return parse_num("--wait-replicas", arg, 0, 16, &o->wait_replicas);
+    case kFair: o->fair = true; return true;
+    case kWaiterTimeout:
+      return parse_ms("--waiter-timeout", arg, 500, edgelock::kMaxTtl.count(), &o->waiter_timeout_ms);
     default: return false;
   }
 }
@@ -147,6 +152,11 @@ const char* misplaced_option(const Options& o) {
   if (!cool && (o.period_ms != 0 || o.quota != 0 || o.window_ms != 0 || o.peek || o.reset)) {
     return "--period, --quota, --window, --peek and --reset are for cooldown";
   }
+  if ((sem || cool) && (o.fair || o.waiter_timeout_ms >= 0)) {
+    return "--fair and --waiter-timeout are for the lock subcommands";
+  }
+  if (o.waiter_timeout_ms >= 0 && !o.fair) return "--waiter-timeout goes with --fair";
+  if (o.fair && o.url_count > 1) return "--fair takes one --url (no fair quorum lock)";
   return nullptr;
 }
 

@@ -60,18 +60,34 @@ class ConnectionIo {
   /// failure closes the connection (busy() false: the rest is lost).
   Result<const Reply*> advance_pipeline() { return c_->advance_pipeline(); }
 
-  /// Sends `args` and EVALSHA call.script in one write (a pipeline) and
-  /// waits for both replies; returns the eval's. Redis runs the eval as
-  /// soon as the command is done, even one that blocks (BLPOP): a waiter
-  /// gets its answer one round trip after the wake-up instead of two.
-  /// `*first` gets the command's outcome (ok, or its error reply's code);
-  /// its reply is not kept. Errors: as Connection::eval() (for the
+  /// Starts `args` and EVALSHA call.script in one write (a pipeline). Redis
+  /// runs the eval as soon as the command is done, even one that blocks
+  /// (BLPOP): a waiter gets its answer one round trip after the wake-up
+  /// instead of two. advance() returns the command's reply (or its error
+  /// reply) with busy() still true, then the eval's. Errors: as
+  /// start_eval().
+  Status start_command_then_eval(Span<const Bytes> args, const ScriptCall& call,
+                                 Deadline deadline) {
+    return c_->start_command_then_eval(args, call, deadline);
+  }
+  /// start_command_then_eval() and waits for both replies; returns the
+  /// eval's. `*first` gets the command's outcome (ok, or its error reply's
+  /// code); its reply is not kept. Errors: as Connection::eval() (for the
   /// connection or the eval's reply); kInvalidArgument also for a null
   /// `first` or a request already in flight.
   Result<const Reply*> command_then_eval(Span<const Bytes> args, const ScriptCall& call,
                                          Deadline deadline, Status* first) {
     return c_->command_then_eval(args, call, deadline, first);
   }
+  /// Blocks until the request in flight can move (bytes to read or room to
+  /// write) or `deadline` passes; may read the reply into the receive
+  /// buffer for the next advance() (one syscall instead of a wait and a
+  /// read). For blocking drivers only. Ok when there is nothing in flight.
+  /// Errors: kTimeout (the deadline passed; the request is still in
+  /// flight: abandon() it), and a read or wait failure (kIo,
+  /// kConnectionClosed, kTls, kBufferTooSmall: the connection is closed,
+  /// the request lost).
+  Status await(Deadline deadline) { return c_->await(deadline); }
 
   /// Gives up on the request in flight (deadline passed): the connection is
   /// closed since its reply may still arrive. Returns kTimeout.

@@ -3,8 +3,12 @@
 // rate gate under Cooldown and Quota) holds by composition
 // (src/lease_core.cc): the back end, the key checked once with its
 // companion keys, the timing checked once, one validity rule, token
-// minting, the handle's counters, and the one bounded retry loop of every
-// wait. Fixed size, no heap.
+// minting, the handle's counters, the one bounded retry loop of every
+// wait, and the operation in flight of the non-blocking face (one request
+// or pause at a time, the wait around it, and the blocking driver that
+// makes the blocking calls loops over it). Fixed size, no heap.
+
+#include <poll.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -13,9 +17,13 @@
 #include "edgelock/backoff.h"
 #include "edgelock/bytes.h"
 #include "edgelock/clock.h"
+#include "edgelock/detail/decimal_text.h"
 #include "edgelock/limits.h"
 #include "edgelock/metrics.h"
 #include "edgelock/random.h"
+#include "edgelock/reply.h"
+#include "edgelock/script_call.h"
+#include "edgelock/span.h"
 #include "edgelock/status.h"
 
 namespace edgelock {
@@ -43,6 +51,21 @@ struct CompanionKey {
 enum class RetryOn : uint8_t {
   kTransient,  ///< Busy, expired (late grant) and connection trouble.
   kRefusal,    ///< Busy and expired only (rate limiters).
+};
+
+/// Where the operation in flight is.
+enum class OpPhase : uint8_t {
+  kIdle,     ///< No request and no pause (between two, or no operation).
+  kRequest,  ///< A request in flight, or its outcome kept for step().
+  kPause,    ///< A backoff pause until its end.
+};
+
+/// The words of the request in flight: a started request views them until
+/// its reply is in (a NOSCRIPT fallback encodes them again).
+struct RequestWords {
+  Bytes keys[3];
+  Bytes args[5];
+  DecimalText num[3];
 };
 
 class LeaseCore {
@@ -110,6 +133,71 @@ class LeaseCore {
   using Step = Status (*)(void* self, Status last, Nanos left, Deadline op_deadline);
   /// The deadline of a wait of `wait` from now (negative or kForever: never).
   Deadline wait_deadline(Nanos wait) const { return Deadline::after(clock(), wait); }
+  // --- The operation in flight (src/lease_op.cc): one per handle.
+  /// The primitive's step(): continues the operation (LeaseCore::run()).
+  using OpStep = Status (*)(void* self);
+  /// Claims the handle for operation `op` (the primitive's code, not 0).
+  /// With `nonblocking` (a start_*() call) only a plain Connection back
+  /// end serves it; the blocking calls serve every back end (a request on
+  /// Sentinel or Cluster then runs to its end in send(): their routing
+  /// blocks). Errors: kInvalidArgument (an operation in flight, or
+  /// nonblocking over Sentinel or Cluster).
+  Status begin_op(uint8_t op, bool nonblocking);
+  /// Ends the operation; returns `s`.
+  Status end_op(Status s);
+  /// The operation in flight (0: none).
+  uint8_t op() const { return op_; }
+  OpPhase phase() const { return phase_; }
+
+  /// Starts `call`, whose arrays (words()) must live until its reply is in,
+  /// within `deadline`: written at once without blocking on a plain
+  /// connection (a connect or reconnect still blocks, up to
+  /// connect_timeout), run to its end on another back end. Returns
+  /// kInProgress: reply() has the outcome.
+  Status send(const ScriptCall& call, Deadline deadline);
+  /// As send() for a plain command (BLPOP).
+  Status send_command(Span<const Bytes> args, Deadline deadline);
+  /// `first` and then `call` in one write (plain connection only): the
+  /// outcome is the call's; first_status() the command's.
+  Status send_pipelined(Span<const Bytes> first, const ScriptCall& call, Deadline deadline);
+  /// The outcome of the request in flight: nullptr while pending, else its
+  /// reply or error (kTimeout once its deadline passed: the connection is
+  /// closed). A reply lives until the connection's next request.
+  Result<const Reply*> reply();
+  /// The first command's outcome after send_pipelined() (ok otherwise).
+  Status first_status() const { return first_; }
+  /// Pauses for `d` (phase kPause) and returns kInProgress.
+  Status pause(Nanos d);
+  /// True once the pause is over (then phase kIdle).
+  bool pause_over();
+  /// The request's words, kept here while it is in flight.
+  RequestWords& words() { return words_; }
+
+  /// What the operation waits on (Lease::wait_fds(), next_deadline()).
+  size_t wait_fds(pollfd* out, size_t cap) const;
+  Deadline next_deadline() const;
+  /// The blocking driver: while `s` is kInProgress, waits for what the
+  /// operation waits on and calls step(self). Returns the final status.
+  Status run(Status s, OpStep step, void* self);
+  /// Lease::cancel(): the request in flight ends as kTimeout (the
+  /// connection closed), a pause ends, and step(self) is run to the end
+  /// with no new request sent (each ends as kTimeout) and no new wait.
+  void cancel(OpStep step, void* self);
+
+  /// A wait of `wait` from now (negative or kForever: no end) for the
+  /// operation's attempts; the first attempt's deadline is the caller's.
+  void begin_wait(Nanos wait);
+  /// After an attempt that ended with `s`: true if the wait goes on, with
+  /// the time left of it in *left (> 0).
+  bool wait_on(Status s, Nanos* left);
+  /// A retry's deadline: one command timeout, cut at attempts_until().
+  Deadline attempt_deadline() const;
+  /// The wait's end plus one command timeout (the last round trip's
+  /// budget): no attempt outlives it.
+  Deadline attempts_until() const { return attempts_until_; }
+  /// Time left of the wait (0 once over).
+  Nanos wait_left() const { return wait_until_.remaining(clock()); }
+
   /// The one retry loop: after the first attempt's status `first`, runs
   /// `step` while the last status is retryable (`on`) and `deadline` has
   /// not passed, within a bounded count. Attempts end by deadline + one
@@ -118,14 +206,31 @@ class LeaseCore {
   Status retry(Status first, Deadline deadline, RetryOn on, Step step, void* self);
 
  private:
+  void complete(Result<const Reply*> r);
+  Status started(Status s);
+  void await();
+
   // Small fields first: short offsets, shorter code on Thumb-2.
   Backend* backend_;
+  uint8_t op_ = 0;
+  OpPhase phase_ = OpPhase::kIdle;
+  bool done_ = false;        // the request's outcome is in result_
+  bool pipelined_ = false;   // send_pipelined(): two replies due
+  bool cancelling_ = false;  // cancel(): nothing new starts
+  bool waiting_ = false;     // begin_wait(): failed attempts may be retried
+  uint32_t attempts_ = 0;
+  Status first_;
+  Result<const Reply*> result_{nullptr};
+  Deadline deadline_ = Deadline::never();       // the request's, or the pause's end
+  Deadline wait_until_ = Deadline::never();     // the wait's end
+  Deadline attempts_until_ = Deadline::never(); // the wait's end + one command timeout
   size_t key_len_ = 0;
   Millis busy_ttl_{0};
   double drift_factor_ = 0.01;
   Prng rng_;
   Backoff backoff_{Millis(2), Millis(250)};
   Metrics metrics_;
+  RequestWords words_;
   uint8_t key_[kMaxKeyLen] = {};
 };
 

@@ -1,0 +1,231 @@
+#pragma once
+/// @file fair_lock.h
+/// A first-come-first-served lock on one Redis key (one server, the
+/// primary Sentinel names, or the cluster node owning the key's slot).
+/// Waiters queue on the server, in arrival order, and the lock goes to the
+/// head of the queue only: a releaser that tries again at once queues
+/// behind the others (no barging), so no waiter starves. With K contending
+/// handles and holds of H, a wait lasts at most about
+/// (K - 1) x (H + handoff) + one waiter_timeout (a dead waiter's slack).
+///
+/// The key holds the holder's token as for Lock, with the same TTL,
+/// owner-checked release and extend, fencing (the same "{key}:fence"
+/// counter, so fences stay monotonic if a key moves between Lock and
+/// FairLock) and local validity. Lock and FairLock on one key exclude each
+/// other, but only FairLocks queue: a plain Lock can take the key whenever
+/// it is free. Use one kind per key.
+///
+/// The queue lives in companion keys in the key's hash slot, unique per
+/// key like Lock's (lock.h): "{key}:queue" (a hash: one entry per waiter
+/// with its arrival number and deadline, an index from arrival number to
+/// waiter and the lowest live arrival number, so a step costs a few
+/// commands whatever the queue's length) and one wake list per waiter,
+/// "{key}:w:<arrival number>"; "queue:{X}" and "w:<n>:{X}" for a key
+/// "{X}". Each step (join, grant, release, leave) is one atomic script,
+/// timed by the server's clock. A waiter blocks on its own wake list
+/// (BLPOP, with its next attempt pipelined behind) and renews its place at
+/// least every waiter_timeout / 2. The grant tells the holder who is next,
+/// and its release wakes exactly that waiter: a handoff costs what Lock's
+/// does, and no other waiter wakes. One that crashes or stops waiting
+/// drops out of the queue waiter_timeout after its last renewal, so it
+/// cannot block the rest; acquire() leaves the queue itself when its wait
+/// ends. A waiter frozen (SIGSTOP) while its attempt waits on the server
+/// behind its BLPOP may still be granted when the BLPOP returns; the lock
+/// then frees at its TTL, as for a holder that freezes.
+///
+/// Needs Redis 7 (or Valkey): scripts read TIME and write after it.
+
+#include <cstdint>
+
+#include "edgelock/backend.h"
+#include "edgelock/bytes.h"
+#include "edgelock/connection.h"
+#include "edgelock/detail/decimal_text.h"
+#include "edgelock/detail/lease_core.h"
+#include "edgelock/lease.h"
+#include "edgelock/limits.h"
+#include "edgelock/lock.h"
+#include "edgelock/metrics.h"
+#include "edgelock/span.h"
+#include "edgelock/status.h"
+
+namespace edgelock {
+
+/// What acquire() does with its place in the queue when its wait ends
+/// without a grant.
+enum class GiveUp : uint8_t {
+  kLeave,  ///< Leave the queue (the default).
+  kStay,   ///< Keep the place: the next acquire() goes on from it; leave()
+           ///< gives it up (else it lapses waiter_timeout after the last
+           ///< attempt). For callers that wait in slices.
+};
+
+struct FairLockOptions {
+  /// Lease length; the server deletes the key after it. 1 ms .. kMaxTtl.
+  Millis ttl{10000};
+  /// As LockOptions::drift_factor. 0 .. 0.5.
+  double drift_factor = 0.01;
+  /// Backoff between attempts when no wake signal can be waited for
+  /// (connection errors, a holder without TTL, BLPOP refused).
+  Nanos retry_min = Millis(2);
+  Nanos retry_max = Millis(250);
+  /// How long a queued waiter keeps its place without renewing it. A
+  /// waiting acquire() renews at least every waiter_timeout / 2, so this
+  /// bounds how long a crashed (or stopped) waiter can hold up the queue,
+  /// at the cost of one round trip per waiter_timeout / 2 while waiting.
+  /// 500 ms .. kMaxTtl. Half of it must cover the server's lateness in
+  /// ending a BLPOP (up to its timer period, 1 / hz: 100 ms by default)
+  /// plus a round trip, or a waiter lapses and queues again at the end.
+  Millis waiter_timeout{2000};
+};
+
+class FairLock final : public Lease {
+ public:
+  /// Uses `backend` (a Connection, Sentinel or Cluster) and its clock for
+  /// every operation; it must outlive the lock.
+  explicit FairLock(Backend& backend) : core_(backend) {}
+  FairLock(const FairLock&) = delete;
+  FairLock& operator=(const FairLock&) = delete;
+
+  /// Sets the key and options. No I/O. Errors: kInvalidArgument (empty or
+  /// longer than kMaxKeyLen, TTL, drift, retry delays or waiter_timeout
+  /// out of range, or a key the back end refuses: on a cluster, a key
+  /// whose companion keys would land in another slot), kRandomFailed.
+  Status init(Bytes key, const FairLockOptions& options = {});
+
+  /// One attempt with a fresh token, without joining the queue: granted
+  /// only if the lock is free and nobody is queued. Errors: kBusy (held,
+  /// or others are queued), kExpired (granted, but the round trip used up
+  /// the validity; released again), kInvalidArgument (not init()ed, or
+  /// already holding: release first), kRandomFailed, kProtocol (reply
+  /// neither a fence nor a busy answer: the connection is closed),
+  /// kServerError (also: the fence counter is of the wrong type or at
+  /// INT64_MAX, the text names it, and the key was not set; or a companion
+  /// key of the wrong type), Connection::command()'s, and on Sentinel or
+  /// Cluster Backend::eval()'s: kNoQuorum (replicas did not confirm the
+  /// grant in time; released again), kBufferTooSmall.
+  /// On kTimeout, kIo, kConnectionClosed or kProtocol (and kNoQuorum whose
+  /// hand-back failed) the grant may have landed: held() is false but the
+  /// token is kept, so call release() to remove it.
+  Status try_acquire();
+  /// Joins the queue (or, after a wait that kept its place, goes on from
+  /// there with the same token) and waits until it is this handle's turn,
+  /// for at most `wait` (kForever or negative = forever; 0 without a kept
+  /// place = try_acquire()).
+  /// While queued it blocks on its wake list (BLPOP) for at most the
+  /// holder's remaining TTL, waiter_timeout / 2 and (on a plain
+  /// connection, where its next attempt is pipelined behind the BLPOP)
+  /// ttl / 4, then renews its place;
+  /// else it sleeps with capped, jittered backoff (same caps). Connection
+  /// failures are retried within the wait; retries keep the token (and so
+  /// the place in the queue, and a grant whose reply was lost is
+  /// recognised). A grant that came too late is handed back and the
+  /// handle queues again, at the end. When the wait ends without a grant
+  /// it leaves the queue (best effort: else it drops out after
+  /// waiter_timeout), unless `give_up` is GiveUp::kStay. Returns by wait +
+  /// command_timeout at the latest. Allocates nothing.
+  /// Errors: kBusy (not our turn by the end), kExpired (the last grant
+  /// came too late), or the last connection error, or try_acquire()'s
+  /// non-retryable ones. As there: on kTimeout, kIo, kConnectionClosed or
+  /// kProtocol the grant may have landed: call release().
+  Status acquire(Nanos wait, GiveUp give_up = GiveUp::kLeave);
+  /// Gives up a place kept by acquire(wait, GiveUp::kStay); if it was the
+  /// head of a free lock, wakes the next waiter. Errors: kNotHeld (no
+  /// place kept), kProtocol, Connection::command()'s (the place then
+  /// lapses after waiter_timeout).
+  Status leave();
+  /// True while this handle has a place in the queue (kept, or during a
+  /// wait).
+  bool queued() const { return joined_ && has_token_ && !granted_; }
+  /// Owner-checked delete (and leaves the queue if queued, as after a
+  /// failed acquire); wakes the head of the queue (one more round
+  /// trip, best effort, if the head is not the waiter the grant named:
+  /// it left, or joined later). Afterwards held()
+  /// is false whatever the outcome. Errors: as Lock::release(): kNotHeld,
+  /// kNotOwner, kProtocol, Connection::command()'s (on Sentinel or Cluster
+  /// Backend::eval()'s); on kProtocol and command errors the token is kept
+  /// and release() may be called again.
+  Status release() override;
+  /// Owner-checked TTL change; `ttl` > 0. As Lock::extend(), with the same
+  /// errors and the same rule for unknown outcomes.
+  Status extend(Millis ttl, ExtendMode mode = ExtendMode::kAdd);
+  /// Resets the TTL to options().ttl. Errors: as extend().
+  Status renew() override;
+  /// Asks the server whether the key still holds our token.
+  /// Errors: kNotHeld (no token), kProtocol, Connection::command()'s.
+  Result<bool> owned();
+  /// What the server says about the key, whoever holds it.
+  /// Errors: Connection::command()'s, kProtocol.
+  Result<KeyStatus> status();
+  /// Takes over a lease by token so release(), extend() and owned() act
+  /// on it (validity unknown, 0, until an extend). Errors: kInvalidArgument
+  /// (empty or too long).
+  Status adopt(Bytes token);
+
+  /// Conservative validity left (0 if not held).
+  Nanos remaining() const override;
+  uint64_t fence() const override { return fence_; }
+  Bytes token() const override { return Bytes(token_, token_len_); }
+  Bytes key() const override { return core_.key(); }
+  /// The holder's TTL seen by the last busy attempt (0 also for a holder
+  /// without TTL).
+  Millis busy_ttl() const { return core_.busy_ttl(); }
+  /// Our place in the queue at the last busy attempt: 1 = next; waiters
+  /// ahead that left are counted until the head passes them; 0 = not
+  /// queued.
+  uint32_t queue_position() const { return position_; }
+  const FairLockOptions& options() const { return options_; }
+  const Metrics& metrics() const { return core_.metrics(); }
+  void reset_metrics() { core_.reset_metrics(); }
+  const char* last_error() const override { return core_.backend().last_error(); }
+  Nanos renew_budget() const override { return core_.command_timeout(); }
+  Clock& clock() const override { return core_.clock(); }
+  Backend& backend() const { return core_.backend(); }
+  Connection& connection() const { return core_.connection(); }
+
+ private:
+  /// A waiter's wake list name, "{key}:w:<seq>".
+  struct WakeKey {
+    size_t len = 0;
+    uint8_t data[kMaxKeyLen + 32];
+    Bytes bytes() const { return Bytes(data, len); }
+  };
+
+  Status attempt(Deadline deadline, bool join, Span<const Bytes> blpop = {});
+  Status on_acquire_reply(const Result<const Reply*>& r, TimePoint start);
+  Status on_busy_reply(const Reply* rep);
+  Result<const Reply*> eval(const ScriptCall& call, Deadline deadline);
+  Status wake_key_of(uint64_t seq, WakeKey* out) const;
+  void wake(int64_t seq);
+  Status send_release();
+  Status send_extend(Millis ttl, ExtendMode mode);
+  Status leave_queue(Deadline op_deadline);
+  void forget();
+  Status next_attempt(Status last, Nanos left, Deadline op_deadline);
+  bool pause(Status last, Nanos left, Deadline op_deadline, Status* attempted);
+  bool await_turn(Nanos cap, bool pipelined, Deadline op_deadline, Status* attempted);
+
+  // Small fields first: short offsets, shorter code on Thumb-2.
+  bool has_token_ = false;      // release/extend may act (held or maybe held)
+  bool granted_ = false;        // the server confirmed the grant
+  bool wake_supported_ = true;  // false after the server refused BLPOP
+  bool joined_ = false;         // a join was sent since the last grant
+  uint32_t position_ = 0;
+  size_t token_len_ = 0;
+  Millis hint_{0};              // last busy answer's wait_ms
+  uint64_t seq_ = 0;            // our arrival number (0: not queued)
+  uint64_t next_seq_ = 0;       // the waiter our grant named as next
+  TimePoint valid_until_{};
+  uint64_t fence_ = 0;
+  FairLockOptions options_;
+  detail::DecimalText ttl_text_;   // options_.ttl as sent
+  detail::DecimalText join_text_;  // +waiter_timeout: join the queue
+  detail::DecimalText try_text_;   // -waiter_timeout: only try
+  char token_[kMaxTokenLen] = {};
+  detail::LeaseCore core_;
+  detail::CompanionKey fence_key_;  // "{key}:fence"
+  detail::CompanionKey queue_key_;  // "{key}:queue"
+  WakeKey wake_key_;                // "{key}:w:<seq_>": where we wait
+};
+
+}  // namespace edgelock

@@ -1,0 +1,231 @@
+// LeaseCore: the operation in flight of a single-server primitive (one
+// request or one pause at a time), the wait around its attempts, and the
+// blocking driver that turns the start/step machine into a blocking call.
+#include "edgelock/connection.h"
+#include "edgelock/detail/connection_io.h"
+#include "edgelock/detail/lease_core.h"
+
+namespace edgelock {
+namespace detail {
+
+namespace {
+
+// Each driver turn moves bytes, waits or ends a pause; the count only
+// guards against a misbehaving peer.
+constexpr int kMaxTurns = 1 << 20;
+// A second guard behind every wait's deadline (as LeaseCore::retry()).
+constexpr uint32_t kMaxWaitAttempts = 1000000;
+// Steps cancel() runs: an operation ends within a few (the request, a
+// hand-back, the end).
+constexpr int kMaxCancelSteps = 8;
+
+// A deadline that has passed on every clock: "step now".
+constexpr Deadline kNow = Deadline::at(TimePoint());
+
+}  // namespace
+
+Status LeaseCore::begin_op(uint8_t op, bool nonblocking) {
+  if (op_ != 0 || op == 0) return ErrorCode::kInvalidArgument;
+  if (nonblocking && !backend_->direct()) return ErrorCode::kInvalidArgument;
+  op_ = op;
+  phase_ = OpPhase::kIdle;
+  done_ = false;
+  waiting_ = false;
+  return Status();
+}
+
+Status LeaseCore::end_op(Status s) {
+  op_ = 0;
+  phase_ = OpPhase::kIdle;
+  done_ = false;
+  waiting_ = false;
+  return s;
+}
+
+void LeaseCore::complete(Result<const Reply*> r) {
+  done_ = true;
+  result_ = r;
+}
+
+Status LeaseCore::started(Status s) {
+  if (!s.ok()) {
+    complete(s);
+    return ErrorCode::kInProgress;
+  }
+  // Written now: the request is on its way before the caller's loop waits.
+  const Result<const Reply*> r = io(*backend_->direct()).advance();
+  if (!r.ok()) complete(r);
+  return ErrorCode::kInProgress;
+}
+
+Status LeaseCore::send(const ScriptCall& call, Deadline deadline) {
+  phase_ = OpPhase::kRequest;
+  done_ = false;
+  pipelined_ = false;
+  first_ = Status();
+  deadline_ = deadline;
+  if (cancelling_) {
+    complete(ErrorCode::kTimeout);
+    return ErrorCode::kInProgress;
+  }
+  Connection* c = backend_->direct();
+  if (!c) {
+    complete(backend_->eval(call, deadline));  // Sentinel, Cluster: blocking calls only
+    return ErrorCode::kInProgress;
+  }
+  return started(io(*c).start_eval(call, deadline));
+}
+
+Status LeaseCore::send_command(Span<const Bytes> args, Deadline deadline) {
+  phase_ = OpPhase::kRequest;
+  done_ = false;
+  pipelined_ = false;
+  first_ = Status();
+  deadline_ = deadline;
+  if (cancelling_) {
+    complete(ErrorCode::kTimeout);
+    return ErrorCode::kInProgress;
+  }
+  Connection* c = backend_->direct();
+  if (!c) {
+    complete(backend_->command(key(), args, deadline));
+    return ErrorCode::kInProgress;
+  }
+  return started(io(*c).start_command(args, deadline));
+}
+
+Status LeaseCore::send_pipelined(Span<const Bytes> first, const ScriptCall& call,
+                                 Deadline deadline) {
+  phase_ = OpPhase::kRequest;
+  done_ = false;
+  first_ = Status();
+  deadline_ = deadline;
+  Connection* c = backend_->direct();
+  if (cancelling_ || !c) {
+    complete(cancelling_ ? ErrorCode::kTimeout : ErrorCode::kInvalidArgument);
+    return ErrorCode::kInProgress;
+  }
+  pipelined_ = true;
+  return started(io(*c).start_command_then_eval(first, call, deadline));
+}
+
+Result<const Reply*> LeaseCore::reply() {
+  if (done_) {
+    done_ = false;
+    phase_ = OpPhase::kIdle;
+    return result_;
+  }
+  ConnectionIo io = detail::io(*backend_->direct());
+  for (int i = 0; i < 2; ++i) {
+    const Result<const Reply*> r = io.advance();
+    if (r.ok() && !r.value()) break;
+    if (pipelined_ && io.busy()) {
+      // The first command's reply (or its error reply): the call's is next.
+      first_ = r.ok() ? Status() : r.status();
+      pipelined_ = false;
+      continue;
+    }
+    phase_ = OpPhase::kIdle;
+    return r;
+  }
+  if (!deadline_.expired(clock())) return static_cast<const Reply*>(nullptr);
+  phase_ = OpPhase::kIdle;
+  return io.abandon();
+}
+
+Status LeaseCore::pause(Nanos d) {
+  if (cancelling_) return end_op(ErrorCode::kTimeout);
+  phase_ = OpPhase::kPause;
+  deadline_ = Deadline::at(clock().now() + (d > Nanos::zero() ? d : Nanos::zero()));
+  return ErrorCode::kInProgress;
+}
+
+bool LeaseCore::pause_over() {
+  if (phase_ == OpPhase::kPause && !deadline_.expired(clock())) return false;
+  phase_ = OpPhase::kIdle;
+  return true;
+}
+
+size_t LeaseCore::wait_fds(pollfd* out, size_t cap) const {
+  if (phase_ != OpPhase::kRequest || done_ || !out || cap == 0) return 0;
+  Connection* c = backend_->direct();
+  if (!c) return 0;
+  const ConnectionIo io = detail::io(*c);
+  if (!io.busy() || io.fd() < 0) return 0;
+  out[0] = pollfd{io.fd(), io.wait_events(), 0};
+  return 1;
+}
+
+Deadline LeaseCore::next_deadline() const {
+  switch (phase_) {
+    case OpPhase::kPause: return deadline_;
+    case OpPhase::kRequest: {
+      if (done_) return kNow;
+      Connection* c = backend_->direct();
+      // Decrypted TLS bytes wait where a poll() cannot see them.
+      if (c && io(*c).has_pending_input()) return kNow;
+      return deadline_;
+    }
+    default: return op_ != 0 ? kNow : Deadline::never();
+  }
+}
+
+void LeaseCore::await() {
+  if (phase_ == OpPhase::kPause) {
+    clock().sleep_for(deadline_.remaining(clock()));
+    return;
+  }
+  if (phase_ != OpPhase::kRequest || done_) return;
+  const Status s = io(*backend_->direct()).await(deadline_);
+  // A failed read or wait closed the connection: that is the outcome.
+  if (!s.ok() && s.code() != ErrorCode::kTimeout) complete(s);
+}
+
+Status LeaseCore::run(Status s, OpStep step, void* self) {
+  for (int turn = 0; turn < kMaxTurns && s.code() == ErrorCode::kInProgress; ++turn) {
+    await();
+    s = step(self);
+  }
+  if (s.code() != ErrorCode::kInProgress) return s;
+  cancel(step, self);
+  return ErrorCode::kTimeout;
+}
+
+void LeaseCore::cancel(OpStep step, void* self) {
+  if (op_ == 0) return;
+  if (phase_ == OpPhase::kPause) {
+    end_op(ErrorCode::kTimeout).ignore();  // nothing in flight to account for
+    return;
+  }
+  cancelling_ = true;
+  if (phase_ == OpPhase::kRequest && !done_) {
+    ConnectionIo io = detail::io(*backend_->direct());
+    complete(io.busy() ? io.abandon() : Status(ErrorCode::kTimeout));
+  }
+  for (int i = 0; i < kMaxCancelSteps && op_ != 0; ++i) step(self).ignore();
+  if (op_ != 0) end_op(ErrorCode::kTimeout).ignore();
+  cancelling_ = false;
+}
+
+void LeaseCore::begin_wait(Nanos wait) {
+  waiting_ = true;
+  attempts_ = 0;
+  wait_until_ = wait_deadline(wait);
+  // The last attempt may start just before the wait ends and still needs
+  // its round trip.
+  attempts_until_ =
+      wait_until_.is_never() ? wait_until_ : Deadline::at(wait_until_.when() + command_timeout());
+  backoff_.reset();
+}
+
+bool LeaseCore::wait_on(Status s, Nanos* left) {
+  if (!waiting_ || cancelling_ || s.ok() || !traits(s.code()).retryable) return false;
+  if (++attempts_ >= kMaxWaitAttempts) return false;
+  *left = wait_until_.remaining(clock());
+  return *left > Nanos::zero();
+}
+
+Deadline LeaseCore::attempt_deadline() const { return io_deadline().min(attempts_until_); }
+
+}  // namespace detail
+}  // namespace edgelock
