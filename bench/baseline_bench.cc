@@ -49,12 +49,14 @@ bool is_one(const redisReply* r) { return r->type == REDIS_REPLY_INTEGER && r->i
 bool cycle_seq(Peer* peers, int n, const char* key, const char* token, const char* ttl) {
   bool ok = true;
   for (int i = 0; i < n; ++i) {
-    ok &= expect(static_cast<redisReply*>(
-                     redisCommand(peers[i].ctx, "SET %s %s NX PX %s", key, token, ttl)), is_ok);
+    ok &= expect(
+        static_cast<redisReply*>(redisCommand(peers[i].ctx, "SET %s %s NX PX %s", key, token, ttl)),
+        is_ok);
   }
   for (int i = 0; i < n; ++i) {
     ok &= expect(static_cast<redisReply*>(
-                     redisCommand(peers[i].ctx, "EVALSHA %s 1 %s %s", peers[i].sha, key, token)), is_one);
+                     redisCommand(peers[i].ctx, "EVALSHA %s 1 %s %s", peers[i].sha, key, token)),
+                 is_one);
   }
   return ok;
 }
@@ -75,9 +77,11 @@ bool fan_out(Peer* peers, int n, bool (*check)(const redisReply*)) {
 }
 
 bool cycle_par(Peer* peers, int n, const char* key, const char* token, const char* ttl) {
-  for (int i = 0; i < n; ++i) redisAppendCommand(peers[i].ctx, "SET %s %s NX PX %s", key, token, ttl);
+  for (int i = 0; i < n; ++i)
+    redisAppendCommand(peers[i].ctx, "SET %s %s NX PX %s", key, token, ttl);
   bool ok = fan_out(peers, n, is_ok);
-  for (int i = 0; i < n; ++i) redisAppendCommand(peers[i].ctx, "EVALSHA %s 1 %s %s", peers[i].sha, key, token);
+  for (int i = 0; i < n; ++i)
+    redisAppendCommand(peers[i].ctx, "EVALSHA %s 1 %s %s", peers[i].sha, key, token);
   return fan_out(peers, n, is_one) && ok;
 }
 

@@ -45,9 +45,11 @@ bool parse_args(int argc, char** argv, Args* out, const char* program) {
     else if (std::strcmp(f, "--workload") == 0) out->workload = v;
     else if (std::strcmp(f, "--mode") == 0) out->mode = v;
     else if (std::strcmp(f, "--key") == 0) out->key = v;
-    else if (std::strcmp(f, "--url") == 0) ok = out->nurls < kMaxUrls && (out->urls[out->nurls++] = v);
+    else if (std::strcmp(f, "--url") == 0)
+      ok = out->nurls < kMaxUrls && (out->urls[out->nurls++] = v);
     else if (std::strcmp(f, "--cycles") == 0) ok = to_long(v, 1, &out->cycles);
-    else if (std::strcmp(f, "--clients") == 0) ok = to_long(v, 1, &n) && n <= 64 && (out->clients = static_cast<int>(n));
+    else if (std::strcmp(f, "--clients") == 0)
+      ok = to_long(v, 1, &n) && n <= 64 && (out->clients = static_cast<int>(n));
     else if (std::strcmp(f, "--ttl-ms") == 0) ok = to_long(v, 1, &out->ttl_ms);
     else if (std::strcmp(f, "--hold-us") == 0) ok = to_long(v, 0, &out->hold_us);
     else ok = false;
@@ -147,12 +149,12 @@ void print_report(const Report& r, bool json) {
     std::snprintf(h99, sizeof h99, "%.1f", static_cast<double>(r.handoff->quantile(0.99)) / 1e3);
   }
   if (r.commands_per_grant >= 0) std::snprintf(cpg, sizeof cpg, "%.2f", r.commands_per_grant);
-  const char* fmt = json
-      ? "{\"peer\":\"%s\",\"workload\":\"%s\",\"cycles\":%ld,\"seconds\":%.3f,\"p50_us\":%s,"
-        "\"p99_us\":%s,\"ops_per_s\":%.0f,\"handoff_p50_us\":%s,\"handoff_p99_us\":%s,"
-        "\"max_rss_kb\":%ld,\"commands_per_grant\":%s}\n"
-      : "peer %s  workload %s  cycles %ld  seconds %.3f  p50 %s us  p99 %s us  %.0f ops/s\n"
-        "handoff p50 %s us  p99 %s us  max rss %ld kB  commands/grant %s\n";
+  const char* fmt =
+      json ? "{\"peer\":\"%s\",\"workload\":\"%s\",\"cycles\":%ld,\"seconds\":%.3f,\"p50_us\":%s,"
+             "\"p99_us\":%s,\"ops_per_s\":%.0f,\"handoff_p50_us\":%s,\"handoff_p99_us\":%s,"
+             "\"max_rss_kb\":%ld,\"commands_per_grant\":%s}\n"
+           : "peer %s  workload %s  cycles %ld  seconds %.3f  p50 %s us  p99 %s us  %.0f ops/s\n"
+             "handoff p50 %s us  p99 %s us  max rss %ld kB  commands/grant %s\n";
   const long own = own_max_rss_kb();
   const long rss = r.max_rss_kb > own ? r.max_rss_kb : own;
   std::printf(fmt, r.peer, r.workload, r.cycles, r.seconds, p50, p99, ops, h50, h99, rss, cpg);

@@ -20,8 +20,8 @@ struct Args {
   long ttl_ms = 10000;
   long hold_us = -1;  // -1: workload default
   bool json = false;
-  bool no_wake = false;  // edgelock: LockOptions::wake_on_release = false
-  bool no_fencing = false;  // edgelock quorum: QuorumOptions::fencing = false
+  bool no_wake = false;      // edgelock: LockOptions::wake_on_release = false
+  bool no_fencing = false;   // edgelock quorum: QuorumOptions::fencing = false
   const char* mode = "seq";  // baseline: seq | par
   const char* key = "edgelock-bench";
 };

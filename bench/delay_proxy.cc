@@ -127,7 +127,8 @@ bool DelayProxy::start() {
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof a;
   if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      listen(listen_fd_, 64) != 0 || getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+      listen(listen_fd_, 64) != 0 ||
+      getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
     return false;
   }
   port_ = ntohs(a.sin_port);
@@ -199,9 +200,9 @@ void DelayProxy::run() {
         if (!d.blocked && !deliver(d, t)) p->dead = true;
       }
     }
-    pairs_.erase(std::remove_if(pairs_.begin(), pairs_.end(), [](const std::unique_ptr<Pair>& p) {
-      return p->done();
-    }), pairs_.end());
+    pairs_.erase(std::remove_if(pairs_.begin(), pairs_.end(),
+                                [](const std::unique_ptr<Pair>& p) { return p->done(); }),
+                 pairs_.end());
     open_pairs_.store(static_cast<int>(pairs_.size()));
     size_t queued = 0;
     for (const auto& p : pairs_) queued += p->dir[0].queue.size() + p->dir[1].queue.size();

@@ -45,7 +45,7 @@ struct Shared {
   std::atomic<int64_t> start_ns{0};
   std::atomic<int64_t> end_ns{0};
   std::atomic<long> max_rss_kb{0};
-  std::atomic<long> regrants{0};  // the releaser itself got the next grant
+  std::atomic<long> regrants{0};    // the releaser itself got the next grant
   std::atomic<uint32_t> grants{0};  // futex word: bumped on every grant
   Stamp ring[kRing];
   Histogram latency;
@@ -86,7 +86,8 @@ int run_uncontended(const Args& a, Shared& sh) {
   r.cycles = a.cycles;
   r.seconds = seconds;
   r.latency = &sh.latency;
-  r.commands_per_grant = static_cast<double>(conn.stats().commands - before) / static_cast<double>(a.cycles);
+  r.commands_per_grant =
+      static_cast<double>(conn.stats().commands - before) / static_cast<double>(a.cycles);
   r.errors = sh.errors.load();
   bench::print_report(r, a.json);
   return r.errors ? 1 : 0;
@@ -193,11 +194,13 @@ int run_processes(const Args& a, Shared& sh, long hold_us, bool handoff) {
   r.seconds = static_cast<double>(sh.end_ns.load() - sh.start_ns.load()) / 1e9;
   r.latency = &sh.latency;
   r.handoff = &sh.handoff;
-  r.commands_per_grant = static_cast<double>(sh.commands.load()) / static_cast<double>(sh.tickets.load());
+  r.commands_per_grant =
+      static_cast<double>(sh.commands.load()) / static_cast<double>(sh.tickets.load());
   r.errors = sh.errors.load() + failed;
   r.max_rss_kb = sh.max_rss_kb.load();
   bench::print_report(r, a.json);
-  std::fprintf(stderr, "%ld of %ld grants went to another process (handoffs), %ld back to the releaser\n",
+  std::fprintf(stderr,
+               "%ld of %ld grants went to another process (handoffs), %ld back to the releaser\n",
                static_cast<long>(sh.handoff.count()), sh.tickets.load() - 1, sh.regrants.load());
   return r.errors ? 1 : 0;
 }

@@ -113,7 +113,8 @@ int client(const Config& c, Shared& sh, int me, const char* key) {
   // Warm-up: the scripts get cached on the server (EVALSHA from here on).
   if (s.ok()) s = lock.acquire(edgelock::Millis(30000));
   if (s.ok()) s = lock.release();
-  if (!s.ok()) std::fprintf(stderr, "client %d set-up: %s (%s)\n", me, s.to_string(), conn.last_error());
+  if (!s.ok())
+    std::fprintf(stderr, "client %d set-up: %s (%s)\n", me, s.to_string(), conn.last_error());
   const uint32_t before = conn.stats().commands;
   sh.ready.fetch_add(1);
   for (long spin = 0; sh.go.load() == 0 && spin < 100000000; ++spin) usleep(50);
@@ -161,7 +162,8 @@ Figures run_mode(const Config& c, bool fair) {
     std::fflush(nullptr);
     pids[i] = fork();
     if (pids[i] == 0) {
-      _exit(fair ? client<edgelock::FairLock>(c, sh, i, key) : client<edgelock::Lock>(c, sh, i, key));
+      _exit(fair ? client<edgelock::FairLock>(c, sh, i, key)
+                 : client<edgelock::Lock>(c, sh, i, key));
     }
   }
   for (long spin = 0; sh.ready.load() < c.clients && spin < 600000; ++spin) usleep(50);
@@ -186,7 +188,8 @@ Figures run_mode(const Config& c, bool fair) {
   f.wait_max_ms = static_cast<double>(sh.max_wait_ns.load()) / 1e6;
   f.handoff_p50_us = static_cast<double>(sh.handoff.quantile(0.50)) / 1e3;
   f.handoff_p99_us = static_cast<double>(sh.handoff.quantile(0.99)) / 1e3;
-  f.commands_per_grant = f.grants ? static_cast<double>(sh.commands.load()) / static_cast<double>(f.grants) : 0;
+  f.commands_per_grant =
+      f.grants ? static_cast<double>(sh.commands.load()) / static_cast<double>(f.grants) : 0;
   f.bound_ms = (c.clients - 1) * (static_cast<double>(c.hold_ms) + f.handoff_p99_us / 1e3) +
                (fair ? static_cast<double>(c.waiter_timeout_ms) : 0);
   f.hold_p99_ms = static_cast<double>(sh.hold.quantile(0.99)) / 1e6;
@@ -199,21 +202,23 @@ Figures run_mode(const Config& c, bool fair) {
 
 void print(const Config& c, const char* mode, const Figures& f) {
   if (c.json) {
-    std::printf("{\"mode\":\"%s\",\"clients\":%d,\"hold_ms\":%ld,\"seconds\":%ld,\"grants\":%ld,"
-                "\"wait_p50_ms\":%.2f,\"wait_p99_ms\":%.2f,\"wait_max_ms\":%.2f,"
-                "\"handoff_p50_us\":%.1f,\"handoff_p99_us\":%.1f,\"grants_least\":%ld,"
-                "\"grants_most\":%ld,\"regrants\":%ld,\"commands_per_grant\":%.2f,"
-                "\"bound_ms\":%.1f,\"within_bound\":%s,\"hold_p99_ms\":%.2f,\"tight_bound_ms\":%.1f,"
-                "\"errors\":%ld}\n",
-                mode, c.clients, c.hold_ms, c.seconds, f.grants, f.wait_p50_ms, f.wait_p99_ms,
-                f.wait_max_ms, f.handoff_p50_us, f.handoff_p99_us, f.least, f.most, f.regrants,
-                f.commands_per_grant, f.bound_ms, f.wait_max_ms <= f.bound_ms ? "true" : "false",
-                f.hold_p99_ms, f.tight_ms, f.errors);
+    std::printf(
+        "{\"mode\":\"%s\",\"clients\":%d,\"hold_ms\":%ld,\"seconds\":%ld,\"grants\":%ld,"
+        "\"wait_p50_ms\":%.2f,\"wait_p99_ms\":%.2f,\"wait_max_ms\":%.2f,"
+        "\"handoff_p50_us\":%.1f,\"handoff_p99_us\":%.1f,\"grants_least\":%ld,"
+        "\"grants_most\":%ld,\"regrants\":%ld,\"commands_per_grant\":%.2f,"
+        "\"bound_ms\":%.1f,\"within_bound\":%s,\"hold_p99_ms\":%.2f,\"tight_bound_ms\":%.1f,"
+        "\"errors\":%ld}\n",
+        mode, c.clients, c.hold_ms, c.seconds, f.grants, f.wait_p50_ms, f.wait_p99_ms,
+        f.wait_max_ms, f.handoff_p50_us, f.handoff_p99_us, f.least, f.most, f.regrants,
+        f.commands_per_grant, f.bound_ms, f.wait_max_ms <= f.bound_ms ? "true" : "false",
+        f.hold_p99_ms, f.tight_ms, f.errors);
   } else {
-    std::printf("%-5s  grants %6ld  wait p50 %7.1f ms  p99 %7.1f ms  max %7.1f ms  handoff p50 %6.1f us"
-                "  p99 %7.1f us  grants/process %ld..%ld  back to releaser %ld  commands/grant %.2f\n",
-                mode, f.grants, f.wait_p50_ms, f.wait_p99_ms, f.wait_max_ms, f.handoff_p50_us,
-                f.handoff_p99_us, f.least, f.most, f.regrants, f.commands_per_grant);
+    std::printf(
+        "%-5s  grants %6ld  wait p50 %7.1f ms  p99 %7.1f ms  max %7.1f ms  handoff p50 %6.1f us"
+        "  p99 %7.1f us  grants/process %ld..%ld  back to releaser %ld  commands/grant %.2f\n",
+        mode, f.grants, f.wait_p50_ms, f.wait_p99_ms, f.wait_max_ms, f.handoff_p50_us,
+        f.handoff_p99_us, f.least, f.most, f.regrants, f.commands_per_grant);
   }
   if (f.errors) std::fprintf(stderr, "%s: %ld errors\n", mode, f.errors);
 }
@@ -229,14 +234,16 @@ bool parse(int argc, char** argv, Config* c) {
     const char* v = argv[++i];
     const long n = std::strtol(v, nullptr, 10);
     if (!std::strcmp(k, "--url")) c->url = v;
-    else if (!std::strcmp(k, "--clients") && n >= 2 && n <= kMaxClients) c->clients = static_cast<int>(n);
+    else if (!std::strcmp(k, "--clients") && n >= 2 && n <= kMaxClients)
+      c->clients = static_cast<int>(n);
     else if (!std::strcmp(k, "--hold-ms") && n >= 0 && n <= 10000) c->hold_ms = n;
     else if (!std::strcmp(k, "--seconds") && n >= 1 && n <= 3600) c->seconds = n;
     else if (!std::strcmp(k, "--waiter-timeout-ms") && n >= 10) c->waiter_timeout_ms = n;
     else if (!std::strcmp(k, "--ttl-ms") && n >= 100) c->ttl_ms = n;
     else if (!std::strcmp(k, "--rounds") && n >= 1 && n <= 100) c->rounds = static_cast<int>(n);
-    else if (!std::strcmp(k, "--mode") && (!std::strcmp(v, "both") || !std::strcmp(v, "fair") ||
-                                           !std::strcmp(v, "plain"))) c->mode = v;
+    else if (!std::strcmp(k, "--mode") &&
+             (!std::strcmp(v, "both") || !std::strcmp(v, "fair") || !std::strcmp(v, "plain")))
+      c->mode = v;
     else return false;
   }
   return c->url != nullptr;
@@ -247,9 +254,10 @@ bool parse(int argc, char** argv, Config* c) {
 int main(int argc, char** argv) {
   Config c;
   if (!parse(argc, argv, &c)) {
-    std::fprintf(stderr, "usage: edgelock-fair-bench --url URL [--clients 8] [--hold-ms 20] [--seconds 20]"
-                         " [--waiter-timeout-ms 2000] [--ttl-ms 10000] [--rounds 1]"
-                         " [--mode both|fair|plain] [--json]\n");
+    std::fprintf(stderr,
+                 "usage: edgelock-fair-bench --url URL [--clients 8] [--hold-ms 20] [--seconds 20]"
+                 " [--waiter-timeout-ms 2000] [--ttl-ms 10000] [--rounds 1]"
+                 " [--mode both|fair|plain] [--json]\n");
     return 2;
   }
   const bool plain = std::strcmp(c.mode, "fair") != 0;
@@ -271,13 +279,17 @@ int main(int argc, char** argv) {
       within = within && f.wait_max_ms <= f.bound_ms;
       fair_h50 = f.handoff_p50_us;
       if (!c.json) {
-        std::printf("fair   bound (K-1) x (H + handoff p99) + waiter_timeout = %d x (%ld ms + %.2f ms) + %ld ms"
-                    " = %.1f ms; longest wait %.1f ms: %s\n",
-                    c.clients - 1, c.hold_ms, f.handoff_p99_us / 1e3, c.waiter_timeout_ms, f.bound_ms,
-                    f.wait_max_ms, f.wait_max_ms <= f.bound_ms ? "within" : "EXCEEDED");
-        std::printf("fair   without a dead waiter: (K-1) x (hold p99 + handoff p99) = %d x (%.2f ms + %.2f ms)"
-                    " = %.1f ms; longest wait %.1f ms\n",
-                    c.clients - 1, f.hold_p99_ms, f.handoff_p99_us / 1e3, f.tight_ms, f.wait_max_ms);
+        std::printf(
+            "fair   bound (K-1) x (H + handoff p99) + waiter_timeout = %d x (%ld ms + %.2f ms) + "
+            "%ld ms"
+            " = %.1f ms; longest wait %.1f ms: %s\n",
+            c.clients - 1, c.hold_ms, f.handoff_p99_us / 1e3, c.waiter_timeout_ms, f.bound_ms,
+            f.wait_max_ms, f.wait_max_ms <= f.bound_ms ? "within" : "EXCEEDED");
+        std::printf(
+            "fair   without a dead waiter: (K-1) x (hold p99 + handoff p99) = %d x (%.2f ms + %.2f "
+            "ms)"
+            " = %.1f ms; longest wait %.1f ms\n",
+            c.clients - 1, f.hold_p99_ms, f.handoff_p99_us / 1e3, f.tight_ms, f.wait_max_ms);
       }
     }
     if (plain && fair && !c.json && plain_h50 > 0) {

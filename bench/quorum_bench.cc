@@ -65,7 +65,8 @@ Nanos cycle(QuorumLock& lock) {
   const Status s = lock.acquire(Millis(1000));
   const Status r = s.ok() ? lock.release() : s;
   if (!r.ok()) {
-    std::fprintf(stderr, "cycle over %zu: %s (%s)\n", lock.size(), r.to_string(), lock.last_error());
+    std::fprintf(stderr, "cycle over %zu: %s (%s)\n", lock.size(), r.to_string(),
+                 lock.last_error());
     return Nanos(-1);
   }
   return clock.now() - t0;
@@ -97,7 +98,8 @@ bool measure(QuorumLock& one, QuorumLock& all, std::vector<std::unique_ptr<Lock>
   std::vector<Nanos> samples[4];
   for (auto& v : samples) v.reserve(static_cast<size_t>(a.iterations));
   for (int i = 0; i < a.iterations + a.iterations / 10; ++i) {
-    const Nanos t[4] = {cycle(one), cycle(all), one_seq.empty() ? Nanos::zero() : sequential_cycle(one_seq),
+    const Nanos t[4] = {cycle(one), cycle(all),
+                        one_seq.empty() ? Nanos::zero() : sequential_cycle(one_seq),
                         all_seq.empty() ? Nanos::zero() : sequential_cycle(all_seq)};
     for (Nanos x : t) {
       if (x < Nanos::zero()) return false;
@@ -129,8 +131,8 @@ bool start_proxies(Args& a, std::vector<std::unique_ptr<test::DelayProxy>>& prox
 }
 
 // Lock objects for --sequential, each on its own connection.
-bool make_locks(const std::vector<const char*>& urls, size_t n, const char* key,
-                Connection* conns, std::vector<std::unique_ptr<Lock>>& locks) {
+bool make_locks(const std::vector<const char*>& urls, size_t n, const char* key, Connection* conns,
+                std::vector<std::unique_ptr<Lock>>& locks) {
   for (size_t i = 0; i < n; ++i) {
     if (!conns[i].setup(urls[i]).ok() || !conns[i].connect().ok()) return false;
     locks.emplace_back(new Lock(conns[i]));
@@ -183,16 +185,19 @@ int main(int argc, char** argv) {
   }
   Nanos p[4] = {};
   if (!measure(one, all, one_seq, all_seq, a, p)) return 1;
-  std::printf("acquire+release p50 over %d cycles each, interleaved (fencing %s, %.3g ms each way):\n",
-              a.iterations, a.fencing ? "on" : "off", a.delay_ms);
+  std::printf(
+      "acquire+release p50 over %d cycles each, interleaved (fencing %s, %.3g ms each way):\n",
+      a.iterations, a.fencing ? "on" : "off", a.delay_ms);
   std::printf("  1 server : %8.1f us\n", static_cast<double>(p[0].count()) / 1000.0);
   std::printf("  %zu servers: %8.1f us\n", n, static_cast<double>(p[1].count()) / 1000.0);
-  std::printf("  ratio    : %8.2f\n", static_cast<double>(p[1].count()) / static_cast<double>(p[0].count()));
+  std::printf("  ratio    : %8.2f\n",
+              static_cast<double>(p[1].count()) / static_cast<double>(p[0].count()));
   if (a.sequential) {
     std::printf("sequential reference (plain Locks, one after another):\n");
     std::printf("  1 lock   : %8.1f us\n", static_cast<double>(p[2].count()) / 1000.0);
     std::printf("  %zu locks  : %8.1f us\n", n, static_cast<double>(p[3].count()) / 1000.0);
-    std::printf("  ratio    : %8.2f\n", static_cast<double>(p[3].count()) / static_cast<double>(p[2].count()));
+    std::printf("  ratio    : %8.2f\n",
+                static_cast<double>(p[3].count()) / static_cast<double>(p[2].count()));
   }
   return 0;
 }

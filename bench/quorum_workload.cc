@@ -25,7 +25,8 @@ int run_quorum(const Args& a, Histogram& latency) {
   edgelock::QuorumOptions o;
   o.ttl = edgelock::Millis(a.ttl_ms);
   o.fencing = !a.no_fencing;
-  if (!lock.init(ptrs, static_cast<size_t>(a.nurls), edgelock::Bytes::from_cstr(a.key), o).ok()) return 1;
+  if (!lock.init(ptrs, static_cast<size_t>(a.nurls), edgelock::Bytes::from_cstr(a.key), o).ok())
+    return 1;
   if (!lock.acquire(edgelock::Millis(30000)).ok() || !lock.release().ok()) {
     std::fprintf(stderr, "warm-up cycle failed: %s\n", lock.last_error());
     return 1;

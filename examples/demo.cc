@@ -18,8 +18,8 @@
 #include <cstring>
 
 #include "demo_device.h"
-#include "edgelock/clock.h"
 #include "demo_worker.h"
+#include "edgelock/clock.h"
 
 namespace demo {
 namespace {
@@ -45,7 +45,8 @@ bool parse_args(int argc, char** argv, Config* c, int* modes) {
     else if (!std::strcmp(k, "--seconds") && v > 0 && v <= 3600) c->seconds = static_cast<int>(v);
     else if (!std::strcmp(k, "--ttl") && v >= 100 && v <= 60000) c->ttl_ms = v;
     else if (!std::strcmp(k, "--hang-pct") && v >= 0 && v <= 50) c->hang_pct = static_cast<int>(v);
-    else if (!std::strcmp(k, "--crash-pct") && v >= 0 && v <= 50) c->crash_pct = static_cast<int>(v);
+    else if (!std::strcmp(k, "--crash-pct") && v >= 0 && v <= 50)
+      c->crash_pct = static_cast<int>(v);
     else return false;
   }
   return c->url != nullptr && argc % 2 == 1;
@@ -79,7 +80,8 @@ int supervise(Device& dev, const Config& cfg, Slot* slots, int* next_id) {
       }
     }
     if (now > hard_end) {
-      for (int i = 0; i < cfg.workers; ++i) if (slots[i].pid > 0) kill(slots[i].pid, SIGKILL);
+      for (int i = 0; i < cfg.workers; ++i)
+        if (slots[i].pid > 0) kill(slots[i].pid, SIGKILL);
     }
     int status = 0;
     const pid_t pid = waitpid(-1, &status, WNOHANG | WUNTRACED);
@@ -87,11 +89,13 @@ int supervise(Device& dev, const Config& cfg, Slot* slots, int* next_id) {
       usleep(5000);
       continue;
     }
-    Slot* s = std::find_if(slots, slots + cfg.workers, [pid](const Slot& x) { return x.pid == pid; });
+    Slot* s =
+        std::find_if(slots, slots + cfg.workers, [pid](const Slot& x) { return x.pid == pid; });
     if (s == slots + cfg.workers) continue;
     if (WIFSTOPPED(status)) {
       // A pause well past the TTL: the lease must be gone when it wakes.
-      s->resume_at = now + (cfg.ttl_ms * 8 / 5 + (pid % 5) * cfg.ttl_ms / 10) * 1000000;  // ms -> ns
+      s->resume_at =
+          now + (cfg.ttl_ms * 8 / 5 + (pid % 5) * cfg.ttl_ms / 10) * 1000000;  // ms -> ns
       continue;
     }
     if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && now < dev.stop_ns) {
@@ -146,8 +150,8 @@ bool run_mode(const Config& cfg, Summary* out) {
   }
   dev->start_ns = mono_ns();
   dev->stop_ns = dev->start_ns + static_cast<int64_t>(cfg.seconds) * 1000000000LL;
-  std::printf("== %s: %d workers share one device through lock '%s'\n", cfg.fair ? "FairLock" : "Lock",
-              cfg.workers, cfg.key);
+  std::printf("== %s: %d workers share one device through lock '%s'\n",
+              cfg.fair ? "FairLock" : "Lock", cfg.workers, cfg.key);
   Slot slots[16];
   int next_id = 0;
   for (int i = 0; i < cfg.workers; ++i) {
@@ -168,8 +172,8 @@ void row(const char* label, const Summary* s, int n, int Summary::*field) {
 }
 
 void summary(const Config& cfg, const char* const* names, const Summary* s, int n) {
-  std::printf("Summary: %d workers, %d s per lock, TTL %lld ms (renewed every ~%lld ms)\n", cfg.workers,
-              cfg.seconds, (long long)cfg.ttl_ms, (long long)cfg.ttl_ms / 3);
+  std::printf("Summary: %d workers, %d s per lock, TTL %lld ms (renewed every ~%lld ms)\n",
+              cfg.workers, cfg.seconds, (long long)cfg.ttl_ms, (long long)cfg.ttl_ms / 3);
   std::printf("  %-34s", "");
   for (int i = 0; i < n; ++i) std::printf(" %16s", names[i]);
   std::printf("\n");
@@ -177,8 +181,8 @@ void summary(const Config& cfg, const char* const* names, const Summary* s, int 
   std::printf("  %-34s", "wait for a grant p50 / p99 / max");
   for (int i = 0; i < n; ++i) {
     char text[48];
-    std::snprintf(text, sizeof text, "%lld/%lld/%lld", (long long)s[i].p50_ms, (long long)s[i].p99_ms,
-                  (long long)s[i].max_ms);
+    std::snprintf(text, sizeof text, "%lld/%lld/%lld", (long long)s[i].p50_ms,
+                  (long long)s[i].p99_ms, (long long)s[i].max_ms);
     std::printf(" %16s", text);
   }
   std::printf("  (ms, from first asking)\n");
@@ -195,7 +199,8 @@ void summary(const Config& cfg, const char* const* names, const Summary* s, int 
   row("overlaps (two holders at once)", s, n, &Summary::overlaps);
   int overlaps = 0;
   for (int i = 0; i < n; ++i) overlaps += s[i].overlaps;
-  std::printf("  %s\n", overlaps == 0 ? "never two holders at once" : "<-- MUTUAL EXCLUSION BROKEN");
+  std::printf("  %s\n",
+              overlaps == 0 ? "never two holders at once" : "<-- MUTUAL EXCLUSION BROKEN");
 }
 
 }  // namespace
@@ -205,13 +210,15 @@ int main(int argc, char** argv) {
   demo::Config cfg;
   int modes = demo::kPlain | demo::kFair;
   if (!demo::parse_args(argc, argv, &cfg, &modes)) {
-    std::fprintf(stderr, "usage: edgelock-demo --url URL [--workers N] [--seconds S] [--ttl MS]"
-                         " [--hang-pct P] [--crash-pct P] [--mode both|plain|fair]\n");
+    std::fprintf(stderr,
+                 "usage: edgelock-demo --url URL [--workers N] [--seconds S] [--ttl MS]"
+                 " [--hang-pct P] [--crash-pct P] [--mode both|plain|fair]\n");
     return 2;
   }
-  std::printf("edgelock demo: %d workers share one device on %s\n"
-              "  TTL %lld ms, %d%% of holds hang past the TTL, %d%% crash, %d%% are long jobs\n\n",
-              cfg.workers, cfg.url, (long long)cfg.ttl_ms, cfg.hang_pct, cfg.crash_pct, cfg.long_pct);
+  std::printf(
+      "edgelock demo: %d workers share one device on %s\n"
+      "  TTL %lld ms, %d%% of holds hang past the TTL, %d%% crash, %d%% are long jobs\n\n",
+      cfg.workers, cfg.url, (long long)cfg.ttl_ms, cfg.hang_pct, cfg.crash_pct, cfg.long_pct);
   demo::Summary s[2];
   const char* names[2] = {};
   int n = 0;

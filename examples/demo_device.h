@@ -58,7 +58,8 @@ struct Device {
   int64_t waits_us[kMaxWaits] = {};
 
   static Device* create() {
-    void* p = mmap(nullptr, sizeof(Device), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    void* p =
+        mmap(nullptr, sizeof(Device), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     return p == MAP_FAILED ? nullptr : new (p) Device();
   }
 

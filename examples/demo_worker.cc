@@ -61,7 +61,8 @@ bool hold_for(Hold& h, Nanos duration) {
     if (keeper.service() == LeaseState::kLost) {
       h.dev->lost_detected.fetch_add(1);
       h.dev->end(h.id);
-      say(*h.dev, h.id, "keeper: lease LOST (%s) -> stops using the device", keeper.last_status().to_string());
+      say(*h.dev, h.id, "keeper: lease LOST (%s) -> stops using the device",
+          keeper.last_status().to_string());
       return false;
     }
     if (keeper.stats().renewals != renewals) {
@@ -70,7 +71,8 @@ bool hold_for(Hold& h, Nanos duration) {
       h.dev->renewed(h.id, mono_ns() + h.lock->remaining().count());
     }
     if (clock.now() >= next_write) {
-      if (!h.dev->write(h.fence)) say(*h.dev, h.id, "device REJECTED write with fence %llu", (unsigned long long)h.fence);
+      if (!h.dev->write(h.fence))
+        say(*h.dev, h.id, "device REJECTED write with fence %llu", (unsigned long long)h.fence);
       ++h.writes;
       next_write += kWriteEvery;
     }
@@ -98,7 +100,8 @@ void hang_then_write(Hold& h, int64_t ttl_ms) {
   }
   h.dev->end(h.id);
   const edgelock::Status s = h.lock->release();
-  if (s.code() == ErrorCode::kNotOwner) say(*h.dev, h.id, "release: not owner (the key expired or moved on)");
+  if (s.code() == ErrorCode::kNotOwner)
+    say(*h.dev, h.id, "release: not owner (the key expired or moved on)");
 }
 
 }  // namespace
@@ -113,7 +116,8 @@ void say(const Device& dev, int worker, const char* fmt, ...) {
   const double t = static_cast<double>(mono_ns() - dev.start_ns) / 1e9;
   const int n = std::snprintf(line, sizeof line, "  %7.3fs  w%-2d  %s\n", t, worker, text);
   if (n > 0) {
-    const ssize_t w = write(1, line, static_cast<size_t>(n < (int)sizeof line ? n : (int)sizeof line - 1));
+    const ssize_t w =
+        write(1, line, static_cast<size_t>(n < (int)sizeof line ? n : (int)sizeof line - 1));
     (void)w;
   }
 }
@@ -124,7 +128,8 @@ enum class Fate { kNormal, kLong, kHang, kCrash };
 
 Fate pick_fate(const Config& cfg, int id, int grant_no, uint32_t* rng) {
   // A few fixed mishaps so every run shows them; the rest is random.
-  if (cfg.hang_pct > 0 && ((id == 1 && grant_no == 2) || (id == 6 && grant_no == 3))) return Fate::kHang;
+  if (cfg.hang_pct > 0 && ((id == 1 && grant_no == 2) || (id == 6 && grant_no == 3)))
+    return Fate::kHang;
   if (cfg.crash_pct > 0 && id == 4 && grant_no == 2) return Fate::kCrash;
   const int roll = static_cast<int>(next_random(rng) % 100);
   if (roll < cfg.crash_pct) return Fate::kCrash;
@@ -134,8 +139,8 @@ Fate pick_fate(const Config& cfg, int id, int grant_no, uint32_t* rng) {
 }
 
 // One grant: use the device as the fate says, then let go.
-void use_device(Device& dev, const Config& cfg, Lease& lock, int id, int grant_no, int64_t waited_us,
-                uint32_t* rng) {
+void use_device(Device& dev, const Config& cfg, Lease& lock, int id, int grant_no,
+                int64_t waited_us, uint32_t* rng) {
   dev.record_wait(waited_us);
   dev.grants.fetch_add(1);
   Hold h{&dev, &lock, id, lock.fence()};
@@ -154,8 +159,9 @@ void use_device(Device& dev, const Config& cfg, Lease& lock, int id, int grant_n
     hang_then_write(h, cfg.ttl_ms);
     return;
   }
-  const Nanos hold = fate == Fate::kLong ? Millis(cfg.ttl_ms * 6 / 5 + next_random(rng) % (cfg.ttl_ms * 4 / 5))
-                                         : Millis(40 + next_random(rng) % 160);
+  const Nanos hold = fate == Fate::kLong
+                         ? Millis(cfg.ttl_ms * 6 / 5 + next_random(rng) % (cfg.ttl_ms * 4 / 5))
+                         : Millis(40 + next_random(rng) % 160);
   if (!hold_for(h, hold)) {
     lock.release().ignore();
     return;

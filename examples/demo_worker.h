@@ -12,10 +12,10 @@ struct Config {
   int workers = 8;
   int seconds = 20;
   int64_t ttl_ms = 1000;
-  int hang_pct = 6;    // holds that pause (SIGSTOP) longer than the TTL
-  int crash_pct = 4;   // holds that end in SIGKILL without a release
-  int long_pct = 10;   // holds longer than the TTL (the keeper renews)
-  bool fair = false;   // FairLock (first come, first served) instead of Lock
+  int hang_pct = 6;   // holds that pause (SIGSTOP) longer than the TTL
+  int crash_pct = 4;  // holds that end in SIGKILL without a release
+  int long_pct = 10;  // holds longer than the TTL (the keeper renews)
+  bool fair = false;  // FairLock (first come, first served) instead of Lock
   const char* key = "demo:device";
 };
 

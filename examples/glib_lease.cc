@@ -75,12 +75,14 @@ void rearm(LeaseSource* ls) {
   pollfd fds[kMaxWaitFds];
   ls->ntags = ls->holder->wait_fds(fds, kMaxWaitFds);
   for (size_t i = 0; i < ls->ntags; ++i) {
-    const int cond = ((fds[i].events & POLLIN) ? G_IO_IN : 0) | ((fds[i].events & POLLOUT) ? G_IO_OUT : 0);
+    const int cond =
+        ((fds[i].events & POLLIN) ? G_IO_IN : 0) | ((fds[i].events & POLLOUT) ? G_IO_OUT : 0);
     ls->tags[i] = g_source_add_unix_fd(src, fds[i].fd, static_cast<GIOCondition>(cond));
   }
   const Deadline d = ls->holder->next_deadline();
   const Nanos left = d.remaining(ls->holder->lock->clock());  // ready time is on GLib's clock
-  g_source_set_ready_time(src, d.is_never() ? -1 : g_get_monotonic_time() + (left.count() + 999) / 1000);
+  g_source_set_ready_time(src,
+                          d.is_never() ? -1 : g_get_monotonic_time() + (left.count() + 999) / 1000);
 }
 
 gboolean dispatch(GSource* src, GSourceFunc, gpointer) {

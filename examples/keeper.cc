@@ -37,14 +37,15 @@ int main(int argc, char** argv) {
     // end of the validity.
     const int n = poll(&in, 1, keeper.next_deadline().poll_timeout_ms(conn.clock()));
     if (keeper.service() == LeaseState::kLost) {
-      std::fprintf(stderr, "keeper: lease lost (%s): stop touching the device\n", keeper.last_status().to_string());
+      std::fprintf(stderr, "keeper: lease lost (%s): stop touching the device\n",
+                   keeper.last_status().to_string());
       return 4;
     }
     if (n <= 0 || !(in.revents & (POLLIN | POLLHUP))) continue;
     const ssize_t got = read(STDIN_FILENO, line, sizeof line);
     if (got <= 0) break;  // end of input
-    std::printf("device <- fence %llu: %.*s", static_cast<unsigned long long>(lock.fence()), static_cast<int>(got),
-                line);
+    std::printf("device <- fence %llu: %.*s", static_cast<unsigned long long>(lock.fence()),
+                static_cast<int>(got), line);
   }
   keeper.stop();
   const Status r = lock.release();

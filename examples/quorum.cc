@@ -11,7 +11,8 @@ using namespace edgelock;
 int main(int argc, char** argv) {
   const size_t n = argc > 1 ? static_cast<size_t>(argc - 1) : 0;
   if (n == 0 || n > kMaxQuorumServers) {
-    std::fprintf(stderr, "usage: edgelock-quorum URL1 URL2 URL3 [...] (at most %zu)\n", kMaxQuorumServers);
+    std::fprintf(stderr, "usage: edgelock-quorum URL1 URL2 URL3 [...] (at most %zu)\n",
+                 kMaxQuorumServers);
     return 2;
   }
   Connection conns[kMaxQuorumServers];

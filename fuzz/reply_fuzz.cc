@@ -58,8 +58,8 @@ Reading whole(const uint8_t* data, size_t size) {
     const Reply* root = nullptr;
     size_t frame = 0;
     const char* why = nullptr;
-    const resp::Parse r = resp::parse_frame(bytes.data() + at, size - at,
-                                            edgelock::kMaxReplyStringLen, pool, &root, &frame, &why);
+    const resp::Parse r = resp::parse_frame(
+        bytes.data() + at, size - at, edgelock::kMaxReplyStringLen, pool, &root, &frame, &why);
     if (r == resp::Parse::kIncomplete) break;
     if (r != resp::Parse::kComplete) {
       out.end = std::string(r == resp::Parse::kInvalid ? "protocol: " : "too large: ") + why;
@@ -73,7 +73,8 @@ Reading whole(const uint8_t* data, size_t size) {
     const Reply* ignored = nullptr;
     size_t ignored_len = 0;
     FUZZ_REQUIRE(resp::parse_frame(prefix.data(), prefix.size(), edgelock::kMaxReplyStringLen,
-                                   fresh, &ignored, &ignored_len, &why) == resp::Parse::kIncomplete);
+                                   fresh, &ignored, &ignored_len,
+                                   &why) == resp::Parse::kIncomplete);
     FUZZ_REQUIRE(fresh.used == 0);
     at += frame;
   }
@@ -99,7 +100,9 @@ Reading chunked(const uint8_t* data, size_t size, size_t chunk) {
       const char* why = nullptr;
       const edgelock::Status s = parser.next(&r, &why);
       if (!s.ok()) {
-        out.end = std::string(s.code() == edgelock::ErrorCode::kProtocol ? "protocol: " : "too large: ") + why;
+        out.end =
+            std::string(s.code() == edgelock::ErrorCode::kProtocol ? "protocol: " : "too large: ") +
+            why;
         return out;
       }
       if (!r) break;

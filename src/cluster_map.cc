@@ -91,7 +91,8 @@ Status Cluster::read_map(Connection& conn, Deadline deadline) {
       const size_t len = unknown ? std::strlen(host) : e[2].len;
       const Result<int> node = add_node(host, len, static_cast<uint16_t>(e[3].integer));
       if (!node.ok()) return node.status();
-      std::memset(owner_ + e[0].integer, node.value(), static_cast<size_t>(e[1].integer - e[0].integer + 1));
+      std::memset(owner_ + e[0].integer, node.value(),
+                  static_cast<size_t>(e[1].integer - e[0].integer + 1));
     }
   }
   return Status();

@@ -113,7 +113,8 @@ void Connection::back_off() {
   ++stats_.connect_failures;
   Nanos backoff = options_.reconnect_min;
   for (uint32_t i = 0; i < failed_connects_ && backoff < options_.reconnect_max; ++i) backoff *= 2;
-  next_connect_at_ = clock_->now() + (backoff < options_.reconnect_max ? backoff : options_.reconnect_max);
+  next_connect_at_ =
+      clock_->now() + (backoff < options_.reconnect_max ? backoff : options_.reconnect_max);
   ++failed_connects_;
   state_ = State::kBackingOff;
 }

@@ -12,7 +12,7 @@
 namespace edgelock {
 
 __attribute__((format(printf, 2, 3))) inline void set_error(char (&buf)[kErrorTextSize],
-                                                             const char* fmt, ...) {
+                                                            const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   std::vsnprintf(buf, sizeof buf, fmt, ap);

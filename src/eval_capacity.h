@@ -71,11 +71,21 @@ constexpr size_t eval_frame_bound(const Script& s, bool by_sha = false, size_t w
 }
 
 constexpr const Script* kAllScripts[] = {
-    &kAcquireScript,          &kReleaseScript,          &kExtendScript,
-    &kOwnedScript,            &kFenceRaiseScript,       &kQuorumAcquireScript,
-    &kReentrantAcquireScript, &kReentrantReleaseScript, &kReentrantExtendScript,
-    &kSemAcquireScript,       &kSemReleaseScript,       &kSemExtendScript,
-    &kSemCountScript,         &kCooldownScript,         &kQuotaScript,
+    &kAcquireScript,
+    &kReleaseScript,
+    &kExtendScript,
+    &kOwnedScript,
+    &kFenceRaiseScript,
+    &kQuorumAcquireScript,
+    &kReentrantAcquireScript,
+    &kReentrantReleaseScript,
+    &kReentrantExtendScript,
+    &kSemAcquireScript,
+    &kSemReleaseScript,
+    &kSemExtendScript,
+    &kSemCountScript,
+    &kCooldownScript,
+    &kQuotaScript,
     &kRatePeekScript,
 };
 
@@ -103,13 +113,12 @@ constexpr size_t script_load_frame(const Script& s) {
 
 /// Bytes of the longest SCRIPT LOAD or EVALSHA of a loaded script.
 constexpr size_t kLongestLoaded = config_check::max_of(
-    config_check::max_of(
-        config_check::max_of(script_load_frame(kFairAcquireScript), script_load_frame(kFairReleaseScript)),
-        script_load_frame(kFairLeaveScript)),
-    config_check::max_of(
-        config_check::max_of(eval_frame_bound(kFairAcquireScript, true),
-                             eval_frame_bound(kFairReleaseScript, true, 3)),
-        eval_frame_bound(kFairLeaveScript, true)));
+    config_check::max_of(config_check::max_of(script_load_frame(kFairAcquireScript),
+                                              script_load_frame(kFairReleaseScript)),
+                         script_load_frame(kFairLeaveScript)),
+    config_check::max_of(config_check::max_of(eval_frame_bound(kFairAcquireScript, true),
+                                              eval_frame_bound(kFairReleaseScript, true, 3)),
+                         eval_frame_bound(kFairLeaveScript, true)));
 
 /// Bytes of the one write that carries two commands: a waiting Lock's
 /// "BLPOP {key}:wake <seconds>" (a FairLock's "BLPOP {key}:w:<seq> ...")
@@ -125,9 +134,9 @@ constexpr size_t kLongestPipelinedWait = config_check::max_of(
     blpop_frame(kWakeKeyOverhead) + eval_frame_bound(kFairAcquireScript, true));
 
 /// Bytes the command buffer must hold: the longest single write.
-constexpr size_t kTxBufferNeeded = config_check::max_of(
-    config_check::max_of(kLongestEval, kLongestPipelinedWait),
-    config_check::max_of(kLongestLoaded, config_check::kLongestFixedCommand));
+constexpr size_t kTxBufferNeeded =
+    config_check::max_of(config_check::max_of(kLongestEval, kLongestPipelinedWait),
+                         config_check::max_of(kLongestLoaded, config_check::kLongestFixedCommand));
 
 // Fails the build naming the Meson option tx_buffer_size; the compiler's
 // note shows kMinimum, the smallest size that works with these scripts at

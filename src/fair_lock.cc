@@ -35,8 +35,8 @@ Status FairLock::init(Bytes key, const FairLockOptions& options) {
   EDGELOCK_TRY(make_companion(key, ":queue", &queue));
   // The core checks the key and that the back end serves its companions
   // with it (every companion shares the key's slot: lock_keys.h).
-  EDGELOCK_TRY(core_.init(key, {options.ttl, options.drift_factor, options.retry_min, options.retry_max},
-                          &fence_key_));
+  EDGELOCK_TRY(core_.init(
+      key, {options.ttl, options.drift_factor, options.retry_min, options.retry_max}, &fence_key_));
   queue_key_ = queue;
   wake_supported_ = true;
   ttl_text_.set(options.ttl.count());
@@ -78,7 +78,10 @@ void FairLock::wake(int64_t seq) {
   if (seq <= 0 || !wake_key_of(static_cast<uint64_t>(seq), &k).ok()) return;
   const Bytes keys[1] = {k.bytes()};
   const Bytes args[1] = {join_text_.bytes()};
-  core_.backend().eval({&detail::kFairWakeScript, keys, args}, core_.io_deadline()).status().ignore();
+  core_.backend()
+      .eval({&detail::kFairWakeScript, keys, args}, core_.io_deadline())
+      .status()
+      .ignore();
 }
 
 Nanos FairLock::remaining() const { return granted_ ? core_.left(valid_until_) : Nanos::zero(); }
@@ -114,7 +117,8 @@ Status FairLock::attempt(Deadline deadline, bool join, Span<const Bytes> blpop) 
   // any): the server's TTL may have started any time after this.
   const TimePoint start = clock().now();
   const ScriptCall call{&detail::kFairAcquireScript, keys, args, true};
-  if (blpop.empty()) return core_.noted(EventKind::kAcquire, start, on_acquire_reply(eval(call, deadline), start));
+  if (blpop.empty())
+    return core_.noted(EventKind::kAcquire, start, on_acquire_reply(eval(call, deadline), start));
   Status first;
   Result<const Reply*> r =
       detail::io(*core_.backend().direct()).command_then_eval(blpop, call, deadline, &first);
@@ -134,11 +138,13 @@ Status FairLock::on_acquire_reply(const Result<const Reply*>& r, TimePoint start
   }
   // Fail closed: only {fence >= 1, next seq >= 0} is a grant.
   const Reply* rep = r.value();
-  if (rep->type != ReplyType::kArray || rep->count < 2 || rep->elements[0].type != ReplyType::kInteger) {
+  if (rep->type != ReplyType::kArray || rep->count < 2 ||
+      rep->elements[0].type != ReplyType::kInteger) {
     return core_.reject("fair acquire wants an array");
   }
   if (rep->elements[0].integer <= 0) return on_busy_reply(rep);
-  if (rep->count != 2 || rep->elements[1].type != ReplyType::kInteger || rep->elements[1].integer < 0) {
+  if (rep->count != 2 || rep->elements[1].type != ReplyType::kInteger ||
+      rep->elements[1].integer < 0) {
     return core_.reject("fair grant wants {fence, next seq}");
   }
   granted_ = true;

@@ -27,12 +27,14 @@ Status FairLock::send_release() {
   const detail::DecimalText next_text(static_cast<int64_t>(next_seq_));
   const Bytes keys[3] = {key(), queue_key_.bytes(), next.bytes()};
   const Bytes args[3] = {token(), next_text.bytes(), join_text_.bytes()};
-  const Result<const Reply*> r = eval({&detail::kFairReleaseScript, keys, args}, core_.io_deadline());
+  const Result<const Reply*> r =
+      eval({&detail::kFairReleaseScript, keys, args}, core_.io_deadline());
   if (!r.ok()) return r.status();
   // Only the script's 1, 0 or -seq is an answer; anything else keeps the
   // token so the caller can try again.
   const Reply* rep = r.value();
-  if (rep->type != ReplyType::kInteger || rep->integer > 1) return core_.reject("release wants 1, 0 or -seq");
+  if (rep->type != ReplyType::kInteger || rep->integer > 1)
+    return core_.reject("release wants 1, 0 or -seq");
   forget();
   if (rep->integer == 0) return ErrorCode::kNotOwner;
   // Deleted, but the head is another waiter than the one named: wake it.
@@ -51,7 +53,8 @@ Status FairLock::send_extend(Millis ttl, ExtendMode mode) {
   // A renewal never waits past the lease it renews: at its end the caller
   // must learn of the loss.
   const Deadline d = core_.renewal_deadline(granted_ ? valid_until_ : TimePoint(), start);
-  const Result<const Reply*> r = core_.backend().eval({&detail::kExtendScript, keys, args, true}, d);
+  const Result<const Reply*> r =
+      core_.backend().eval({&detail::kExtendScript, keys, args, true}, d);
   // The new TTL may or may not have been applied (timeout, lost reply,
   // WAIT short of its replicas): the lease lasts until the earlier end.
   if (!r.ok()) {

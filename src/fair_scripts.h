@@ -33,6 +33,9 @@
 namespace edgelock {
 namespace detail {
 
+// Each Lua line on its own line, as the script reads.
+// clang-format off
+
 // Shared start of every fair script; the script sets C (redis.call), Q (the
 // queue key) and wt (the waiter timeout in ms, its sign ignored) first.
 // Gives `now`, entry(token) (seq and deadline of a live waiter; a dead or
@@ -174,6 +177,8 @@ constexpr Script kFairWakeScript = make_script(
     "redis.call('LTRIM', KEYS[1], 0, 0)\n"
     "redis.call('PEXPIRE', KEYS[1], ARGV[1])\n"
     "return 1\n");
+
+// clang-format on
 
 }  // namespace detail
 }  // namespace edgelock

@@ -6,9 +6,9 @@
 
 #include <cstring>
 
-#include "lease_util.h"
 #include "edgelock/connection.h"
 #include "edgelock/detail/connection_io.h"
+#include "lease_util.h"
 #include "lock_keys.h"
 #include "validity.h"
 
@@ -28,8 +28,8 @@ namespace {
 constexpr uint32_t kMaxAttempts = 1000000;
 
 bool valid_timing(const LeaseTiming& t) {
-  return t.ttl >= Millis(1) && t.ttl <= kMaxTtl && t.drift_factor >= 0.0 &&
-         t.drift_factor <= 0.5 && t.retry_min > Nanos::zero() && t.retry_max >= t.retry_min;
+  return t.ttl >= Millis(1) && t.ttl <= kMaxTtl && t.drift_factor >= 0.0 && t.drift_factor <= 0.5 &&
+         t.retry_min > Nanos::zero() && t.retry_max >= t.retry_min;
 }
 
 Status make_companion(Bytes key, const char* suffix, CompanionKey* out) {
@@ -94,7 +94,9 @@ Status LeaseCore::noted(EventKind kind, TimePoint start, Status s) {
 
 Connection& LeaseCore::connection() const { return backend_->connection_for(key()); }
 
-Status LeaseCore::reject(const char* what) const { return detail::io(connection()).reject_reply(what); }
+Status LeaseCore::reject(const char* what) const {
+  return detail::io(connection()).reject_reply(what);
+}
 
 Deadline LeaseCore::io_deadline() const { return Deadline::after(clock(), command_timeout()); }
 

@@ -25,7 +25,8 @@ enum LockOp : uint8_t { kOpTry = 1, kOpAcquire, kOpRelease, kOpExtend };
 Status Lock::init(Bytes key, const LockOptions& options) {
   if (core_.op() != 0) return ErrorCode::kInvalidArgument;
   if (options.wake_fallback < Millis(2)) return ErrorCode::kInvalidArgument;
-  EDGELOCK_TRY(core_.init(key, {options.ttl, options.drift_factor, options.retry_min, options.retry_max},
+  EDGELOCK_TRY(core_.init(key,
+                          {options.ttl, options.drift_factor, options.retry_min, options.retry_max},
                           &fence_key_, &wake_key_));
   wake_supported_ = true;
   ttl_text_.set(options.ttl.count());
@@ -47,7 +48,9 @@ Nanos Lock::remaining() const { return granted_ ? core_.left(valid_until_) : Nan
 
 Status Lock::try_acquire() { return core_.run(begin_try(false), &Lock::step_of, this); }
 Status Lock::start_try_acquire() { return begin_try(true); }
-Status Lock::acquire(Nanos wait) { return core_.run(begin_acquire(wait, false), &Lock::step_of, this); }
+Status Lock::acquire(Nanos wait) {
+  return core_.run(begin_acquire(wait, false), &Lock::step_of, this);
+}
 Status Lock::start_acquire(Nanos wait) { return begin_acquire(wait, true); }
 Status Lock::release() { return core_.run(begin_release(false), &Lock::step_of, this); }
 Status Lock::start_release() { return begin_release(true); }
@@ -73,7 +76,8 @@ Status Lock::step() {
     case Req::kHandBack:
       core_.noted(EventKind::kRelease, op_t0_, on_release(r)).ignore();
       return attempt_done(last_);
-    case Req::kRelease: return core_.end_op(core_.noted(EventKind::kRelease, op_t0_, on_release(r)));
+    case Req::kRelease:
+      return core_.end_op(core_.noted(EventKind::kRelease, op_t0_, on_release(r)));
     case Req::kExtend: return core_.end_op(core_.noted(EventKind::kExtend, op_t0_, on_extend(r)));
   }
   return core_.end_op(ErrorCode::kInvalidArgument);
@@ -136,7 +140,8 @@ Status Lock::on_attempt(const Result<const Reply*>& r) {
   }
   const Reply* rep = r.value();
   // Fail closed: only an integer fence (> 0) is a grant.
-  if (rep->type != ReplyType::kInteger) return attempt_done(core_.reject("acquire wants an integer"));
+  if (rep->type != ReplyType::kInteger)
+    return attempt_done(core_.reject("acquire wants an integer"));
   if (rep->integer <= 0) {
     core_.set_busy_ttl(Millis(-rep->integer));
     return attempt_done(ErrorCode::kBusy);

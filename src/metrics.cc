@@ -3,12 +3,12 @@
 
 #include <cstring>
 
-
 namespace edgelock {
 
 const char* to_string(EventKind kind) {
   // In EventKind's order.
-  static const char* const kNames[] = {"acquire", "admit", "release", "extend", "check", "reconnect"};
+  static const char* const kNames[] = {"acquire", "admit", "release",
+                                       "extend",  "check", "reconnect"};
   const size_t i = static_cast<size_t>(kind);
   return i < sizeof kNames / sizeof kNames[0] ? kNames[i] : "unknown";
 }
@@ -33,31 +33,25 @@ void Metrics::record(EventKind kind, Status status, Nanos latency) {
     case ErrorCode::kOk:
       if (attempt) ++grants;
       break;
-    case ErrorCode::kBusy:
-      ++busy;
-      break;
+    case ErrorCode::kBusy: ++busy; break;
     case ErrorCode::kNotOwner:
       ++not_owner;
       // Not ours on extend/check: a lease we believed held is gone.
       if (kind == EventKind::kExtend || kind == EventKind::kCheck) ++lost_leases;
       break;
-    case ErrorCode::kTimeout:
-      ++timeouts;
-      break;
+    case ErrorCode::kTimeout: ++timeouts; break;
     case ErrorCode::kNotHeld:
-    case ErrorCode::kInvalidArgument:
-      break;  // caller mistakes, not system behaviour
-    default:
-      ++errors;
-      break;
+    case ErrorCode::kInvalidArgument: break;  // caller mistakes, not system behaviour
+    default: ++errors; break;
   }
 }
 
 Result<size_t> format_metrics(const Metrics& m, char* buf, size_t cap) {
   if (!buf || cap == 0) return ErrorCode::kBufferTooSmall;
   // Every counter but the histogram: names (NUL-separated) and fields.
-  static const char kNames[] = "attempts\0grants\0busy\0not_owner\0timeouts\0lost_leases\0"
-                               "reconnects\0errors";
+  static const char kNames[] =
+      "attempts\0grants\0busy\0not_owner\0timeouts\0lost_leases\0"
+      "reconnects\0errors";
   static constexpr uint32_t Metrics::*kFields[] = {
       &Metrics::attempts, &Metrics::grants,      &Metrics::busy,       &Metrics::not_owner,
       &Metrics::timeouts, &Metrics::lost_leases, &Metrics::reconnects, &Metrics::errors};

@@ -268,15 +268,9 @@ Tally tally_of(const FanoutSlot* slots, size_t n, const FanoutGoal& goal) {
     const FanoutSlot& s = slots[i];
     if (!s.want) continue;
     switch (s.outcome) {
-      case SlotOutcome::kReplied:
-        ++(s.value >= goal.yes_min ? t.yes : t.no);
-        break;
-      case SlotOutcome::kUnknown:
-        ++t.unknown;
-        break;
-      default:
-        ++t.failed;
-        break;
+      case SlotOutcome::kReplied: ++(s.value >= goal.yes_min ? t.yes : t.no); break;
+      case SlotOutcome::kUnknown: ++t.unknown; break;
+      default: ++t.failed; break;
     }
   }
   return t;

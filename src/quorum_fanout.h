@@ -33,8 +33,8 @@ namespace edgelock {
 namespace detail {
 
 struct FanoutResult {
-  TimePoint decided_at{}; ///< When the last reply that settled it was read.
-  bool timed_out = false; ///< The deadline ended the round.
+  TimePoint decided_at{};  ///< When the last reply that settled it was read.
+  bool timed_out = false;  ///< The deadline ended the round.
 };
 
 // A round in steps, for a caller that owns the loop (QuorumLock's

@@ -42,10 +42,10 @@ bool valid_connections(Connection* const* conns, size_t n) {
 }
 
 bool valid_options(const QuorumOptions& o) {
-  return o.ttl >= Millis(1) && o.ttl <= kMaxTtl && o.drift_factor >= 0.0 &&
-         o.drift_factor <= 0.5 && o.server_timeout >= Nanos::zero() && o.server_timeout < o.ttl &&
-         o.retry_min > Nanos::zero() && o.retry_max >= o.retry_min &&
-         o.down_min > Nanos::zero() && o.down_max >= o.down_min &&
+  return o.ttl >= Millis(1) && o.ttl <= kMaxTtl && o.drift_factor >= 0.0 && o.drift_factor <= 0.5 &&
+         o.server_timeout >= Nanos::zero() && o.server_timeout < o.ttl &&
+         o.retry_min > Nanos::zero() && o.retry_max >= o.retry_min && o.down_min > Nanos::zero() &&
+         o.down_max >= o.down_min &&
          o.ttl > detail::drift_of(o.ttl, o.drift_factor);  // some validity
 }
 
@@ -82,7 +82,7 @@ Status QuorumLock::init(Connection* const* conns, size_t n, Bytes key,
   n_ = n;
   options_ = options;
   server_timeout_ = options.server_timeout > Nanos::zero() ? options.server_timeout
-                                                          : default_server_timeout(options.ttl);
+                                                           : default_server_timeout(options.ttl);
   std::memcpy(key_, key.data, key.size);
   key_len_ = key.size;
   fence_key_len_ = fk.value();
@@ -145,7 +145,8 @@ Status QuorumLock::begin_acquire(Nanos wait) {
   wait_until_ = Deadline::after(clock(), wait);
   // The last attempt may start just before the wait ends: give its round
   // its budget (the clean-up round has its own).
-  limit_ = wait_until_.is_never() ? wait_until_ : Deadline::at(wait_until_.when() + server_timeout_);
+  limit_ =
+      wait_until_.is_never() ? wait_until_ : Deadline::at(wait_until_.when() + server_timeout_);
   attempts_ = 0;
   backoff_.reset();
   return first_attempt();
@@ -214,8 +215,8 @@ void QuorumLock::note_acquire() {
     if (replied && static_cast<uint64_t>(s.value) > fence_) fence_ = static_cast<uint64_t>(s.value);
   }
   if (fence_ > seen_) seen_ = fence_;
-  busy_ttl_ = Millis(
-      detail::majority_free_ms(ttls, busy, granted < quorum() ? quorum() - granted : 0));
+  busy_ttl_ =
+      Millis(detail::majority_free_ms(ttls, busy, granted < quorum() ? quorum() - granted : 0));
 }
 
 // Servers whose grant returned exactly fence_ (the maximum).
@@ -241,8 +242,8 @@ Status QuorumLock::fence_begin() {
   // ownership), so this round waits for the fastest of them.
   for (size_t i = 0; i < n_; ++i) {
     const detail::FanoutSlot& s = slots_[i];
-    const bool at_fence = s.want && s.outcome == detail::SlotOutcome::kReplied &&
-                          s.value > 0 && static_cast<uint64_t>(s.value) == fence_;
+    const bool at_fence = s.want && s.outcome == detail::SlotOutcome::kReplied && s.value > 0 &&
+                          static_cast<uint64_t>(s.value) == fence_;
     slots_[i].want = servers_[i].maybe_holds && !at_fence;
   }
   const detail::FanoutRequest req{{&detail::kFenceRaiseScript, {keys_, 2}, {fence_args_, 2}}};

@@ -1,8 +1,8 @@
 // Quorum lock: release, extend, owned, and per-server bookkeeping.
 #include <cstring>
 
-#include "edgelock/quorum_lock.h"
 #include "duration.h"
+#include "edgelock/quorum_lock.h"
 #include "lock_scripts.h"
 #include "quorum_fanout.h"
 #include "quorum_math.h"
@@ -143,7 +143,8 @@ Status QuorumLock::finish_extend(TimePoint start, TimePoint decided_at, Millis t
     int64_t shortest = kMaxTtl.count();
     for (size_t i = 0; i < n_; ++i) {
       const detail::FanoutSlot& s = slots_[i];
-      if (s.want && s.outcome == detail::SlotOutcome::kReplied && s.value > 0 && s.value < shortest) {
+      if (s.want && s.outcome == detail::SlotOutcome::kReplied && s.value > 0 &&
+          s.value < shortest) {
         shortest = s.value;
       }
     }

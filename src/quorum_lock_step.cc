@@ -133,8 +133,7 @@ void QuorumLock::cancel() {
     case Stage::kExtend:
       // A replace may have shortened the TTL where it landed.
       if (ext_mode_ == ExtendMode::kReplace) {
-        valid_until_ =
-            detail::least_end(valid_until_, ext_start_, ext_ttl_, options_.drift_factor);
+        valid_until_ = detail::least_end(valid_until_, ext_start_, ext_ttl_, options_.drift_factor);
       }
       noted(EventKind::kExtend, op_t0_, ErrorCode::kTimeout).ignore();
       break;

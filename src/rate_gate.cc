@@ -46,7 +46,8 @@ Status RateGate::decide(Admission* a, Deadline deadline) {
   const Bytes args[2] = {args_[0].bytes(), args_[1].bytes()};
   const Bytes keys[1] = {key()};
   const TimePoint start = core_.clock().now();
-  const Result<const Reply*> r = core_.backend().eval({script_, keys, {args, nargs_}, true}, deadline);
+  const Result<const Reply*> r =
+      core_.backend().eval({script_, keys, {args, nargs_}, true}, deadline);
   if (!r.ok()) return r.status();
   int64_t ok = 0, left = 0, pttl = 0;
   if (!int_at(r.value(), 0, &ok) || !int_at(r.value(), 1, &left) || !int_at(r.value(), 2, &pttl) ||
@@ -82,7 +83,8 @@ Status RateGate::wait_admit(Nanos wait, Admission* out) {
   const auto step = [](void* self, Status, Nanos left, Deadline op) {
     Waiter* wt = static_cast<Waiter*>(self);
     // Sleep what the server said (at least 1 ms, so we never spin).
-    const Nanos delay = wt->a->retry_after > Millis(0) ? Nanos(wt->a->retry_after) : Nanos(Millis(1));
+    const Nanos delay =
+        wt->a->retry_after > Millis(0) ? Nanos(wt->a->retry_after) : Nanos(Millis(1));
     wt->gate->core_.clock().sleep_for(delay < left ? delay : left);
     return wt->gate->attempt(wt->a, wt->gate->core_.io_deadline().min(op));
   };
@@ -93,7 +95,8 @@ Status RateGate::wait_admit(Nanos wait, Admission* out) {
 Status RateGate::peek(int64_t* pttl, int64_t* used) {
   if (!core_.ready()) return ErrorCode::kInvalidArgument;
   const Bytes keys[1] = {key()};
-  const Result<const Reply*> r = core_.backend().eval({&kRatePeekScript, keys}, core_.io_deadline());
+  const Result<const Reply*> r =
+      core_.backend().eval({&kRatePeekScript, keys}, core_.io_deadline());
   if (!r.ok()) return r.status();
   if (!int_at(r.value(), 0, pttl) || !int_at(r.value(), 1, used)) return ErrorCode::kProtocol;
   return Status();

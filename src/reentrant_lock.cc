@@ -19,8 +19,8 @@ enum ReentrantOp : uint8_t { kOpTry = 1, kOpAcquire, kOpRelease, kOpExtend };
 Status ReentrantLock::init(Bytes key, const ReentrantLockOptions& options, Bytes owner) {
   if (core_.op() != 0) return ErrorCode::kInvalidArgument;
   if (owner.size > kMaxTokenLen) return ErrorCode::kInvalidArgument;
-  EDGELOCK_TRY(core_.init(key, {options.ttl, options.drift_factor, options.retry_min, options.retry_max},
-                          &fence_key_));
+  EDGELOCK_TRY(core_.init(
+      key, {options.ttl, options.drift_factor, options.retry_min, options.retry_max}, &fence_key_));
   EDGELOCK_TRY(core_.mint(handle_, sizeof handle_));
   if (owner.size == 0) {
     EDGELOCK_TRY(core_.mint(owner_, kOwnerLen));
@@ -70,7 +70,9 @@ Status ReentrantLock::acquire(Nanos wait) {
   return core_.run(begin_acquire(true, wait, false), &ReentrantLock::step_of, this);
 }
 Status ReentrantLock::start_acquire(Nanos wait) { return begin_acquire(true, wait, true); }
-Status ReentrantLock::release() { return core_.run(begin_release(false), &ReentrantLock::step_of, this); }
+Status ReentrantLock::release() {
+  return core_.run(begin_release(false), &ReentrantLock::step_of, this);
+}
 Status ReentrantLock::start_release() { return begin_release(true); }
 Status ReentrantLock::extend(Millis ttl) {
   return core_.run(begin_extend(ttl, false), &ReentrantLock::step_of, this);
@@ -91,7 +93,8 @@ Status ReentrantLock::step() {
     case Req::kHandBack:
       core_.noted(EventKind::kRelease, op_t0_, on_release(r)).ignore();
       return attempt_done(last_);
-    case Req::kRelease: return core_.end_op(core_.noted(EventKind::kRelease, op_t0_, on_release(r)));
+    case Req::kRelease:
+      return core_.end_op(core_.noted(EventKind::kRelease, op_t0_, on_release(r)));
     case Req::kExtend: return core_.end_op(core_.noted(EventKind::kExtend, op_t0_, on_extend(r)));
   }
   return core_.end_op(ErrorCode::kInvalidArgument);

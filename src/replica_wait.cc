@@ -1,7 +1,7 @@
 #include "replica_wait.h"
 
-#include "edgelock/detail/decimal_text.h"
 #include "duration.h"
+#include "edgelock/detail/decimal_text.h"
 #include "error_text.h"
 
 namespace edgelock {
@@ -45,7 +45,8 @@ bool is_grant(const Reply* r) {
 }  // namespace
 
 Result<const Reply*> confirm_write(Connection& conn, const Reply* reply, int want, Nanos max_wait,
-                                   Deadline deadline, Reply (&keep)[4], char (&err)[kErrorTextSize]) {
+                                   Deadline deadline, Reply (&keep)[4],
+                                   char (&err)[kErrorTextSize]) {
   if (want == 0 || !is_grant(reply)) return reply;
   keep[0] = *reply;
   if (reply->type == ReplyType::kArray) {

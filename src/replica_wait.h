@@ -23,7 +23,8 @@ Status wait_for_replicas(Connection& conn, int want, Nanos max_wait, Deadline de
 /// is. Errors: as wait_for_replicas(); kProtocol (a grant array too long or
 /// not all integers: fail closed).
 Result<const Reply*> confirm_write(Connection& conn, const Reply* reply, int want, Nanos max_wait,
-                                   Deadline deadline, Reply (&keep)[4], char (&err)[kErrorTextSize]);
+                                   Deadline deadline, Reply (&keep)[4],
+                                   char (&err)[kErrorTextSize]);
 
 }  // namespace detail
 }  // namespace edgelock

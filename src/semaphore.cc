@@ -15,7 +15,9 @@ enum SemOp : uint8_t { kOpTry = 1, kOpAcquire, kOpRelease, kOpReleaseId, kOpExte
 
 // --- Permit: the lease a caller holds; the work is the semaphore's.
 
-Status Permit::extend(Millis ttl) { return sem_ ? sem_->extend(this, ttl) : Status(ErrorCode::kNotHeld); }
+Status Permit::extend(Millis ttl) {
+  return sem_ ? sem_->extend(this, ttl) : Status(ErrorCode::kNotHeld);
+}
 
 Status Permit::renew() { return sem_ ? extend(sem_->options().ttl) : Status(ErrorCode::kNotHeld); }
 
@@ -68,7 +70,8 @@ Clock& Permit::clock() const { return sem_ ? sem_->core_.clock() : default_clock
 Status Semaphore::init(Bytes key, const SemaphoreOptions& options) {
   if (core_.op() != 0) return ErrorCode::kInvalidArgument;
   if (options.permits < 1 || options.permits > kMaxPermits) return ErrorCode::kInvalidArgument;
-  EDGELOCK_TRY(core_.init(key, {options.ttl, options.drift_factor, options.retry_min, options.retry_max}));
+  EDGELOCK_TRY(
+      core_.init(key, {options.ttl, options.drift_factor, options.retry_min, options.retry_max}));
   options_ = options;
   return Status();
 }

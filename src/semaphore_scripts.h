@@ -9,6 +9,9 @@
 namespace edgelock {
 namespace detail {
 
+// Each Lua line on its own line, as the script reads.
+// clang-format off
+
 #define EDGELOCK_SEM_PRELUDE                                              \
   "local t = redis.call('TIME')\n"                                       \
   "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n" \
@@ -56,6 +59,8 @@ constexpr Script kSemCountScript = make_script(
 
 #undef EDGELOCK_SEM_PRELUDE
 #undef EDGELOCK_SEM_KEEP_KEY
+
+// clang-format on
 
 }  // namespace detail
 }  // namespace edgelock

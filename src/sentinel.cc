@@ -116,7 +116,8 @@ Status Sentinel::setup(const char* url, const ConnectionOptions& options,
   }
   SentinelList list{sentinels_, 0, &sentinel_options};
   detail::HostList hosts;
-  if (s.ok()) s = detail::parse_host_list(url, "redis-sentinel://", add_sentinel, &list, &hosts, &why);
+  if (s.ok())
+    s = detail::parse_host_list(url, "redis-sentinel://", add_sentinel, &list, &hosts, &why);
   creds_ = hosts.creds;
   if (s.ok()) s = parse_name(hosts.path, name_, &creds_.db, &why);
   // Validates the timeouts once, the way every later setup() will see them.
@@ -158,8 +159,9 @@ Status Sentinel::ask(size_t index, Deadline deadline, Endpoint* primary) {
   const Result<const Reply*> r = probe_.command(args, d);
   if (!r.ok()) return note(probe_, r.status());
   const Reply& rep = *r.value();
-  if (rep.type != ReplyType::kArray || rep.count != 2 || rep.elements[0].type != ReplyType::kString ||
-      rep.elements[1].type != ReplyType::kString || rep.elements[0].len > kMaxHostLen) {
+  if (rep.type != ReplyType::kArray || rep.count != 2 ||
+      rep.elements[0].type != ReplyType::kString || rep.elements[1].type != ReplyType::kString ||
+      rep.elements[0].len > kMaxHostLen) {
     set_error(error_, "sentinel knows no primary named '%s'", name_);
     return ErrorCode::kNotConnected;
   }
@@ -194,7 +196,8 @@ Status Sentinel::check_role(Deadline deadline) {
   }
   if (!r.ok()) return note(primary_, r.status());
   const Reply& rep = *r.value();
-  if (rep.type != ReplyType::kArray || rep.count == 0 || rep.elements[0].type != ReplyType::kString ||
+  if (rep.type != ReplyType::kArray || rep.count == 0 ||
+      rep.elements[0].type != ReplyType::kString ||
       !rep.elements[0].bytes().equals(Bytes::from_cstr("master"))) {
     set_error(error_, "%s:%u is not a primary (failover in progress?)", primary_.endpoint().host,
               primary_.endpoint().port);
@@ -231,7 +234,8 @@ Status Sentinel::resolve(Deadline deadline) {
     stale_ = false;
     resolved_at_ = clock_->now();
     ++stats_.resolves;
-    if (verified_port_ != 0 && (verified_port_ != ep.port || std::strcmp(verified_host_, ep.host) != 0)) {
+    if (verified_port_ != 0 &&
+        (verified_port_ != ep.port || std::strcmp(verified_host_, ep.host) != 0)) {
       ++stats_.primary_changes;
     }
     verified_port_ = ep.port;

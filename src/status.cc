@@ -9,11 +9,11 @@ namespace edgelock {
 namespace {
 
 enum : uint8_t {
-  kRetry = 1 << 0,      // retryable
-  kNotSent = 1 << 1,    // not_sent
-  kUnknown = 1 << 2,    // outcome_unknown
-  kRejected = 1 << 3,   // server_rejected
-  kConnLost = 1 << 4,   // connection_failed
+  kRetry = 1 << 0,     // retryable
+  kNotSent = 1 << 1,   // not_sent
+  kUnknown = 1 << 2,   // outcome_unknown
+  kRejected = 1 << 3,  // server_rejected
+  kConnLost = 1 << 4,  // connection_failed
 };
 
 struct Row {
@@ -79,20 +79,13 @@ struct ReplyClass {
 };
 
 constexpr ReplyClass kReplyClasses[] = {
-    {"WRONGPASS", ErrorCode::kAuthFailed},
-    {"ERR invalid password", ErrorCode::kAuthFailed},
-    {"ERR AUTH", ErrorCode::kAuthFailed},
-    {"ERR Client sent AUTH", ErrorCode::kAuthFailed},
-    {"NOPERM", ErrorCode::kAuthFailed},
-    {"NOAUTH", ErrorCode::kNoAuth},
-    {"READONLY", ErrorCode::kReadOnly},
-    {"OOM", ErrorCode::kOutOfMemory},
-    {"BUSY", ErrorCode::kServerBusy},
-    {"LOADING", ErrorCode::kLoading},
-    {"MOVED ", ErrorCode::kMoved},
-    {"ASK ", ErrorCode::kAsk},
-    {"TRYAGAIN", ErrorCode::kTryAgain},
-    {"CLUSTERDOWN", ErrorCode::kTryAgain},
+    {"WRONGPASS", ErrorCode::kAuthFailed}, {"ERR invalid password", ErrorCode::kAuthFailed},
+    {"ERR AUTH", ErrorCode::kAuthFailed},  {"ERR Client sent AUTH", ErrorCode::kAuthFailed},
+    {"NOPERM", ErrorCode::kAuthFailed},    {"NOAUTH", ErrorCode::kNoAuth},
+    {"READONLY", ErrorCode::kReadOnly},    {"OOM", ErrorCode::kOutOfMemory},
+    {"BUSY", ErrorCode::kServerBusy},      {"LOADING", ErrorCode::kLoading},
+    {"MOVED ", ErrorCode::kMoved},         {"ASK ", ErrorCode::kAsk},
+    {"TRYAGAIN", ErrorCode::kTryAgain},    {"CLUSTERDOWN", ErrorCode::kTryAgain},
     {"NOSCRIPT", ErrorCode::kNoScript},
 };
 
@@ -113,8 +106,8 @@ ErrorTraits traits(ErrorCode code) {
   t.server_rejected = (f & kRejected) != 0;
   t.connection_failed = (f & kConnLost) != 0;
   // kInProgress is no outcome yet: nothing to say about the request.
-  t.may_have_run = code != ErrorCode::kOk && code != ErrorCode::kInProgress && !t.not_sent &&
-                   !t.server_rejected;
+  t.may_have_run =
+      code != ErrorCode::kOk && code != ErrorCode::kInProgress && !t.not_sent && !t.server_rejected;
   return t;
 }
 

@@ -11,7 +11,8 @@ namespace edgelock {
 namespace detail {
 
 constexpr Nanos drift_of(Millis ttl, double factor) {
-  return Nanos(static_cast<Nanos::rep>(static_cast<double>(Nanos(ttl).count()) * factor)) + Millis(2);
+  return Nanos(static_cast<Nanos::rep>(static_cast<double>(Nanos(ttl).count()) * factor)) +
+         Millis(2);
 }
 
 /// The end of a lease whose request left no earlier than `start`: usable

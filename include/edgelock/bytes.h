@@ -44,9 +44,7 @@ class ByteBuilder {
   size_t size() const { return size_; }
   size_t capacity() const { return capacity_; }
   const uint8_t* data() const { return buf_; }
-  Status status() const {
-    return overflow_ ? Status(ErrorCode::kBufferTooSmall) : Status();
-  }
+  Status status() const { return overflow_ ? Status(ErrorCode::kBufferTooSmall) : Status(); }
   void clear() {
     size_ = 0;
     overflow_ = false;

@@ -54,8 +54,7 @@ class Clock {
 /// from now() after a signal; plain nanosleep where that is refused).
 class SystemClock final : public Clock {
  public:
-  explicit constexpr SystemClock(bool count_suspend = true)
-      : count_suspend_(count_suspend) {}
+  explicit constexpr SystemClock(bool count_suspend = true) : count_suspend_(count_suspend) {}
   TimePoint now() override;
   void sleep_for(Nanos d) override;
 
@@ -84,9 +83,7 @@ class Deadline {
   /// spin, clamped to int; -1 for never.
   int poll_timeout_ms(Clock& clock) const;
   /// The earlier of this and `other`.
-  constexpr Deadline min(Deadline other) const {
-    return other.at_ < at_ ? other : *this;
-  }
+  constexpr Deadline min(Deadline other) const { return other.at_ < at_ ? other : *this; }
 
  private:
   static constexpr TimePoint kNever = TimePoint::max();

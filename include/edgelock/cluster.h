@@ -41,10 +41,10 @@ struct ClusterOptions {
 
 /// Counters kept by a Cluster (fixed size, no heap).
 struct ClusterStats {
-  uint32_t refreshes = 0;  ///< Slot maps read successfully.
-  uint32_t moved = 0;      ///< MOVED redirects followed.
-  uint32_t ask = 0;        ///< ASK redirects followed.
-  uint32_t tryagain = 0;   ///< TRYAGAIN replies waited out.
+  uint32_t refreshes = 0;      ///< Slot maps read successfully.
+  uint32_t moved = 0;          ///< MOVED redirects followed.
+  uint32_t ask = 0;            ///< ASK redirects followed.
+  uint32_t tryagain = 0;       ///< TRYAGAIN replies waited out.
   uint32_t wait_failures = 0;  ///< WAITs with too few acknowledgements.
 };
 
@@ -110,10 +110,10 @@ class Cluster final : public Backend {
   Connection nodes_[kMaxClusterNodes];
   size_t node_count_ = 0;
   uint8_t owner_[kClusterSlots];  // node index, or kNoOwner (check_config.h bounds the nodes)
-  Endpoint creds_;  // user/password for every node
+  Endpoint creds_;                // user/password for every node
   ConnectionOptions options_;
   ClusterOptions cluster_options_;
-  int last_node_ = 0;  // the node that answered the last command
+  int last_node_ = 0;   // the node that answered the last command
   Reply confirmed_[4];  // a reply a WAIT confirmed, and its elements (replica_wait.h)
   Clock* clock_ = &default_clock();
   bool is_setup_ = false;

@@ -65,11 +65,11 @@ struct ConnectionOptions {
 
 /// Counters kept by a connection (fixed size, no heap).
 struct ConnectionStats {
-  uint32_t connects = 0;         ///< Successful connects, first one included.
+  uint32_t connects = 0;  ///< Successful connects, first one included.
   uint32_t connect_failures = 0;
-  uint32_t commands = 0;         ///< Commands sent (EVAL retries included).
-  uint32_t io_errors = 0;        ///< Connections dropped by an error/timeout.
-  uint32_t lookups = 0;          ///< Host name lookups (setup(), resolve()).
+  uint32_t commands = 0;   ///< Commands sent (EVAL retries included).
+  uint32_t io_errors = 0;  ///< Connections dropped by an error/timeout.
+  uint32_t lookups = 0;    ///< Host name lookups (setup(), resolve()).
 };
 
 namespace detail {

@@ -23,7 +23,7 @@ struct Endpoint {
     char host[kMaxHostLen + 1] = {};  ///< kTcp, kTls: host name or IP literal, no brackets.
     char path[kMaxPathLen + 1];       ///< kUnix: socket path.
   };
-  char user[kMaxUserLen + 1] = {};   ///< ACL user; empty = "default".
+  char user[kMaxUserLen + 1] = {};  ///< ACL user; empty = "default".
   char password[kMaxPasswordLen + 1] = {};
 };
 static_assert(kMaxPathLen <= kMaxHostLen, "a socket path shares the host's storage");
@@ -31,9 +31,9 @@ static_assert(kMaxPathLen <= kMaxHostLen, "a socket path shares the host's stora
 /// One address a host resolved to (network byte order). Plain data, so
 /// public headers need no socket headers.
 struct HostAddress {
-  uint8_t family = 0;     ///< 4 (IPv4), 6 (IPv6); 0 = none.
-  uint8_t bytes[16] = {}; ///< 4 or 16 bytes of address.
-  uint32_t scope_id = 0;  ///< IPv6 link-local interface index.
+  uint8_t family = 0;      ///< 4 (IPv4), 6 (IPv6); 0 = none.
+  uint8_t bytes[16] = {};  ///< 4 or 16 bytes of address.
+  uint32_t scope_id = 0;   ///< IPv6 link-local interface index.
 };
 
 /// The addresses of an endpoint's host, in the order connects try them

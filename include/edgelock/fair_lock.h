@@ -212,9 +212,9 @@ class FairLock final : public Lease {
   bool joined_ = false;         // a join was sent since the last grant
   uint32_t position_ = 0;
   size_t token_len_ = 0;
-  Millis hint_{0};              // last busy answer's wait_ms
-  uint64_t seq_ = 0;            // our arrival number (0: not queued)
-  uint64_t next_seq_ = 0;       // the waiter our grant named as next
+  Millis hint_{0};         // last busy answer's wait_ms
+  uint64_t seq_ = 0;       // our arrival number (0: not queued)
+  uint64_t next_seq_ = 0;  // the waiter our grant named as next
   TimePoint valid_until_{};
   uint64_t fence_ = 0;
   FairLockOptions options_;

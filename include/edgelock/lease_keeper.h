@@ -154,7 +154,7 @@ class LeaseKeeper {
   Lease* lease_;
   KeeperOptions options_;
   LeaseState state_ = LeaseState::kIdle;
-  Nanos budget_{0};        // longest renewal, fixed at start()
+  Nanos budget_{0};            // longest renewal, fixed at start()
   bool renewing_ = false;      // a non-blocking renewal is in flight
   TimePoint next_renew_at_{};  // kNoRenewal: none fits before the end
   TimePoint keep_until_{};     // the keeper's end when the renewal started

@@ -243,11 +243,11 @@ class Lock final : public Lease {
   bool granted_ = false;        // the server confirmed the grant
   bool wake_supported_ = true;  // false after the server refused BLPOP
   Req req_ = Req::kAttempt;
-  Status last_;                 // the attempt that led to the pause, or a hand-back's result
+  Status last_;  // the attempt that led to the pause, or a hand-back's result
   size_t token_len_ = 0;
   TimePoint valid_until_{};
-  TimePoint req_start_{};       // the attempt's or extend's request left after this
-  TimePoint op_t0_{};           // when the release or extend was called (metrics)
+  TimePoint req_start_{};  // the attempt's or extend's request left after this
+  TimePoint op_t0_{};      // when the release or extend was called (metrics)
   Millis ext_ttl_{0};
   uint64_t fence_ = 0;
   LockOptions options_;

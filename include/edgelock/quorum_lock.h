@@ -329,21 +329,21 @@ class QuorumLock final : public Lease {
   // The operation in flight (start_*()/step()).
   Op op_ = Op::kNone;
   Stage stage_ = Stage::kNone;
-  bool release_any_ = false;     // the release round has servers to ask
+  bool release_any_ = false;  // the release round has servers to ask
   ExtendMode ext_mode_ = ExtendMode::kAdd;
   uint32_t attempts_ = 0;
-  Status then_;                  // the attempt's result once the clean-up is done
+  Status then_;  // the attempt's result once the clean-up is done
   Millis ext_ttl_{0};
   detail::FanoutRound round_;
-  TimePoint op_t0_{};            // when the release or extend was called (metrics)
-  TimePoint attempt_start_{};    // before the attempt's first request left
-  TimePoint attempt_end_{};      // its validity end if granted
+  TimePoint op_t0_{};          // when the release or extend was called (metrics)
+  TimePoint attempt_start_{};  // before the attempt's first request left
+  TimePoint attempt_end_{};    // its validity end if granted
   TimePoint ext_start_{};
-  TimePoint resume_at_{};        // the end of the pause between attempts
+  TimePoint resume_at_{};  // the end of the pause between attempts
   Deadline wait_until_ = Deadline::never();
   Deadline limit_ = Deadline::never();        // the wait's end + one round
   Deadline round_limit_ = Deadline::never();  // the attempt's limit (fence round)
-  size_t agreed_ = 0;            // grants that returned fence_ itself (fence round)
+  size_t agreed_ = 0;                         // grants that returned fence_ itself (fence round)
 };
 
 }  // namespace edgelock

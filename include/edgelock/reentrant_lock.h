@@ -12,10 +12,10 @@
 /// Lost replies: every script carries the depth the handle expects after
 /// the call and the most levels it may hold (from requests whose outcome it
 /// never learnt), so a retry after a lost reply is recognised and not
-/// counted twice, and release() can remove a level that landed unseen. The handle is the unit of re-entry: the hash also records a
-/// random per-handle nonce, so a second handle with the same owner id (say
-/// the same task restarted) is busy until the first one's levels are
-/// released or expire; it never inherits or corrupts them.
+/// counted twice, and release() can remove a level that landed unseen. The handle is the unit of
+/// re-entry: the hash also records a random per-handle nonce, so a second handle with the same
+/// owner id (say the same task restarted) is busy until the first one's levels are released or
+/// expire; it never inherits or corrupts them.
 ///
 /// Fencing: fence() is taken (INCR of a companion key) on the first level
 /// only and stays the same for the re-entries of that grant.
@@ -190,11 +190,11 @@ class ReentrantLock final : public Lease {
   uint32_t most_ = 0;   // levels the server may hold: >= depth_ after unknown outcomes
   uint32_t want_ = 0;   // the depth the request in flight asks for
   Req req_ = Req::kAttempt;
-  Status last_;         // the attempt's result after a hand-back
+  Status last_;  // the attempt's result after a hand-back
   Millis ext_ttl_{0};
   TimePoint attempt_start_{};  // the attempt's request left after this
   TimePoint req_start_{};      // the release's or extend's request left after this
-  TimePoint op_t0_{};      // when the release or extend was called (metrics)
+  TimePoint op_t0_{};          // when the release or extend was called (metrics)
   TimePoint valid_until_{};
   uint64_t fence_ = 0;
 };

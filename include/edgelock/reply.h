@@ -29,9 +29,9 @@ enum class ReplyType : uint8_t { kString, kArray, kInteger, kNil, kStatus, kErro
 /// as a null str of length 0, an empty array as count 0.
 struct Reply {
   union {
-    int64_t integer = 0;     ///< kInteger.
-    const char* str;         ///< kString, kStatus, kError.
-    const Reply* elements;   ///< kArray: count nodes.
+    int64_t integer = 0;    ///< kInteger.
+    const char* str;        ///< kString, kStatus, kError.
+    const Reply* elements;  ///< kArray: count nodes.
   };
   union {
     size_t len = 0;  ///< Strings: bytes before the NUL.

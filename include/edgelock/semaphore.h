@@ -237,10 +237,10 @@ class Semaphore {
   Permit* permit_ = nullptr;  // the operation's permit (none for release_id())
   Req req_ = Req::kAttempt;
   bool hand_back_noted_ = false;
-  Status last_;               // the attempt's result after a hand-back
+  Status last_;  // the attempt's result after a hand-back
   Millis ext_ttl_{0};
-  TimePoint req_start_{};     // the attempt's or extend's request left after this
-  TimePoint op_t0_{};         // when the release or extend was called (metrics)
+  TimePoint req_start_{};  // the attempt's or extend's request left after this
+  TimePoint op_t0_{};      // when the release or extend was called (metrics)
 };
 
 }  // namespace edgelock

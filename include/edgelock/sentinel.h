@@ -116,7 +116,7 @@ class Sentinel final : public Backend {
   Connection probe_;    // to a sentinel
   Connection primary_;  // to the primary
   bool is_setup_ = false;
-  bool stale_ = true;   // look the primary up before the next command
+  bool stale_ = true;  // look the primary up before the next command
   TimePoint resolved_at_{};
   char verified_host_[kMaxHostLen + 1] = {};  // the primary last verified
   uint16_t verified_port_ = 0;

@@ -21,8 +21,7 @@ class Span {
   /// Span<U> -> Span<const U>.
   template <typename U, typename = std::enable_if_t<std::is_same<const U, T>::value &&
                                                     !std::is_same<U, T>::value>>
-  constexpr Span(Span<U> other)
-      : data_(other.data()), size_(other.size()) {}
+  constexpr Span(Span<U> other) : data_(other.data()), size_(other.size()) {}
 
   constexpr T* data() const { return data_; }
   constexpr size_t size() const { return size_; }

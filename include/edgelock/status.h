@@ -141,8 +141,8 @@ class [[nodiscard]] Result {
 }  // namespace edgelock
 
 /// Returns early from the enclosing function if `expr` is not ok.
-#define EDGELOCK_TRY(expr)                                   \
-  do {                                                       \
-    ::edgelock::Status edgelock_try_status_ = (expr);        \
+#define EDGELOCK_TRY(expr)                                       \
+  do {                                                           \
+    ::edgelock::Status edgelock_try_status_ = (expr);            \
     if (!edgelock_try_status_.ok()) return edgelock_try_status_; \
   } while (0)

@@ -85,9 +85,7 @@ Reply* take_nodes(NodePool& pool, size_t n) {
   return r;
 }
 
-bool is_resp3_type(uint8_t t) {
-  return std::memchr("_,#!=(%~>|", t, 10) != nullptr;
-}
+bool is_resp3_type(uint8_t t) { return std::memchr("_,#!=(%~>|", t, 10) != nullptr; }
 
 // Why a header or simple-string line was not found whole.
 Parse line_failure(const Cursor& c, uint8_t type, Line line) {
@@ -161,7 +159,8 @@ Parse read_value(Cursor& c, Reply* slot, Reply** children) {
   if (type == '$') return read_bulk(c, slot, text, text_len);
   if (type == '*') return read_array(c, slot, text, text_len, children);
   if (type == ':') {
-    if (!parse_int(text, text_len, &slot->integer)) return fail(c, Parse::kInvalid, "invalid integer");
+    if (!parse_int(text, text_len, &slot->integer))
+      return fail(c, Parse::kInvalid, "invalid integer");
     slot->type = ReplyType::kInteger;
     return Parse::kComplete;
   }

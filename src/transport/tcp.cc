@@ -99,8 +99,8 @@ Result<size_t> SocketTransport::read_some(uint8_t* dst, size_t cap, bool may_wai
   return errno == ECONNRESET ? ErrorCode::kConnectionClosed : ErrorCode::kIo;
 }
 
-Result<size_t> SocketTransport::wait(TransportWait* items, size_t n, Deadline deadline, Clock& clock,
-                                     ErrorText& err) {
+Result<size_t> SocketTransport::wait(TransportWait* items, size_t n, Deadline deadline,
+                                     Clock& clock, ErrorText& err) {
   pollfd fds[kMaxQuorumServers];
   if (n > kMaxQuorumServers) n = kMaxQuorumServers;
   for (size_t i = 0; i < n; ++i) fds[i] = pollfd{items[i].transport->fd(), items[i].events, 0};

@@ -125,11 +125,13 @@ Status tls_record_error(const TlsSession& s, int ret, const char* op, ErrorText&
   }
   if (refused_after_tls13_handshake(s, ret)) {
     if (!s.has_client_cert) {
-      set_error(err, "TLS: server requires a client certificate: it refused the connection "
-                     "right after the TLS 1.3 handshake");
+      set_error(err,
+                "TLS: server requires a client certificate: it refused the connection "
+                "right after the TLS 1.3 handshake");
     } else {
-      set_error(err, "TLS: fatal alert from server right after the TLS 1.3 handshake "
-                     "(encrypted; it refused our client certificate?)");
+      set_error(err,
+                "TLS: fatal alert from server right after the TLS 1.3 handshake "
+                "(encrypted; it refused our client certificate?)");
     }
     return ErrorCode::kTls;
   }

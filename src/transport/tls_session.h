@@ -18,7 +18,7 @@
 
 #include "transport/transport.h"
 
-#if MBEDTLS_VERSION_NUMBER < 0x021C0000 || \
+#if MBEDTLS_VERSION_NUMBER < 0x021C0000 ||                                           \
     (MBEDTLS_VERSION_NUMBER >= 0x03000000 && MBEDTLS_VERSION_NUMBER < 0x03060000) || \
     MBEDTLS_VERSION_NUMBER >= 0x04000000
 #error "edgelock needs mbedTLS 2.28 or 3.6 (LTS branches)"
@@ -41,16 +41,16 @@ namespace detail {
 /// private fields; reading the wire needs none of them.
 struct TlsWire {
   uint8_t hdr[5] = {};
-  uint8_t hdr_len = 0;       // header bytes of the current record seen
-  uint16_t rec_len = 0;      // body length of the current record
-  uint16_t body_left = 0;    // body bytes of the current record still to come
-  uint8_t hs_hdr[4] = {};    // clear-text handshake message header
+  uint8_t hdr_len = 0;     // header bytes of the current record seen
+  uint16_t rec_len = 0;    // body length of the current record
+  uint16_t body_left = 0;  // body bytes of the current record still to come
+  uint8_t hs_hdr[4] = {};  // clear-text handshake message header
   uint8_t hs_hdr_len = 0;
-  uint32_t hs_left = 0;      // body bytes of that handshake message to come
-  bool ccs_seen = false;     // server's ChangeCipherSpec: the rest is encrypted
-  bool not_tls = false;      // a record header no TLS server sends
+  uint32_t hs_left = 0;         // body bytes of that handshake message to come
+  bool ccs_seen = false;        // server's ChangeCipherSpec: the rest is encrypted
+  bool not_tls = false;         // a record header no TLS server sends
   bool cert_requested = false;  // clear-text CertificateRequest (TLS 1.2)
-  int alert = -1;            // description of a clear-text fatal alert
+  int alert = -1;               // description of a clear-text fatal alert
 };
 
 /// Feeds bytes received from the server to the observer. No allocation.

@@ -126,9 +126,8 @@ Status load_client_pair(TlsSession& s, const TlsOptions& o, ErrorText& err) {
 }  // namespace
 
 Status tls_configure(TlsSession& s, const TlsOptions& o, ErrorText& err) {
-  const int ret = mbedtls_ssl_config_defaults(&s.conf, MBEDTLS_SSL_IS_CLIENT,
-                                              MBEDTLS_SSL_TRANSPORT_STREAM,
-                                              MBEDTLS_SSL_PRESET_DEFAULT);
+  const int ret = mbedtls_ssl_config_defaults(
+      &s.conf, MBEDTLS_SSL_IS_CLIENT, MBEDTLS_SSL_TRANSPORT_STREAM, MBEDTLS_SSL_PRESET_DEFAULT);
   if (ret != 0) return fail_load(ret, "TLS defaults", err);
   mbedtls_ssl_conf_rng(&s.conf, mbedtls_ctr_drbg_random, &s.drbg);
   // TLS 1.2 minimum; the maximum is the library's (1.3 in 3.6, offered

@@ -60,8 +60,8 @@ void transport_close(TransportState& t);
 /// kTls (alert, client certificate required, not TLS, closed mid-handshake,
 /// bad PEM), kInvalidArgument (no CA, half a client pair), kIo (poll),
 /// kTlsUnavailable (stub).
-Status tls_open(TransportState& t, const Endpoint& ep, const TlsOptions& opts,
-                Deadline deadline, Clock& clock, ErrorText& err);
+Status tls_open(TransportState& t, const Endpoint& ep, const TlsOptions& opts, Deadline deadline,
+                Clock& clock, ErrorText& err);
 void tls_close(TransportState& t);
 /// As Transport::write_some/read_some; 0 = would block, with t.want_events
 /// set to what mbedTLS waits for. Errors: kConnectionClosed (close_notify,

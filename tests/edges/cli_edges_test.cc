@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "../integration/cli_fixture.h"
-#include "delay_proxy.h"
 #include "../support/fake_server.h"
+#include "delay_proxy.h"
 
 namespace edgelock {
 namespace {
@@ -50,8 +50,8 @@ TEST_F(CliEdges, HungServerEndsAcquireAndRunWithinServerWait) {
   const std::vector<std::pair<std::string, pid_t>> started = {
       {"acq", start(with({"acquire", "modem"}), "acq", {}, hung.url())},
       {"run", start(with({"run", "modem", "--", "true"}), "run", {}, hung.url())},
-      {"quorum", start(with({"-u", hung.url(), "-u", server_->url(), "acquire", "modem"}), "quorum", {},
-                       hung.url())},
+      {"quorum", start(with({"-u", hung.url(), "-u", server_->url(), "acquire", "modem"}), "quorum",
+                       {}, hung.url())},
   };
   // 1500 + 2 x 500 ms, plus 1 s for start-up and scheduling.
   const int64_t bound = (1500 + 2 * 500 + 1000) * slowdown();
@@ -81,7 +81,8 @@ TEST_F(CliEdges, LostAcquireReplyIsReleasedBeforeExit) {
   ASSERT_TRUE(proxy.wait_idle(Millis(5000 * slowdown())));
   // The acquire landed at ~1.8 s with PX 6000: without the release the key
   // lives until ~7.8 s after the start.
-  EXPECT_TRUE(gone_soon("modem", 300 * slowdown())) << "PTTL " << redis({"PTTL", "modem"}) << "; " << o.err;
+  EXPECT_TRUE(gone_soon("modem", 300 * slowdown()))
+      << "PTTL " << redis({"PTTL", "modem"}) << "; " << o.err;
 }
 
 // Item 8, quorum form: the same through three delayed servers.
@@ -92,16 +93,18 @@ TEST_F(CliEdges, LostQuorumAcquireReplyIsReleasedBeforeExit) {
   const Outcome warm = cli({"-u", s2.url(), "-u", s3.url(), "run", "warm-up", "--", "true"});
   ASSERT_EQ(warm.rc, 0) << warm.err;
   // Quorum rounds last TTL/50 = 120 ms; 300 ms each way loses every reply.
-  DelayProxy p1(server_->port(), Millis(300)), p2(s2.port(), Millis(300)), p3(s3.port(), Millis(300));
+  DelayProxy p1(server_->port(), Millis(300)), p2(s2.port(), Millis(300)),
+      p3(s3.port(), Millis(300));
   ASSERT_TRUE(p1.start() && p2.start() && p3.start());
-  const Outcome o = cli({"-t", "6000", "-w", "0", "-u", p2.url(), "-u", p3.url(), "acquire", "modem"}, {},
-                        p1.url());
+  const Outcome o = cli(
+      {"-t", "6000", "-w", "0", "-u", p2.url(), "-u", p3.url(), "acquire", "modem"}, {}, p1.url());
   EXPECT_EQ(o.rc, 3) << o.err;
   for (DelayProxy* p : {&p1, &p2, &p3}) {
     p->set_delay(Nanos::zero());
     ASSERT_TRUE(p->wait_idle(Millis(5000 * slowdown())));
   }
-  EXPECT_TRUE(gone_soon("modem", 300 * slowdown())) << "PTTL " << redis({"PTTL", "modem"}) << "; " << o.err;
+  EXPECT_TRUE(gone_soon("modem", 300 * slowdown()))
+      << "PTTL " << redis({"PTTL", "modem"}) << "; " << o.err;
   Connection c2, c3;
   ASSERT_TRUE(test::open(c2, s2.url()) && test::open(c3, s3.url()));
   EXPECT_EQ(test::run(c2, {"PTTL", "modem"}), "-2");
@@ -162,7 +165,8 @@ TEST_F(CliEdges, QuorumStatusWithAHungServerDoesNotSayFailed) {
   hung.pause();
   const std::string s = server_->url();
   ASSERT_EQ(redis({"SET", "modem", "someone", "PX", "60000"}), "OK");
-  const Outcome st = cli({"-t", "2000", "-u", s + "/1", "-u", hung.url(), "status", "modem"}, {}, s);
+  const Outcome st =
+      cli({"-t", "2000", "-u", s + "/1", "-u", hung.url(), "status", "modem"}, {}, s);
   EXPECT_EQ(st.rc, 0) << st.err;
   EXPECT_EQ(st.out, "free\n") << "held on 1 of 3 servers only";
   EXPECT_EQ(st.err.find("failed"), std::string::npos) << st.err;

@@ -20,13 +20,13 @@
 #include <sstream>
 #include <string>
 
-#include "edgelock/detail/connection_io.h"
-#include "edgelock/edgelock.h"
-#include "eval_capacity.h"
 #include "../support/fake_server.h"
 #include "../support/redis_server.h"
 #include "../support/shared_server_test.h"
 #include "../support/test_util.h"
+#include "edgelock/detail/connection_io.h"
+#include "edgelock/edgelock.h"
+#include "eval_capacity.h"
 
 // Counts name lookups: the library (and hiredis, which binds to the
 // executable's definition) resolve through this. A numeric address is not
@@ -77,7 +77,7 @@ void kill_client(Connection& admin, Connection& c) {
 
 // The socket's inode, as /proc/<pid>/fd shows it: "socket:[<inode>]".
 std::string socket_name(int fd) {
-  struct stat st{};
+  struct stat st {};
   if (fstat(fd, &st) != 0) return "";
   return "socket:[" + std::to_string(st.st_ino) + "]";
 }
@@ -100,8 +100,7 @@ TEST_F(ConnectionEdges, NoscriptFallbackTooLongLeavesConnectionUsable) {
   body.append(kTxBufferSize - body.size(), 'p');
   const Script big = make_script(body.c_str());
   ASSERT_EQ(test::run(admin_, {"SCRIPT", "FLUSH"}), "OK");
-  const Result<const Reply*> r =
-      a_.eval({&big}, Deadline::after(a_.clock(), Millis(2000)));
+  const Result<const Reply*> r = a_.eval({&big}, Deadline::after(a_.clock(), Millis(2000)));
   EXPECT_EQ(r.status().code(), ErrorCode::kBufferTooSmall) << a_.last_error();
   EXPECT_FALSE(detail::io(a_).busy()) << "nothing may stay in flight after a failed fallback";
   EXPECT_EQ(test::run(a_, {"PING"}), "PONG") << "the connection must stay usable";
@@ -150,10 +149,11 @@ TEST_F(ConnectionEdges, EveryScriptFitsAfterScriptFlushAtMaxKeyLength) {
 // Item 10 (build check): the figure the static_assert in eval_capacity.h
 // compares with the buffer, printed for whoever sizes tx_buffer_size.
 TEST(ConnectionEdgesCapacity, EvalCapacity) {
-  std::printf("eval capacity: longest EVAL %zu B, BLPOP + EVALSHA %zu B at max_key_len %zu; "
-              "tx_buffer_size %zu B (at least %zu)\n",
-              detail::kLongestEval, detail::kLongestPipelinedWait, kMaxKeyLen, kTxBufferSize,
-              detail::kTxBufferNeeded);
+  std::printf(
+      "eval capacity: longest EVAL %zu B, BLPOP + EVALSHA %zu B at max_key_len %zu; "
+      "tx_buffer_size %zu B (at least %zu)\n",
+      detail::kLongestEval, detail::kLongestPipelinedWait, kMaxKeyLen, kTxBufferSize,
+      detail::kTxBufferNeeded);
   EXPECT_LE(detail::kLongestEval, kTxBufferSize);
   EXPECT_LE(detail::kLongestPipelinedWait, kTxBufferSize);
   EXPECT_GT(detail::kLongestEval, detail::kReentrantAcquireScript.len + kMaxKeyLen);
@@ -252,7 +252,8 @@ TEST_F(ConnectionEdges, ReconnectDoesNotResolveTheHostNameAgain) {
   const int before = g_lookups.load();
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(u.connect().code(), ErrorCode::kConnectFailed);
-    EXPECT_NE(std::string(u.last_error()).find("not resolved"), std::string::npos) << u.last_error();
+    EXPECT_NE(std::string(u.last_error()).find("not resolved"), std::string::npos)
+        << u.last_error();
   }
   EXPECT_EQ(g_lookups.load(), before);
   EXPECT_EQ(u.resolve().code(), ErrorCode::kConnectFailed) << "resolve() looks up again";
@@ -285,7 +286,9 @@ TEST(ConnectionEdgesSentinel, RoleReplyTooLargeIsNotConfirmed) {
   Sentinel s;
   ConnectionOptions o;
   o.command_timeout = Millis(500) * test::slowdown();
-  ASSERT_TRUE(s.setup(("redis-sentinel://127.0.0.1:" + std::to_string(sentinel.port()) + "/gw").c_str(), o).ok());
+  ASSERT_TRUE(
+      s.setup(("redis-sentinel://127.0.0.1:" + std::to_string(sentinel.port()) + "/gw").c_str(), o)
+          .ok());
   const Status st = s.resolve(Deadline::after(default_clock(), Millis(1000) * test::slowdown()));
   EXPECT_FALSE(st.ok()) << "a node whose role could not be read is not a primary";
   Lock lock(s);
@@ -311,7 +314,8 @@ TEST(ConnectionEdgesDeadline, HungServerEndsEveryCallByItsDeadline) {
   o.connect_timeout = Millis(5000);  // the operation's deadline must win
   o.command_timeout = Millis(5000);
   Connection c;
-  ASSERT_TRUE(c.setup(("redis://:pw@127.0.0.1:" + std::to_string(server.port()) + "/1").c_str(), o).ok());
+  ASSERT_TRUE(
+      c.setup(("redis://:pw@127.0.0.1:" + std::to_string(server.port()) + "/1").c_str(), o).ok());
   server.pause();
   const Bytes ping[1] = {Bytes::from_cstr("PING")};
   TimePoint t0 = now();
@@ -323,7 +327,8 @@ TEST(ConnectionEdgesDeadline, HungServerEndsEveryCallByItsDeadline) {
   EXPECT_EQ(c.connect(Deadline::after(c.clock(), budget)).code(), ErrorCode::kTimeout);
   EXPECT_LT(now() - t0, budget + slack) << "connect() itself";
   server.resume();
-  ASSERT_TRUE(c.connect(Deadline::after(c.clock(), Millis(2000) * test::slowdown())).ok()) << c.last_error();
+  ASSERT_TRUE(c.connect(Deadline::after(c.clock(), Millis(2000) * test::slowdown())).ok())
+      << c.last_error();
   server.pause();
   t0 = now();
   r = c.command(ping, Deadline::after(c.clock(), budget));

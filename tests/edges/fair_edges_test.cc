@@ -12,14 +12,14 @@
 #include <string>
 #include <thread>
 
+#include "../support/shared_server_test.h"
+#include "../support/test_util.h"
+#include "delay_proxy.h"
 #include "edgelock/edgelock.h"
 #include "edgelock/key_slot.h"
-#include "delay_proxy.h"
 #include "fair_scripts.h"
 #include "lock_keys.h"
 #include "lock_scripts.h"
-#include "../support/shared_server_test.h"
-#include "../support/test_util.h"
 
 namespace edgelock {
 namespace {
@@ -56,9 +56,9 @@ class FairEdges : public test::SuiteServerTest {
     ASSERT_TRUE(test::open(other_, server_->url()));
     ASSERT_TRUE(test::open(admin_, server_->url()));
     ASSERT_EQ(run(admin_, {"FLUSHALL"}), "OK");
-    for (const Script* sc : {&detail::kFairAcquireScript, &detail::kFairReleaseScript,
-                             &detail::kFairLeaveScript, &detail::kFairWakeScript,
-                             &detail::kExtendScript, &detail::kOwnedScript}) {
+    for (const Script* sc :
+         {&detail::kFairAcquireScript, &detail::kFairReleaseScript, &detail::kFairLeaveScript,
+          &detail::kFairWakeScript, &detail::kExtendScript, &detail::kOwnedScript}) {
       ASSERT_EQ(run(admin_, {"SCRIPT", "LOAD", std::string(sc->body, sc->len)}), sc->sha1);
     }
   }
@@ -288,17 +288,20 @@ TEST_F(FairEdges, WrongTypeCompanions) {
 TEST(FairKeys, CompanionNamesAreUniquePerKey) {
   auto name = [](const std::string& key, const char* suffix) {
     uint8_t out[kMaxKeyLen + 32];
-    const Result<size_t> r = detail::companion_key(Bytes(key.data(), key.size()), suffix, out, sizeof out);
+    const Result<size_t> r =
+        detail::companion_key(Bytes(key.data(), key.size()), suffix, out, sizeof out);
     return r.ok() ? std::string(reinterpret_cast<char*>(out), r.value()) : std::string("<error>");
   };
-  const char* const keys[] = {"foo", "{foo}", "{foo}:", "foo}", "{foo}}", "a{b}c", "{}", "{7}", "foo:w"};
+  const char* const keys[] = {"foo",   "{foo}", "{foo}:", "foo}", "{foo}}",
+                              "a{b}c", "{}",    "{7}",    "foo:w"};
   const char* const suffixes[] = {":fence", ":wake", ":queue", ":w:1", ":w:12", ":w:2"};
   for (const char* s1 : suffixes) {
     for (const char* k1 : keys) {
       const std::string c1 = name(k1, s1);
       ASSERT_NE(c1, "<error>") << k1;
       if (std::string(k1) != "foo}" && std::string(k1) != "{}") {
-        EXPECT_EQ(key_slot(Bytes::from_cstr(k1)), key_slot(Bytes(c1.data(), c1.size()))) << k1 << s1;
+        EXPECT_EQ(key_slot(Bytes::from_cstr(k1)), key_slot(Bytes(c1.data(), c1.size())))
+            << k1 << s1;
       }
       for (const char* k2 : keys) {
         for (const char* s2 : suffixes) {

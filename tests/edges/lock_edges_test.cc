@@ -10,12 +10,12 @@
 #include <string>
 #include <thread>
 
-#include "edgelock/edgelock.h"
-#include "edgelock/key_slot.h"
-#include "delay_proxy.h"
 #include "../support/redis_server.h"
 #include "../support/shared_server_test.h"
 #include "../support/test_util.h"
+#include "delay_proxy.h"
+#include "edgelock/edgelock.h"
+#include "edgelock/key_slot.h"
 #include "lock_keys.h"
 
 namespace edgelock {
@@ -112,7 +112,7 @@ TEST_F(LockEdges, ExtendStopsAtTheValidityEnd) {
   warm(lock);
   ASSERT_TRUE(lock.try_acquire().ok());
   sleep_for(slow(Millis(100)));
-  const Nanos left = lock.remaining();  // about 300 ms
+  const Nanos left = lock.remaining();    // about 300 ms
   proxy_->set_delay(slow(Millis(3000)));  // the reply is lost
   const TimePoint t0 = now();
   const Status s = lock.extend(Millis(slow_ms(1000)));
@@ -271,7 +271,8 @@ TEST_F(LockEdges, FailedAcquireKeepsTokenForCleanup) {
 TEST(LockKeys, CompanionNamesAreUniquePerKey) {
   auto name = [](const std::string& key, const char* suffix) {
     uint8_t out[kMaxKeyLen + 8];
-    const Result<size_t> r = detail::companion_key(Bytes(key.data(), key.size()), suffix, out, sizeof out);
+    const Result<size_t> r =
+        detail::companion_key(Bytes(key.data(), key.size()), suffix, out, sizeof out);
     return r.ok() ? std::string(reinterpret_cast<char*>(out), r.value()) : std::string("<error>");
   };
   const char* const keys[] = {"foo", "{foo}", "{foo}:", "foo}", "{foo}}", "a{b}c", "{}", "{7}"};
@@ -324,8 +325,7 @@ TEST_F(LockEdges, UnusableFenceCounterWritesNothing) {
   ASSERT_TRUE(lock.init(Bytes::from_cstr(kKey), ttl(10000)).ok());
   ASSERT_EQ(run(admin_, {"RPUSH", "{edge}:fence", "x"}), "1");
   EXPECT_EQ(lock.try_acquire().code(), ErrorCode::kServerError);
-  EXPECT_NE(std::string(lock.last_error()).find("fence"), std::string::npos)
-      << lock.last_error();
+  EXPECT_NE(std::string(lock.last_error()).find("fence"), std::string::npos) << lock.last_error();
   EXPECT_EQ(exists(kKey), "0") << "the lock key was set";
   EXPECT_FALSE(lock.held());
 

@@ -9,13 +9,13 @@
 #include <string>
 #include <thread>
 
+#include "../support/shared_server_test.h"
+#include "../support/test_util.h"
+#include "delay_proxy.h"
 #include "edgelock/edgelock.h"
 #include "rate_scripts.h"
 #include "reentrant_scripts.h"
 #include "semaphore_scripts.h"
-#include "delay_proxy.h"
-#include "../support/shared_server_test.h"
-#include "../support/test_util.h"
 
 namespace edgelock {
 namespace {
@@ -51,10 +51,14 @@ class PrimitiveEdges : public test::SharedServerTest {
   // must be one that runs, not an EVALSHA answered with NOSCRIPT.
   void SetUp() override {
     SharedServerTest::SetUp();
-    const Script* all[] = {&detail::kSemAcquireScript,       &detail::kSemReleaseScript,
-                           &detail::kSemExtendScript,        &detail::kSemCountScript,
-                           &detail::kReentrantAcquireScript, &detail::kReentrantReleaseScript,
-                           &detail::kReentrantExtendScript,  &detail::kCooldownScript,
+    const Script* all[] = {&detail::kSemAcquireScript,
+                           &detail::kSemReleaseScript,
+                           &detail::kSemExtendScript,
+                           &detail::kSemCountScript,
+                           &detail::kReentrantAcquireScript,
+                           &detail::kReentrantReleaseScript,
+                           &detail::kReentrantExtendScript,
+                           &detail::kCooldownScript,
                            &detail::kQuotaScript};
     for (const Script* sc : all) {
       ASSERT_EQ(run(admin_, {"SCRIPT", "LOAD", std::string(sc->body, sc->len)}), sc->sha1);
@@ -83,7 +87,8 @@ class PrimitiveEdges : public test::SharedServerTest {
   int64_t pttl(const std::string& key) { return std::stoll(run(admin_, {"PTTL", key})); }
   // Ms the server still gives permit `id` of semaphore `key` (its clock).
   int64_t permit_left_ms(const std::string& key, Bytes id) {
-    const std::string score = run(admin_, {"ZSCORE", key, std::string(reinterpret_cast<const char*>(id.data), id.size)});
+    const std::string score =
+        run(admin_, {"ZSCORE", key, std::string(reinterpret_cast<const char*>(id.data), id.size)});
     if (score == "(nil)") return -1;
     const std::string t = run(admin_, {"TIME"});
     const size_t sp = t.find(' ');
@@ -130,8 +135,8 @@ TEST_F(PrimitiveEdges, SemaphoreLateGrantNeverMakesTwoHolders) {
   // would share one permit).
   const Bytes keys[1] = {Bytes::from_cstr("sem-empty")};
   const Bytes args[3] = {Bytes::from_cstr(""), Bytes::from_cstr("5000"), Bytes::from_cstr("1")};
-  const Result<const Reply*> r =
-      admin_.eval({&detail::kSemAcquireScript, keys, args}, Deadline::after(admin_.clock(), ms_s(2000)));
+  const Result<const Reply*> r = admin_.eval({&detail::kSemAcquireScript, keys, args},
+                                             Deadline::after(admin_.clock(), ms_s(2000)));
   ASSERT_TRUE(r.ok()) << admin_.last_error();
   ASSERT_EQ(r.value()->type, ReplyType::kArray);
   EXPECT_NE(r.value()->elements[0].integer, 1) << "an empty id was granted";
@@ -183,8 +188,8 @@ TEST_F(PrimitiveEdges, SemaphoreExtendStopsAtValidityEnd) {
   const TimePoint end = now() + p.remaining();
   const Status s = p.extend(Millis(n_s(600)));
   const TimePoint returned = now();
-  EXPECT_LE(returned, end + ms_s(50)) << "extend overran the validity by "
-                                      << test::ms(returned - end) << " ms";
+  EXPECT_LE(returned, end + ms_s(50))
+      << "extend overran the validity by " << test::ms(returned - end) << " ms";
   EXPECT_FALSE(s.ok());
   EXPECT_EQ(p.remaining(), Nanos::zero());
   EXPECT_GT(p.id().size, 0u) << "the id is kept for release()";
@@ -205,8 +210,8 @@ TEST_F(PrimitiveEdges, ReentrantExtendStopsAtValidityEnd) {
   const TimePoint end = now() + lock.remaining();
   const Status s = lock.renew();
   const TimePoint returned = now();
-  EXPECT_LE(returned, end + ms_s(50)) << "renewal overran the validity by "
-                                      << test::ms(returned - end) << " ms";
+  EXPECT_LE(returned, end + ms_s(50))
+      << "renewal overran the validity by " << test::ms(returned - end) << " ms";
   EXPECT_FALSE(s.ok());
   EXPECT_FALSE(lock.held());
   drain(*proxy);

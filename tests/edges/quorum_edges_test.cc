@@ -7,10 +7,10 @@
 #include <memory>
 #include <string>
 
-#include "edgelock/edgelock.h"
-#include "delay_proxy.h"
 #include "../support/redis_server.h"
 #include "../support/test_util.h"
+#include "delay_proxy.h"
+#include "edgelock/edgelock.h"
 
 namespace edgelock {
 namespace {
@@ -53,7 +53,9 @@ class Trio {
   Connection* const* conns() { return ptrs_; }
   /// Direct connections for a second client.
   Connection* const* others() { return other_ptrs_; }
-  std::string cmd(size_t i, std::initializer_list<std::string> args) { return run(admin_[i], args); }
+  std::string cmd(size_t i, std::initializer_list<std::string> args) {
+    return run(admin_[i], args);
+  }
   /// Servers whose key holds `token`.
   size_t holders(Bytes token) {
     const std::string t(reinterpret_cast<const char*>(token.data), token.size);
@@ -115,7 +117,8 @@ TEST(QuorumEdges, FailedAcquireLeavesNoKeyOnAFrozenServer) {
   const TimePoint limit = now() + slow(Millis(500));
   while (t.keyed() > 0 && now() < limit) SystemClock().sleep_for(Millis(5));
   for (size_t i = 0; i < kServers; ++i) {
-    EXPECT_EQ(t.cmd(i, {"PTTL", kKey}), "-2") << "server " << i << " still holds our key (10 s TTL)";
+    EXPECT_EQ(t.cmd(i, {"PTTL", kKey}), "-2")
+        << "server " << i << " still holds our key (10 s TTL)";
   }
   // The late replies are drained, not taken for the next request's.
   const TimePoint wait_end = now() + slow(Millis(1000));
@@ -154,7 +157,8 @@ TEST(QuorumEdges, LostShorteningExtendDoesNotKeepTheOldValidity) {
   QuorumLock other;
   ASSERT_TRUE(other.init(t.others(), kServers, Bytes::from_cstr(kKey), opts(10000)).ok());
   const Status got = other.acquire(lost + slow(Millis(2000)));
-  ASSERT_TRUE(got.ok()) << got.to_string() << " " << t.cmd(0, {"PTTL", kKey}) << " " << test::ms(now() - start);
+  ASSERT_TRUE(got.ok()) << got.to_string() << " " << t.cmd(0, {"PTTL", kKey}) << " "
+                        << test::ms(now() - start);
   EXPECT_FALSE(lock.held()) << "two holders: " << test::ms(lock.remaining()) << " ms left";
   ASSERT_TRUE(other.release().ok());
 }

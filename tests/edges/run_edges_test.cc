@@ -8,12 +8,12 @@
 #include <fstream>
 #include <thread>
 
-#include "edgelock/edgelock.h"
-#include "edgelock/lease_keeper.h"
 #include "../integration/cli_fixture.h"
-#include "delay_proxy.h"
 #include "../support/redis_server.h"
 #include "../support/test_util.h"
+#include "delay_proxy.h"
+#include "edgelock/edgelock.h"
+#include "edgelock/lease_keeper.h"
 
 namespace edgelock {
 namespace {
@@ -29,7 +29,8 @@ Nanos loop_slack() { return Millis(10) * slowdown(); }
 TimePoint keep_until_lost(LeaseKeeper& keeper, Clock& clock, Nanos limit) {
   const TimePoint stop_at = clock.now() + limit;
   TimePoint last_return;
-  for (int i = 0; i < 10000 && keeper.state() == LeaseState::kKeeping && clock.now() < stop_at; ++i) {
+  for (int i = 0; i < 10000 && keeper.state() == LeaseState::kKeeping && clock.now() < stop_at;
+       ++i) {
     poll(nullptr, 0, keeper.next_deadline().poll_timeout_ms(clock));
     keeper.service();
     last_return = clock.now();
@@ -134,13 +135,14 @@ TEST(RunEdges, KeeperWithDefaultOptionsReportsLossByValidityEnd) {
 
 // --- edgelock run -------------------------------------------------------
 
-using cli_test::Outcome;
 using cli_test::now_ms;
+using cli_test::Outcome;
 using cli_test::slurp;
 
 int64_t wall_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch()).count();
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 // True once `pid` is gone or a zombie (orphans may wait for a reaper).
@@ -236,7 +238,8 @@ void RunEdgesCli::stubborn_command_stops_in_time(int n) {
   int64_t granted = 0;
   // Time bounds the loop; the count only backs it up (a try costs ~10x
   // under qemu, so a count of 2000 ran out before the TTL did).
-  for (int i = 0; i < 20000 * slowdown() && granted == 0 && now_ms() < t0 + 8000 * slowdown(); ++i) {
+  for (int i = 0; i < 20000 * slowdown() && granted == 0 && now_ms() < t0 + 8000 * slowdown();
+       ++i) {
     if ((n == 1 ? single.try_acquire() : quorum.try_acquire()).ok()) granted = wall_ns();
     usleep(2000);
   }
@@ -264,8 +267,9 @@ TEST_F(RunEdgesCli, StubbornCommandStopsBeforeAnotherClientHoldsTheQuorumKey) {
 TEST_F(RunEdgesCli, CommandDiesWithEdgelock) {
   const std::string pidfile = dir_ + "/pid";
   const int64_t t0 = now_ms();
-  const pid_t pid = start_bare({"run", "dev", "--", "sh", "-c", "echo $$ > " + pidfile + "; exec sleep 30"},
-                               "orphan", {server_->url()});
+  const pid_t pid =
+      start_bare({"run", "dev", "--", "sh", "-c", "echo $$ > " + pidfile + "; exec sleep 30"},
+                 "orphan", {server_->url()});
   ASSERT_TRUE(wait_for_file(pidfile)) << slurp(dir_ + "/orphan.err");
   const pid_t child = std::atoi(slurp(pidfile).c_str());
   ASSERT_GT(child, 0);
@@ -282,8 +286,9 @@ TEST_F(RunEdgesCli, CommandGetsNoSocketAfterAReconnect) {
   ASSERT_EQ(redis({"SET", "dev", "someone", "PX", std::to_string(800 * slowdown())}), "OK");
   const std::string fds = dir_ + "/fds";
   const int64_t t0 = now_ms();
-  const pid_t pid = start_bare({"--stats", "run", "dev", "--", "sh", "-c", "ls -l /proc/$$/fd > " + fds},
-                               "fds", {server_->url()});
+  const pid_t pid =
+      start_bare({"--stats", "run", "dev", "--", "sh", "-c", "ls -l /proc/$$/fd > " + fds}, "fds",
+                 {server_->url()});
   usleep(300000 * slowdown());  // edgelock is waiting for "dev" now
   EXPECT_NE(redis({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"}), "0");
   Outcome o = finish(pid, "fds", t0);
@@ -294,7 +299,8 @@ TEST_F(RunEdgesCli, CommandGetsNoSocketAfterAReconnect) {
   EXPECT_EQ(line.find("reconnects=0"), std::string::npos) << "no reconnect happened: " << line;
   const std::string listing = slurp(fds);
   ASSERT_NE(listing.find("0 ->"), std::string::npos) << listing;
-  EXPECT_EQ(listing.find("socket:"), std::string::npos) << "COMMAND inherited a socket:\n" << listing;
+  EXPECT_EQ(listing.find("socket:"), std::string::npos) << "COMMAND inherited a socket:\n"
+                                                        << listing;
 }
 
 // --grace used to be any value: SIGKILL could come long after the lease.
@@ -303,8 +309,12 @@ TEST_F(RunEdgesCli, GraceThatDoesNotFitTheTtlIsRefused) {
   EXPECT_EQ(o.rc, 2) << o.err;
   EXPECT_NE(o.err.find("--grace 600 does not fit --ttl 1000"), std::string::npos) << o.err;
   EXPECT_EQ(redis({"EXISTS", "dev"}), "0") << "refused before acquiring";
-  EXPECT_EQ(cli({"-t", "1000", "--grace", "500", "--permits", "1", "semaphore", "dev", "--", "true"}).rc, 0);
-  EXPECT_EQ(cli({"-t", "1000", "--grace", "501", "--permits", "1", "semaphore", "dev", "--", "true"}).rc, 2);
+  EXPECT_EQ(
+      cli({"-t", "1000", "--grace", "500", "--permits", "1", "semaphore", "dev", "--", "true"}).rc,
+      0);
+  EXPECT_EQ(
+      cli({"-t", "1000", "--grace", "501", "--permits", "1", "semaphore", "dev", "--", "true"}).rc,
+      2);
   EXPECT_EQ(cli({"-t", "1000", "--grace", "500", "run", "dev", "--", "true"}).rc, 0);
 }
 
@@ -312,8 +322,8 @@ TEST_F(RunEdgesCli, GraceThatDoesNotFitTheTtlIsRefused) {
 TEST_F(RunEdgesCli, GrandchildInTheProcessGroupIsKilled) {
   const std::string gpid = dir_ + "/gpid";
   const int64_t t0 = now_ms();
-  const pid_t pid = start_bare({"-t", std::to_string(1000 * slowdown()), "run", "dev", "--", "sh", "-c",
-                                "trap '' TERM; sleep 30 & echo $! > " + gpid + "; wait"},
+  const pid_t pid = start_bare({"-t", std::to_string(1000 * slowdown()), "run", "dev", "--", "sh",
+                                "-c", "trap '' TERM; sleep 30 & echo $! > " + gpid + "; wait"},
                                "group", {server_->url()});
   ASSERT_TRUE(wait_for_file(gpid)) << slurp(dir_ + "/group.err");
   const pid_t grandchild = std::atoi(slurp(gpid).c_str());

@@ -69,13 +69,15 @@ int probe(const char* url) {
     std::fprintf(stderr, "clock_probe: cannot connect to %s\n", url);
     return 2;
   }
-  const int sd = std::getenv("EDGELOCK_TEST_SLOWDOWN") ? std::atoi(std::getenv("EDGELOCK_TEST_SLOWDOWN")) : 1;
+  const int sd =
+      std::getenv("EDGELOCK_TEST_SLOWDOWN") ? std::atoi(std::getenv("EDGELOCK_TEST_SLOWDOWN")) : 1;
   const int64_t slack = 60 * (sd > 0 ? sd : 1);
   LockOptions lo;
   lo.ttl = Millis(1000);
   Lock la(a), lb(b);
   if (!la.init(Bytes::from_cstr("clock-probe"), lo).ok() ||
-      !lb.init(Bytes::from_cstr("clock-probe"), lo).ok()) return 2;
+      !lb.init(Bytes::from_cstr("clock-probe"), lo).ok())
+    return 2;
 
   // Acquire: validity just under the TTL (drift 1% + 2 ms + round trip).
   Status st = la.acquire(Millis(500));
@@ -145,12 +147,13 @@ int probe(const char* url) {
   check(held_ms >= 200 - 4 - slack && held_ms <= 200, "held ms", held_ms);
   (void)lc.release();
 
-  std::printf("clock_probe: wall=%lld validity0=%lld drop=%lld validity2=%lld busy_wait=%lld "
-              "renewals=%u handover=%lld held=%lld failures=%d\n",
-              static_cast<long long>(time(nullptr)), static_cast<long long>(validity0),
-              static_cast<long long>(drop), static_cast<long long>(validity2),
-              static_cast<long long>(busy_wait), renewals, static_cast<long long>(handover),
-              static_cast<long long>(held_ms), g_failures);
+  std::printf(
+      "clock_probe: wall=%lld validity0=%lld drop=%lld validity2=%lld busy_wait=%lld "
+      "renewals=%u handover=%lld held=%lld failures=%d\n",
+      static_cast<long long>(time(nullptr)), static_cast<long long>(validity0),
+      static_cast<long long>(drop), static_cast<long long>(validity2),
+      static_cast<long long>(busy_wait), renewals, static_cast<long long>(handover),
+      static_cast<long long>(held_ms), g_failures);
   return g_failures == 0 ? 0 : 1;
 }
 

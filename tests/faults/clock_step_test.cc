@@ -128,9 +128,7 @@ TEST(ClockSteps, WallClockJumpsChangeNothing) {
   cases[4].env.push_back({"FAKETIME_TIMESTAMP_FILE", stepfile});
   cases[4].env.push_back({"FAKETIME_NO_CACHE", "1"});
   cases[4].env.push_back({"EDGELOCK_FAKETIME_FILE", stepfile});
-  {
-    std::ofstream(stepfile) << "+0\n";
-  }
+  { std::ofstream(stepfile) << "+0\n"; }
   Figures base;
   long long probe_failures = 0;
   long long max_validity_diff = 0, max_wait_diff = 0, max_handover_diff = 0;
@@ -156,9 +154,10 @@ TEST(ClockSteps, WallClockJumpsChangeNothing) {
       base = f;
       continue;
     }
-    max_validity_diff = std::max({max_validity_diff, std::llabs(f.at("validity0") - base.at("validity0")),
-                                  std::llabs(f.at("validity2") - base.at("validity2")),
-                                  std::llabs(f.at("held") - base.at("held"))});
+    max_validity_diff =
+        std::max({max_validity_diff, std::llabs(f.at("validity0") - base.at("validity0")),
+                  std::llabs(f.at("validity2") - base.at("validity2")),
+                  std::llabs(f.at("held") - base.at("held"))});
     max_wait_diff = std::max(max_wait_diff, std::llabs(f.at("busy_wait") - base.at("busy_wait")));
     max_handover_diff =
         std::max(max_handover_diff, std::llabs(f.at("handover") - base.at("handover")));
@@ -169,11 +168,12 @@ TEST(ClockSteps, WallClockJumpsChangeNothing) {
   EXPECT_LE(max_validity_diff, tol);
   EXPECT_LE(max_wait_diff, tol + 100);  // BLPOP timeouts: server hz 10
   EXPECT_LE(max_handover_diff, tol);
-  std::printf("clock_steps: %zu runs (baseline, -1d, +1d, +56y, jumping -1d/+1d/+56y/+0 every "
-              "40 ms, +56y incl. monotonic), %lld out of bounds; vs baseline: validity/held max "
-              "diff %lld ms, busy wait %lld ms, handover %lld ms, keeper renewals %lld\n",
-              cases.size(), probe_failures, max_validity_diff, max_wait_diff, max_handover_diff,
-              base.count("renewals") ? base.at("renewals") : -1);
+  std::printf(
+      "clock_steps: %zu runs (baseline, -1d, +1d, +56y, jumping -1d/+1d/+56y/+0 every "
+      "40 ms, +56y incl. monotonic), %lld out of bounds; vs baseline: validity/held max "
+      "diff %lld ms, busy wait %lld ms, handover %lld ms, keeper renewals %lld\n",
+      cases.size(), probe_failures, max_validity_diff, max_wait_diff, max_handover_diff,
+      base.count("renewals") ? base.at("renewals") : -1);
 }
 
 }  // namespace

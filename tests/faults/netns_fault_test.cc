@@ -23,10 +23,10 @@
 #include <string>
 #include <vector>
 
-#include "edgelock/edgelock.h"
 #include "../support/fenced_resource.h"
 #include "../support/redis_server.h"
 #include "../support/test_util.h"
+#include "edgelock/edgelock.h"
 
 namespace edgelock {
 namespace {
@@ -73,8 +73,9 @@ class Netns : public ::testing::Test {
     host_ip_ = net + "1";
     server_ip_ = net + "2";
     // Namespaces left by a killed run of this test (its pid is gone).
-    (void)sh("for n in $(ip netns list | awk '/^edgelock-t[0-9]+/ {print $1}'); do "
-             "p=${n#edgelock-t}; kill -0 $p 2>/dev/null || ip netns del $n; done");
+    (void)sh(
+        "for n in $(ip netns list | awk '/^edgelock-t[0-9]+/ {print $1}'); do "
+        "p=${n#edgelock-t}; kill -0 $p 2>/dev/null || ip netns del $n; done");
     if (!sh("ip netns add " + ns_)) GTEST_SKIP() << "cannot create a network namespace here";
     created_ = true;
     const std::string nsx = "ip netns exec " + ns_ + " ";
@@ -107,8 +108,8 @@ class Netns : public ::testing::Test {
     dir_ = tmpl;
     const std::vector<std::string> args = {
         "ip", "netns", "exec", ns_, test::server_binary(), "--port", std::to_string(kPort),
-        "--bind", server_ip_, "--save", "", "--appendonly", "no", "--dir", dir_,
-        "--daemonize", "no", "--loglevel", "warning", "--logfile", dir_ + "/redis.log",
+        "--bind", server_ip_, "--save", "", "--appendonly", "no", "--dir", dir_, "--daemonize",
+        "no", "--loglevel", "warning", "--logfile", dir_ + "/redis.log",
         // Reached from the veth peer, not loopback; the address is private
         // to our own namespace pair.
         "--protected-mode", "no"};
@@ -180,10 +181,11 @@ TEST_F(Netns, DropTimesOutWithinDeadlineWithoutFalseGrant) {
   EXPECT_TRUE(l.acquire(Millis(2000)).ok()) << c.last_error();
   const int64_t back_ms = ms_since(clock, t0);
   EXPECT_TRUE(l.release().ok());
-  std::printf("netns_drop: try_acquire kTimeout in %lld ms (budget %lld), acquire(300 ms) %s in "
-              "%lld ms, no grant; after the rule is removed acquire ok in %lld ms\n",
-              static_cast<long long>(try_ms), static_cast<long long>(budget), wst.to_string(),
-              static_cast<long long>(wait_ms), static_cast<long long>(back_ms));
+  std::printf(
+      "netns_drop: try_acquire kTimeout in %lld ms (budget %lld), acquire(300 ms) %s in "
+      "%lld ms, no grant; after the rule is removed acquire ok in %lld ms\n",
+      static_cast<long long>(try_ms), static_cast<long long>(budget), wst.to_string(),
+      static_cast<long long>(wait_ms), static_cast<long long>(back_ms));
 }
 
 TEST_F(Netns, RejectWithTcpResetFailsFast) {
@@ -217,10 +219,11 @@ TEST_F(Netns, RejectWithTcpResetFailsFast) {
   EXPECT_FALSE(l.held());
   EXPECT_TRUE(l.acquire(Millis(1000)).ok()) << c.last_error();
   EXPECT_TRUE(l.release().ok());
-  std::printf("netns_reset: open connection -> %s in %lld ms, reconnect -> %s in %lld ms, "
-              "then ok\n",
-              st.to_string(), static_cast<long long>(rst_ms), st2.to_string(),
-              static_cast<long long>(connect_ms));
+  std::printf(
+      "netns_reset: open connection -> %s in %lld ms, reconnect -> %s in %lld ms, "
+      "then ok\n",
+      st.to_string(), static_cast<long long>(rst_ms), st2.to_string(),
+      static_cast<long long>(connect_ms));
 }
 
 // Shared between the two worker processes.
@@ -301,16 +304,16 @@ TEST_F(Netns, RandomLossKeepsMutualExclusionAndDeadlines) {
   // times as long, so "no progress at all" still means a real failure.
   const Nanos run_for = Millis(4000) * (test::slowdown() > 1 ? 3 : 1);
   auto* res = test::FencedResource::create();
-  void* mem = mmap(nullptr, sizeof(LossStats), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                   -1, 0);
+  void* mem =
+      mmap(nullptr, sizeof(LossStats), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(res, nullptr);
   ASSERT_NE(mem, MAP_FAILED);
   auto* stats = new (mem) LossStats();
   const std::string p = std::to_string(kPort);
-  const std::string in = "INPUT -p tcp --dport " + p +
-                         " -m statistic --mode random --probability 0.3 -j DROP";
-  const std::string out = "OUTPUT -p tcp --sport " + p +
-                          " -m statistic --mode random --probability 0.3 -j DROP";
+  const std::string in =
+      "INPUT -p tcp --dport " + p + " -m statistic --mode random --probability 0.3 -j DROP";
+  const std::string out =
+      "OUTPUT -p tcp --sport " + p + " -m statistic --mode random --probability 0.3 -j DROP";
   ASSERT_TRUE(rule("-A " + in));
   ASSERT_TRUE(rule("-A " + out));
   pid_t kids[kProcs];
@@ -348,15 +351,15 @@ TEST_F(Netns, RandomLossKeepsMutualExclusionAndDeadlines) {
       << "last: " << to_string(static_cast<ErrorCode>(stats->last_unexpected.load()));
   EXPECT_GT(res->grants.load(), 0) << "no progress at all";
   EXPECT_LT(stats->max_overrun_ms.load(), 50 * test::slowdown());
-  std::printf("netns_loss30: %d procs for %lld ms, %d grants written (0 overlaps, %d stale "
-              "fences), acquire ok %d / timeout %d / reset %d / connect %d / busy %d, "
-              "unexpected %d, skipped(validity<300ms) %d, release retries %d, worst overrun %d ms past "
-              "budget\n",
-              kProcs, static_cast<long long>(test::ms(run_for)), res->grants.load(),
-              res->stale_rejected.load(), stats->ok.load(), stats->timeouts.load(),
-              stats->closed.load(), stats->connect.load(), stats->busy.load(),
-              stats->unexpected.load(), stats->skipped.load(), stats->release_retries.load(),
-              stats->max_overrun_ms.load());
+  std::printf(
+      "netns_loss30: %d procs for %lld ms, %d grants written (0 overlaps, %d stale "
+      "fences), acquire ok %d / timeout %d / reset %d / connect %d / busy %d, "
+      "unexpected %d, skipped(validity<300ms) %d, release retries %d, worst overrun %d ms past "
+      "budget\n",
+      kProcs, static_cast<long long>(test::ms(run_for)), res->grants.load(),
+      res->stale_rejected.load(), stats->ok.load(), stats->timeouts.load(), stats->closed.load(),
+      stats->connect.load(), stats->busy.load(), stats->unexpected.load(), stats->skipped.load(),
+      stats->release_retries.load(), stats->max_overrun_ms.load());
   munmap(mem, sizeof(LossStats));
   munmap(res, sizeof(*res));
 }

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "edgelock/edgelock.h"
 #include "../support/redis_server.h"
 #include "../support/test_util.h"
+#include "edgelock/edgelock.h"
 
 namespace edgelock {
 namespace {
@@ -76,11 +76,12 @@ TEST(ServerFaults, ClientPauseTimesOutWithinDeadlineThenWorks) {
   EXPECT_TRUE(st.ok()) << st.to_string() << " " << c.last_error();
   EXPECT_LT(after_ms, lo.ttl.count() + 200 * test::slowdown());
   EXPECT_TRUE(l.release().ok());
-  std::printf("client_pause: try_acquire kTimeout in %lld ms (budget %lld), acquire(300 ms) "
-              "kTimeout in %lld ms, ghost grant after unpause: %s, next acquire ok in %lld ms\n",
-              static_cast<long long>(try_ms), static_cast<long long>(budget),
-              static_cast<long long>(wait_ms), ghost == "1" ? "yes" : "no",
-              static_cast<long long>(after_ms));
+  std::printf(
+      "client_pause: try_acquire kTimeout in %lld ms (budget %lld), acquire(300 ms) "
+      "kTimeout in %lld ms, ghost grant after unpause: %s, next acquire ok in %lld ms\n",
+      static_cast<long long>(try_ms), static_cast<long long>(budget),
+      static_cast<long long>(wait_ms), ghost == "1" ? "yes" : "no",
+      static_cast<long long>(after_ms));
 }
 
 TEST(ServerFaults, RequirepassAddedAtRuntime) {
@@ -115,9 +116,10 @@ TEST(ServerFaults, RequirepassAddedAtRuntime) {
   ASSERT_TRUE(lr.init(Bytes::from_cstr("auth")).ok());
   EXPECT_TRUE(lr.try_acquire().ok()) << right.last_error();
   EXPECT_TRUE(lr.release().ok());
-  std::printf("requirepass_runtime: reconnect without password -> kNoAuth \"%s\"; wrong "
-              "password -> kAuthFailed \"%s\"; right password -> ok\n",
-              noauth_text.c_str(), wrongpass_text.c_str());
+  std::printf(
+      "requirepass_runtime: reconnect without password -> kNoAuth \"%s\"; wrong "
+      "password -> kAuthFailed \"%s\"; right password -> ok\n",
+      noauth_text.c_str(), wrongpass_text.c_str());
 }
 
 TEST(ServerFaults, ClientKillBetweenOpsReconnectsTransparently) {
@@ -146,9 +148,10 @@ TEST(ServerFaults, ClientKillBetweenOpsReconnectsTransparently) {
   EXPECT_EQ(ok, kRounds);
   // Each kill cost one reconnect (plus the CLIENT ID probes' own).
   EXPECT_GE(c.stats().connects, static_cast<uint32_t>(2 * kRounds));
-  std::printf("client_kill: %d/%d acquire+release succeeded with our connection killed before "
-              "each, %u connects, %u io errors\n",
-              ok, kRounds, c.stats().connects, c.stats().io_errors);
+  std::printf(
+      "client_kill: %d/%d acquire+release succeeded with our connection killed before "
+      "each, %u connects, %u io errors\n",
+      ok, kRounds, c.stats().connects, c.stats().io_errors);
 }
 
 // Grants `n` times, returning the highest fence (0 on any failure).
@@ -196,10 +199,11 @@ TEST(ServerFaults, Kill9WithAofAlwaysKeepsFencesIncreasing) {
   int control_back = 0;
   (void)fence_after_kill9(false, 1, &control_back);
   EXPECT_EQ(control_back, 1) << "without AOF a restart must lose the counter";
-  std::printf("kill9_aof_always: %d kill -9 + restarts, %d grants, fences 1..%llu strictly "
-              "increasing, went back %d times (control without AOF: went back %d/1)\n",
-              kRestarts, 5 * (kRestarts + 1), static_cast<unsigned long long>(high), went_back,
-              control_back);
+  std::printf(
+      "kill9_aof_always: %d kill -9 + restarts, %d grants, fences 1..%llu strictly "
+      "increasing, went back %d times (control without AOF: went back %d/1)\n",
+      kRestarts, 5 * (kRestarts + 1), static_cast<unsigned long long>(high), went_back,
+      control_back);
 }
 
 }  // namespace

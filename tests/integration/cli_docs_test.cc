@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "cli_fixture.h"
 #include "../support/doc_examples.h"
 #include "../support/redis_topology.h"
+#include "cli_fixture.h"
 
 namespace edgelock {
 namespace {
@@ -71,17 +71,20 @@ class CliDocs : public ::testing::TestWithParam<test::DocBlock> {
     char tmpl[] = "/tmp/edgelock-docs-test-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
-    for (const char* sub : {"/bin", "/stubs", "/work"}) ASSERT_EQ(mkdir((dir_ + sub).c_str(), 0755), 0);
+    for (const char* sub : {"/bin", "/stubs", "/work"})
+      ASSERT_EQ(mkdir((dir_ + sub).c_str(), 0755), 0);
     const char* cli = std::getenv("EDGELOCK_CLI");
     ASSERT_TRUE(cli && cli[0]) << "EDGELOCK_CLI must name the built tool";
-    ASSERT_TRUE(write_script(dir_ + "/bin/edgelock",
-                             "exec " + cli_test::shell_words(cli_test::wrapper_words()) + "'" + cli + "' \"$@\""));
+    ASSERT_TRUE(write_script(
+        dir_ + "/bin/edgelock",
+        "exec " + cli_test::shell_words(cli_test::wrapper_words()) + "'" + cli + "' \"$@\""));
   }
   static void TearDownTestSuite() {
     servers_.clear();
     sentinel_.reset();
     cluster_.reset();
-    if (std::system(("rm -rf '" + dir_ + "'").c_str()) != 0) ADD_FAILURE() << "cannot remove " << dir_;
+    if (std::system(("rm -rf '" + dir_ + "'").c_str()) != 0)
+      ADD_FAILURE() << "cannot remove " << dir_;
   }
 
   static bool ensure_servers(size_t n) {
@@ -109,11 +112,13 @@ class CliDocs : public ::testing::TestWithParam<test::DocBlock> {
   static void flush_all() {
     for (auto& s : servers_) {
       Connection c;
-      ASSERT_TRUE(test::open(c, "redis://:" + std::string(kPassword) + "@127.0.0.1:" + std::to_string(s->port())));
+      ASSERT_TRUE(test::open(
+          c, "redis://:" + std::string(kPassword) + "@127.0.0.1:" + std::to_string(s->port())));
       ASSERT_EQ(test::run(c, {"FLUSHALL"}), "OK");
     }
     if (sentinel_) test::raw_command(sentinel_->primary().port(), {"FLUSHALL"});
-    for (int i = 0; cluster_ && i < cluster_->size(); ++i) test::raw_command(cluster_->node(i).port(), {"FLUSHALL"});
+    for (int i = 0; cluster_ && i < cluster_->size(); ++i)
+      test::raw_command(cluster_->node(i).port(), {"FLUSHALL"});
   }
 
   // The command with its URLs replaced by test back ends; false (and a
@@ -146,7 +151,8 @@ bool CliDocs::substitute_urls(std::string* text, bool* topology) {
     const std::string scheme = m[1].str();
     std::smatch port;
     static const std::regex port_re(R"(:(\d+)(/|$))");
-    if (std::regex_search(u, port, port_re) && (port[1].str() == "1" || std::stoll(port[1].str()) > 65535)) {
+    if (std::regex_search(u, port, port_re) &&
+        (port[1].str() == "1" || std::stoll(port[1].str()) > 65535)) {
       out += u;  // nothing listens on port 1; a port above 65535 is the bad-URL example
       continue;
     }
@@ -185,7 +191,8 @@ bool CliDocs::stub_command(const std::string& text) {
   }
   if (word[0] == '/') {
     if (access(word.c_str(), X_OK) == 0) return true;
-    ADD_FAILURE() << "COMMAND " << word << " does not exist here: use a relative path or mark the line not run";
+    ADD_FAILURE() << "COMMAND " << word
+                  << " does not exist here: use a relative path or mark the line not run";
     return false;
   }
   const std::string path = dir_ + "/work/" + word;
@@ -202,7 +209,8 @@ struct Ran {
 };
 
 // The line with shown values and test back ends filled in.
-bool CliDocs::prepare(const test::DocCommand& c, const Vars& vars, std::string* text, bool* topology) {
+bool CliDocs::prepare(const test::DocCommand& c, const Vars& vars, std::string* text,
+                      bool* topology) {
   *text = c.text;
   static const std::regex ref(R"(<([A-Za-z][A-Za-z0-9_-]*)>)");
   std::smatch m;
@@ -231,7 +239,8 @@ bool CliDocs::execute(bool topology, Ran* r) {
     setpgid(0, 0);
     if (chdir((dir_ + "/work").c_str()) != 0) _exit(97);
     const char* path = std::getenv("PATH");
-    setenv("PATH", (dir_ + "/bin:" + dir_ + "/stubs:" + (path ? path : "/usr/bin:/bin")).c_str(), 1);
+    setenv("PATH", (dir_ + "/bin:" + dir_ + "/stubs:" + (path ? path : "/usr/bin:/bin")).c_str(),
+           1);
     setenv("EDGELOCK_URL", servers_[0]->url().c_str(), 1);
     if (topology) {
       unsetenv("EDGELOCK_PASSWORD");
@@ -262,12 +271,14 @@ bool CliDocs::execute(bool topology, Ran* r) {
 // order among stderr's.
 void check_output(const test::DocCommand& c, const Ran& r, Vars* vars) {
   std::vector<std::string> shown_out, shown_err;
-  for (const std::string& s : c.shown) (s.rfind("edgelock: ", 0) == 0 ? shown_err : shown_out).push_back(s);
+  for (const std::string& s : c.shown)
+    (s.rfind("edgelock: ", 0) == 0 ? shown_err : shown_out).push_back(s);
   const std::vector<std::string> actual_out = lines_of(r.out), actual_err = lines_of(r.err);
   ASSERT_EQ(actual_out.size(), shown_out.size()) << "stdout lines; " << r.where();
   for (size_t i = 0; i < shown_out.size(); ++i) {
-    EXPECT_TRUE(test::match_shown(shown_out[i], actual_out[i], vars)) << "shown: " << shown_out[i] << "\n"
-                                                                       << r.where();
+    EXPECT_TRUE(test::match_shown(shown_out[i], actual_out[i], vars))
+        << "shown: " << shown_out[i] << "\n"
+        << r.where();
   }
   size_t next = 0;
   for (const std::string& s : shown_err) {
@@ -306,7 +317,8 @@ std::string block_name(const ::testing::TestParamInfo<test::DocBlock>& info) {
   return name;
 }
 
-INSTANTIATE_TEST_SUITE_P(Docs, CliDocs, ::testing::ValuesIn(test::doc_blocks(source_root())), block_name);
+INSTANTIATE_TEST_SUITE_P(Docs, CliDocs, ::testing::ValuesIn(test::doc_blocks(source_root())),
+                         block_name);
 
 // The extraction itself: the docs have examples, and the convention's
 // markers are read.
@@ -329,15 +341,17 @@ TEST(CliDocsExtraction, FindsTheExamples) {
   EXPECT_GE(with_output, 10u);
   EXPECT_GE(failing, 5u);
   EXPECT_GE(not_run, 1u);
-  const std::vector<test::DocBlock> fake = test::parse_doc_blocks("x.md",
-                                               "```text\nedgelock synopsis\n```\n"
-                                               "```console\n$ edgelock -w 0 acquire k   # exit 1\n"
-                                               "edgelock: busy\nedgelock <a> <b>\n$ ls\nnot ours\n```\n"
-                                               "  ```sh\n  edgelock status k   # not run: why\n  ```\n");
+  const std::vector<test::DocBlock> fake =
+      test::parse_doc_blocks("x.md",
+                             "```text\nedgelock synopsis\n```\n"
+                             "```console\n$ edgelock -w 0 acquire k   # exit 1\n"
+                             "edgelock: busy\nedgelock <a> <b>\n$ ls\nnot ours\n```\n"
+                             "  ```sh\n  edgelock status k   # not run: why\n  ```\n");
   ASSERT_EQ(fake.size(), 2u);
   ASSERT_EQ(fake[0].commands.size(), 1u);
   EXPECT_EQ(fake[0].commands[0].exit, 1);
-  EXPECT_EQ(fake[0].commands[0].shown, (std::vector<std::string>{"edgelock: busy", "edgelock <a> <b>"}));
+  EXPECT_EQ(fake[0].commands[0].shown,
+            (std::vector<std::string>{"edgelock: busy", "edgelock <a> <b>"}));
   EXPECT_EQ(fake[1].commands[0].not_run, "why");
   std::map<std::string, std::string> vars;
   EXPECT_TRUE(test::match_shown("<token> <fence>", "abc 17", &vars));

@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "edgelock/edgelock.h"
 #include "../support/redis_server.h"
 #include "../support/shared_server_test.h"
 #include "../support/test_util.h"
+#include "edgelock/edgelock.h"
 
 namespace edgelock {
 namespace cli_test {
@@ -61,13 +61,15 @@ inline std::string shell_words(const std::vector<std::string>& words) {
 
 inline int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch()).count();
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 class CliTest : public test::SuiteServerTest {
  public:
   // cli() for helpers outside the fixture.
-  Outcome run_cli(const std::vector<std::string>& args, const Env& env = {}, const std::string& url = "") {
+  Outcome run_cli(const std::vector<std::string>& args, const Env& env = {},
+                  const std::string& url = "") {
     return cli(args, env, url);
   }
 
@@ -126,7 +128,8 @@ class CliTest : public test::SuiteServerTest {
     o.err = slurp(dir_ + "/" + tag + ".err");
     return o;
   }
-  Outcome cli(const std::vector<std::string>& args, const Env& env = {}, const std::string& url = "") {
+  Outcome cli(const std::vector<std::string>& args, const Env& env = {},
+              const std::string& url = "") {
     const int64_t t0 = now_ms();
     return finish(start(args, "one", env, url), "one", t0);
   }

@@ -72,7 +72,8 @@ TEST_F(CliTest, JsonReportsErrorsToo) {
     args.insert(args.end(), c.args.begin(), c.args.end());
     Outcome o = cli(args, {}, c.url);
     EXPECT_EQ(o.rc, c.rc) << ::testing::PrintToString(c.args) << ": " << o.err;
-    EXPECT_EQ(o.out.rfind("{\"error\":\"" + c.error + "\",\"exit\":" + std::to_string(c.rc) + ",", 0), 0u)
+    EXPECT_EQ(
+        o.out.rfind("{\"error\":\"" + c.error + "\",\"exit\":" + std::to_string(c.rc) + ",", 0), 0u)
         << o.out;
     EXPECT_NE(o.out.find("\"message\":\""), std::string::npos) << o.out;
     EXPECT_EQ(o.out.find('\n'), o.out.size() - 1) << "one object, one line: " << o.out;
@@ -85,9 +86,9 @@ TEST_F(CliTest, JsonReportsErrorsToo) {
 TEST_F(CliTest, VersionNamesTheBuild) {
   Outcome v = cli({"--version"});
   EXPECT_EQ(v.rc, 0);
-  for (const char* what : {"edgelock 0.", "hiredis ", "mbedTLS ", "TLS o", "max_key_len=", "tx_buffer_size=",
-                           "rx_buffer_size=", "max_cluster_nodes=", "max_quorum_servers=", "redis-sentinel://",
-                           "redis-cluster://"}) {
+  for (const char* what : {"edgelock 0.", "hiredis ", "mbedTLS ", "TLS o", "max_key_len=",
+                           "tx_buffer_size=", "rx_buffer_size=", "max_cluster_nodes=",
+                           "max_quorum_servers=", "redis-sentinel://", "redis-cluster://"}) {
     EXPECT_NE(v.out.find(what), std::string::npos) << what << " in " << v.out;
   }
 }
@@ -99,18 +100,25 @@ TEST_F(CliTest, UrlAndPasswordFromTheEnvironment) {
   ASSERT_TRUE(guarded.start());
   const std::string url = "redis://127.0.0.1:" + std::to_string(guarded.port());
   auto bare = [&](const Env& env) {
-    const std::string cmd = "env " + [&] {
-      std::string e;
-      for (const std::string& v : env) e += "'" + v + "' ";
-      return e;
-    }() + shell_words(wrapper_words()) + "'" + cli_ + "' status k > " + dir_ + "/env.out 2>&1";
+    const std::string cmd = "env " +
+                            [&] {
+                              std::string e;
+                              for (const std::string& v : env) e += "'" + v + "' ";
+                              return e;
+                            }() +
+                            shell_words(wrapper_words()) + "'" + cli_ + "' status k > " + dir_ +
+                            "/env.out 2>&1";
     return std::system(cmd.c_str());
   };
-  EXPECT_EQ(WEXITSTATUS(bare({"EDGELOCK_URL=" + url, "EDGELOCK_PASSWORD=s3cret"})), 0) << slurp(dir_ + "/env.out");
+  EXPECT_EQ(WEXITSTATUS(bare({"EDGELOCK_URL=" + url, "EDGELOCK_PASSWORD=s3cret"})), 0)
+      << slurp(dir_ + "/env.out");
   EXPECT_EQ(slurp(dir_ + "/env.out"), "free\n");
-  EXPECT_EQ(WEXITSTATUS(bare({"EDGELOCK_URL=" + url, "REDISCLI_AUTH=s3cret"})), 0) << slurp(dir_ + "/env.out");
-  EXPECT_EQ(WEXITSTATUS(bare({"EDGELOCK_URL=" + url, "REDISCLI_AUTH=wrong"})), 3) << slurp(dir_ + "/env.out");
-  EXPECT_EQ(slurp(dir_ + "/env.out").find("wrong"), std::string::npos) << "passwords are never printed";
+  EXPECT_EQ(WEXITSTATUS(bare({"EDGELOCK_URL=" + url, "REDISCLI_AUTH=s3cret"})), 0)
+      << slurp(dir_ + "/env.out");
+  EXPECT_EQ(WEXITSTATUS(bare({"EDGELOCK_URL=" + url, "REDISCLI_AUTH=wrong"})), 3)
+      << slurp(dir_ + "/env.out");
+  EXPECT_EQ(slurp(dir_ + "/env.out").find("wrong"), std::string::npos)
+      << "passwords are never printed";
 }
 
 }  // namespace

@@ -17,7 +17,9 @@ using test::slowdown;
 
 using CliPrimitivesTest = CliTest;
 
-bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+bool has(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
 
 // The number after `prefix` in `text` (-1 if absent).
 int64_t number_after(const std::string& text, const std::string& prefix) {
@@ -29,8 +31,10 @@ int64_t number_after(const std::string& text, const std::string& prefix) {
 TEST_F(CliPrimitivesTest, SemaphoreAdmitsNConcurrentRunsAndRefusesTheNext) {
   const std::string nap = std::to_string(slowdown());  // seconds each holder sleeps
   const int64_t t0 = now_ms();
-  const pid_t a = start({"-t", "2000", "semaphore", "dl", "--permits", "2", "--", "sleep", nap}, "a");
-  const pid_t b = start({"-t", "2000", "semaphore", "dl", "--permits", "2", "--", "sleep", nap}, "b");
+  const pid_t a =
+      start({"-t", "2000", "semaphore", "dl", "--permits", "2", "--", "sleep", nap}, "a");
+  const pid_t b =
+      start({"-t", "2000", "semaphore", "dl", "--permits", "2", "--", "sleep", nap}, "b");
   // Both hold a permit (bounded wait for them to start).
   for (int i = 0; i < 400 && redis({"ZCARD", "dl"}) != "2"; ++i) usleep(5000);
   ASSERT_EQ(redis({"ZCARD", "dl"}), "2");
@@ -70,7 +74,8 @@ TEST_F(CliPrimitivesTest, SemaphoreAcquirePrintsIdAndReleaseById) {
 
   Outcome js = cli({"--json", "-t", "3000", "semaphore", "fw", "--permits", "3"});
   ASSERT_EQ(js.rc, 0) << js.err;
-  for (const char* field : {"\"key\":\"fw\"", "\"permit\":\"", "\"permits\":3", "\"ttl_ms\":3000", "\"validity_ms\":"}) {
+  for (const char* field : {"\"key\":\"fw\"", "\"permit\":\"", "\"permits\":3", "\"ttl_ms\":3000",
+                            "\"validity_ms\":"}) {
     EXPECT_TRUE(has(js.out, field)) << field << " in " << js.out;
   }
 }
@@ -91,7 +96,9 @@ TEST_F(CliPrimitivesTest, SemaphoreUsageErrorsExitTwo) {
 TEST_F(CliPrimitivesTest, SemaphoreLostPermitKillsCommandAndExitsFour) {
   const int ttl = 600 * std::min(slowdown(), 4);
   const int64_t t0 = now_ms();
-  const pid_t p = start({"-t", std::to_string(ttl), "semaphore", "job", "--permits", "1", "--", "sleep", "30"}, "lost");
+  const pid_t p =
+      start({"-t", std::to_string(ttl), "semaphore", "job", "--permits", "1", "--", "sleep", "30"},
+            "lost");
   for (int i = 0; i < 400 && redis({"ZCARD", "job"}) != "1"; ++i) usleep(5000);
   ASSERT_EQ(redis({"ZCARD", "job"}), "1");
   usleep(static_cast<useconds_t>(ttl + 100) * 1000);  // past one TTL: the keeper renews it
@@ -124,8 +131,8 @@ TEST_F(CliPrimitivesTest, CooldownAllowsOnceThenRefusesUntilThePeriodEnds) {
   EXPECT_NE(access(marker.c_str(), F_OK), 0) << "COMMAND must not run when refused";
 
   // --wait sleeps out the rest of the period, then COMMAND runs with its status.
-  Outcome waited = cli({"-w", std::to_string(3 * period), "cooldown", "modem", "--period", p, "--", "sh",
-                        "-c", "touch " + marker + "; exit 6"});
+  Outcome waited = cli({"-w", std::to_string(3 * period), "cooldown", "modem", "--period", p, "--",
+                        "sh", "-c", "touch " + marker + "; exit 6"});
   EXPECT_EQ(waited.rc, 6) << waited.err;
   EXPECT_EQ(access(marker.c_str(), F_OK), 0) << "COMMAND ran once allowed";
   EXPECT_EQ(cli({"cooldown", "modem", "--period", p}).rc, 1) << "a new period started";
@@ -134,7 +141,8 @@ TEST_F(CliPrimitivesTest, CooldownAllowsOnceThenRefusesUntilThePeriodEnds) {
 }
 
 TEST_F(CliPrimitivesTest, QuotaAllowsMPerWindow) {
-  const std::vector<std::string> args = {"--json", "cooldown", "dl", "--quota", "2", "--window", "5000"};
+  const std::vector<std::string> args = {"--json", "cooldown", "dl",  "--quota",
+                                         "2",      "--window", "5000"};
   Outcome a = cli(args);
   Outcome b = cli(args);
   Outcome c = cli(args);
@@ -156,7 +164,8 @@ TEST_F(CliPrimitivesTest, StatsPrintsCounters) {
   EXPECT_TRUE(has(a.err, "stats cooldown: attempts=1 grants=1 busy=0")) << a.err;
   Outcome b = cli({"--stats", "-q", "cooldown", "c", "--period", "5000"});
   EXPECT_EQ(b.rc, 1);
-  EXPECT_TRUE(has(b.err, "stats cooldown: attempts=1 grants=0 busy=1")) << "stats despite -q: " << b.err;
+  EXPECT_TRUE(has(b.err, "stats cooldown: attempts=1 grants=0 busy=1"))
+      << "stats despite -q: " << b.err;
   EXPECT_EQ(b.out.rfind("retry-after ", 0), 0u) << "-q keeps results: " << b.out;
 
   ASSERT_EQ(cli({"semaphore", "s", "--permits", "1"}).rc, 0);
@@ -179,7 +188,9 @@ TEST_F(CliPrimitivesTest, QuorumStatsAreNeverAllZero) {
   Outcome q = cli({"--stats", "-u", b.url(), "-u", c.url(), "acquire", "q"});
   ASSERT_EQ(q.rc, 0) << q.err;
   EXPECT_TRUE(has(q.err, "stats quorum lock: ")) << q.err;
-  EXPECT_FALSE(has(q.err, "attempts=0 grants=0 busy=0 not_owner=0 timeouts=0 lost_leases=0 reconnects=0 errors=0"))
+  EXPECT_FALSE(
+      has(q.err,
+          "attempts=0 grants=0 busy=0 not_owner=0 timeouts=0 lost_leases=0 reconnects=0 errors=0"))
       << q.err;
 }
 
@@ -205,7 +216,8 @@ TEST_F(CliPrimitivesTest, CooldownPeekAndReset) {
   EXPECT_EQ(r.out, "{\"key\":\"modem\",\"reset\":true,\"exit\":0}\n");
   EXPECT_EQ(cli(with({}, {"--peek"})).rc, 0) << "allowed again after --reset";
 
-  const std::vector<std::string> qa = {"--json", "cooldown", "dl", "--quota", "2", "--window", "60000"};
+  const std::vector<std::string> qa = {"--json", "cooldown", "dl",   "--quota",
+                                       "2",      "--window", "60000"};
   EXPECT_EQ(cli(qa).rc, 0);
   std::vector<std::string> peek = qa;
   peek.push_back("--peek");

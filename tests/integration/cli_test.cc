@@ -163,7 +163,8 @@ TEST_F(CliTest, UnreachableServerExitsThreeWithinConnectTimeout) {
   Outcome o = cli({"acquire", "k"}, {}, url);  // wait forever must not retry a dead server
   EXPECT_EQ(o.rc, 3);
   EXPECT_LT(o.ms, 2000 * slowdown()) << "connect timeout is 2 s";
-  EXPECT_NE(o.err.find("cannot connect to 127.0.0.1:" + std::to_string(port)), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("cannot connect to 127.0.0.1:" + std::to_string(port)), std::string::npos)
+      << o.err;
   EXPECT_EQ(cli({"run", "k", "--", "true"}, {}, url).rc, 3);
 }
 
@@ -193,8 +194,7 @@ TEST_F(CliTest, AuthFailuresExitThreeAndPasswordsStayHidden) {
 }
 
 TEST_F(CliTest, RunPropagatesStatusAndEnvironment) {
-  const std::string script =
-      "echo \"$EDGELOCK_KEY $EDGELOCK_TOKEN $EDGELOCK_FENCE\"; exit 7";
+  const std::string script = "echo \"$EDGELOCK_KEY $EDGELOCK_TOKEN $EDGELOCK_FENCE\"; exit 7";
   Outcome o = cli({"run", "job", "--", "sh", "-c", script});
   EXPECT_EQ(o.rc, 7) << o.err;
   std::istringstream words(o.out);
@@ -229,7 +229,8 @@ TEST_F(CliTest, LostLeaseKillsCommandAndExitsFour) {
     const std::string pidfile = dir_ + "/pid" + std::to_string(variant);
     const int64_t t0 = now_ms();
     const pid_t p = start({"-t", "600", "--grace", "300", "run", "dev", "--", "sh", "-c",
-                           "echo $$ > " + pidfile + "; exec sleep 30"}, "lost");
+                           "echo $$ > " + pidfile + "; exec sleep 30"},
+                          "lost");
     for (int i = 0; i < 200 && redis({"EXISTS", "dev"}) != "1"; ++i) usleep(5000);
     usleep(100000);
     if (variant == 0) {
@@ -253,7 +254,8 @@ TEST_F(CliTest, LostLeaseKillsCommandAndExitsFour) {
 
 TEST_F(CliTest, StubbornCommandGetsKilledAfterGrace) {
   const pid_t p = start({"-t", "600", "--grace", "300", "run", "dev", "--", "sh", "-c",
-                         "trap '' TERM; while :; do sleep 0.05; done"}, "stubborn");
+                         "trap '' TERM; while :; do sleep 0.05; done"},
+                        "stubborn");
   const int64_t t0 = now_ms();
   for (int i = 0; i < 200 && redis({"EXISTS", "dev"}) != "1"; ++i) usleep(5000);
   ASSERT_EQ(redis({"DEL", "dev"}), "1");
@@ -270,8 +272,8 @@ TEST_F(CliTest, TwoRunsOnOneKeyNeverOverlap) {
                            "/overlaps; echo $EDGELOCK_FENCE >> " + dir_ +
                            "/fences; sleep 0.05; rmdir " + dir_ + "/inside";
   const std::string loop = "for i in 1 2 3 4 5 6; do " + shell_words(wrapper_words()) + "'" + cli_ +
-                           "' -u " + server_->url() +
-                           " -t 2000 run shared -- sh -c '" + body + "' || exit 1; done";
+                           "' -u " + server_->url() + " -t 2000 run shared -- sh -c '" + body +
+                           "' || exit 1; done";
   const int64_t t0 = now_ms();
   std::vector<pid_t> pids;
   for (int w = 0; w < 2; ++w) {
@@ -342,8 +344,8 @@ TEST_F(CliTest, DemoShowsNoOverlap) {
   if (!demo || !demo[0]) GTEST_SKIP() << "the demo is not built (-Dexamples=false)";
   const std::string cmd = shell_words(wrapper_words()) + std::string(demo) + " --url " +
                           server_->url() + " --workers 4 --seconds 3 --ttl " +
-                          std::to_string(500 * slowdown()) + " --hang-pct 15 --crash-pct 10 > " + dir_ +
-                          "/demo.out 2>&1";
+                          std::to_string(500 * slowdown()) + " --hang-pct 15 --crash-pct 10 > " +
+                          dir_ + "/demo.out 2>&1";
   const int status = std::system(cmd.c_str());
   const std::string out = slurp(dir_ + "/demo.out");
   ASSERT_TRUE(WIFEXITED(status)) << out;
@@ -352,7 +354,8 @@ TEST_F(CliTest, DemoShowsNoOverlap) {
   for (const char* label : {"  overlaps (two holders at once)", "  errors "}) {
     const size_t at = out.find(label);
     ASSERT_NE(at, std::string::npos) << label << "\n" << out;
-    std::istringstream values(out.substr(at + std::strlen(label), out.find('\n', at) - at - std::strlen(label)));
+    std::istringstream values(
+        out.substr(at + std::strlen(label), out.find('\n', at) - at - std::strlen(label)));
     int v = -1, columns = 0;
     while (values >> v) {
       EXPECT_EQ(v, 0) << label << "\n" << out;

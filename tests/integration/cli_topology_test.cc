@@ -11,8 +11,8 @@
 #include <sstream>
 #include <string>
 
-#include "cli_fixture.h"
 #include "../support/redis_topology.h"
+#include "cli_fixture.h"
 
 namespace edgelock {
 namespace {
@@ -21,7 +21,9 @@ using namespace cli_test;  // NOLINT: the fixture and its helpers
 using test::raw_command;
 using test::slowdown;
 
-bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+bool has(const std::string& text, const std::string& what) {
+  return text.find(what) != std::string::npos;
+}
 
 std::string first_word(const std::string& s) {
   std::istringstream in(s);
@@ -43,7 +45,9 @@ std::string get_on(int port, const std::string& key) {
 // reads the key from wherever the back end keeps it.
 template <typename ValueAt>
 void lock_subcommands(CliTest& t, const std::string& url, ValueAt value_at) {
-  auto cli = [&](std::vector<std::string> args, const Env& env = {}) { return t.run_cli(args, env, url); };
+  auto cli = [&](std::vector<std::string> args, const Env& env = {}) {
+    return t.run_cli(args, env, url);
+  };
   Outcome a = cli({"-t", "5000", "acquire", "pump"});
   ASSERT_EQ(a.rc, 0) << a.err;
   const std::string token = first_word(a.out);
@@ -117,7 +121,9 @@ class CliSentinel : public CliTest {
     ASSERT_TRUE(test::open(primary, setup_->primary().url()));
     ASSERT_EQ(test::run(primary, {"FLUSHALL"}), "OK");
   }
-  std::string primary_value(const std::string& key) { return get_on(setup_->primary().port(), key); }
+  std::string primary_value(const std::string& key) {
+    return get_on(setup_->primary().port(), key);
+  }
 
   inline static test::SentinelSetup* setup_ = nullptr;
 };
@@ -126,7 +132,8 @@ TEST_F(CliSentinel, LockSubcommandsAndExitCodes) {
   lock_subcommands(*this, setup_->url(), [&](const std::string& k) { return primary_value(k); });
   Outcome st = run_cli({"--stats", "status", "pump"}, {}, setup_->url());
   EXPECT_TRUE(has(st.err, "stats sentinel: resolves=1")) << st.err;
-  EXPECT_TRUE(has(st.err, "stats connection 127.0.0.1:" + std::to_string(setup_->primary().port()))) << st.err;
+  EXPECT_TRUE(has(st.err, "stats connection 127.0.0.1:" + std::to_string(setup_->primary().port())))
+      << st.err;
 }
 
 TEST_F(CliSentinel, RunKeepsTheLeasePastItsTtl) { run_keeps_the_lease(*this, setup_->url()); }
@@ -135,8 +142,10 @@ TEST_F(CliSentinel, RunKeepsTheLeasePastItsTtl) { run_keeps_the_lease(*this, set
 TEST_F(CliSentinel, WaitReplicasConfirmsWithTheReplica) {
   Outcome a = run_cli({"--wait-replicas", "1", "acquire", "valve"}, {}, setup_->url());
   ASSERT_EQ(a.rc, 0) << a.err;
-  EXPECT_EQ(get_on(setup_->replica().port(), "valve"), first_word(a.out)) << "on the replica before it was reported";
-  Outcome two = run_cli({"--json", "--wait-replicas", "2", "-t", "2000", "acquire", "hatch"}, {}, setup_->url());
+  EXPECT_EQ(get_on(setup_->replica().port(), "valve"), first_word(a.out))
+      << "on the replica before it was reported";
+  Outcome two = run_cli({"--json", "--wait-replicas", "2", "-t", "2000", "acquire", "hatch"}, {},
+                        setup_->url());
   EXPECT_EQ(two.rc, 3) << "only one replica: " << two.err;
   EXPECT_TRUE(has(two.out, "{\"error\":\"no_quorum\",\"exit\":3")) << two.out;
   EXPECT_EQ(primary_value("hatch"), "") << "an unconfirmed grant is handed back";
@@ -155,9 +164,10 @@ TEST_F(CliSentinel, PasswordComesFromTheEnvironment) {
 }
 
 TEST_F(CliSentinel, NoSentinelAnsweringExitsThree) {
-  const std::string url = "redis-sentinel://127.0.0.1:" + std::to_string(test::free_port()) + ",127.0.0.1:" +
-                          std::to_string(test::free_port()) + "/edge";
-  Outcome o = run_cli({"acquire", "k"}, {}, url);  // waits forever for a busy lock, not for a dead back end
+  const std::string url = "redis-sentinel://127.0.0.1:" + std::to_string(test::free_port()) +
+                          ",127.0.0.1:" + std::to_string(test::free_port()) + "/edge";
+  Outcome o =
+      run_cli({"acquire", "k"}, {}, url);  // waits forever for a busy lock, not for a dead back end
   EXPECT_EQ(o.rc, 3) << o.err;
   EXPECT_LT(o.ms, 5000 * slowdown());
   EXPECT_TRUE(has(o.err, "no primary found through the sentinels")) << o.err;
@@ -173,10 +183,12 @@ TEST_F(CliSentinelFailover, RunRenewsAcrossAFailover) {
   const int ttl = 10000 * std::min(slowdown(), 3);
   const std::string stop = dir_ + "/stop";
   // COMMAND runs until the test says stop (bounded: 60 s).
-  const std::string body = "for i in $(seq 1 1200); do [ -e " + stop + " ] && exit 0; sleep 0.05; done; exit 9";
+  const std::string body =
+      "for i in $(seq 1 1200); do [ -e " + stop + " ] && exit 0; sleep 0.05; done; exit 9";
   const int64_t t0 = now_ms();
-  const pid_t p = start({"--stats", "-t", std::to_string(ttl), "run", "gate", "--", "sh", "-c", body}, "run", {},
-                        setup_->url());
+  const pid_t p =
+      start({"--stats", "-t", std::to_string(ttl), "run", "gate", "--", "sh", "-c", body}, "run",
+            {}, setup_->url());
   for (int i = 0; i < 400 && primary_value("gate").empty(); ++i) usleep(10000);
   const std::string token = primary_value("gate");
   ASSERT_EQ(token.size(), 32u) << "run holds the lock on the primary";
@@ -245,7 +257,8 @@ TEST_F(CliCluster, LockSubcommandsAndExitCodes) {
 
 // A cluster without replicas cannot confirm a grant with one.
 TEST_F(CliCluster, WaitReplicasWithoutReplicasFailsClosed) {
-  Outcome o = run_cli({"--json", "--wait-replicas", "1", "-t", "2000", "acquire", "valve"}, {}, setup_->url());
+  Outcome o = run_cli({"--json", "--wait-replicas", "1", "-t", "2000", "acquire", "valve"}, {},
+                      setup_->url());
   EXPECT_EQ(o.rc, 3) << o.err;
   EXPECT_TRUE(has(o.out, "{\"error\":\"no_quorum\",\"exit\":3")) << o.out;
   EXPECT_EQ(value("valve"), "") << "an unconfirmed grant is handed back";
@@ -263,7 +276,8 @@ TEST_F(CliCluster, PasswordComesFromTheEnvironment) {
                       "redis-cluster://:***@127.0.0.1:" + std::to_string(setup_->node(0).port()));
   EXPECT_EQ(u.rc, 3) << "the URL's password wins over the environment: " << u.err;
   EXPECT_EQ(run_cli({"status", "k"}, {}, setup_->url()).rc, 0);
-  Outcome dead = run_cli({"status", "k"}, {}, "redis-cluster://127.0.0.1:" + std::to_string(test::free_port()));
+  Outcome dead = run_cli({"status", "k"}, {},
+                         "redis-cluster://127.0.0.1:" + std::to_string(test::free_port()));
   EXPECT_EQ(dead.rc, 3) << dead.err;
   EXPECT_TRUE(has(dead.err, "cannot reach the cluster")) << dead.err;
 }

@@ -8,11 +8,11 @@
 #include <string>
 #include <thread>
 
-#include "edgelock/edgelock.h"
 #include "../support/backend_checks.h"
 #include "../support/fenced_resource.h"
 #include "../support/redis_topology.h"
 #include "../support/test_util.h"
+#include "edgelock/edgelock.h"
 
 namespace edgelock {
 namespace {
@@ -40,7 +40,8 @@ class ClusterTest : public ::testing::Test {
   }
   void SetUp() override {
     ASSERT_TRUE(client_.setup(cluster_->url().c_str(), options()).ok()) << client_.last_error();
-    ASSERT_TRUE(client_.refresh(Deadline::after(client_.clock(), Millis(5000))).ok()) << client_.last_error();
+    ASSERT_TRUE(client_.refresh(Deadline::after(client_.clock(), Millis(5000))).ok())
+        << client_.last_error();
   }
   // A key whose slot the client maps to node `node`, named prefix-N.
   std::string key_on(int node, const std::string& prefix) {
@@ -53,7 +54,8 @@ class ClusterTest : public ::testing::Test {
   // The index (in the cluster setup) of the server at client node `node`.
   int server_of(int node) {
     for (int i = 0; i < cluster_->size(); ++i) {
-      if (cluster_->node(i).port() == client_.node(static_cast<size_t>(node)).endpoint().port) return i;
+      if (cluster_->node(i).port() == client_.node(static_cast<size_t>(node)).endpoint().port)
+        return i;
     }
     return -1;
   }
@@ -95,7 +97,8 @@ TEST_F(ClusterTest, LocksOnEveryPrimary) {
     // The key and its fencing counter live on the slot's primary.
     Connection direct;
     ASSERT_TRUE(test::open(direct, cluster_->node(server).url()));
-    EXPECT_EQ(run(direct, {"GET", key}), std::string(reinterpret_cast<const char*>(lock.token().data), lock.token().size));
+    EXPECT_EQ(run(direct, {"GET", key}),
+              std::string(reinterpret_cast<const char*>(lock.token().data), lock.token().size));
     EXPECT_EQ(run(direct, {"GET", "{" + key + "}:fence"}), std::to_string(lock.fence()));
     ASSERT_TRUE(lock.extend(Millis(2000)).ok());
     const Result<bool> owned = lock.owned();
@@ -173,8 +176,8 @@ TEST_F(ClusterTest, SlotMigrationMidRun) {
   const std::string s = std::to_string(slot);
   ASSERT_EQ(run(cb, {"CLUSTER", "SETSLOT", s, "IMPORTING", ida}), "OK");
   ASSERT_EQ(run(ca, {"CLUSTER", "SETSLOT", s, "MIGRATING", idb}), "OK");
-  ASSERT_EQ(run(ca, {"MIGRATE", "127.0.0.1", std::to_string(cluster_->node(sb).port()), "", "0", "5000",
-                     "KEYS", key, "{" + key + "}:fence"}),
+  ASSERT_EQ(run(ca, {"MIGRATE", "127.0.0.1", std::to_string(cluster_->node(sb).port()), "", "0",
+                     "5000", "KEYS", key, "{" + key + "}:fence"}),
             "OK");
   // The lock's keys now live on B while A still owns the slot: ASK.
   ASSERT_TRUE(holder.extend(Millis(5000)).ok()) << client_.last_error();
@@ -204,7 +207,8 @@ TEST_F(ClusterTest, SlotMigrationMidRun) {
     if (waited.ok()) lock.release().ignore();
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(300 * test::slowdown()));
-  for (Connection* c : {&cb, &ca, &cc}) EXPECT_EQ(run(*c, {"CLUSTER", "SETSLOT", s, "NODE", idb}), "OK");
+  for (Connection* c : {&cb, &ca, &cc})
+    EXPECT_EQ(run(*c, {"CLUSTER", "SETSLOT", s, "NODE", idb}), "OK");
   releaser.join();
   waiter.join();
   ASSERT_TRUE(released.ok()) << released.to_string();
@@ -213,8 +217,8 @@ TEST_F(ClusterTest, SlotMigrationMidRun) {
   EXPECT_GE(client_.stats().tryagain, 1u) << "the release waited for the slot to settle";
   EXPECT_GE(waiter_stats.ask, 1u);
   std::printf("migration: holder ask=%u tryagain=%u; waiter ask=%u tryagain=%u moved=%u\n",
-              client_.stats().ask, client_.stats().tryagain, waiter_stats.ask, waiter_stats.tryagain,
-              waiter_stats.moved);
+              client_.stats().ask, client_.stats().tryagain, waiter_stats.ask,
+              waiter_stats.tryagain, waiter_stats.moved);
   // The first client learns the new owner from MOVED too.
   ASSERT_TRUE(holder.try_acquire().ok()) << client_.last_error();
   EXPECT_EQ(holder.connection().endpoint().port, cluster_->node(sb).port());
@@ -275,7 +279,8 @@ TEST(ClusterFailover, WaitThenFollowPromotedReplicaAfterKill9) {
   ASSERT_TRUE(s.ok()) << s.to_string() << " " << cluster.last_error();
   EXPECT_EQ(lock.connection().endpoint().port, servers.node(replica).port());
   EXPECT_GE(cluster.stats().refreshes, 2u);
-  std::printf("cluster: kill -9 failover followed in %lld ms\n", static_cast<long long>(test::ms(took)));
+  std::printf("cluster: kill -9 failover followed in %lld ms\n",
+              static_cast<long long>(test::ms(took)));
   ASSERT_TRUE(lock.release().ok());
 }
 
@@ -319,7 +324,8 @@ TEST_F(ClusterTest, MutualExclusionAcrossFourProcesses) {
   for (int w = 0; w < kWorkers; ++w) {
     int status = 0;
     ASSERT_EQ(waitpid(pids[w], &status, 0), pids[w]);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "worker " << w << " status " << status;
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "worker " << w << " status " << status;
   }
   EXPECT_EQ(dev->grants.load(), kWorkers * kGrantsEach);
   EXPECT_EQ(dev->overlaps.load(), 0);

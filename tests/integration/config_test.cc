@@ -7,9 +7,9 @@
 
 #include <string>
 
-#include "edgelock/edgelock.h"
 #include "../support/fake_server.h"
 #include "../support/test_util.h"
+#include "edgelock/edgelock.h"
 
 namespace edgelock {
 namespace {

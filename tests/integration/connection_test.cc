@@ -9,11 +9,11 @@
 #include <string>
 #include <thread>
 
-#include "edgelock/detail/connection_io.h"
-#include "edgelock/edgelock.h"
 #include "../../src/lock_scripts.h"
 #include "../support/redis_server.h"
 #include "../support/test_util.h"
+#include "edgelock/detail/connection_io.h"
+#include "edgelock/edgelock.h"
 
 namespace edgelock {
 namespace {
@@ -160,7 +160,8 @@ TEST(Connection, ServerKilledMidOperationGivesIoErrorWithinDeadline) {
   // DEBUG SLEEP keeps the server busy; kill it while our command waits.
   Connection sleeper;
   ASSERT_TRUE(test::open(sleeper, s.url()));
-  const Bytes args[3] = {Bytes::from_cstr("DEBUG"), Bytes::from_cstr("SLEEP"), Bytes::from_cstr("5")};
+  const Bytes args[3] = {Bytes::from_cstr("DEBUG"), Bytes::from_cstr("SLEEP"),
+                         Bytes::from_cstr("5")};
   SystemClock clock;
   ASSERT_TRUE(detail::io(sleeper).start_command(args, Deadline::after(clock, Millis(1000))).ok());
   (void)detail::io(sleeper).advance();
@@ -268,7 +269,8 @@ TEST(Connection, BusyFromRealServer) {
   ErrorCode code = ErrorCode::kOk;
   const TimePoint limit = clock.now() + Millis(2000) * test::slowdown();
   while (code != ErrorCode::kServerBusy && clock.now() < limit) {
-    const Result<const Reply*> r = c.command(get, Deadline::after(clock, Millis(1000) * test::slowdown()));
+    const Result<const Reply*> r =
+        c.command(get, Deadline::after(clock, Millis(1000) * test::slowdown()));
     code = r.ok() ? ErrorCode::kOk : r.status().code();
     clock.sleep_for(Millis(5));
   }

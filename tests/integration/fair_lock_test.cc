@@ -14,11 +14,11 @@
 #include <thread>
 #include <vector>
 
-#include "edgelock/edgelock.h"
-#include "edgelock/key_slot.h"
 #include "../support/redis_server.h"
 #include "../support/shared_server_test.h"
 #include "../support/test_util.h"
+#include "edgelock/edgelock.h"
+#include "edgelock/key_slot.h"
 
 namespace edgelock {
 namespace {
@@ -319,7 +319,8 @@ TEST_F(FairLockTest, WaitBoundUnderContention) {
           failures.fetch_add(1);
           return;
         }
-        const int64_t waited = std::chrono::duration_cast<std::chrono::microseconds>(now() - t0).count();
+        const int64_t waited =
+            std::chrono::duration_cast<std::chrono::microseconds>(now() - t0).count();
         int64_t seen = max_wait_us.load();
         while (waited > seen && !max_wait_us.compare_exchange_weak(seen, waited)) {
         }
@@ -355,7 +356,8 @@ TEST_F(FairLockTest, KeeperRenews) {
   // renewal, about TTL/6 from now): only a real renewal lengthens it again.
   ASSERT_EQ(run(admin_, {"PEXPIRE", "kept", std::to_string(slow_ms(1500))}), "1");
   const TimePoint give_up = now() + slow(Millis(2000));
-  for (int i = 0; i < 200 * test::slowdown() && keeper.stats().renewals == 0 && now() < give_up; ++i) {
+  for (int i = 0; i < 200 * test::slowdown() && keeper.stats().renewals == 0 && now() < give_up;
+       ++i) {
     sleep_for(Millis(10));
     ASSERT_NE(keeper.service(), LeaseState::kLost);
   }

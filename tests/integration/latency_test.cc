@@ -13,10 +13,10 @@
 #include <string>
 #include <thread>
 
-#include "edgelock/edgelock.h"
-#include "delay_proxy.h"
 #include "../support/redis_server.h"
 #include "../support/test_util.h"
+#include "delay_proxy.h"
+#include "edgelock/edgelock.h"
 #include "validity.h"
 
 namespace edgelock {
@@ -139,9 +139,11 @@ void check_parallel(bool fencing) {
     EXPECT_EQ(s.holders(lock.token()), 0u);
   }
   const Nanos acq = median(acquire, kCycles), rel = median(release, kCycles);
-  std::printf("[latency] 5 servers, %lld ms each way, fencing %s: acquire p50 %.1f ms (%lld rounds), "
-              "release p50 %.1f ms\n", static_cast<long long>(test::ms(one_way())),
-              fencing ? "on" : "off", ms_of(acq), static_cast<long long>(rounds), ms_of(rel));
+  std::printf(
+      "[latency] 5 servers, %lld ms each way, fencing %s: acquire p50 %.1f ms (%lld rounds), "
+      "release p50 %.1f ms\n",
+      static_cast<long long>(test::ms(one_way())), fencing ? "on" : "off", ms_of(acq),
+      static_cast<long long>(rounds), ms_of(rel));
   EXPECT_GE(acq, rounds * rtt()) << "the proxy must delay";
   EXPECT_LT(acq, rounds * rtt() * 5 / 2)
       << "a sequential fan-out would take " << 5 * rounds << " round trips";
@@ -230,7 +232,8 @@ TEST(Latency, SingleLockDeadlineShorterThanRoundTrip) {
   EXPECT_GE(took, budget);
   EXPECT_LT(took, budget + slow(Millis(50)));
   EXPECT_FALSE(lock.held());
-  EXPECT_FALSE(conn.is_connected()) << "a timed-out connection is closed (its reply may still come)";
+  EXPECT_FALSE(conn.is_connected())
+      << "a timed-out connection is closed (its reply may still come)";
   // A plain command with an explicit deadline below the round trip, too.
   proxy.set_delay(one_way());
   const Bytes ping = Bytes::from_cstr("PING");
@@ -246,7 +249,8 @@ TEST(Latency, SingleLockDeadlineShorterThanRoundTrip) {
   const Status r = lock.release();
   EXPECT_TRUE(r.ok()) << r.to_string() << " " << lock.last_error();
   EXPECT_EQ(test::run(admin, {"GET", kKey}), "(nil)");
-  EXPECT_EQ(proxy.accepted(), 3) << "each timeout closed the connection; each next call reconnected";
+  EXPECT_EQ(proxy.accepted(), 3)
+      << "each timeout closed the connection; each next call reconnected";
   t0 = now();
   ASSERT_TRUE(lock.try_acquire().ok()) << lock.last_error();
   EXPECT_LT(now() - t0, budget);
@@ -261,7 +265,7 @@ TEST(Latency, TtlEatenByTheRoundTripFailsClosed) {
   ProxiedServers s;
   ASSERT_TRUE(s.start(5));
   QuorumOptions c = quorum_opts(true);
-  c.drift_factor = 0.5;                   // drift = ttl / 2 + 2 ms
+  c.drift_factor = 0.5;                           // drift = ttl / 2 + 2 ms
   c.ttl = std::chrono::floor<Millis>(8 * rtt());  // validity budget 4 rtt - 2 ms
   c.server_timeout = 3 * rtt();
   {
@@ -281,10 +285,11 @@ TEST(Latency, TtlEatenByTheRoundTripFailsClosed) {
   const Status st = lock.try_acquire();
   const Nanos took = now() - t0;
   EXPECT_TRUE(st.code() == ErrorCode::kExpired || st.code() == ErrorCode::kIndeterminate ||
-              st.code() == ErrorCode::kNoQuorum) << st.to_string();
+              st.code() == ErrorCode::kNoQuorum)
+      << st.to_string();
   std::printf("[latency] validity budget %.0f ms < rtt %.0f ms: %s after %.1f ms\n",
-              ms_of(o.ttl - detail::drift_of(o.ttl, o.drift_factor)), ms_of(rtt()),
-              st.to_string(), ms_of(took));
+              ms_of(o.ttl - detail::drift_of(o.ttl, o.drift_factor)), ms_of(rtt()), st.to_string(),
+              ms_of(took));
   EXPECT_FALSE(lock.held());
   EXPECT_EQ(lock.remaining(), Nanos::zero());
   EXPECT_EQ(lock.fence(), 0u);
@@ -316,7 +321,8 @@ Nanos handoff_through_proxy(int64_t waiter_ttl_ms, uint32_t* waiter_commands) {
   DelayProxy proxy(server.port(), one_way());
   if (!proxy.start()) return Nanos(-1);
   Connection holder_conn, waiter_conn;
-  if (!test::open(holder_conn, proxy.url()) || !test::open(waiter_conn, proxy.url())) return Nanos(-1);
+  if (!test::open(holder_conn, proxy.url()) || !test::open(waiter_conn, proxy.url()))
+    return Nanos(-1);
   LockOptions lo;
   lo.ttl = Millis(30000 * test::slowdown());
   Lock holder(holder_conn), waiter(waiter_conn);
@@ -355,9 +361,11 @@ TEST(Latency, HandoffPipelinesTheAcquireBehindTheWakeUp) {
   const Nanos two_step = handoff_through_proxy(9000 * test::slowdown(), &commands);
   ASSERT_GT(two_step, Nanos::zero()) << "set-up or handoff failed";
   EXPECT_EQ(commands, 3u) << "busy attempt, BLPOP, acquire";
-  EXPECT_GE(two_step, 2 * rtt() - slow(Millis(2))) << "the control needs its own acquire round trip";
+  EXPECT_GE(two_step, 2 * rtt() - slow(Millis(2)))
+      << "the control needs its own acquire round trip";
   std::printf("latency: handoff with %lld ms each way: pipelined %lld ms, two-step %lld ms\n",
-              static_cast<long long>(test::ms(one_way())), static_cast<long long>(test::ms(pipelined)),
+              static_cast<long long>(test::ms(one_way())),
+              static_cast<long long>(test::ms(pipelined)),
               static_cast<long long>(test::ms(two_step)));
 }
 

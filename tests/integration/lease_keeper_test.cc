@@ -4,12 +4,12 @@
 
 #include <string>
 
-#include "edgelock/edgelock.h"
-#include "edgelock/fake_clock.h"
-#include "edgelock/lease_keeper.h"
 #include "../support/redis_server.h"
 #include "../support/shared_server_test.h"
 #include "../support/test_util.h"
+#include "edgelock/edgelock.h"
+#include "edgelock/fake_clock.h"
+#include "edgelock/lease_keeper.h"
 
 namespace edgelock {
 namespace {

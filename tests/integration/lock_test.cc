@@ -3,11 +3,11 @@
 
 #include <string>
 
-#include "edgelock/edgelock.h"
-#include "edgelock/fake_clock.h"
 #include "../support/redis_server.h"
 #include "../support/shared_server_test.h"
 #include "../support/test_util.h"
+#include "edgelock/edgelock.h"
+#include "edgelock/fake_clock.h"
 
 namespace edgelock {
 namespace {
@@ -32,7 +32,8 @@ TEST_F(LockTest, AcquireReleaseCycle) {
   EXPECT_GT(lock.remaining(), Millis(4800));
   EXPECT_LE(lock.remaining(), Millis(5000) - Millis(50) - Millis(2)) << "drift allowance";
   EXPECT_EQ(lock.token().size, 32u);
-  EXPECT_EQ(run(admin_, {"GET", "modem"}), std::string(reinterpret_cast<const char*>(lock.token().data), 32));
+  EXPECT_EQ(run(admin_, {"GET", "modem"}),
+            std::string(reinterpret_cast<const char*>(lock.token().data), 32));
   const int pttl = std::stoi(run(admin_, {"PTTL", "modem"}));
   EXPECT_GT(pttl, 4500);
   ASSERT_TRUE(lock.release().ok());
@@ -103,7 +104,8 @@ TEST_F(LockTest, ExpiredHolderCannotReleaseNewHolder) {
   ASSERT_TRUE(lb.acquire(Millis(3000)).ok()) << "B waits for A's expiry";
   EXPECT_FALSE(la.held()) << "local validity ran out";
   EXPECT_EQ(la.release().code(), ErrorCode::kNotOwner);
-  EXPECT_EQ(run(admin_, {"GET", "slot"}), std::string(reinterpret_cast<const char*>(lb.token().data), 32));
+  EXPECT_EQ(run(admin_, {"GET", "slot"}),
+            std::string(reinterpret_cast<const char*>(lb.token().data), 32));
   Result<bool> owned = lb.owned();
   ASSERT_TRUE(owned.ok());
   EXPECT_TRUE(owned.value());
@@ -176,7 +178,8 @@ TEST_F(LockTest, InvalidArguments) {
   const std::string big(kMaxKeyLen + 1, 'k');
   EXPECT_EQ(l.init(Bytes(big.data(), big.size())).code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(l.init(Bytes::from_cstr("k"), ttl(0)).code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(l.init(Bytes::from_cstr("k"), ttl(kMaxTtl.count() + 1)).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(l.init(Bytes::from_cstr("k"), ttl(kMaxTtl.count() + 1)).code(),
+            ErrorCode::kInvalidArgument);
   EXPECT_EQ(l.try_acquire().code(), ErrorCode::kInvalidArgument) << "not initialised";
   const std::string max(kMaxKeyLen - 8, 'k');  // room for "{…}:fence"
   EXPECT_TRUE(l.init(Bytes(max.data(), max.size())).ok());

@@ -11,18 +11,18 @@
 #include <string>
 #include <vector>
 
-#include "edgelock/edgelock.h"
 #include "../../src/lock_scripts.h"
 #include "../support/fake_server.h"
 #include "../support/redis_server.h"
 #include "../support/test_util.h"
+#include "edgelock/edgelock.h"
 
 namespace edgelock {
 namespace {
 
+using test::close_after;
 using test::FakeAction;
 using test::FakeServer;
-using test::close_after;
 using test::reply;
 using test::reply_then;
 using test::reset_after;
@@ -36,9 +36,9 @@ struct Case {
   Op op;
   std::vector<FakeAction> script;
   ErrorCode want;
-  bool broken;                // connection dropped right after the call
-  const char* error_has = ""; // expected in last_error() (optional)
-  size_t commands = 0;        // commands the server must have seen (0 = any)
+  bool broken;                 // connection dropped right after the call
+  const char* error_has = "";  // expected in last_error() (optional)
+  size_t commands = 0;         // commands the server must have seen (0 = any)
 };
 
 constexpr ErrorCode kOk = ErrorCode::kOk;
@@ -77,7 +77,9 @@ std::string ints(int n) {
   return s;
 }
 
-std::string bulk(size_t n) { return "$" + std::to_string(n) + "\r\n" + std::string(n, 'x') + "\r\n"; }
+std::string bulk(size_t n) {
+  return "$" + std::to_string(n) + "\r\n" + std::string(n, 'x') + "\r\n";
+}
 
 const std::string kHugeReadOnly = "-READONLY " + std::string(900, 'x') + "\r\n";
 const std::string kHugeError = "-ERR " + std::string(3000, 'x') + "\r\n";
@@ -95,10 +97,22 @@ std::vector<Case> cases() {
       {"truncated_array", O::kAcquire, {silent("*2\r\n:1\r\n")}, kTimeout, true},
       {"truncated_status", O::kAcquire, {silent("+O")}, kTimeout, true},
       {"truncated_error", O::kAcquire, {silent("-ERR bo")}, kTimeout, true},
-      {"slow_reply_past_deadline", O::kAcquire, {slow(":1\r\n", 80 * test::slowdown())}, kTimeout, true},
-      {"slow_error_past_deadline", O::kAcquire, {slow("-ERR slow\r\n", 40 * test::slowdown())}, kTimeout, true},
+      {"slow_reply_past_deadline",
+       O::kAcquire,
+       {slow(":1\r\n", 80 * test::slowdown())},
+       kTimeout,
+       true},
+      {"slow_error_past_deadline",
+       O::kAcquire,
+       {slow("-ERR slow\r\n", 40 * test::slowdown())},
+       kTimeout,
+       true},
       {"release_never_reply", O::kRelease, {silent()}, kTimeout, true},
-      {"extend_slow_past_deadline", O::kExtend, {slow(":1000\r\n", 60 * test::slowdown())}, kTimeout, true},
+      {"extend_slow_past_deadline",
+       O::kExtend,
+       {slow(":1000\r\n", 60 * test::slowdown())},
+       kTimeout,
+       true},
       {"status_never_reply", O::kStatus, {silent()}, kTimeout, true},
       {"ping_never_reply", O::kPing, {silent()}, kTimeout, true},
       {"noscript_then_silence", O::kAcquire, {reply(kNoScript), silent()}, kTimeout, true, "", 2},
@@ -172,9 +186,18 @@ std::vector<Case> cases() {
       {"bulk_over_reply_arena", O::kAcquire, {silent(bulk(600))}, kTooBig, true},
       {"array_over_reply_nodes", O::kAcquire, {silent(ints(20))}, kTooBig, true},
       {"error_over_rx_buffer", O::kAcquire, {silent(kHugeError)}, kTooBig, true},
-      {"status_line_over_rx_buffer", O::kStatus, {silent("+" + std::string(3000, 'y'))}, kTooBig, true},
+      {"status_line_over_rx_buffer",
+       O::kStatus,
+       {silent("+" + std::string(3000, 'y'))},
+       kTooBig,
+       true},
       // --- Unsolicited replies.
-      {"unsolicited_before_ours", O::kAcquire, {reply(":5\r\n:1\r\n")}, kProto, true, "more than one"},
+      {"unsolicited_before_ours",
+       O::kAcquire,
+       {reply(":5\r\n:1\r\n")},
+       kProto,
+       true,
+       "more than one"},
       {"unsolicited_error_before_ours", O::kAcquire, {reply("-ERR x\r\n:1\r\n")}, kProto, true},
       {"unsolicited_after_ours_same_packet", O::kRelease, {reply(":1\r\n:1\r\n")}, kProto, true},
       // --- Error replies: classified; the connection stays usable.
@@ -185,32 +208,80 @@ std::vector<Case> cases() {
       {"err_readonly", O::kAcquire, {reply("-READONLY replica\r\n")}, ErrorCode::kReadOnly, false},
       {"err_oom", O::kRelease, {reply("-OOM no memory\r\n")}, ErrorCode::kOutOfMemory, false},
       {"err_noauth", O::kAcquire, {reply("-NOAUTH auth\r\n")}, ErrorCode::kNoAuth, false},
-      {"err_wrongpass", O::kAuthAcquire, {reply("-WRONGPASS bad\r\n")}, ErrorCode::kAuthFailed, true},
+      {"err_wrongpass",
+       O::kAuthAcquire,
+       {reply("-WRONGPASS bad\r\n")},
+       ErrorCode::kAuthFailed,
+       true},
       {"err_noperm", O::kExtend, {reply("-NOPERM no\r\n")}, ErrorCode::kAuthFailed, false},
-      {"err_huge_readonly", O::kAcquire, {reply(kHugeReadOnly)}, ErrorCode::kReadOnly, false, "READONLY"},
+      {"err_huge_readonly",
+       O::kAcquire,
+       {reply(kHugeReadOnly)},
+       ErrorCode::kReadOnly,
+       false,
+       "READONLY"},
       {"err_wrongtype_status", O::kStatus, {reply("-WRONGTYPE x\r\n")}, kServer, false},
-      {"noscript_twice", O::kAcquire, {reply(kNoScript), reply(kNoScript)}, ErrorCode::kNoScript, false,
-       "NOSCRIPT", 2},
-      {"err_moved", O::kAcquire, {reply("-MOVED 12539 10.0.0.2:7001\r\n")}, ErrorCode::kMoved, false},
-      {"err_ask", O::kRelease, {reply("-ASK 12539 10.0.0.2:7001\r\n")}, ErrorCode::kAsk, false},
-      {"err_tryagain", O::kExtend, {reply("-TRYAGAIN Multiple keys request\r\n")}, ErrorCode::kTryAgain,
+      {"noscript_twice",
+       O::kAcquire,
+       {reply(kNoScript), reply(kNoScript)},
+       ErrorCode::kNoScript,
+       false,
+       "NOSCRIPT",
+       2},
+      {"err_moved",
+       O::kAcquire,
+       {reply("-MOVED 12539 10.0.0.2:7001\r\n")},
+       ErrorCode::kMoved,
        false},
-      {"err_clusterdown", O::kAcquire, {reply("-CLUSTERDOWN The cluster is down\r\n")},
-       ErrorCode::kTryAgain, false},
-      {"noscript_then_error", O::kRelease, {reply(kNoScript), reply("-ERR x\r\n")}, kServer, false, "", 2},
+      {"err_ask", O::kRelease, {reply("-ASK 12539 10.0.0.2:7001\r\n")}, ErrorCode::kAsk, false},
+      {"err_tryagain",
+       O::kExtend,
+       {reply("-TRYAGAIN Multiple keys request\r\n")},
+       ErrorCode::kTryAgain,
+       false},
+      {"err_clusterdown",
+       O::kAcquire,
+       {reply("-CLUSTERDOWN The cluster is down\r\n")},
+       ErrorCode::kTryAgain,
+       false},
+      {"noscript_then_error",
+       O::kRelease,
+       {reply(kNoScript), reply("-ERR x\r\n")},
+       kServer,
+       false,
+       "",
+       2},
       {"slow_error_in_time", O::kAcquire, {slow("-ERR slowly\r\n", 3)}, kServer, false},
       // --- Controls: the server really said yes, so yes.
       {"ok_acquire", O::kAcquire, {reply(":7\r\n")}, kOk, false},
       {"ok_busy_is_busy", O::kAcquire, {reply(":-500\r\n")}, ErrorCode::kBusy, false},
       {"ok_slow_in_time", O::kAcquire, {slow(":7\r\n", 10)}, kOk, false},
       {"ok_reply_then_close", O::kAcquire, {close_after(":7\r\n")}, kOk, false},
-      {"ok_noscript_then_eval", O::kAcquire, {reply(kNoScript), reply(":7\r\n")}, kOk, false, "", 2},
+      {"ok_noscript_then_eval",
+       O::kAcquire,
+       {reply(kNoScript), reply(":7\r\n")},
+       kOk,
+       false,
+       "",
+       2},
       {"ok_release_not_owner", O::kRelease, {reply(":0\r\n")}, ErrorCode::kNotOwner, false},
       {"ok_owned_false", O::kOwned, {reply(":-3\r\n")}, kOk, false},
       {"ok_int64_max_fence", O::kAcquire, {reply(":9223372036854775807\r\n")}, kOk, false},
-      {"ok_idle_close_reconnects", O::kIdleAcquire, {close_after("+PONG\r\n"), reply(":7\r\n")}, kOk, false},
-      {"ok_idle_reset_reconnects", O::kIdleAcquire, {reset_after("+PONG\r\n"), reply(":7\r\n")}, kOk, false},
-      {"ok_idle_unsolicited_reconnects", O::kIdleAcquire, {reply_then("+PONG\r\n", 1, ":9\r\n"), reply(":7\r\n")}, kOk, false},
+      {"ok_idle_close_reconnects",
+       O::kIdleAcquire,
+       {close_after("+PONG\r\n"), reply(":7\r\n")},
+       kOk,
+       false},
+      {"ok_idle_reset_reconnects",
+       O::kIdleAcquire,
+       {reset_after("+PONG\r\n"), reply(":7\r\n")},
+       kOk,
+       false},
+      {"ok_idle_unsolicited_reconnects",
+       O::kIdleAcquire,
+       {reply_then("+PONG\r\n", 1, ":9\r\n"), reply(":7\r\n")},
+       kOk,
+       false},
   };
 }
 
@@ -294,7 +365,8 @@ TEST_F(Malformed, EveryCaseFailsClosedInTimeAndRecovers) {
       EXPECT_EQ(server.commands().size(), c.commands + (c.op == Op::kIdleAcquire));
     }
     // Never a grant the server did not make.
-    const bool acquire = c.op == Op::kAcquire || c.op == Op::kAuthAcquire || c.op == Op::kIdleAcquire;
+    const bool acquire =
+        c.op == Op::kAcquire || c.op == Op::kAuthAcquire || c.op == Op::kIdleAcquire;
     if (acquire) {
       EXPECT_EQ(lock.held(), c.want == kOk);
       if (c.want != kOk) {
@@ -333,10 +405,11 @@ TEST_F(Malformed, EveryCaseFailsClosedInTimeAndRecovers) {
   std::sort(names.begin(), names.end());
   EXPECT_EQ(std::adjacent_find(names.begin(), names.end()), names.end()) << "case names repeat";
   EXPECT_GE(faulty, 60u);
-  std::printf("malformed: %zu cases, %zu faulty (error expected), slowest error return %.1f ms (%s), "
-              "deadline %lld ms\n",
-              all.size(), faulty, static_cast<double>(slowest.count()) / 1e6, slowest_name,
-              static_cast<long long>(test::ms(timeout())));
+  std::printf(
+      "malformed: %zu cases, %zu faulty (error expected), slowest error return %.1f ms (%s), "
+      "deadline %lld ms\n",
+      all.size(), faulty, static_cast<double>(slowest.count()) / 1e6, slowest_name,
+      static_cast<long long>(test::ms(timeout())));
 }
 
 }  // namespace

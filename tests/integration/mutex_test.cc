@@ -4,10 +4,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "edgelock/edgelock.h"
 #include "../support/fenced_resource.h"
 #include "../support/redis_server.h"
 #include "../support/test_util.h"
+#include "edgelock/edgelock.h"
 
 namespace edgelock {
 namespace {
@@ -56,7 +56,8 @@ TEST(MutualExclusion, FourProcessesFiveHundredGrantsEach) {
   for (int w = 0; w < kWorkers; ++w) {
     int status = 0;
     ASSERT_EQ(waitpid(pids[w], &status, 0), pids[w]);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "worker " << w << " status " << status;
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "worker " << w << " status " << status;
   }
   EXPECT_EQ(dev->grants.load(), kWorkers * kGrantsEach);
   EXPECT_EQ(dev->overlaps.load(), 0);

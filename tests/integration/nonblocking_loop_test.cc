@@ -15,18 +15,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
-#include <memory>
 #include <utility>
 #include <vector>
 
-#include "edgelock/edgelock.h"
-#include "edgelock/lease_keeper.h"
-#include "delay_proxy.h"
 #include "../support/redis_server.h"
 #include "../support/test_util.h"
+#include "delay_proxy.h"
+#include "edgelock/edgelock.h"
+#include "edgelock/lease_keeper.h"
 
 namespace edgelock {
 namespace {
@@ -161,14 +161,13 @@ class Loop {
   void expect_responsive(const char* what) {
     const Nanos bound = hb_.period() + scaled(Millis(90));
     const Nanos gap = hb_.max_gap();
-    std::printf("[ figures  ] %s: max heartbeat gap %lld ms (period %lld ms, %llu beats), "
-                "longest library call %.3f ms, paused %lld..%lld ms\n",
-                what, static_cast<long long>(test::ms(gap)),
-                static_cast<long long>(test::ms(hb_.period())),
-                static_cast<unsigned long long>(hb_.beats()),
-                std::chrono::duration<double, std::milli>(max_call_).count(),
-                static_cast<long long>(test::ms(stall.from)),
-                static_cast<long long>(test::ms(stall.to)));
+    std::printf(
+        "[ figures  ] %s: max heartbeat gap %lld ms (period %lld ms, %llu beats), "
+        "longest library call %.3f ms, paused %lld..%lld ms\n",
+        what, static_cast<long long>(test::ms(gap)), static_cast<long long>(test::ms(hb_.period())),
+        static_cast<unsigned long long>(hb_.beats()),
+        std::chrono::duration<double, std::milli>(max_call_).count(),
+        static_cast<long long>(test::ms(stall.from)), static_cast<long long>(test::ms(stall.to)));
     EXPECT_TRUE(stall.over) << "the servers were paused and resumed";
     EXPECT_LE(gap, bound);
     EXPECT_LE(max_call_, scaled(Millis(20)));
@@ -224,8 +223,9 @@ TEST_F(NonblockingLoopTest, LockAcquireWaitsThroughAPausedServer) {
             "OK");
   Loop loop(c.clock());
   loop.stall = Stall::pausing({servers_[0].get()}, scaled(Millis(50)), scaled(Millis(550)));
-  const Status s = loop.finish(lock, loop.call([&] { return lock.start_acquire(scaled(Millis(3000))); }),
-                               scaled(Millis(5000)));
+  const Status s =
+      loop.finish(lock, loop.call([&] { return lock.start_acquire(scaled(Millis(3000))); }),
+                  scaled(Millis(5000)));
   EXPECT_TRUE(s.ok()) << s.to_string() << " " << lock.last_error();
   EXPECT_TRUE(loop.op_ran_while_paused());
   loop.expect_responsive("Lock acquire");
@@ -248,7 +248,8 @@ TEST_F(NonblockingLoopTest, SemaphoreAndReentrantAcquireThroughAPausedServer) {
   s = loop.finish(sem, s, scaled(Millis(5000)));
   EXPECT_TRUE(s.ok()) << s.to_string() << " " << sem.last_error();
   EXPECT_TRUE(loop.op_ran_while_paused());
-  loop.stall = Stall::pausing({servers_[0].get()}, loop.elapsed(), loop.elapsed() + scaled(Millis(400)));
+  loop.stall =
+      Stall::pausing({servers_[0].get()}, loop.elapsed(), loop.elapsed() + scaled(Millis(400)));
   loop.idle_until(loop.stall.from + scaled(Millis(20)));
   s = loop.finish(rl, loop.call([&] { return rl.start_acquire(scaled(Millis(3000))); }),
                   loop.elapsed() + scaled(Millis(5000)));
@@ -271,10 +272,11 @@ TEST_F(NonblockingLoopTest, QuorumAcquireWaitsWhileAMajorityIsPaused) {
   QuorumLock q;
   ASSERT_TRUE(q.init(conns, 3, Bytes::from_cstr("modem"), o).ok());
   Loop loop(c[0].clock());
-  loop.stall = Stall::pausing({servers_[1].get(), servers_[2].get()}, Millis(0), scaled(Millis(500)));
+  loop.stall =
+      Stall::pausing({servers_[1].get(), servers_[2].get()}, Millis(0), scaled(Millis(500)));
   loop.idle_until(scaled(Millis(10)));
-  const Status s =
-      loop.finish(q, loop.call([&] { return q.start_acquire(scaled(Millis(3000))); }), scaled(Millis(5000)));
+  const Status s = loop.finish(q, loop.call([&] { return q.start_acquire(scaled(Millis(3000))); }),
+                               scaled(Millis(5000)));
   EXPECT_TRUE(s.ok()) << s.to_string() << " " << q.last_error();
   EXPECT_TRUE(loop.op_ran_while_paused());
   EXPECT_GT(q.fence(), 0u);
@@ -325,7 +327,8 @@ TEST_F(NonblockingLoopTest, KeeperRenewsThroughAPauseAndReportsLossOnTime) {
   // loop's own clock.
   const Nanos from = loop.elapsed();
   loop.stall = Stall::pausing({servers_[0].get()}, from, from + scaled(Millis(2500)));
-  const TimePoint seen = keep_until(loop, keeper, lock, from + scaled(Millis(2400)), &end, &overlapped);
+  const TimePoint seen =
+      keep_until(loop, keeper, lock, from + scaled(Millis(2400)), &end, &overlapped);
   ASSERT_NE(seen, TimePoint()) << "lost within the pause";
   EXPECT_EQ(keeper.last_status().code(), ErrorCode::kExpired);
   // One heartbeat period (the loop's poll bound) plus scheduling slack.

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "edgelock/edgelock.h"
 #include "../support/redis_server.h"
 #include "../support/test_util.h"
+#include "edgelock/edgelock.h"
 #include "lock_scripts.h"
 
 namespace edgelock {
@@ -55,21 +55,25 @@ class Servers {
   /// Loads the quorum lock's scripts, so that no NOSCRIPT re-send adds to
   /// the commands a test counts.
   bool load_scripts(size_t i) {
-    for (const Script* sc : {&detail::kQuorumAcquireScript, &detail::kFenceRaiseScript,
-                             &detail::kReleaseScript}) {
+    for (const Script* sc :
+         {&detail::kQuorumAcquireScript, &detail::kFenceRaiseScript, &detail::kReleaseScript}) {
       if (cmd(i, {"SCRIPT", "LOAD", std::string(sc->body, sc->len)}) != sc->sha1) return false;
     }
     return true;
   }
   size_t size() const { return n_; }
   test::RedisServer& server(size_t i) { return *servers_[i]; }
-  std::string cmd(size_t i, std::initializer_list<std::string> args) { return run(admin_[i], args); }
+  std::string cmd(size_t i, std::initializer_list<std::string> args) {
+    return run(admin_[i], args);
+  }
   std::string counter(size_t i) { return cmd(i, {"GET", kCounter}); }
   uint64_t counter_value(size_t i) {
     const std::string v = counter(i);
     return v == "(nil)" ? 0 : std::strtoull(v.c_str(), nullptr, 10);
   }
-  void set_counter(size_t i, uint64_t v) { ASSERT_EQ(cmd(i, {"SET", kCounter, std::to_string(v)}), "OK"); }
+  void set_counter(size_t i, uint64_t v) {
+    ASSERT_EQ(cmd(i, {"SET", kCounter, std::to_string(v)}), "OK");
+  }
   /// Server i refuses grants (another holder) or stops refusing.
   void block(size_t i) { ASSERT_EQ(cmd(i, {"SET", kKey, kOther, "PX", "60000"}), "OK"); }
   void unblock(size_t i) { cmd(i, {"DEL", kKey}); }
@@ -271,9 +275,10 @@ TEST(QuorumFence, AlternatingClientsStayStrictlyMonotonic) {
     ASSERT_TRUE(c.lock().release().ok());
     if (blocked < 5) s.unblock(blocked);
   }
-  std::printf("[fence] %d grants over 5 servers, 3 clients: %d in one round, %d with the "
-              "write-back; last fence %llu\n",
-              kGrants, one_round, two_rounds, static_cast<unsigned long long>(last));
+  std::printf(
+      "[fence] %d grants over 5 servers, 3 clients: %d in one round, %d with the "
+      "write-back; last fence %llu\n",
+      kGrants, one_round, two_rounds, static_cast<unsigned long long>(last));
   EXPECT_GT(one_round, kGrants / 2) << "the write-back is the exception";
 }
 

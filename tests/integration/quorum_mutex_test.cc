@@ -8,10 +8,10 @@
 #include <memory>
 #include <string>
 
-#include "edgelock/edgelock.h"
 #include "../support/fenced_resource.h"
 #include "../support/redis_server.h"
 #include "../support/test_util.h"
+#include "edgelock/edgelock.h"
 
 namespace edgelock {
 namespace {
@@ -72,7 +72,8 @@ TEST(QuorumMutualExclusion, FourProcessesThreeHundredGrantsEach) {
   for (int w = 0; w < kWorkers; ++w) {
     int status = 0;
     ASSERT_EQ(waitpid(pids[w], &status, 0), pids[w]);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "worker " << w << " status " << status;
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "worker " << w << " status " << status;
   }
   EXPECT_EQ(dev->grants.load(), kWorkers * kGrantsEach);
   EXPECT_EQ(dev->overlaps.load(), 0);

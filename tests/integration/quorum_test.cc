@@ -5,10 +5,10 @@
 #include <memory>
 #include <string>
 
-#include "edgelock/edgelock.h"
-#include "edgelock/fake_clock.h"
 #include "../support/redis_server.h"
 #include "../support/test_util.h"
+#include "edgelock/edgelock.h"
+#include "edgelock/fake_clock.h"
 #include "quorum_math.h"
 
 namespace edgelock {
@@ -39,7 +39,9 @@ class Cluster {
   Connection* const* conns() { return ptrs_; }
   size_t size() const { return n_; }
   std::string get(size_t i, const char* key = kKey) { return run(admin_[i], {"GET", key}); }
-  std::string cmd(size_t i, std::initializer_list<std::string> args) { return run(admin_[i], args); }
+  std::string cmd(size_t i, std::initializer_list<std::string> args) {
+    return run(admin_[i], args);
+  }
   /// How many servers (but `skip`) hold `token` under the key.
   size_t holders(Bytes token, size_t skip = kMaxQuorumServers) {
     const std::string t(reinterpret_cast<const char*>(token.data), token.size);
@@ -188,7 +190,8 @@ TEST(QuorumLock, PartialGrantsAreCleanedUp) {
   Cluster c(5);
   ASSERT_TRUE(c.start());
   // Another holder on servers 0-2: servers 3 and 4 grant, the majority refuses.
-  for (size_t i = 0; i < 3; ++i) ASSERT_EQ(c.cmd(i, {"SET", kKey, "someone-else", "PX", "10000"}), "OK");
+  for (size_t i = 0; i < 3; ++i)
+    ASSERT_EQ(c.cmd(i, {"SET", kKey, "someone-else", "PX", "10000"}), "OK");
   QuorumLock lock;
   ASSERT_TRUE(lock.init(c.conns(), 5, Bytes::from_cstr(kKey), opts()).ok());
   EXPECT_EQ(lock.try_acquire().code(), ErrorCode::kBusy);
@@ -348,7 +351,8 @@ TEST(QuorumLock, ValidityOnAFakeClock) {
   EXPECT_TRUE(lock.held());
   clock.advance(Nanos(1));
   EXPECT_FALSE(lock.held());
-  EXPECT_EQ(lock.extend(Millis(1000)).code(), ErrorCode::kExpired) << "no validity left to extend in";
+  EXPECT_EQ(lock.extend(Millis(1000)).code(), ErrorCode::kExpired)
+      << "no validity left to extend in";
   EXPECT_TRUE(lock.release().ok()) << "the servers' keys are still there (real TTL)";
   EXPECT_EQ(c.holders(lock.token()), 0u);
 }

@@ -9,10 +9,10 @@
 #include <cstdio>
 #include <string>
 
-#include "edgelock/edgelock.h"
 #include "../support/redis_server.h"
 #include "../support/shared_server_test.h"
 #include "../support/test_util.h"
+#include "edgelock/edgelock.h"
 
 namespace edgelock {
 namespace {
@@ -82,7 +82,9 @@ TEST_F(SemaphoreTest, ExpiryComesFromTheServerClock) {
     const size_t sp = t.find(' ');
     return std::stoll(t.substr(0, sp)) * 1000 + std::stoll(t.substr(sp + 1)) / 1000;
   };
-  const long long score = std::stoll(run(admin_, {"ZSCORE", "sem-time", std::string(reinterpret_cast<const char*>(p.id().data), p.id().size)}));
+  const long long score = std::stoll(
+      run(admin_, {"ZSCORE", "sem-time",
+                   std::string(reinterpret_cast<const char*>(p.id().data), p.id().size)}));
   EXPECT_GE(score, ms(before) + 3000);
   EXPECT_LE(score, ms(after) + 3000);
   const int pttl = std::stoi(run(admin_, {"PTTL", "sem-time"}));
@@ -171,9 +173,11 @@ int worker(int w, const std::string& url, Shared* sh) {
   o.command_timeout = Millis(2000) * test::slowdown();
   if (!conn.setup(url.c_str(), o).ok()) return 10;
   Semaphore sem(conn), short_sem(conn);
-  if (!sem.init(Bytes::from_cstr("fw-slots"), opts(kPermits, 5000 * test::slowdown())).ok()) return 11;
+  if (!sem.init(Bytes::from_cstr("fw-slots"), opts(kPermits, 5000 * test::slowdown())).ok())
+    return 11;
   // Worker 7 sometimes walks away from a short permit: it must come back.
-  if (!short_sem.init(Bytes::from_cstr("fw-slots"), opts(kPermits, 100 * test::slowdown())).ok()) return 11;
+  if (!short_sem.init(Bytes::from_cstr("fw-slots"), opts(kPermits, 100 * test::slowdown())).ok())
+    return 11;
   for (int i = 0; i < kCyclesEach; ++i) {
     const bool abandon = w == 7 && i % 8 == 0;
     Semaphore& s = abandon ? short_sem : sem;
@@ -199,7 +203,8 @@ int worker(int w, const std::string& url, Shared* sh) {
 TEST(SemaphoreProcesses, EightProcessesNeverExceedThreePermits) {
   test::RedisServer server;
   ASSERT_TRUE(server.start());
-  void* mem = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  void* mem =
+      mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(mem, MAP_FAILED);
   Shared* sh = new (mem) Shared();
   pid_t pids[kWorkers];
@@ -211,7 +216,8 @@ TEST(SemaphoreProcesses, EightProcessesNeverExceedThreePermits) {
   for (int w = 0; w < kWorkers; ++w) {
     int status = 0;
     ASSERT_EQ(waitpid(pids[w], &status, 0), pids[w]);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "worker " << w << " status " << status;
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "worker " << w << " status " << status;
   }
   EXPECT_EQ(sh->grants.load(), kWorkers * kCyclesEach);
   EXPECT_EQ(sh->over_limit.load(), 0);

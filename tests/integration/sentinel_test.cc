@@ -5,10 +5,10 @@
 
 #include <string>
 
-#include "edgelock/edgelock.h"
 #include "../support/backend_checks.h"
 #include "../support/redis_topology.h"
 #include "../support/test_util.h"
+#include "edgelock/edgelock.h"
 
 namespace edgelock {
 namespace {
@@ -57,7 +57,8 @@ TEST_F(SentinelTest, FindsPrimaryAndConfirmsWithReplica) {
   // WAIT made sure the replica has the grant before it was reported.
   Connection replica;
   ASSERT_TRUE(test::open(replica, setup_.replica().url()));
-  EXPECT_EQ(run(replica, {"GET", "gate"}), std::string(reinterpret_cast<const char*>(lock.token().data), 32));
+  EXPECT_EQ(run(replica, {"GET", "gate"}),
+            std::string(reinterpret_cast<const char*>(lock.token().data), 32));
   ASSERT_TRUE(lock.extend(Millis(1000)).ok());
   ASSERT_TRUE(lock.release().ok());
   EXPECT_EQ(sentinel.stats().wait_failures, 0u);
@@ -99,7 +100,8 @@ TEST_F(SentinelTest, WaitFailsWithReplicaStopped) {
   Lock other(sentinel);
   ASSERT_TRUE(other.init(Bytes::from_cstr("valve")).ok());
   const TimePoint t0 = sentinel.clock().now();
-  EXPECT_EQ(other.acquire(Millis(500)).code(), ErrorCode::kNoQuorum) << "no retry: it would fail the same";
+  EXPECT_EQ(other.acquire(Millis(500)).code(), ErrorCode::kNoQuorum)
+      << "no retry: it would fail the same";
   EXPECT_LT(sentinel.clock().now() - t0, Millis(1500) * test::slowdown());
   EXPECT_FALSE(other.held());
   Connection primary;
@@ -142,7 +144,8 @@ TEST_F(SentinelTest, FollowsManualFailover) {
   ASSERT_TRUE(moved) << sentinel.last_error();
   EXPECT_TRUE(owned) << "a WAIT-confirmed grant survives the failover";
   EXPECT_GE(sentinel.stats().primary_changes, 1u);
-  std::printf("sentinel: manual failover followed in %lld ms\n", static_cast<long long>(test::ms(took)));
+  std::printf("sentinel: manual failover followed in %lld ms\n",
+              static_cast<long long>(test::ms(took)));
   // The new primary has no replica yet (the old one is demoted seconds
   // later): WAIT fails closed instead of reporting an unprotected lease.
   EXPECT_EQ(lock.extend(Millis(2000)).code(), ErrorCode::kNoQuorum);
@@ -184,7 +187,8 @@ TEST_F(SentinelTest, FollowsFailoverAfterKill9) {
   EXPECT_EQ(sentinel.primary().endpoint().port, setup_.replica().port());
   EXPECT_EQ(test::raw_command(setup_.replica().port(), {"ROLE"}).rfind("*3\r\n$6\r\nmaster", 0), 0u)
       << "the promoted replica is a primary";
-  std::printf("sentinel: kill -9 failover followed in %lld ms\n", static_cast<long long>(test::ms(took)));
+  std::printf("sentinel: kill -9 failover followed in %lld ms\n",
+              static_cast<long long>(test::ms(took)));
   ASSERT_TRUE(lock.release().ok());
   // Every other primitive runs on the promoted replica too.
   Sentinel other;

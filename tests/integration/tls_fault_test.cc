@@ -15,10 +15,10 @@
 #include <string>
 #include <thread>
 
-#include "edgelock/edgelock.h"
 #include "../support/redis_server.h"
 #include "../support/test_util.h"
 #include "../support/tls_server.h"
+#include "edgelock/edgelock.h"
 
 namespace edgelock {
 namespace {
@@ -124,7 +124,8 @@ class ScriptedPeer {
   int port() const { return port_; }
   // What the client sent; valid after the client's connect returned.
   std::string received() {
-    for (int i = 0; i < 500 && !done_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    for (int i = 0; i < 500 && !done_; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     return done_ ? received_ : std::string();
   }
 
@@ -174,11 +175,11 @@ std::string sni_of(const std::string& rec) {
   auto u16 = [&](size_t at) { return static_cast<size_t>(p[at] << 8 | p[at + 1]); };
   if (end < 5 + 4 + 2 + 32 + 1 || p[0] != 22 || p[5] != 1) return "?";
   size_t at = 5 + 4 + 2 + 32;
-  at += 1 + p[at];                  // session id
+  at += 1 + p[at];  // session id
   if (at + 2 > end) return "?";
-  at += 2 + u16(at);                // cipher suites
+  at += 2 + u16(at);  // cipher suites
   if (at + 1 > end) return "?";
-  at += 1 + p[at];                  // compression methods
+  at += 1 + p[at];  // compression methods
   if (at + 2 > end) return "?";
   const size_t ext_end = std::min(end, at + 2 + u16(at));
   at += 2;
@@ -248,8 +249,9 @@ TEST(TlsFault, ResetMidRecord) {
   CuttingProxy proxy(server.tls_port());
   const std::string ca = certs.path("ca.crt");
   Connection c;
-  ASSERT_TRUE(c.setup(("rediss://127.0.0.1:" + std::to_string(proxy.port())).c_str(),
-                      tls_options(ca)).ok());
+  ASSERT_TRUE(
+      c.setup(("rediss://127.0.0.1:" + std::to_string(proxy.port())).c_str(), tls_options(ca))
+          .ok());
   ASSERT_EQ(test::run(c, {"PING"}), "PONG") << c.last_error();
   proxy.cut();
   const Bytes ping[1] = {Bytes::from_cstr("PING")};
@@ -270,8 +272,9 @@ TEST(TlsFault, NoSniForIpLiterals) {
   const std::string ca = test::shared_certs().path("ca.crt");
   ScriptedPeer by_ip("");
   Connection c;
-  ASSERT_TRUE(c.setup(("rediss://127.0.0.1:" + std::to_string(by_ip.port())).c_str(),
-                      tls_options(ca)).ok());
+  ASSERT_TRUE(
+      c.setup(("rediss://127.0.0.1:" + std::to_string(by_ip.port())).c_str(), tls_options(ca))
+          .ok());
   EXPECT_FALSE(c.connect().ok());
   const std::string hello = by_ip.received();
   EXPECT_EQ(sni_of(hello), "") << hello.size() << " bytes received";
@@ -291,12 +294,13 @@ TEST(TlsFault, ClearTextAlertIsNamed) {
   const std::string ca = test::shared_certs().path("ca.crt");
   ScriptedPeer peer(std::string("\x15\x03\x03\x00\x02\x02\x28", 7));  // fatal handshake_failure
   Connection c;
-  ASSERT_TRUE(c.setup(("rediss://127.0.0.1:" + std::to_string(peer.port())).c_str(),
-                      tls_options(ca)).ok());
+  ASSERT_TRUE(
+      c.setup(("rediss://127.0.0.1:" + std::to_string(peer.port())).c_str(), tls_options(ca)).ok());
   const Status s = c.connect();
   EXPECT_EQ(s.code(), ErrorCode::kTls) << c.last_error();
   EXPECT_NE(std::string(c.last_error()).find("fatal alert 40 from server (handshake failure)"),
-            std::string::npos) << c.last_error();
+            std::string::npos)
+      << c.last_error();
   std::printf("  clear-text alert: %s\n", c.last_error());
 }
 
@@ -305,8 +309,8 @@ TEST(TlsFault, NotTlsReplyIsNamed) {
   const std::string ca = test::shared_certs().path("ca.crt");
   ScriptedPeer peer("-ERR unknown command\r\n");
   Connection c;
-  ASSERT_TRUE(c.setup(("rediss://127.0.0.1:" + std::to_string(peer.port())).c_str(),
-                      tls_options(ca)).ok());
+  ASSERT_TRUE(
+      c.setup(("rediss://127.0.0.1:" + std::to_string(peer.port())).c_str(), tls_options(ca)).ok());
   const Status s = c.connect();
   EXPECT_EQ(s.code(), ErrorCode::kTls) << c.last_error();
   EXPECT_NE(std::string(c.last_error()).find("does not speak TLS"), std::string::npos)

@@ -5,12 +5,12 @@
 #include <chrono>
 #include <string>
 
-#include "edgelock/edgelock.h"
-#include "transport/library_info.h"
-#include "transport/transport.h"
 #include "../support/redis_server.h"
 #include "../support/test_util.h"
 #include "../support/tls_server.h"
+#include "edgelock/edgelock.h"
+#include "transport/library_info.h"
+#include "transport/transport.h"
 
 namespace edgelock {
 namespace {
@@ -37,8 +37,8 @@ class TlsTest : public ::testing::Test {
     return s;
   }
   static void TearDownTestSuite() {
-    for (TlsRedis** s : {&good_, &mtls_, &expired_, &future_, &dnsonly_, &tls13_, &tls12_,
-                         &mtls12_}) {
+    for (TlsRedis** s :
+         {&good_, &mtls_, &expired_, &future_, &dnsonly_, &tls13_, &tls12_, &mtls12_}) {
       delete *s;
       *s = nullptr;
     }
@@ -124,9 +124,8 @@ class TlsTest : public ::testing::Test {
     if (!detail::transport_resolve(ep, &addrs, &looked_up, err).ok()) return "failed: resolve";
     detail::TransportState t;
     Clock& clock = default_clock();
-    const Status s = detail::transport_open(t, ep, addrs, tls,
-                                            Deadline::after(clock, Millis(3000) * test::slowdown()),
-                                            clock, err);
+    const Status s = detail::transport_open(
+        t, ep, addrs, tls, Deadline::after(clock, Millis(3000) * test::slowdown()), clock, err);
     const char* v = s.ok() ? detail::tls_version_name(t) : nullptr;
     const std::string out = v ? v : std::string("failed: ") + err;
     detail::transport_close(t);
@@ -356,8 +355,9 @@ TEST_F(TlsTest, TlsServerBehindRedis) {
   ASSERT_TRUE(lock.init(Bytes::from_cstr("tls-plain")).ok());
   const auto t0 = std::chrono::steady_clock::now();
   const Status s = lock.try_acquire();
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      std::chrono::steady_clock::now() - t0).count();
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
   EXPECT_TRUE(s.code() == ErrorCode::kConnectionClosed || s.code() == ErrorCode::kProtocol ||
               s.code() == ErrorCode::kTimeout || s.code() == ErrorCode::kIo)
       << s.to_string() << ": " << c.last_error();

@@ -8,10 +8,10 @@
 #include <string>
 #include <thread>
 
-#include "edgelock/edgelock.h"
 #include "../support/redis_server.h"
 #include "../support/shared_server_test.h"
 #include "../support/test_util.h"
+#include "edgelock/edgelock.h"
 
 namespace edgelock {
 namespace {

@@ -8,11 +8,11 @@
 #include <chrono>
 #include <cstdlib>
 
-#include "edgelock/edgelock.h"
-#include "edgelock/lease_keeper.h"
 #include "../support/alloc_counter.h"
 #include "../support/redis_server.h"
 #include "../support/test_util.h"
+#include "edgelock/edgelock.h"
+#include "edgelock/lease_keeper.h"
 
 namespace edgelock {
 namespace {

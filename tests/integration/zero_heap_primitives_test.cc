@@ -6,16 +6,16 @@
 #include <string>
 #include <thread>
 
-#include "edgelock/cluster.h"
-#include "edgelock/edgelock.h"
-#include "edgelock/fake_clock.h"
-#include "edgelock/lease_keeper.h"
-#include "edgelock/sentinel.h"
 #include "../support/alloc_counter.h"
 #include "../support/redis_server.h"
 #include "../support/redis_topology.h"
 #include "../support/test_util.h"
 #include "../support/tls_server.h"
+#include "edgelock/cluster.h"
+#include "edgelock/edgelock.h"
+#include "edgelock/fake_clock.h"
+#include "edgelock/lease_keeper.h"
+#include "edgelock/sentinel.h"
 
 namespace edgelock {
 namespace {
@@ -25,12 +25,9 @@ int cycles() {
   return s ? std::atoi(s) : 10000;
 }
 
-
 int small_cycles() { return cycles() / 10 > 0 ? cycles() / 10 : 1; }
 
-void count_event(const Event& e, void* ctx) {
-  *static_cast<int*>(ctx) += e.status.ok() ? 1 : 2;
-}
+void count_event(const Event& e, void* ctx) { *static_cast<int*>(ctx) += e.status.ok() ? 1 : 2; }
 
 TEST(ZeroHeap, ReentrantLockCycles) {
   test::RedisServer server;

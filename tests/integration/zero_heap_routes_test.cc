@@ -7,17 +7,17 @@
 #include <string>
 #include <thread>
 
+#include "../support/alloc_counter.h"
+#include "../support/redis_server.h"
+#include "../support/redis_topology.h"
+#include "../support/test_util.h"
+#include "../support/tls_server.h"
 #include "edgelock/cluster.h"
 #include "edgelock/edgelock.h"
 #include "edgelock/fake_clock.h"
 #include "edgelock/lease_keeper.h"
 #include "edgelock/sentinel.h"
 #include "transport/library_info.h"
-#include "../support/alloc_counter.h"
-#include "../support/redis_server.h"
-#include "../support/redis_topology.h"
-#include "../support/test_util.h"
-#include "../support/tls_server.h"
 
 namespace edgelock {
 namespace {
@@ -26,7 +26,6 @@ int cycles() {
   const char* s = std::getenv("EDGELOCK_ZERO_HEAP_CYCLES");
   return s ? std::atoi(s) : 10000;
 }
-
 
 int router_cycles() {
   const int n = cycles() / (10 * test::slowdown());
@@ -57,7 +56,11 @@ struct Primitives {
   std::string keys[4];
 
   Primitives(Backend& mine, Backend& theirs)
-      : reentrant(mine), other_reentrant(theirs), sem(mine), other_sem(theirs), cooldown(mine),
+      : reentrant(mine),
+        other_reentrant(theirs),
+        sem(mine),
+        other_sem(theirs),
+        cooldown(mine),
         quota(mine) {}
   bool init(const std::string& tag) {
     const char* names[4] = {"reentrant", "sem", "cooldown", "quota"};
@@ -148,7 +151,7 @@ TEST(ZeroHeap, SentinelCyclesWithWaitAndRechecks) {
   ASSERT_TRUE(servers.start());
   Sentinel sentinel;
   SentinelOptions so;
-  so.wait_replicas = 1;            // WAIT after every acquire and extend
+  so.wait_replicas = 1;             // WAIT after every acquire and extend
   so.recheck_interval = Millis(1);  // ask a sentinel before nearly every op
   ASSERT_TRUE(sentinel.setup(servers.url().c_str(), {}, so).ok());
   Sentinel other;  // a second client for the refused calls
@@ -171,8 +174,9 @@ TEST(ZeroHeap, SentinelCyclesWithWaitAndRechecks) {
   EXPECT_EQ(sentinel.stats().wait_failures, 0u);
   EXPECT_EQ(other.stats().wait_failures, 0u);
   EXPECT_EQ(c.total(), 0u) << "mallocs=" << c.mallocs << " frees=" << c.frees << " news=" << c.news;
-  std::printf("zero-heap sentinel: %d cycles (every primitive), %u sentinel rechecks, %llu allocations\n", n,
-              sentinel.stats().resolves - resolves, static_cast<unsigned long long>(c.total()));
+  std::printf(
+      "zero-heap sentinel: %d cycles (every primitive), %u sentinel rechecks, %llu allocations\n",
+      n, sentinel.stats().resolves - resolves, static_cast<unsigned long long>(c.total()));
 }
 
 TEST(ZeroHeap, QuorumCycles) {
@@ -230,13 +234,12 @@ TEST(ZeroHeap, QuorumCycles) {
 
 // --- Issue 9 primitives: every steady-state call, granted and refused. ---
 
-
 #ifdef EDGELOCK_TEST_TLS
 struct ConnectHeap {
-  uint64_t peak = 0;      // most bytes live at once during the connect
-  int64_t kept = 0;       // bytes still allocated after it
+  uint64_t peak = 0;  // most bytes live at once during the connect
+  int64_t kept = 0;   // bytes still allocated after it
   uint64_t mallocs = 0;
-  uint64_t bytes = 0;     // requested in total
+  uint64_t bytes = 0;  // requested in total
 };
 
 // Connects `conn` with every allocation counted; prints one line.
@@ -252,9 +255,10 @@ ConnectHeap measure_connect(Connection& conn, const char* what, const char* prot
   h.mallocs = setup.mallocs;
   h.bytes = setup.bytes;
   EXPECT_TRUE(connected.ok()) << conn.last_error();
-  std::printf("%-34s %-8s peak %6.1f KB live, %6.1f KB kept, %6llu allocations, %7.2f MB requested\n",
-              what, proto, h.peak / 1024.0, h.kept / 1024.0,
-              static_cast<unsigned long long>(h.mallocs), h.bytes / 1048576.0);
+  std::printf(
+      "%-34s %-8s peak %6.1f KB live, %6.1f KB kept, %6llu allocations, %7.2f MB requested\n", what,
+      proto, h.peak / 1024.0, h.kept / 1024.0, static_cast<unsigned long long>(h.mallocs),
+      h.bytes / 1048576.0);
   return h;
 }
 

@@ -21,8 +21,8 @@
 
 #include "model/scripts.h"
 #include "world/checker.h"
-#include "world/world.h"
 #include "world/workloads.h"
+#include "world/world.h"
 
 namespace {
 
@@ -146,7 +146,8 @@ bool parse(int argc, char** argv, Options* opt) {
 }
 
 struct Totals {
-  uint64_t runs = 0, events = 0, requests = 0, grants = 0, resets = 0, long_delays = 0, violations = 0;
+  uint64_t runs = 0, events = 0, requests = 0, grants = 0, resets = 0, long_delays = 0,
+           violations = 0;
   uint64_t known_defects = 0, fence_regressions = 0, holder_crashes = 0;
   uint64_t faults[8] = {};
   double sim_s = 0;
@@ -159,8 +160,8 @@ const char kUsage[] =
     "  [--fault-scale X] [--late-replies] [--strict] [--strict-cleanup] [--trace]\n"
     "  [--expect-violation] [--determinism] [--hashes] [--keep-going] [--quiet]\n";
 
-const char* const kFaultNames[] = {"partitions",     "server pauses",      "server restarts",
-                                   "client pauses",  "script flushes",     "error-reply spells",
+const char* const kFaultNames[] = {"partitions",      "server pauses",  "server restarts",
+                                   "client pauses",   "script flushes", "error-reply spells",
                                    "TTL-less holders"};
 
 // One run; returns its trace hash.
@@ -200,8 +201,8 @@ struct Outcome {
 };
 
 // Runs `seed` a second time and compares the trace hashes.
-bool replays_the_same(uint64_t seed, const Options& opt, std::vector<std::unique_ptr<Fiber>>& fibers,
-                      uint64_t hash, bool violated) {
+bool replays_the_same(uint64_t seed, const Options& opt,
+                      std::vector<std::unique_ptr<Fiber>>& fibers, uint64_t hash, bool violated) {
   Totals scratch;
   bool v2 = false;
   std::string k2;
@@ -217,18 +218,22 @@ bool replays_the_same(uint64_t seed, const Options& opt, std::vector<std::unique
 }
 
 void print_summary(const Totals& t, const Options& opt, double wall, Outcome& out) {
-  std::printf("%llu runs (seeds %llu..%llu), %llu events, %.0f s simulated, %llu requests, %llu grants, "
-              "%llu violations; %.1f s wall, %.0f events/s\n",
-              static_cast<unsigned long long>(t.runs), static_cast<unsigned long long>(opt.from),
-              static_cast<unsigned long long>(opt.from + t.runs - 1), static_cast<unsigned long long>(t.events),
-              t.sim_s, static_cast<unsigned long long>(t.requests), static_cast<unsigned long long>(t.grants),
-              static_cast<unsigned long long>(t.violations), wall, static_cast<double>(t.events) / wall);
+  std::printf(
+      "%llu runs (seeds %llu..%llu), %llu events, %.0f s simulated, %llu requests, %llu grants, "
+      "%llu violations; %.1f s wall, %.0f events/s\n",
+      static_cast<unsigned long long>(t.runs), static_cast<unsigned long long>(opt.from),
+      static_cast<unsigned long long>(opt.from + t.runs - 1),
+      static_cast<unsigned long long>(t.events), t.sim_s,
+      static_cast<unsigned long long>(t.requests), static_cast<unsigned long long>(t.grants),
+      static_cast<unsigned long long>(t.violations), wall, static_cast<double>(t.events) / wall);
   std::printf("faults:");
-  for (int k = 0; k < 7; ++k) std::printf(" %llu %s,", static_cast<unsigned long long>(t.faults[k]), kFaultNames[k]);
-  std::printf(" %llu connection resets, %llu messages delayed past the TTL, %llu quorum holders crashed "
-              "right after a grant\n",
-              static_cast<unsigned long long>(t.resets), static_cast<unsigned long long>(t.long_delays),
-              static_cast<unsigned long long>(t.holder_crashes));
+  for (int k = 0; k < 7; ++k)
+    std::printf(" %llu %s,", static_cast<unsigned long long>(t.faults[k]), kFaultNames[k]);
+  std::printf(
+      " %llu connection resets, %llu messages delayed past the TTL, %llu quorum holders crashed "
+      "right after a grant\n",
+      static_cast<unsigned long long>(t.resets), static_cast<unsigned long long>(t.long_delays),
+      static_cast<unsigned long long>(t.holder_crashes));
   if (t.fence_regressions) {
     std::printf("fences that went back after a restart lost the counters: %llu\n",
                 static_cast<unsigned long long>(t.fence_regressions));
@@ -238,8 +243,9 @@ void print_summary(const Totals& t, const Options& opt, double wall, Outcome& ou
                 static_cast<unsigned long long>(t.known_defects));
   }
   for (const auto& k : out.first_by_kind) {
-    std::printf("  %llu x %s, first at seed %llu\n", static_cast<unsigned long long>(out.count_by_kind[k.first]),
-                k.first.c_str(), static_cast<unsigned long long>(k.second));
+    std::printf("  %llu x %s, first at seed %llu\n",
+                static_cast<unsigned long long>(out.count_by_kind[k.first]), k.first.c_str(),
+                static_cast<unsigned long long>(k.second));
   }
   if (out.first_bad) {
     std::printf("first violation: seed %llu (%s)\n", static_cast<unsigned long long>(out.first_bad),
@@ -259,8 +265,8 @@ bool note_violation(uint64_t seed, const std::string& kind, const Options& opt, 
   if (out->first_bad != 0) return false;
   out->first_bad = seed;
   out->kind = kind;
-  std::fprintf(stderr, "replay: %s --seed %llu%s --trace\n", argv0, static_cast<unsigned long long>(seed),
-               opt.flags.c_str());
+  std::fprintf(stderr, "replay: %s --seed %llu%s --trace\n", argv0,
+               static_cast<unsigned long long>(seed), opt.flags.c_str());
   return !opt.expect_violation || opt.quiet;
 }
 
@@ -289,7 +295,8 @@ int main_impl(int argc, char** argv) {
     const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (opt.max_seconds > 0 && el > opt.max_seconds) break;
   }
-  print_summary(t, opt, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), out);
+  print_summary(t, opt,
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), out);
   if (opt.expect_violation) return out.first_bad ? 0 : 1;
   return out.first_bad ? 1 : 0;
 }

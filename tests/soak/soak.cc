@@ -17,20 +17,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <initializer_list>
-#include <atomic>
 #include <memory>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
-#include "edgelock/edgelock.h"
 #include "../support/redis_server.h"
+#include "edgelock/edgelock.h"
 #include "soak_history.h"
 
 namespace edgelock {
@@ -43,7 +43,7 @@ struct Args {
   int64_t ttl_ms = 200;
   uint64_t seed = 0;
   int fault_ms = 40;
-  int servers = 1;  ///< 1: Lock on one server; 3 or 5: QuorumLock
+  int servers = 1;               ///< 1: Lock on one server; 3 or 5: QuorumLock
   bool ignore_fence = false;     ///< unsafe: the resource accepts any fence
   bool ignore_validity = false;  ///< unsafe: workers write without held()
   bool expect_violations = false;
@@ -51,7 +51,7 @@ struct Args {
 
 constexpr int64_t kCommandMs = 100;
 constexpr int64_t kWaitMs = 2000;
-constexpr int64_t kSlackMs = 50;  // scheduling slack on a loaded 2-core box
+constexpr int64_t kSlackMs = 50;   // scheduling slack on a loaded 2-core box
 constexpr int64_t kServerMs = 50;  // quorum: budget of one round per server
 
 // Shared-memory records keep monotonic ns as plain integers.
@@ -191,7 +191,8 @@ const char* inject(Prng& rng, std::vector<std::unique_ptr<test::RedisServer>>& s
     case 6: {
       // The server stuck in one command: nothing else runs meanwhile.
       char secs[16];
-      std::snprintf(secs, sizeof secs, "%.3f", static_cast<double>(rng.uniform(20, a.ttl_ms)) / 1000.0);
+      std::snprintf(secs, sizeof secs, "%.3f",
+                    static_cast<double>(rng.uniform(20, a.ttl_ms)) / 1000.0);
       admin(server, {"DEBUG", "SLEEP", secs});
       return "debug-sleep";
     }
@@ -224,26 +225,29 @@ bool parse(int argc, char** argv, Args* a) {
 int run(int argc, char** argv) {
   Args a;
   if (!parse(argc, argv, &a)) {
-    std::fprintf(stderr, "usage: soak [--servers N] [--procs N] [--grants N] [--ttl ms] [--seed N] [--fault-ms N] "
-                         "[--ignore-fence] [--ignore-validity] [--unsafe] [--expect-violations]\n");
+    std::fprintf(
+        stderr,
+        "usage: soak [--servers N] [--procs N] [--grants N] [--ttl ms] [--seed N] [--fault-ms N] "
+        "[--ignore-fence] [--ignore-validity] [--unsafe] [--expect-violations]\n");
     return 2;
   }
   test::exit_unless_server();
-  if (a.seed == 0) a.seed = static_cast<uint64_t>(std::time(nullptr)) ^ static_cast<uint64_t>(getpid());
-  std::printf("soak: seed %llu (replay with --seed %llu), %d server(s), %d procs, %llu grants, "
-              "ttl %lld ms%s\n",
-              static_cast<unsigned long long>(a.seed), static_cast<unsigned long long>(a.seed),
-              a.servers, a.procs,
-              static_cast<unsigned long long>(a.grants), static_cast<long long>(a.ttl_ms),
-              a.ignore_fence ? (a.ignore_validity ? ", UNSAFE control: fences and validity ignored"
-                                                  : ", UNSAFE: fences ignored")
-                             : (a.ignore_validity ? ", validity ignored (fences only)" : ""));
+  if (a.seed == 0)
+    a.seed = static_cast<uint64_t>(std::time(nullptr)) ^ static_cast<uint64_t>(getpid());
+  std::printf(
+      "soak: seed %llu (replay with --seed %llu), %d server(s), %d procs, %llu grants, "
+      "ttl %lld ms%s\n",
+      static_cast<unsigned long long>(a.seed), static_cast<unsigned long long>(a.seed), a.servers,
+      a.procs, static_cast<unsigned long long>(a.grants), static_cast<long long>(a.ttl_ms),
+      a.ignore_fence ? (a.ignore_validity ? ", UNSAFE control: fences and validity ignored"
+                                          : ", UNSAFE: fences ignored")
+                     : (a.ignore_validity ? ", validity ignored (fences only)" : ""));
   std::fflush(stdout);
   std::vector<std::unique_ptr<test::RedisServer>> servers;
   std::vector<std::string> urls;
   for (int i = 0; i < a.servers; ++i) {
-    servers.emplace_back(new test::RedisServer(
-        {"--appendonly", "yes", "--appendfsync", "always", "--enable-debug-command", "local", "--hz", "100"}));
+    servers.emplace_back(new test::RedisServer({"--appendonly", "yes", "--appendfsync", "always",
+                                                "--enable-debug-command", "local", "--hz", "100"}));
     if (!servers.back()->start()) return 3;
     urls.push_back(servers.back()->url());
   }
@@ -280,9 +284,9 @@ int run(int argc, char** argv) {
     if (sh->grants.load() >= a.grants) break;
     const char* f = inject(rng, servers, pids, *sh, a);
     for (int k = 0; k < kKinds; ++k) {
-      static const char* names[kKinds] = {"server-sigstop", "server-kill9-restart", "client-sigstop",
-                                          "client-kill", "script-flush", "client-pause",
-                                          "debug-sleep", "none"};
+      static const char* names[kKinds] = {
+          "server-sigstop", "server-kill9-restart", "client-sigstop", "client-kill",
+          "script-flush",   "client-pause",         "debug-sleep",    "none"};
       if (std::strcmp(f, names[k]) == 0) ++counts[k];
     }
   }
@@ -297,22 +301,26 @@ int run(int argc, char** argv) {
   }
   const double secs = static_cast<double>(mono() - t0) / 1e9;
   const Verdict v = check_history(*sh);
-  std::printf("soak: faults: server-sigstop %d, kill9-restart %d, client-sigstop %d, client-kill %d, "
-              "script-flush %d, client-pause %d, debug-sleep %d\n", counts[0], counts[1], counts[2],
-              counts[3], counts[4], counts[5], counts[6]);
-  std::printf("soak: %llu grants in %.1f s, %llu failed attempts, %llu stale writes rejected, "
-              "slowest call %.1f ms\n",
-              static_cast<unsigned long long>(v.grants), secs,
-              static_cast<unsigned long long>(sh->errors.load()),
-              static_cast<unsigned long long>(v.rejected), static_cast<double>(sh->slowest_ns) / 1e6);
-  std::printf("soak: violations %llu (overlapping validity %llu, stale fences accepted %llu, lost "
-              "updates %llu, deadline overruns %llu), seed %llu\n",
-              static_cast<unsigned long long>(v.violations()), static_cast<unsigned long long>(v.overlaps),
-              static_cast<unsigned long long>(v.stale_accepted),
-              static_cast<unsigned long long>(v.lost_updates), static_cast<unsigned long long>(v.overruns),
-              static_cast<unsigned long long>(a.seed));
-  std::printf("soak: host scheduling: %u stalls over %lld ms, worst %.1f ms (a 1 ms sleep's lateness)\n",
-              stalls.load(), static_cast<long long>(kSlackMs), static_cast<double>(worst_stall) / 1e6);
+  std::printf(
+      "soak: faults: server-sigstop %d, kill9-restart %d, client-sigstop %d, client-kill %d, "
+      "script-flush %d, client-pause %d, debug-sleep %d\n",
+      counts[0], counts[1], counts[2], counts[3], counts[4], counts[5], counts[6]);
+  std::printf(
+      "soak: %llu grants in %.1f s, %llu failed attempts, %llu stale writes rejected, "
+      "slowest call %.1f ms\n",
+      static_cast<unsigned long long>(v.grants), secs,
+      static_cast<unsigned long long>(sh->errors.load()),
+      static_cast<unsigned long long>(v.rejected), static_cast<double>(sh->slowest_ns) / 1e6);
+  std::printf(
+      "soak: violations %llu (overlapping validity %llu, stale fences accepted %llu, lost "
+      "updates %llu, deadline overruns %llu), seed %llu\n",
+      static_cast<unsigned long long>(v.violations()), static_cast<unsigned long long>(v.overlaps),
+      static_cast<unsigned long long>(v.stale_accepted),
+      static_cast<unsigned long long>(v.lost_updates), static_cast<unsigned long long>(v.overruns),
+      static_cast<unsigned long long>(a.seed));
+  std::printf(
+      "soak: host scheduling: %u stalls over %lld ms, worst %.1f ms (a 1 ms sleep's lateness)\n",
+      stalls.load(), static_cast<long long>(kSlackMs), static_cast<double>(worst_stall) / 1e6);
   if (v.overruns) {
     std::printf("soak: worst overrun %.1f ms past its budget (last overrun: %s)\n",
                 static_cast<double>(sh->worst_over_ns) / 1e6,
@@ -320,7 +328,8 @@ int run(int argc, char** argv) {
   }
   if (bad_exit) std::printf("soak: %d workers exited abnormally\n", bad_exit);
   if (a.expect_violations) {
-    std::printf("soak: control run %s\n", v.violations() > 0 ? "caught (as it must be)" : "NOT caught");
+    std::printf("soak: control run %s\n",
+                v.violations() > 0 ? "caught (as it must be)" : "NOT caught");
     return v.violations() > 0 ? 0 : 1;
   }
   return v.violations() == 0 && bad_exit == 0 ? 0 : 1;

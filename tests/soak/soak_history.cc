@@ -36,7 +36,9 @@ void lock(Shared& s) {
   if (pthread_mutex_lock(&s.mu) == EOWNERDEAD) pthread_mutex_consistent(&s.mu);
 }
 
-bool fence_ok(const Shared& s, uint64_t fence) { return s.ignore_fence || fence >= s.highest_fence; }
+bool fence_ok(const Shared& s, uint64_t fence) {
+  return s.ignore_fence || fence >= s.highest_fence;
+}
 
 }  // namespace
 
@@ -79,7 +81,8 @@ void record_call(Shared& s, int kind, int64_t took_ns, int64_t budget_ns) {
   if (took_ns > budget_ns) {
     s.overruns.fetch_add(1);
     int64_t w = s.worst_over_ns.load();
-    while (took_ns - budget_ns > w && !s.worst_over_ns.compare_exchange_weak(w, took_ns - budget_ns)) {
+    while (took_ns - budget_ns > w &&
+           !s.worst_over_ns.compare_exchange_weak(w, took_ns - budget_ns)) {
     }
     s.worst_over_kind = kind;
   }
@@ -92,9 +95,11 @@ Verdict check_history(const Shared& s) {
   Verdict v;
   const size_t n = std::min<uint64_t>(s.grants.load(), s.max_grants);
   std::vector<Grant> g(s.grant_log, s.grant_log + n);
-  g.erase(std::remove_if(g.begin(), g.end(), [](const Grant& x) { return x.granted == 0; }), g.end());
+  g.erase(std::remove_if(g.begin(), g.end(), [](const Grant& x) { return x.granted == 0; }),
+          g.end());
   v.grants = g.size();
-  std::sort(g.begin(), g.end(), [](const Grant& a, const Grant& b) { return a.granted < b.granted; });
+  std::sort(g.begin(), g.end(),
+            [](const Grant& a, const Grant& b) { return a.granted < b.granted; });
   // A holder may act from `granted` until its validity ends or it releases.
   int64_t end_max = 0;
   for (const Grant& x : g) {

@@ -38,11 +38,11 @@ struct Shared {
   // Progress.
   std::atomic<uint64_t> grants{0};
   std::atomic<uint64_t> writes{0};
-  std::atomic<uint64_t> overruns{0};   ///< calls that overran their deadline
-  std::atomic<int64_t> slowest_ns{0};  ///< slowest lock call
+  std::atomic<uint64_t> overruns{0};      ///< calls that overran their deadline
+  std::atomic<int64_t> slowest_ns{0};     ///< slowest lock call
   std::atomic<int64_t> worst_over_ns{0};  ///< largest overrun past a budget
   std::atomic<int> worst_over_kind{-1};   ///< its call: 0 acquire, 1 release
-  std::atomic<uint64_t> errors{0};     ///< failed acquires (faults) - not violations
+  std::atomic<uint64_t> errors{0};        ///< failed acquires (faults) - not violations
   /// Times the driver SIGSTOPped each worker: a call that spans a stop is
   /// not held to its deadline (the process was not running).
   std::atomic<uint32_t> stops[64];
@@ -72,11 +72,11 @@ void record_call(Shared& s, int kind, int64_t took_ns, int64_t budget_ns);
 
 struct Verdict {
   uint64_t grants = 0;
-  uint64_t overlaps = 0;      ///< validity windows of two holders overlapped
+  uint64_t overlaps = 0;  ///< validity windows of two holders overlapped
   uint64_t stale_accepted = 0;
   uint64_t lost_updates = 0;  ///< |value - accepted commits|
   uint64_t overruns = 0;
-  uint64_t rejected = 0;      ///< stale writes the resource refused (fine)
+  uint64_t rejected = 0;  ///< stale writes the resource refused (fine)
   uint64_t violations() const { return overlaps + stale_accepted + lost_updates + overruns; }
 };
 

@@ -11,8 +11,8 @@ namespace test {
 struct AllocCounts {
   uint64_t mallocs = 0;  // malloc, calloc, realloc, memalign family
   uint64_t frees = 0;
-  uint64_t news = 0;     // operator new (all forms)
-  uint64_t bytes = 0;    // requested bytes
+  uint64_t news = 0;   // operator new (all forms)
+  uint64_t bytes = 0;  // requested bytes
   uint64_t total() const { return mallocs + frees + news; }
 };
 

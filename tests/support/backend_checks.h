@@ -15,7 +15,9 @@
 namespace edgelock {
 namespace test {
 
-inline std::string tagged(const std::string& tag, const char* what) { return "{" + tag + "}" + what; }
+inline std::string tagged(const std::string& tag, const char* what) {
+  return "{" + tag + "}" + what;
+}
 inline Bytes bytes_of(const std::string& s) { return Bytes(s.data(), s.size()); }
 
 inline void check_lock(Backend& mine, Backend& theirs, const std::string& tag) {

@@ -81,7 +81,8 @@ std::vector<DocBlock> parse_doc_blocks(const std::string& file, const std::strin
       lines.clear();
     } else if (fence) {
       inside = false;
-      DocBlock b{file, opened, skip ? std::vector<DocCommand>() : parse_commands(lines, opened + 1)};
+      DocBlock b{file, opened,
+                 skip ? std::vector<DocCommand>() : parse_commands(lines, opened + 1)};
       if (!b.commands.empty()) blocks.push_back(b);
     } else if (inside) {
       lines.push_back(strip_indent(raw, indent));
@@ -97,7 +98,8 @@ std::vector<DocBlock> doc_blocks(const std::string& root) {
     std::vector<std::string> names;
     while (dirent* e = readdir(d)) {
       const std::string name = e->d_name;
-      if (name.size() > 3 && name.compare(name.size() - 3, 3, ".md") == 0) names.push_back("docs/" + name);
+      if (name.size() > 3 && name.compare(name.size() - 3, 3, ".md") == 0)
+        names.push_back("docs/" + name);
     }
     closedir(d);
     std::sort(names.begin(), names.end());
@@ -141,14 +143,14 @@ std::string to_pattern(const std::string& shown, std::vector<std::string>* names
 
 }  // namespace
 
-bool match_shown(const std::string& shown, const std::string& actual, std::map<std::string, std::string>* vars) {
+bool match_shown(const std::string& shown, const std::string& actual,
+                 std::map<std::string, std::string>* vars) {
   std::vector<std::string> names;
   std::smatch m;
   if (!std::regex_match(actual, m, std::regex(to_pattern(shown, &names)))) return false;
   for (size_t i = 0; i < names.size(); ++i) (*vars)[names[i]] = m[i + 1].str();
   return true;
 }
-
 
 void PrintTo(const DocBlock& b, std::ostream* os) { *os << b.file << ":" << b.line; }
 

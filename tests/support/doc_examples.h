@@ -33,7 +33,8 @@ std::vector<DocBlock> parse_doc_blocks(const std::string& file, const std::strin
 std::vector<DocBlock> doc_blocks(const std::string& root);
 /// Matches an actual output line against a shown one (`<name>` one word,
 /// captured into vars[name]; `...` any text; the rest literal).
-bool match_shown(const std::string& shown, const std::string& actual, std::map<std::string, std::string>* vars);
+bool match_shown(const std::string& shown, const std::string& actual,
+                 std::map<std::string, std::string>* vars);
 
 /// gtest prints a block by where it is.
 void PrintTo(const DocBlock& b, std::ostream* os);

@@ -169,7 +169,8 @@ bool FakeServer::perform(int fd, const FakeAction& a, bool* mute) {
   } else if (!a.bytes.empty() && !send_all(fd, a.bytes.data(), a.bytes.size())) {
     return false;
   }
-  if (!a.extra.empty() && (!pause_ms(a.extra_delay_ms) || !send_all(fd, a.extra.data(), a.extra.size()))) {
+  if (!a.extra.empty() &&
+      (!pause_ms(a.extra_delay_ms) || !send_all(fd, a.extra.data(), a.extra.size()))) {
     return false;
   }
   if (a.kind == Kind::kReset) {

@@ -22,10 +22,10 @@ namespace test {
 struct FakeAction {
   enum class Kind { kReply, kSlow, kSilent, kClose, kReset };
   Kind kind = Kind::kReply;
-  std::string bytes;      ///< Sent first (byte by byte for kSlow).
-  int byte_delay_ms = 0;  ///< kSlow: pause before each byte.
-  int extra_delay_ms = 0; ///< Pause before `extra`.
-  std::string extra;      ///< Sent after `bytes` (an unsolicited reply).
+  std::string bytes;       ///< Sent first (byte by byte for kSlow).
+  int byte_delay_ms = 0;   ///< kSlow: pause before each byte.
+  int extra_delay_ms = 0;  ///< Pause before `extra`.
+  std::string extra;       ///< Sent after `bytes` (an unsolicited reply).
 };
 
 /// Sends `b` in one write.

@@ -26,7 +26,8 @@ FakeTransport& FakeTransport::reply(const std::string& bytes, Nanos delay) {
   return reply_chunks({{bytes, delay}});
 }
 
-FakeTransport& FakeTransport::reply_chunks(const std::vector<std::pair<std::string, Nanos>>& chunks) {
+FakeTransport& FakeTransport::reply_chunks(
+    const std::vector<std::pair<std::string, Nanos>>& chunks) {
   Entry e;
   e.kind = Kind::kReply;
   e.chunks = chunks;
@@ -54,10 +55,12 @@ FakeTransport& FakeTransport::refuse_open(ErrorCode code) {
   return *this;
 }
 
-void FakeTransport::push_unsolicited(const std::string& bytes) { deliver(clock_.now(), bytes, false); }
+void FakeTransport::push_unsolicited(const std::string& bytes) {
+  deliver(clock_.now(), bytes, false);
+}
 
-Status FakeTransport::open(const Endpoint&, const ResolvedHost&, const TlsOptions&, Deadline, Clock&,
-                           ErrorText& err) {
+Status FakeTransport::open(const Endpoint&, const ResolvedHost&, const TlsOptions&, Deadline,
+                           Clock&, ErrorText& err) {
   close();
   ++opens_;
   ErrorCode code = ErrorCode::kOk;
@@ -87,7 +90,9 @@ void FakeTransport::deliver(TimePoint at, std::string bytes, bool reset) {
   out_.push_back(Delivery{at, std::move(bytes), reset});
 }
 
-bool FakeTransport::due() const { return open_ && !out_.empty() && out_.front().at <= clock_.now(); }
+bool FakeTransport::due() const {
+  return open_ && !out_.empty() && out_.front().at <= clock_.now();
+}
 
 TimePoint FakeTransport::next_at() const {
   return out_.empty() ? TimePoint::max() : out_.front().at;

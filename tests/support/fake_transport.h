@@ -84,7 +84,7 @@ class FakeTransport final : public Transport {
   struct Entry {
     Kind kind = Kind::kReply;
     std::vector<std::pair<std::string, Nanos>> chunks;  // kReply
-    Nanos delay{0};                                      // kReset
+    Nanos delay{0};                                     // kReset
   };
   struct Delivery {
     TimePoint at;

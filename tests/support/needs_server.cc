@@ -16,7 +16,6 @@ class NeedsServer : public ::testing::Environment {
 
 // gtest owns the environment; registering during static initialization is
 // supported (UnitTest::GetInstance() is a function-local static).
-::testing::Environment* const kNeedsServer =
-    ::testing::AddGlobalTestEnvironment(new NeedsServer);
+::testing::Environment* const kNeedsServer = ::testing::AddGlobalTestEnvironment(new NeedsServer);
 
 }  // namespace

@@ -44,7 +44,8 @@ std::string raw_exchange(int port, const std::string& request) {
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size())) {
+      send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+          static_cast<ssize_t>(request.size())) {
     char buf[4096];
     // Read until the last reply's line ends; good enough for simple replies.
     for (int i = 0; i < 50; ++i) {
@@ -84,12 +85,15 @@ void exit_unless_server() {
   if (server_available()) return;
   const char* set = std::getenv("EDGELOCK_TEST_SERVER");
   if (set && *set) {
-    std::fprintf(stderr, "SKIP: these tests start a Redis server and EDGELOCK_TEST_SERVER='%s' is "
-                         "not an executable (a path, or a name in PATH)\n", set);
+    std::fprintf(stderr,
+                 "SKIP: these tests start a Redis server and EDGELOCK_TEST_SERVER='%s' is "
+                 "not an executable (a path, or a name in PATH)\n",
+                 set);
   } else {
-    std::fprintf(stderr, "SKIP: these tests start a Redis server and 'redis-server' is not in PATH: "
-                         "install it (scripts/install-deps) or set EDGELOCK_TEST_SERVER to a "
-                         "redis-server or valkey-server\n");
+    std::fprintf(stderr,
+                 "SKIP: these tests start a Redis server and 'redis-server' is not in PATH: "
+                 "install it (scripts/install-deps) or set EDGELOCK_TEST_SERVER to a "
+                 "redis-server or valkey-server\n");
   }
   std::fflush(stderr);
   std::exit(77);
@@ -98,7 +102,8 @@ void exit_unless_server() {
 std::string cli_binary() {
   const std::string server = server_binary();
   const std::string suffix = "-server";
-  if (server.size() < suffix.size() || server.compare(server.size() - suffix.size(), suffix.size(), suffix) != 0) {
+  if (server.size() < suffix.size() ||
+      server.compare(server.size() - suffix.size(), suffix.size(), suffix) != 0) {
     return "";
   }
   return server.substr(0, server.size() - suffix.size()) + "-cli";
@@ -181,7 +186,8 @@ int free_cluster_port() {
   // Below the ephemeral range (32768+ on Linux) for both the port and its
   // bus port (+10000): no client socket or kernel-picked server port of a
   // test running beside this one can take either of them.
-  static unsigned seed = static_cast<unsigned>(getpid()) * 2654435761u ^ static_cast<unsigned>(time(nullptr));
+  static unsigned seed =
+      static_cast<unsigned>(getpid()) * 2654435761u ^ static_cast<unsigned>(time(nullptr));
   for (int attempt = 0; attempt < 200; ++attempt) {
     seed = seed * 1103515245u + 12345u;
     const int port = 20000 + static_cast<int>((seed >> 8) % 2700);
@@ -230,8 +236,8 @@ bool RedisServer::start() {
   for (int attempt = 0; attempt < 5; ++attempt) {
     port_ = cluster ? free_cluster_port() : free_port();
     if (port_ != 0 && start_once()) return true;
-    std::fprintf(stderr, "%s on port %d did not start (attempt %d): %s\n", server_binary().c_str(), port_, attempt + 1,
-                 file_tail(dir_ + "/redis.log", 400).c_str());
+    std::fprintf(stderr, "%s on port %d did not start (attempt %d): %s\n", server_binary().c_str(),
+                 port_, attempt + 1, file_tail(dir_ + "/redis.log", 400).c_str());
   }
   port_ = 0;
   return false;
@@ -240,10 +246,14 @@ bool RedisServer::start() {
 bool RedisServer::start_once() {
   std::vector<std::string> args = {server_binary()};
   if (!config_.empty()) args.push_back(config_);
-  const std::vector<std::string> defaults = {"--port", std::to_string(port_),
-                                   "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                                   "--dir", dir_, "--daemonize", "no", "--loglevel", "warning",
-                                   "--logfile", dir_ + "/redis.log"};
+  const std::vector<std::string> defaults = {"--port",       std::to_string(port_),
+                                             "--bind",       "127.0.0.1",
+                                             "--save",       "",
+                                             "--appendonly", "no",
+                                             "--dir",        dir_,
+                                             "--daemonize",  "no",
+                                             "--loglevel",   "warning",
+                                             "--logfile",    dir_ + "/redis.log"};
   args.insert(args.end(), defaults.begin(), defaults.end());
   args.insert(args.end(), extra_.begin(), extra_.end());
   pid_ = fork();

@@ -14,7 +14,9 @@ void sleep_ms(int ms) {
   nanosleep(&ts, nullptr);
 }
 
-bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+bool contains(const std::string& s, const std::string& what) {
+  return s.find(what) != std::string::npos;
+}
 
 // Polls `ok` every 50 ms for at most `ms`.
 template <typename F>
@@ -28,11 +30,13 @@ bool wait_until(int ms, F ok) {
 
 }  // namespace
 
-RedisClusterSetup::RedisClusterSetup(int primaries, int replicas, int node_timeout_ms) : replicas_(replicas) {
+RedisClusterSetup::RedisClusterSetup(int primaries, int replicas, int node_timeout_ms)
+    : replicas_(replicas) {
   for (int i = 0; i < primaries * (1 + replicas); ++i) {
-    nodes_.emplace_back(new RedisServer({"--cluster-enabled", "yes", "--cluster-config-file",
-                                         "nodes.conf", "--cluster-node-timeout", std::to_string(node_timeout_ms),
-                                         "--repl-diskless-sync-delay", "0"}));
+    nodes_.emplace_back(
+        new RedisServer({"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+                         "--cluster-node-timeout", std::to_string(node_timeout_ms),
+                         "--repl-diskless-sync-delay", "0"}));
   }
 }
 
@@ -41,12 +45,14 @@ bool RedisClusterSetup::start() {
     if (!n->start()) return fail("a node did not start");
   }
   const std::string cli = cli_binary();
-  if (cli.empty()) return fail("no cli next to EDGELOCK_TEST_SERVER (its name must end in -server)");
+  if (cli.empty())
+    return fail("no cli next to EDGELOCK_TEST_SERVER (its name must end in -server)");
   std::vector<std::string> cmd = {cli, "--cluster", "create"};
   for (auto& n : nodes_) cmd.push_back("127.0.0.1:" + std::to_string(n->port()));
   cmd.insert(cmd.end(), {"--cluster-replicas", std::to_string(replicas_), "--cluster-yes"});
   const std::string create_log = nodes_[0]->dir() + "/create.log";
-  if (run_program(cmd, create_log, 60000 * slowdown()) != 0) return fail("--cluster create failed", create_log);
+  if (run_program(cmd, create_log, 60000 * slowdown()) != 0)
+    return fail("--cluster create failed", create_log);
   const bool settled = wait_until(20000, [&] {
     for (auto& n : nodes_) {
       if (!contains(raw_command(n->port(), {"CLUSTER", "INFO"}), "cluster_state:ok")) return false;
@@ -62,7 +68,8 @@ bool RedisClusterSetup::fail(const char* what, const std::string& log) {
   std::fprintf(stderr, "cluster setup: %s\n", what);
   if (!log.empty()) std::fprintf(stderr, "%s\n", file_tail(log, 1500).c_str());
   for (auto& n : nodes_) {
-    std::fprintf(stderr, "node %d: %s\n", n->port(), file_tail(n->dir() + "/redis.log", 400).c_str());
+    std::fprintf(stderr, "node %d: %s\n", n->port(),
+                 file_tail(n->dir() + "/redis.log", 400).c_str());
   }
   return false;
 }
@@ -94,12 +101,13 @@ bool SentinelSetup::start() {
   replica_.reset(new RedisServer({"--replicaof", "127.0.0.1", pport}));
   if (!replica_->start()) return false;
   const bool synced = wait_until(10000, [&] {
-    return contains(raw_command(replica_->port(), {"INFO", "replication"}), "master_link_status:up");
+    return contains(raw_command(replica_->port(), {"INFO", "replication"}),
+                    "master_link_status:up");
   });
   if (!synced) return false;
   // Short timings so a failover takes about a second.
-  const std::string conf = std::string("sentinel monitor ") + kMaster + " 127.0.0.1 " + pport + " 2\n" +
-                           "sentinel down-after-milliseconds " + kMaster + " 400\n" +
+  const std::string conf = std::string("sentinel monitor ") + kMaster + " 127.0.0.1 " + pport +
+                           " 2\n" + "sentinel down-after-milliseconds " + kMaster + " 400\n" +
                            "sentinel failover-timeout " + kMaster + " 3000\n" +
                            "sentinel parallel-syncs " + kMaster + " 1\n";
   for (auto& s : sentinels_) {
@@ -125,7 +133,8 @@ std::string SentinelSetup::url() const {
 
 int SentinelSetup::reported_primary_port() {
   // *2\r\n$9\r\n127.0.0.1\r\n$5\r\n12345\r\n
-  const std::string r = raw_command(sentinels_[0]->port(), {"SENTINEL", "get-master-addr-by-name", kMaster});
+  const std::string r =
+      raw_command(sentinels_[0]->port(), {"SENTINEL", "get-master-addr-by-name", kMaster});
   const size_t last = r.rfind("\r\n", r.size() - 3);
   return last == std::string::npos ? 0 : std::atoi(r.c_str() + last + 2);
 }

@@ -37,11 +37,10 @@ const TestCerts& shared_certs() {
 
 std::vector<std::string> TlsRedis::args(const TestCerts& c, const std::string& cert, bool auth,
                                         int port, std::vector<std::string> extra) {
-  std::vector<std::string> a = {"--tls-port", std::to_string(port),
-                                "--tls-cert-file", c.path(cert + ".crt"),
-                                "--tls-key-file", c.path(cert + ".key"),
-                                "--tls-ca-cert-file", c.path("ca.crt"),
-                                "--tls-auth-clients", auth ? "yes" : "no"};
+  std::vector<std::string> a = {"--tls-port",          std::to_string(port), "--tls-cert-file",
+                                c.path(cert + ".crt"), "--tls-key-file",     c.path(cert + ".key"),
+                                "--tls-ca-cert-file",  c.path("ca.crt"),     "--tls-auth-clients",
+                                auth ? "yes" : "no"};
   a.insert(a.end(), extra.begin(), extra.end());
   return a;
 }

@@ -172,7 +172,8 @@ TEST_F(FakeConnection, MalformedAndOversizedRepliesCloseTheStream) {
 TEST_F(FakeConnection, CommandTooLargeIsRefusedAndTheStreamKept) {
   expect_usable();
   const std::string big(kTxBufferSize, 'v');
-  const Bytes args[3] = {Bytes::from_cstr("SET"), Bytes::from_cstr("k"), Bytes(big.data(), big.size())};
+  const Bytes args[3] = {Bytes::from_cstr("SET"), Bytes::from_cstr("k"),
+                         Bytes(big.data(), big.size())};
   EXPECT_EQ(conn_.command(args, Deadline::after(clock_, Millis(100))).status().code(),
             ErrorCode::kBufferTooSmall);
   EXPECT_TRUE(conn_.is_connected());
@@ -206,7 +207,8 @@ TEST_F(FakeConnection, FailedConnectsBackOff) {
 TEST_F(FakeConnection, CommandThenEvalIsOneWriteTwoReplies) {
   server_.reply(test::resp_error("ERR timeout is not a float"), Millis(50))
       .reply(test::resp_int(5));
-  const Bytes blpop[3] = {Bytes::from_cstr("BLPOP"), Bytes::from_cstr("w"), Bytes::from_cstr("0.05")};
+  const Bytes blpop[3] = {Bytes::from_cstr("BLPOP"), Bytes::from_cstr("w"),
+                          Bytes::from_cstr("0.05")};
   Status first;
   const Result<const Reply*> r = detail::io(conn_).command_then_eval(
       blpop, {&kScript}, Deadline::after(clock_, Millis(1000)), &first);

@@ -156,7 +156,8 @@ TEST(ScriptCall, BraceListMayStopEarly) {
 TEST(CompanionKey, SameSlotByHashTag) {
   uint8_t out[64];
   auto name = [&](const char* key) {
-    const Result<size_t> r = detail::companion_key(Bytes::from_cstr(key), ":fence", out, sizeof out);
+    const Result<size_t> r =
+        detail::companion_key(Bytes::from_cstr(key), ":fence", out, sizeof out);
     return r.ok() ? std::string(reinterpret_cast<char*>(out), r.value()) : std::string("<error>");
   };
   EXPECT_EQ(name("modem"), "{modem}:fence");

@@ -50,23 +50,39 @@ TEST(ErrorTraits, PropertiesAreConsistent) {
 // What the primitives rely on: the codes an acquire loop retries, and the
 // codes after which a request may have run (keep the token, claim less).
 TEST(ErrorTraits, RetryAndMayHaveRunAsThePrimitivesNeed) {
-  const ErrorCode retry[] = {ErrorCode::kBusy, ErrorCode::kExpired, ErrorCode::kIo,
-                             ErrorCode::kConnectionClosed, ErrorCode::kConnectFailed,
-                             ErrorCode::kNotConnected, ErrorCode::kTimeout, ErrorCode::kLoading,
+  const ErrorCode retry[] = {ErrorCode::kBusy,
+                             ErrorCode::kExpired,
+                             ErrorCode::kIo,
+                             ErrorCode::kConnectionClosed,
+                             ErrorCode::kConnectFailed,
+                             ErrorCode::kNotConnected,
+                             ErrorCode::kTimeout,
+                             ErrorCode::kLoading,
                              ErrorCode::kServerBusy};
   int n = 0;
   for (int i = 0; i < kCodes; ++i) n += traits(code(i)).retryable ? 1 : 0;
   EXPECT_EQ(n, 9);
   for (ErrorCode c : retry) EXPECT_TRUE(traits(c).retryable) << to_string(c);
-  const ErrorCode ran[] = {ErrorCode::kTimeout, ErrorCode::kIo, ErrorCode::kConnectionClosed,
-                           ErrorCode::kProtocol, ErrorCode::kTls, ErrorCode::kBufferTooSmall,
-                           ErrorCode::kIndeterminate, ErrorCode::kNoQuorum};
+  const ErrorCode ran[] = {
+      ErrorCode::kTimeout,       ErrorCode::kIo,      ErrorCode::kConnectionClosed,
+      ErrorCode::kProtocol,      ErrorCode::kTls,     ErrorCode::kBufferTooSmall,
+      ErrorCode::kIndeterminate, ErrorCode::kNoQuorum};
   for (ErrorCode c : ran) EXPECT_TRUE(traits(c).may_have_run) << to_string(c);
-  const ErrorCode did_not[] = {ErrorCode::kOk, ErrorCode::kServerError, ErrorCode::kReadOnly,
-                               ErrorCode::kOutOfMemory, ErrorCode::kServerBusy, ErrorCode::kLoading,
-                               ErrorCode::kNoAuth, ErrorCode::kAuthFailed, ErrorCode::kNotConnected,
-                               ErrorCode::kConnectFailed, ErrorCode::kInvalidArgument, ErrorCode::kMoved,
-                               ErrorCode::kAsk, ErrorCode::kTryAgain, ErrorCode::kNoScript};
+  const ErrorCode did_not[] = {ErrorCode::kOk,
+                               ErrorCode::kServerError,
+                               ErrorCode::kReadOnly,
+                               ErrorCode::kOutOfMemory,
+                               ErrorCode::kServerBusy,
+                               ErrorCode::kLoading,
+                               ErrorCode::kNoAuth,
+                               ErrorCode::kAuthFailed,
+                               ErrorCode::kNotConnected,
+                               ErrorCode::kConnectFailed,
+                               ErrorCode::kInvalidArgument,
+                               ErrorCode::kMoved,
+                               ErrorCode::kAsk,
+                               ErrorCode::kTryAgain,
+                               ErrorCode::kNoScript};
   for (ErrorCode c : did_not) EXPECT_FALSE(traits(c).may_have_run) << to_string(c);
 }
 

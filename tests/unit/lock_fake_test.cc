@@ -33,7 +33,8 @@ bool has_word(const std::vector<std::string>& words, const std::string& w) {
 }
 
 bool runs(const std::vector<std::string>& request, const Script& script) {
-  return request.size() > 1 && request[0] == "EVALSHA" && request[1] == std::string(script.sha1, 40);
+  return request.size() > 1 && request[0] == "EVALSHA" &&
+         request[1] == std::string(script.sha1, 40);
 }
 
 class FakeServerTest : public ::testing::Test {

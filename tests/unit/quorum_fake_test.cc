@@ -23,7 +23,8 @@ using test::resp_ints;
 constexpr Millis kTtl{1000};
 
 bool runs(const std::vector<std::string>& request, const Script& script) {
-  return request.size() > 1 && request[0] == "EVALSHA" && request[1] == std::string(script.sha1, 40);
+  return request.size() > 1 && request[0] == "EVALSHA" &&
+         request[1] == std::string(script.sha1, 40);
 }
 
 bool ran(const FakeTransport& server, const Script& script, const std::string& word) {

@@ -45,7 +45,8 @@ TEST(Encoder, EmptyArgument) {
 
 TEST(Encoder, LengthIsExact) {
   const std::string big(1000, 'x');
-  const Bytes args[3] = {Bytes::from_cstr("SET"), Bytes(big.data(), big.size()), Bytes::from_cstr("1")};
+  const Bytes args[3] = {Bytes::from_cstr("SET"), Bytes(big.data(), big.size()),
+                         Bytes::from_cstr("1")};
   const size_t want = encoded_length(Command{args, 3});
   std::vector<uint8_t> buf(want);
   ByteBuilder exact(buf.data(), want);

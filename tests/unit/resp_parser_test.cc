@@ -36,9 +36,17 @@ struct Frame {
 Parse check(const std::string& s) { return Frame(s).result; }
 
 TEST(RespParser, CompleteValuesAndFrameLength) {
-  const std::string ok[] = {":0\r\n", ":-1\r\n", "+OK\r\n", "-ERR x\r\n", "$0\r\n\r\n", "$-1\r\n",
-                            "*-1\r\n", "*0\r\n", std::string("$3\r\na\0b\r\n", 9),
-                            "*2\r\n:1\r\n*1\r\n$1\r\nx\r\n", ":9223372036854775807\r\n",
+  const std::string ok[] = {":0\r\n",
+                            ":-1\r\n",
+                            "+OK\r\n",
+                            "-ERR x\r\n",
+                            "$0\r\n\r\n",
+                            "$-1\r\n",
+                            "*-1\r\n",
+                            "*0\r\n",
+                            std::string("$3\r\na\0b\r\n", 9),
+                            "*2\r\n:1\r\n*1\r\n$1\r\nx\r\n",
+                            ":9223372036854775807\r\n",
                             ":-9223372036854775807\r\n"};
   for (const std::string& in : ok) {
     const Frame f(in + ":7\r\n");
@@ -107,11 +115,29 @@ TEST(RespParser, EveryPrefixIsIncompleteAndUntouched) {
 }
 
 TEST(RespParser, RejectsLooseInput) {
-  const char* bad[] = {":abc\r\n", ":\r\n", ":-\r\n", ":+1\r\n", ":1 \r\n", ":1x\r\n",
-                       ":9223372036854775808\r\n", ":-9223372036854775808\r\n",
-                       ":99999999999999999999\r\n", "$-2\r\n", "$-0\r\n", "$x\r\n",
-                       "$3\r\nabcXY", "*-2\r\n", "*a\r\n", "?\r\n", "\r\n", ":1\rX", "+a\nb\r\n",
-                       "*2\r\n:1\r\n!\r\n", "$1\r\n12\r\n", "-ERR a\nb\r\n", "+O\rK\r\n"};
+  const char* bad[] = {":abc\r\n",
+                       ":\r\n",
+                       ":-\r\n",
+                       ":+1\r\n",
+                       ":1 \r\n",
+                       ":1x\r\n",
+                       ":9223372036854775808\r\n",
+                       ":-9223372036854775808\r\n",
+                       ":99999999999999999999\r\n",
+                       "$-2\r\n",
+                       "$-0\r\n",
+                       "$x\r\n",
+                       "$3\r\nabcXY",
+                       "*-2\r\n",
+                       "*a\r\n",
+                       "?\r\n",
+                       "\r\n",
+                       ":1\rX",
+                       "+a\nb\r\n",
+                       "*2\r\n:1\r\n!\r\n",
+                       "$1\r\n12\r\n",
+                       "-ERR a\nb\r\n",
+                       "+O\rK\r\n"};
   for (const char* s : bad) {
     const Frame f(s);
     EXPECT_EQ(f.result, Parse::kInvalid) << s;

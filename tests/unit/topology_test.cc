@@ -79,7 +79,8 @@ TEST(ClusterUrl, Refusals) {
   EXPECT_EQ(c.setup("redis-cluster://a:1/2").code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(c.setup("redis-cluster://a:99999").code(), ErrorCode::kInvalidArgument);
   std::string many = "redis-cluster://";
-  for (size_t i = 0; i <= kMaxClusterNodes; ++i) many += (i ? ",h:" : "h:") + std::to_string(1000 + i);
+  for (size_t i = 0; i <= kMaxClusterNodes; ++i)
+    many += (i ? ",h:" : "h:") + std::to_string(1000 + i);
   EXPECT_EQ(c.setup(many.c_str()).code(), ErrorCode::kBufferTooSmall);
   EXPECT_NE(std::string(c.last_error()), "");
   ClusterOptions bad;
@@ -99,8 +100,9 @@ TEST(SentinelUrl, ParsesSentinelsNameAndDb) {
   EXPECT_EQ(s.setup("redis-sentinel://10.0.0.1:26379/").code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(s.setup("redis-sentinel://h:1/m?db=x").code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(s.setup("redis-sentinel://h:1/m?x=1").code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(s.setup(("redis-sentinel://h:1/" + std::string(kMaxMasterNameLen + 1, 'n')).c_str()).code(),
-            ErrorCode::kBufferTooSmall);
+  EXPECT_EQ(
+      s.setup(("redis-sentinel://h:1/" + std::string(kMaxMasterNameLen + 1, 'n')).c_str()).code(),
+      ErrorCode::kBufferTooSmall);
   std::string many = "redis-sentinel://";
   for (size_t i = 0; i <= kMaxSentinels; ++i) many += (i ? ",h:" : "h:") + std::to_string(1000 + i);
   EXPECT_EQ(s.setup((many + "/m").c_str()).code(), ErrorCode::kInvalidArgument);

@@ -40,10 +40,10 @@ struct Options {
   const char* urls[kMaxUrls] = {};
   int url_count = 0;
   int64_t ttl_ms = 10000;
-  bool wait_given = false;          // -w given (cooldown waits only then)
-  int64_t wait_ms = kForeverMs;     // kForeverMs = wait forever
-  int64_t server_wait_ms = 10000;   // give up after the server is silent this long
-  int64_t grace_ms = -1;            // -1: effective_grace_ms() picks it
+  bool wait_given = false;         // -w given (cooldown waits only then)
+  int64_t wait_ms = kForeverMs;    // kForeverMs = wait forever
+  int64_t server_wait_ms = 10000;  // give up after the server is silent this long
+  int64_t grace_ms = -1;           // -1: effective_grace_ms() picks it
   const char* tls_ca = nullptr;
   const char* tls_cert = nullptr;
   const char* tls_key = nullptr;
@@ -53,23 +53,23 @@ struct Options {
   Subcommand command = Subcommand::kNone;
   const char* key = nullptr;
   const char* token = nullptr;
-  char** child_argv = nullptr;      // NULL-terminated: run, semaphore, cooldown
-  bool stats = false;               // --stats: counters on stderr at exit
+  char** child_argv = nullptr;  // NULL-terminated: run, semaphore, cooldown
+  bool stats = false;           // --stats: counters on stderr at exit
   // semaphore
-  int64_t permits = 0;              // --permits N (required)
-  bool count = false;               // --count: print permits in use
-  const char* release_id = nullptr; // --release PERMIT_ID
+  int64_t permits = 0;               // --permits N (required)
+  bool count = false;                // --count: print permits in use
+  const char* release_id = nullptr;  // --release PERMIT_ID
   // cooldown
-  int64_t period_ms = 0;            // --period MS
-  int64_t quota = 0;                // --quota M (with --window)
-  int64_t window_ms = 0;            // --window MS
-  bool peek = false;                // --peek: ask without taking
-  bool reset = false;               // --reset: end the period / window now
+  int64_t period_ms = 0;  // --period MS
+  int64_t quota = 0;      // --quota M (with --window)
+  int64_t window_ms = 0;  // --window MS
+  bool peek = false;      // --peek: ask without taking
+  bool reset = false;     // --reset: end the period / window now
   // Sentinel and Cluster
-  int64_t wait_replicas = 0;        // --wait-replicas N: WAIT after grants
+  int64_t wait_replicas = 0;  // --wait-replicas N: WAIT after grants
   // --fair: a FairLock (first come, first served) instead of a Lock
   bool fair = false;
-  int64_t waiter_timeout_ms = -1;   // --waiter-timeout MS (-1: the library's 2000)
+  int64_t waiter_timeout_ms = -1;  // --waiter-timeout MS (-1: the library's 2000)
 };
 
 // Parses argv and the environment. Returns -1 to go on, or an exit code

@@ -24,18 +24,23 @@ int too_late(const Options& o, const char* what) {
   const long long ttl = static_cast<long long>(o.ttl_ms);
   if (std::strcmp(what, "extend") == 0) {
     return fail("too_late", kExitServer,
-                "%s: extended too late: the new %lld ms TTL ran out before the reply arrived; %s may be free"
-                " already", o.key, ttl, o.key);
+                "%s: extended too late: the new %lld ms TTL ran out before the reply arrived; %s "
+                "may be free"
+                " already",
+                o.key, ttl, o.key);
   }
   if (std::strcmp(what, "cooldown") == 0 || std::strcmp(what, "quota") == 0) {
-    return fail("too_late", kExitServer,
-                "%s: allowed too late: the answer arrived after the %s it was counted in could have ended;"
-                " not acted on", o.key, what[0] == 'c' ? "period" : "window");
+    return fail(
+        "too_late", kExitServer,
+        "%s: allowed too late: the answer arrived after the %s it was counted in could have ended;"
+        " not acted on",
+        o.key, what[0] == 'c' ? "period" : "window");
   }
-  return fail("too_late", kExitServer,
-              "%s: %s too late: the %lld ms lease ran out before the reply arrived (the round trip took"
-              " longer than --ttl allows); handed back", o.key,
-              std::strcmp(what, "permit") == 0 ? "permit granted" : "granted", ttl);
+  return fail(
+      "too_late", kExitServer,
+      "%s: %s too late: the %lld ms lease ran out before the reply arrived (the round trip took"
+      " longer than --ttl allows); handed back",
+      o.key, std::strcmp(what, "permit") == 0 ? "permit granted" : "granted", ttl);
 }
 
 void unknown_outcome_line(const Options& o, Status s, const char* doing) {
@@ -43,10 +48,13 @@ void unknown_outcome_line(const Options& o, Status s, const char* doing) {
   if (c != ErrorCode::kTimeout && c != ErrorCode::kIo && c != ErrorCode::kConnectionClosed) return;
   if (std::strcmp(doing, "release") == 0) {
     note_unknown_outcome();
-    notice_line("%s: the release may or may not have happened (no reply); releasing again is safe", o.key);
+    notice_line("%s: the release may or may not have happened (no reply); releasing again is safe",
+                o.key);
   } else if (std::strcmp(doing, "extend") == 0) {
     note_unknown_outcome();
-    notice_line("%s: the extend may or may not have happened (no reply); count on the earlier expiry", o.key);
+    notice_line(
+        "%s: the extend may or may not have happened (no reply); count on the earlier expiry",
+        o.key);
   }
 }
 
@@ -85,7 +93,9 @@ template <typename LockT>
 int cmd_status(const Options& o, LockT& lock) {
   const edgelock::Result<edgelock::KeyStatus> r = lock.status();
   if (!r.ok()) return lock_error(o, lock, r.status(), "status");
-  const long long ttl_ms = !r->held ? 0 : r->expires ? to_ms(r->ttl) : -1;  // -1: held without expiry
+  const long long ttl_ms = !r->held     ? 0
+                           : r->expires ? to_ms(r->ttl)
+                                        : -1;  // -1: held without expiry
   if (o.json) {
     JsonObject().str("key", o.key).flag("held", r->held).num("ttl_ms", ttl_ms).end(kExitOk);
   } else if (r->held) {
@@ -115,7 +125,8 @@ int with_lock(const Options& o, Target& target, LockT& lock, const Opts& lo) {
   const Status s = lock.init(Bytes::from_cstr(o.key), lo);
   if (!s.ok()) {
     if (s.code() == ErrorCode::kInvalidArgument && target.topology() == Topology::kCluster) {
-      return fail("usage", kExitUsage, "KEY '%s' cannot be used in a cluster: %s", o.key, error_text(lock));
+      return fail("usage", kExitUsage, "KEY '%s' cannot be used in a cluster: %s", o.key,
+                  error_text(lock));
     }
     return fail_with(s.code(), "cannot set up the lock: %s", cause_text(s));
   }

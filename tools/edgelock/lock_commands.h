@@ -36,7 +36,8 @@ void unknown_outcome_line(const Options& o, edgelock::Status s, const char* doin
 template <typename LockT>
 void print_json_lock(const Options& o, const LockT& lock, bool with_fence) {
   JsonObject j;
-  j.str("key", o.key).str("token", reinterpret_cast<const char*>(lock.token().data), lock.token().size);
+  j.str("key", o.key)
+      .str("token", reinterpret_cast<const char*>(lock.token().data), lock.token().size);
   if (with_fence) j.num("fence", static_cast<long long>(lock.fence()));
   j.num("ttl_ms", o.ttl_ms).num("validity_ms", to_ms(lock.remaining())).flag("held", lock.held());
   j.end(kExitOk);
@@ -48,10 +49,12 @@ int lock_error(const Options& o, const LockT& lock, edgelock::Status s, const ch
   if (s.code() == ErrorCode::kExpired) return too_late(o, doing);
   if (s.code() == ErrorCode::kBusy) {
     if (std::is_same<LockT, edgelock::FairLock>::value && o.wait_ms == 0) {
-      return fail("busy", kExitBusy, "%s is held by another owner, or others are queued for it", o.key);
+      return fail("busy", kExitBusy, "%s is held by another owner, or others are queued for it",
+                  o.key);
     }
     if (o.wait_ms == 0) {
-      return fail("busy", kExitBusy, "%s is held by another owner (%lld ms left)", o.key, to_ms(lock.busy_ttl()));
+      return fail("busy", kExitBusy, "%s is held by another owner (%lld ms left)", o.key,
+                  to_ms(lock.busy_ttl()));
     }
     return fail("busy", kExitBusy, "%s is still held by another owner after waiting %lld ms", o.key,
                 static_cast<long long>(o.wait_ms));

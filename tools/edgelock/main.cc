@@ -15,8 +15,9 @@ namespace {
 int dispatch(const Options& o) {
   const bool primitive = o.command == Subcommand::kSemaphore || o.command == Subcommand::kCooldown;
   if (primitive && o.url_count > 1) {
-    return fail("usage", kExitUsage,
-                "semaphore and cooldown take one --url (no quorum variant: see docs/primitives.md)");
+    return fail(
+        "usage", kExitUsage,
+        "semaphore and cooldown take one --url (no quorum variant: see docs/primitives.md)");
   }
   if (o.url_count > 1) return dispatch_quorum(o);
   Target target;

@@ -14,12 +14,30 @@ namespace cli {
 namespace {
 
 // --wait: the longest wait a Nanos can hold, in ms.
-constexpr int64_t kMaxWaitMs = std::chrono::duration_cast<edgelock::Millis>(edgelock::Nanos::max()).count();
+constexpr int64_t kMaxWaitMs =
+    std::chrono::duration_cast<edgelock::Millis>(edgelock::Nanos::max()).count();
 
 enum LongOnly {
-  kGrace = 256, kTlsCa, kTlsCert, kTlsKey, kTlsServerName, kJson, kVersion,
-  kStats, kPermits, kCount, kReleaseId, kPeriod, kQuota, kWindow, kServerWait,
-  kPeek, kReset, kWaitReplicas, kFair, kWaiterTimeout,
+  kGrace = 256,
+  kTlsCa,
+  kTlsCert,
+  kTlsKey,
+  kTlsServerName,
+  kJson,
+  kVersion,
+  kStats,
+  kPermits,
+  kCount,
+  kReleaseId,
+  kPeriod,
+  kQuota,
+  kWindow,
+  kServerWait,
+  kPeek,
+  kReset,
+  kWaitReplicas,
+  kFair,
+  kWaiterTimeout,
 };
 
 const option kLongOptions[] = {
@@ -54,13 +72,14 @@ const option kLongOptions[] = {
 int usage_error(const char* text) { return fail("usage", kExitUsage, "%s", text); }
 
 // Parses a whole decimal string in [lo, hi]; `what` names the unit.
-bool parse_in(const char* name, const char* what, const char* text, int64_t lo, int64_t hi, int64_t* out) {
+bool parse_in(const char* name, const char* what, const char* text, int64_t lo, int64_t hi,
+              int64_t* out) {
   errno = 0;
   char* end = nullptr;
   const long long v = std::strtoll(text, &end, 10);
   if (errno != 0 || end == text || *end != '\0' || v < lo || v > hi) {
-    fail("usage", kExitUsage, "%s wants %s in %lld..%lld, got '%s'", name, what, static_cast<long long>(lo),
-         static_cast<long long>(hi), text);
+    fail("usage", kExitUsage, "%s wants %s in %lld..%lld, got '%s'", name, what,
+         static_cast<long long>(lo), static_cast<long long>(hi), text);
     return false;
   }
   *out = v;
@@ -86,7 +105,8 @@ bool parse_wait(const char* text, Options* o) {
   char* end = nullptr;
   const long long v = std::strtoll(text, &end, 10);
   if (errno != 0 || end == text || *end != '\0' || v < 0 || v > kMaxWaitMs) {
-    fail("usage", kExitUsage, "--wait wants a number of milliseconds in 0..%lld, or 'forever' (or -1), got '%s'",
+    fail("usage", kExitUsage,
+         "--wait wants a number of milliseconds in 0..%lld, or 'forever' (or -1), got '%s'",
          static_cast<long long>(kMaxWaitMs), text);
     return false;
   }
@@ -127,7 +147,8 @@ bool apply_option(int c, const char* arg, Options* o) {
     case kWaitReplicas: return parse_num("--wait-replicas", arg, 0, 16, &o->wait_replicas);
     case kFair: o->fair = true; return true;
     case kWaiterTimeout:
-      return parse_ms("--waiter-timeout", arg, 500, edgelock::kMaxTtl.count(), &o->waiter_timeout_ms);
+      return parse_ms("--waiter-timeout", arg, 500, edgelock::kMaxTtl.count(),
+                      &o->waiter_timeout_ms);
     default: return false;
   }
 }
@@ -138,9 +159,9 @@ struct Verb {
   int args;  // positional arguments after the verb
 };
 const Verb kVerbs[] = {
-    {"run", Subcommand::kRun, 1},         {"acquire", Subcommand::kAcquire, 1},
-    {"release", Subcommand::kRelease, 2}, {"extend", Subcommand::kExtend, 2},
-    {"status", Subcommand::kStatus, 1},   {"semaphore", Subcommand::kSemaphore, 1},
+    {"run", Subcommand::kRun, 1},           {"acquire", Subcommand::kAcquire, 1},
+    {"release", Subcommand::kRelease, 2},   {"extend", Subcommand::kExtend, 2},
+    {"status", Subcommand::kStatus, 1},     {"semaphore", Subcommand::kSemaphore, 1},
     {"cooldown", Subcommand::kCooldown, 1},
 };
 
@@ -148,7 +169,8 @@ const Verb kVerbs[] = {
 const char* misplaced_option(const Options& o) {
   const bool sem = o.command == Subcommand::kSemaphore;
   const bool cool = o.command == Subcommand::kCooldown;
-  if (!sem && (o.permits != 0 || o.count || o.release_id)) return "--permits, --count and --release are for semaphore";
+  if (!sem && (o.permits != 0 || o.count || o.release_id))
+    return "--permits, --count and --release are for semaphore";
   if (!cool && (o.period_ms != 0 || o.quota != 0 || o.window_ms != 0 || o.peek || o.reset)) {
     return "--period, --quota, --window, --peek and --reset are for cooldown";
   }
@@ -166,7 +188,8 @@ const char* check_primitive(const Options& o) {
     const int modes = (o.count ? 1 : 0) + (o.release_id ? 1 : 0) + (o.child_argv ? 1 : 0);
     if (o.permits == 0) return "semaphore needs --permits N";
     if (modes > 1) return "semaphore takes one of --count, --release ID or COMMAND";
-    if (o.release_id && (o.release_id[0] == '\0' || std::strlen(o.release_id) > edgelock::kMaxTokenLen)) {
+    if (o.release_id &&
+        (o.release_id[0] == '\0' || std::strlen(o.release_id) > edgelock::kMaxTokenLen)) {
       static_assert(edgelock::kMaxTokenLen == 64, "the message below names the limit");
       return "--release wants a permit id of 1..64 bytes";
     }
@@ -183,8 +206,9 @@ const char* check_primitive(const Options& o) {
 
 int parse_positionals(char** pos, int n, char** command, Options* o) {
   if (n == 0) {
-    return usage_error("missing subcommand (run, acquire, release, extend, status, semaphore or cooldown;"
-                       " see --help)");
+    return usage_error(
+        "missing subcommand (run, acquire, release, extend, status, semaphore or cooldown;"
+        " see --help)");
   }
   const Verb* verb = nullptr;
   for (const Verb& v : kVerbs) {
@@ -193,7 +217,9 @@ int parse_positionals(char** pos, int n, char** command, Options* o) {
   if (!verb) return fail("usage", kExitUsage, "unknown subcommand '%s' (see --help)", pos[0]);
   o->command = verb->command;
   const int extra = n - 1 - verb->args;
-  if (extra < 0) return fail("usage", kExitUsage, "%s needs %s", verb->name, verb->args == 2 ? "KEY and TOKEN" : "KEY");
+  if (extra < 0)
+    return fail("usage", kExitUsage, "%s needs %s", verb->name,
+                verb->args == 2 ? "KEY and TOKEN" : "KEY");
   o->key = pos[1];
   if (verb->args == 2) o->token = pos[2];
   if (o->key[0] == '\0') return usage_error("KEY must not be empty");
@@ -210,8 +236,8 @@ int parse_positionals(char** pos, int n, char** command, Options* o) {
     if (o->child_argv && !o->child_argv[0]) o->child_argv = nullptr;
     if (const char* bad = check_primitive(*o)) return usage_error(bad);
   } else if (extra > 0 || command) {
-    return fail("usage", kExitUsage, "unexpected argument '%s' after %s", extra > 0 ? pos[n - extra] : "--",
-                verb->name);
+    return fail("usage", kExitUsage, "unexpected argument '%s' after %s",
+                extra > 0 ? pos[n - extra] : "--", verb->name);
   }
   return -1;
 }
@@ -244,7 +270,8 @@ int parse_flags(int split, char** argv, Options* o) {
       char short_name[3] = {'-', static_cast<char>(optopt), '\0'};
       const char* what = optopt != 0 ? short_name : argv[optind - 1];
       if (c == ':') return fail("usage", kExitUsage, "option %s needs a value", what);
-      return fail("usage", kExitUsage, "unknown option %s (see --help; put -- before COMMAND)", what);
+      return fail("usage", kExitUsage, "unknown option %s (see --help; put -- before COMMAND)",
+                  what);
     }
     if (!apply_option(c, optarg, o)) return kExitUsage;
   }
@@ -276,8 +303,9 @@ int parse_args(int argc, char** argv, Options* o) {
   if (rc == -1 && leased && o->child_argv && o->grace_ms > o->ttl_ms / 2) {
     return fail("usage", kExitUsage,
                 "--grace %lld does not fit --ttl %lld: COMMAND must be stopped within the lease;"
-                " use at most TTL/2 (%lld)", static_cast<long long>(o->grace_ms),
-                static_cast<long long>(o->ttl_ms), static_cast<long long>(o->ttl_ms / 2));
+                " use at most TTL/2 (%lld)",
+                static_cast<long long>(o->grace_ms), static_cast<long long>(o->ttl_ms),
+                static_cast<long long>(o->ttl_ms / 2));
   }
   return rc;
 }

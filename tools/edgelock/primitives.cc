@@ -39,12 +39,13 @@ int on_target(Target& t, const char*, Fn fn) {
 int sem_error(const Options& o, const Semaphore& sem, Status s, const char* doing) {
   if (s.code() == ErrorCode::kExpired) return too_late(o, "permit");
   if (s.code() == ErrorCode::kBusy) {
-    return fail("busy", kExitBusy, "%s: all %lld permits in use (the first frees in %lld ms)", o.key,
-                static_cast<long long>(o.permits), to_ms(sem.busy_ttl()));
+    return fail("busy", kExitBusy, "%s: all %lld permits in use (the first frees in %lld ms)",
+                o.key, static_cast<long long>(o.permits), to_ms(sem.busy_ttl()));
   }
   if (s.code() == ErrorCode::kNotOwner || s.code() == ErrorCode::kNotHeld) {
     return fail("not_owner", kExitNotOwner,
-                "not the owner of a permit of %s: the id is stale (expired, released or unknown)", o.key);
+                "not the owner of a permit of %s: the id is stale (expired, released or unknown)",
+                o.key);
   }
   return report_error(sem.connection(), error_text(sem), s, doing);
 }
@@ -63,7 +64,8 @@ int sem_count(const Options& o, Semaphore& sem) {
 int sem_release(const Options& o, Semaphore& sem) {
   const Status s = sem.release_id(Bytes::from_cstr(o.release_id));
   if (!s.ok()) return sem_error(o, sem, s, "release");
-  if (o.json) JsonObject().str("key", o.key).str("permit", o.release_id).flag("held", false).end(kExitOk);
+  if (o.json)
+    JsonObject().str("key", o.key).str("permit", o.release_id).flag("held", false).end(kExitOk);
   return kExitOk;
 }
 
@@ -132,7 +134,8 @@ int exec_command(const Options& o) {
   }
   execvp(o.child_argv[0], o.child_argv);
   const int err = errno;
-  return fail("internal", err == ENOENT ? 127 : 126, "cannot run %s: %s", o.child_argv[0], std::strerror(err));
+  return fail("internal", err == ENOENT ? 127 : 126, "cannot run %s: %s", o.child_argv[0],
+              std::strerror(err));
 }
 
 // Prints the answer: "allowed" or "retry-after MS" (JSON: the admission).
@@ -148,7 +151,8 @@ int print_admission(const Options& o, bool allowed, const Admission& a) {
     if (allowed) std::printf("allowed\n");
     else std::printf("retry-after %lld\n", static_cast<long long>(a.retry_after.count()));
   } else if (!allowed) {
-    notice_line("%s: not allowed for %lld ms more", o.key, static_cast<long long>(a.retry_after.count()));
+    notice_line("%s: not allowed for %lld ms more", o.key,
+                static_cast<long long>(a.retry_after.count()));
   }
   return rc;
 }
@@ -174,8 +178,9 @@ int admit(const Options& o, Target& t, Gate& gate, const char* what, TakeFn take
   }
   int rc = kExitOk;
   if (!s.ok() && s.code() != ErrorCode::kBusy) {
-    rc = s.code() == ErrorCode::kExpired ? too_late(o, what)
-                                         : report_error(gate.connection(), error_text(gate), s, what);
+    rc = s.code() == ErrorCode::kExpired
+             ? too_late(o, what)
+             : report_error(gate.connection(), error_text(gate), s, what);
   }
   if (o.stats) {
     t.print_stats(o.key);
@@ -231,7 +236,8 @@ int dispatch_primitive(const Options& o, Target& t) {
   if (o.command == Subcommand::kSemaphore) {
     return on_target<Semaphore>(t, "semaphore", [&](auto& b) { return semaphore(o, b, t); });
   }
-  if (o.quota != 0) return on_target<edgelock::Quota>(t, "quota", [&](auto& b) { return quota(o, b, t); });
+  if (o.quota != 0)
+    return on_target<edgelock::Quota>(t, "quota", [&](auto& b) { return quota(o, b, t); });
   return on_target<edgelock::Cooldown>(t, "cooldown", [&](auto& b) { return cooldown(o, b, t); });
 }
 

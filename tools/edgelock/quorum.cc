@@ -16,8 +16,8 @@ using edgelock::Status;
 
 int report_lock_error(const edgelock::QuorumLock& lock, Status s, const char* doing) {
   const char* text = error_text(lock);
-  return fail_with(s.code(), "%s failed on %zu servers (quorum %zu): %s%s%s", doing, lock.size(), lock.quorum(),
-                   cause_text(s), text[0] ? ": " : "", text);
+  return fail_with(s.code(), "%s failed on %zu servers (quorum %zu): %s%s%s", doing, lock.size(),
+                   lock.quorum(), cause_text(s), text[0] ? ": " : "", text);
 }
 
 namespace {
@@ -35,8 +35,8 @@ void minority_line(const Connection& conn, const char* doing, size_t ok, size_t 
   char where[300];
   where_of(conn, where, sizeof where);
   const char* text = conn.last_error();
-  notice_line("%s did not answer the %s (%s); going on with the %zu of %zu servers that did", where, doing,
-              text[0] ? text : "no reply", ok, n);
+  notice_line("%s did not answer the %s (%s); going on with the %zu of %zu servers that did", where,
+              doing, text[0] ? text : "no reply", ok, n);
 }
 
 // Servers that could not be connected, reported once the count is known:
@@ -76,8 +76,8 @@ int open_servers(const Options& o, Servers* sv) {
   }
   report_connects(*sv, connected, up);
   if (up < sv->quorum()) {
-    return fail("connect", kExitServer, "only %zu of %zu servers reachable; a quorum needs %zu", up, sv->n,
-                sv->quorum());
+    return fail("connect", kExitServer, "only %zu of %zu servers reachable; a quorum needs %zu", up,
+                sv->n, sv->quorum());
   }
   return kExitOk;
 }
@@ -95,7 +95,8 @@ int by_token(const Options& o, Servers& sv, bool extend) {
     edgelock::Lock lock(sv.conns[i]);
     edgelock::LockOptions lo;
     lo.ttl = from_ms(o.ttl_ms);
-    if (!lock.init(Bytes::from_cstr(o.key), lo).ok() || !lock.adopt(Bytes::from_cstr(o.token)).ok()) {
+    if (!lock.init(Bytes::from_cstr(o.key), lo).ok() ||
+        !lock.adopt(Bytes::from_cstr(o.token)).ok()) {
       return fail("usage", kExitUsage, "KEY or TOKEN too long or empty");
     }
     const Status s = extend ? lock.renew() : lock.release();
@@ -105,8 +106,8 @@ int by_token(const Options& o, Servers& sv, bool extend) {
   }
   if (done >= sv.quorum()) {
     if (done < sv.n) {
-      notice_line("%s of %s confirmed by %zu of %zu servers (quorum %zu)%s", what, o.key, done, sv.n, sv.quorum(),
-                  extend ? "" : "; the others free it when its TTL ends");
+      notice_line("%s of %s confirmed by %zu of %zu servers (quorum %zu)%s", what, o.key, done,
+                  sv.n, sv.quorum(), extend ? "" : "; the others free it when its TTL ends");
     }
     if (o.json) {
       JsonObject j;
@@ -117,18 +118,21 @@ int by_token(const Options& o, Servers& sv, bool extend) {
     return kExitOk;
   }
   if (not_owner > sv.n - sv.quorum()) {
-    return fail("not_owner", kExitNotOwner, "not the owner of %s on a majority: the token is stale", o.key);
+    return fail("not_owner", kExitNotOwner, "not the owner of %s on a majority: the token is stale",
+                o.key);
   }
   for (size_t i = 0; i < sv.n; ++i) {
     if (!failed[i].ok()) report_error(sv.conns[i], sv.conns[i].last_error(), failed[i], what);
   }
-  return fail("no_quorum", kExitServer, "%s of %s confirmed by only %zu of %zu servers (quorum %zu)", what, o.key,
-              done, sv.n, sv.quorum());
+  return fail("no_quorum", kExitServer,
+              "%s of %s confirmed by only %zu of %zu servers (quorum %zu)", what, o.key, done, sv.n,
+              sv.quorum());
 }
 
 // status on every server: how many answered and hold the key, the
 // shortest TTL among the holders; per-server outcomes in st[].
-int status_round(const Options& o, Servers& sv, Status* st, size_t* answered, size_t* held, int64_t* ttl) {
+int status_round(const Options& o, Servers& sv, Status* st, size_t* answered, size_t* held,
+                 int64_t* ttl) {
   for (size_t i = 0; i < sv.n; ++i) {
     edgelock::Lock lock(sv.conns[i]);
     if (!lock.init(Bytes::from_cstr(o.key)).ok()) {
@@ -165,12 +169,17 @@ int quorum_status(const Options& o, Servers& sv) {
     }
   }
   if (answered < sv.quorum()) {
-    return fail("no_quorum", kExitServer, "status of %s: only %zu of %zu servers answered; a quorum needs %zu",
-                o.key, answered, sv.n, sv.quorum());
+    return fail("no_quorum", kExitServer,
+                "status of %s: only %zu of %zu servers answered; a quorum needs %zu", o.key,
+                answered, sv.n, sv.quorum());
   }
   const bool is_held = held >= sv.quorum();
   if (o.json) {
-    JsonObject().str("key", o.key).flag("held", is_held).num("ttl_ms", is_held ? ttl : 0).end(kExitOk);
+    JsonObject()
+        .str("key", o.key)
+        .flag("held", is_held)
+        .num("ttl_ms", is_held ? ttl : 0)
+        .end(kExitOk);
   } else if (is_held) {
     std::printf("held %lld\n", static_cast<long long>(ttl));
   } else {
@@ -194,7 +203,8 @@ int quorum_command(const Options& o, Servers& sv, edgelock::QuorumLock& lock) {
 }
 
 bool any_counted(const edgelock::Metrics& m) {
-  uint32_t sum = m.attempts + m.grants + m.busy + m.not_owner + m.timeouts + m.lost_leases + m.reconnects + m.errors;
+  uint32_t sum = m.attempts + m.grants + m.busy + m.not_owner + m.timeouts + m.lost_leases +
+                 m.reconnects + m.errors;
   for (uint32_t b : m.latency) sum += b;
   return sum != 0;
 }
@@ -224,13 +234,16 @@ int dispatch_quorum(const Options& o) {
   for (int i = 0; i < o.url_count; ++i) {
     const Topology t = topology_of(o.urls[i]);
     if (t != Topology::kServer) {
-      return fail("usage", kExitUsage,
-                  "a quorum lock spans independent servers (redis://, rediss://, unix://); %s URLs take one"
-                  " --url each", scheme_name(t));
+      return fail(
+          "usage", kExitUsage,
+          "a quorum lock spans independent servers (redis://, rediss://, unix://); %s URLs take one"
+          " --url each",
+          scheme_name(t));
     }
   }
   if (o.wait_replicas != 0) {
-    return fail("usage", kExitUsage, "--wait-replicas needs a redis-sentinel:// or redis-cluster:// URL");
+    return fail("usage", kExitUsage,
+                "--wait-replicas needs a redis-sentinel:// or redis-cluster:// URL");
   }
   Servers sv;
   int rc = open_servers(o, &sv);

@@ -15,7 +15,7 @@ struct Outcome {
   bool json = false;
   bool quiet = false;
   const char* key = nullptr;
-  bool failed = false;        // fail() was called
+  bool failed = false;          // fail() was called
   bool object_printed = false;  // a JSON object went to stdout already
   const char* name = "";
   int exit = kExitOk;
@@ -203,7 +203,8 @@ void redact_url(const char* url, char* out, size_t size) {
   for (char* p = auth; *p && p != slash; ++p) {
     if (*p == '@') at = p;
   }
-  char* colon = at ? static_cast<char*>(std::memchr(auth, ':', static_cast<size_t>(at - auth))) : nullptr;
+  char* colon =
+      at ? static_cast<char*>(std::memchr(auth, ':', static_cast<size_t>(at - auth))) : nullptr;
   if (!colon) return;
   char rest[512];
   std::snprintf(rest, sizeof rest, "%s", at);

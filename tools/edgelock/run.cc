@@ -46,14 +46,14 @@ struct InheritedFds {
 };
 const InheritedFds g_inherited;
 
-
 // True if edgelock runs in the foreground of the terminal on stdin: then
 // COMMAND's group gets the terminal, as a shell does for a job.
 bool owns_terminal() { return isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp(); }
 
 // tcsetpgrp() from a background group raises SIGTTOU unless it is ignored.
 void give_terminal(pid_t pgid) {
-  struct sigaction ignore {}, old {};
+  struct sigaction ignore {
+  }, old{};
   ignore.sa_handler = SIG_IGN;
   sigaction(SIGTTOU, &ignore, &old);
   tcsetpgrp(STDIN_FILENO, pgid);
@@ -101,11 +101,11 @@ Nanos kill_margin(const Options& o) {
 }
 
 struct Child {
-  pid_t pid = -1;      // also its process group
+  pid_t pid = -1;  // also its process group
   bool exited = false;
   int status = 0;
-  bool lost = false;   // lease lost: stopping the group
-  bool killed = false; // SIGKILL sent
+  bool lost = false;    // lease lost: stopping the group
+  bool killed = false;  // SIGKILL sent
   TimePoint kill_at;
 };
 
@@ -117,10 +117,12 @@ void drain_signals(int sfd, Child* child) {
   for (int i = 0; i < 64; ++i) {
     const ssize_t n = read(sfd, &si, sizeof si);
     if (n != static_cast<ssize_t>(sizeof si)) break;
-    if (si.ssi_signo != SIGCHLD && !child->exited) kill(-child->pid, static_cast<int>(si.ssi_signo));
+    if (si.ssi_signo != SIGCHLD && !child->exited)
+      kill(-child->pid, static_cast<int>(si.ssi_signo));
   }
   siginfo_t info{};
-  if (child->exited || waitid(P_PID, static_cast<id_t>(child->pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 ||
+  if (child->exited ||
+      waitid(P_PID, static_cast<id_t>(child->pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 ||
       info.si_pid != child->pid) {
     return;
   }
@@ -144,10 +146,11 @@ void on_lost(const Options& o, const LeaseKeeper& keeper, TimePoint now, TimePoi
   const bool not_owner = keeper.last_status().code() == edgelock::ErrorCode::kNotOwner;
   fail("lost", kExitLost,
        "lease on %s lost (%s, %u renewals failed); sending SIGTERM to %s (process group %d),"
-       " SIGKILL in %lld ms", o.key,
-             not_owner ? "another owner or no key on the server" : "no renewal before the validity ends",
-             keeper.stats().failures, o.child_argv[0], static_cast<int>(child->pid),
-             to_ms(child->kill_at > now ? child->kill_at - now : Nanos::zero()));
+       " SIGKILL in %lld ms",
+       o.key,
+       not_owner ? "another owner or no key on the server" : "no renewal before the validity ends",
+       keeper.stats().failures, o.child_argv[0], static_cast<int>(child->pid),
+       to_ms(child->kill_at > now ? child->kill_at - now : Nanos::zero()));
   kill(-child->pid, SIGTERM);
 }
 
@@ -160,7 +163,8 @@ void kill_if_due(const Options& o, edgelock::Clock& clock, Child* child) {
 
 // Keeps the lease until the child exits. Bounded: every iteration either
 // waits in poll() until a deadline or a signal, or ends the loop.
-void supervise(const Options& o, edgelock::Lease& lease, LeaseKeeper& keeper, int sfd, Child* child) {
+void supervise(const Options& o, edgelock::Lease& lease, LeaseKeeper& keeper, int sfd,
+               Child* child) {
   edgelock::Clock& clock = lease.clock();
   while (!child->exited) {
     Deadline d = keeper.next_deadline();
@@ -194,10 +198,12 @@ int finish(const Options& o, edgelock::Lease& lease, const Child& child) {
   if (child.lost) return kExitLost;  // release above is owner-checked cleanup only
   if (!s.ok()) {
     if (s.code() == edgelock::ErrorCode::kNotOwner) {
-      return fail("lost", kExitLost, "lease on %s was lost just before %s exited", o.key, o.child_argv[0]);
+      return fail("lost", kExitLost, "lease on %s was lost just before %s exited", o.key,
+                  o.child_argv[0]);
     }
     error_line("release of %s failed: %s: %s", o.key, cause_text(s), lease.last_error());
-    notice_line("the lease on %s ends by itself within %lld ms", o.key, static_cast<long long>(o.ttl_ms));
+    notice_line("the lease on %s ends by itself within %lld ms", o.key,
+                static_cast<long long>(o.ttl_ms));
   }
   return shell_status(child.status);
 }
@@ -209,13 +215,14 @@ int start_keeper(const Options& o, edgelock::Lease& lease, LeaseKeeper& keeper) 
   if (s.ok()) return kExitOk;
   lease.release().ignore();
   if (s.code() == edgelock::ErrorCode::kNotHeld) {
-    return fail("lost", kExitLost, "lease on %s ran out before %s could start", o.key, o.child_argv[0]);
+    return fail("lost", kExitLost, "lease on %s ran out before %s could start", o.key,
+                o.child_argv[0]);
   }
-  return fail("usage", kExitUsage, "--ttl %lld is too short to keep: a renewal may take %lld ms and --grace %lld ms plus"
-             " %lld ms come out of the validity", static_cast<long long>(o.ttl_ms),
-             to_ms(keeper.renew_budget()),
-             static_cast<long long>(effective_grace_ms(o)),
-             to_ms(kill_margin(o)));
+  return fail("usage", kExitUsage,
+              "--ttl %lld is too short to keep: a renewal may take %lld ms and --grace %lld ms plus"
+              " %lld ms come out of the validity",
+              static_cast<long long>(o.ttl_ms), to_ms(keeper.renew_budget()),
+              static_cast<long long>(effective_grace_ms(o)), to_ms(kill_margin(o)));
 }
 
 int fork_and_supervise(const Options& o, edgelock::Lease& lease, LeaseKeeper& keeper, int sfd,
@@ -229,7 +236,8 @@ int fork_and_supervise(const Options& o, edgelock::Lease& lease, LeaseKeeper& ke
   if (child.pid < 0) {
     const int err = errno;
     lease.release().ignore();
-    return fail("internal", kExitServer, "cannot start %s: fork: %s", o.child_argv[0], std::strerror(err));
+    return fail("internal", kExitServer, "cannot start %s: fork: %s", o.child_argv[0],
+                std::strerror(err));
   }
   if (child.pid == 0) exec_child(o, lease, old_mask, parent, terminal);
   setpgid(child.pid, child.pid);  // also here: no signal may miss the group
@@ -268,12 +276,13 @@ int run_child(const Options& o, edgelock::Lease& lease) {
     const int err = errno;
     lease.release().ignore();
     sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-    return fail("internal", kExitServer, "cannot start %s: signalfd: %s", o.child_argv[0], std::strerror(err));
+    return fail("internal", kExitServer, "cannot start %s: signalfd: %s", o.child_argv[0],
+                std::strerror(err));
   }
   const int rc = fork_and_supervise(o, lease, keeper, sfd, old_mask);
   if (o.stats) {
-    std::fprintf(stderr, "edgelock: stats keeper: renewals=%u failures=%u\n", keeper.stats().renewals,
-                 keeper.stats().failures);
+    std::fprintf(stderr, "edgelock: stats keeper: renewals=%u failures=%u\n",
+                 keeper.stats().renewals, keeper.stats().failures);
   }
   close(sfd);
   sigprocmask(SIG_SETMASK, &old_mask, nullptr);

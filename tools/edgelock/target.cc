@@ -17,7 +17,9 @@ using edgelock::Status;
 
 namespace {
 
-bool starts_with(const char* s, const char* prefix) { return std::strncmp(s, prefix, std::strlen(prefix)) == 0; }
+bool starts_with(const char* s, const char* prefix) {
+  return std::strncmp(s, prefix, std::strlen(prefix)) == 0;
+}
 
 // Renewals must finish well inside TTL/3, so the command budget follows
 // the TTL (capped at the library's 2 s default).
@@ -47,7 +49,8 @@ std::string with_password(const char* url, const char* password) {
   out += ':';
   for (const char* p = password; *p; ++p) {
     const unsigned char c = static_cast<unsigned char>(*p);
-    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || std::strchr("-._~", c)) {
+    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+        std::strchr("-._~", c)) {
       out += static_cast<char>(c);
     } else {
       char hex[4];
@@ -120,7 +123,8 @@ int report_error(const edgelock::Connection& conn, const char* text, Status s, c
   note_where(where);
   // Transport errors already name the server ("cannot connect to ...").
   if (std::strncmp(text, "cannot connect", 14) == 0) return fail_with(s.code(), "%s", text);
-  if (text[0]) return fail_with(s.code(), "%s failed at %s: %s: %s", doing, where, cause_text(s), text);
+  if (text[0])
+    return fail_with(s.code(), "%s failed at %s: %s: %s", doing, where, cause_text(s), text);
   return fail_with(s.code(), "%s failed at %s: %s", doing, where, cause_text(s));
 }
 
@@ -161,7 +165,8 @@ int Target::open(const Options& o, const char* url) {
     default: break;
   }
   if (o.wait_replicas != 0) {
-    return fail("usage", kExitUsage, "--wait-replicas needs a redis-sentinel:// or redis-cluster:// URL");
+    return fail("usage", kExitUsage,
+                "--wait-replicas needs a redis-sentinel:// or redis-cluster:// URL");
   }
   const int rc = setup_server(o, url, &conn_);
   return rc != kExitOk ? rc : connect_server(&conn_, true);
@@ -179,7 +184,8 @@ int Target::open_sentinel(const Options& o, const char* url) {
   so.sentinel_password = std::getenv("EDGELOCK_SENTINEL_PASSWORD");
   Status s = sentinel_->setup(full.c_str(), co, so);
   if (!s.ok()) return bad_url(url, sentinel_->last_error());
-  s = sentinel_->resolve(Deadline::after(sentinel_->clock(), co.connect_timeout + co.command_timeout));
+  s = sentinel_->resolve(
+      Deadline::after(sentinel_->clock(), co.connect_timeout + co.command_timeout));
   if (!s.ok()) {
     return fail_with(s.code(), "no primary found through the sentinels: %s: %s", cause_text(s),
                      sentinel_->last_error());
@@ -202,7 +208,8 @@ int Target::open_cluster(const Options& o, const char* url) {
   s = cluster_->refresh(d);
   if (s.ok()) s = cluster_->connect_primaries(d);
   if (!s.ok()) {
-    return fail_with(s.code(), "cannot reach the cluster: %s: %s", cause_text(s), cluster_->last_error());
+    return fail_with(s.code(), "cannot reach the cluster: %s: %s", cause_text(s),
+                     cluster_->last_error());
   }
   return kExitOk;
 }
@@ -222,12 +229,16 @@ void Target::print_stats(const char* key) {
   edgelock::Connection& serving = backend().connection_for(k);
   if (sentinel_) {
     const edgelock::SentinelStats& st = sentinel_->stats();
-    std::fprintf(stderr, "edgelock: stats sentinel: resolves=%u primary_changes=%u readonly=%u wait_failures=%u\n",
-                 st.resolves, st.primary_changes, st.readonly, st.wait_failures);
+    std::fprintf(
+        stderr,
+        "edgelock: stats sentinel: resolves=%u primary_changes=%u readonly=%u wait_failures=%u\n",
+        st.resolves, st.primary_changes, st.readonly, st.wait_failures);
   } else {
     const edgelock::ClusterStats& st = cluster_->stats();
-    std::fprintf(stderr, "edgelock: stats cluster: refreshes=%u moved=%u ask=%u tryagain=%u wait_failures=%u\n",
-                 st.refreshes, st.moved, st.ask, st.tryagain, st.wait_failures);
+    std::fprintf(
+        stderr,
+        "edgelock: stats cluster: refreshes=%u moved=%u ask=%u tryagain=%u wait_failures=%u\n",
+        st.refreshes, st.moved, st.ask, st.tryagain, st.wait_failures);
   }
   char where[300], what[320];
   where_of(serving, where, sizeof where);

@@ -23,7 +23,8 @@ const char kUsage[] =
     "       edgelock [OPTIONS] semaphore KEY --permits N [-- COMMAND [ARG...]]\n"
     "       edgelock [OPTIONS] semaphore KEY --permits N --count | --release ID\n"
     "       edgelock [OPTIONS] cooldown KEY --period MS [--peek | --reset] [-- COMMAND...]\n"
-    "       edgelock [OPTIONS] cooldown KEY --quota M --window MS [--peek | --reset] [-- COMMAND...]\n"
+    "       edgelock [OPTIONS] cooldown KEY --quota M --window MS [--peek | --reset] [-- "
+    "COMMAND...]\n"
     "\n"
     "A Redis lock from the shell: run a command only while holding KEY.\n"
     "\n"
@@ -115,17 +116,20 @@ void print_version() {
   const edgelock::BuildInfo& b = edgelock::build_info();
   std::printf("edgelock %s\n", EDGELOCK_TOOL_VERSION);
   if (b.tls) {
-    std::printf("library %s, hiredis %s, mbedTLS %s (linked %s), TLS on (up to %s)\n", b.version, b.hiredis,
-                b.mbedtls, b.mbedtls_linked, b.tls_max);
+    std::printf("library %s, hiredis %s, mbedTLS %s (linked %s), TLS on (up to %s)\n", b.version,
+                b.hiredis, b.mbedtls, b.mbedtls_linked, b.tls_max);
   } else {
     std::printf("library %s, hiredis %s, mbedTLS not built in, TLS off\n", b.version, b.hiredis);
   }
-  std::printf("capacities: max_key_len=%zu tx_buffer_size=%zu rx_buffer_size=%zu max_cluster_nodes=%zu"
-              " max_quorum_servers=%zu\n",
-              edgelock::config::kMaxKeyLen, edgelock::config::kTxBufferSize, edgelock::config::kRxBufferSize,
-              edgelock::config::kMaxClusterNodes, edgelock::config::kMaxQuorumServers);
-  std::printf("URLs: redis:// rediss:// unix:// (several: quorum lock) redis-sentinel:// redis-cluster://"
-              " (every subcommand)\n");
+  std::printf(
+      "capacities: max_key_len=%zu tx_buffer_size=%zu rx_buffer_size=%zu max_cluster_nodes=%zu"
+      " max_quorum_servers=%zu\n",
+      edgelock::config::kMaxKeyLen, edgelock::config::kTxBufferSize,
+      edgelock::config::kRxBufferSize, edgelock::config::kMaxClusterNodes,
+      edgelock::config::kMaxQuorumServers);
+  std::printf(
+      "URLs: redis:// rediss:// unix:// (several: quorum lock) redis-sentinel:// redis-cluster://"
+      " (every subcommand)\n");
 }
 
 }  // namespace cli

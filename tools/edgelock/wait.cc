@@ -35,18 +35,18 @@ bool transient(ErrorCode code, bool quorum) {
     case ErrorCode::kIndeterminate:
     case ErrorCode::kExpired:  // granted after the lease ran out: too slow to use
       return true;
-    default:
-      return false;
+    default: return false;
   }
 }
 
-ServerWatch::ServerWatch(const Options& o, edgelock::Clock& clock, edgelock::Connection* conn, bool quorum)
+ServerWatch::ServerWatch(const Options& o, edgelock::Clock& clock, edgelock::Connection* conn,
+                         bool quorum)
     : o_(o),
       clock_(clock),
       conn_(conn),
       quorum_(quorum),
-      wait_end_(edgelock::Deadline::after(clock, o.wait_ms == kForeverMs ? edgelock::kForever
-                                                                           : Nanos(from_ms(o.wait_ms)))),
+      wait_end_(edgelock::Deadline::after(
+          clock, o.wait_ms == kForeverMs ? edgelock::kForever : Nanos(from_ms(o.wait_ms)))),
       answered_at_(clock.now()) {
   if (conn_) conn_->set_event_hook(&ServerWatch::on_event, this);
 }
@@ -71,9 +71,10 @@ void ServerWatch::saw(edgelock::Status s) {
   const Nanos budget = answered_at_ + from_ms(o_.server_wait_ms) - now;
   const Nanos left = min_of(budget, wait_end_.remaining(clock_));
   if (told_ || !transient(s.code(), quorum_) || left <= Nanos::zero()) return;
-  const char* why = s.code() == ErrorCode::kExpired ? "grants arrive after their lease ran out" : cause_text(s);
-  notice_line("%s: the server is not answering in time (%s); retrying for up to %lld ms (%s)", o_.key, why,
-              to_ms(left), budget <= left ? "--server-wait" : "--wait");
+  const char* why =
+      s.code() == ErrorCode::kExpired ? "grants arrive after their lease ran out" : cause_text(s);
+  notice_line("%s: the server is not answering in time (%s); retrying for up to %lld ms (%s)",
+              o_.key, why, to_ms(left), budget <= left ? "--server-wait" : "--wait");
   told_ = true;
 }
 
@@ -98,10 +99,11 @@ bool ServerWatch::go_on(edgelock::Status s, WaitResult* out) {
 }
 
 int report_silent(const Options& o, const WaitResult& r) {
-  return fail("no_answer", kExitServer,
-              "%s: the server is not answering in time: no usable answer for %lld ms (--server-wait %lld);"
-              " giving up",
-              o.key, r.silent_ms, static_cast<long long>(o.server_wait_ms));
+  return fail(
+      "no_answer", kExitServer,
+      "%s: the server is not answering in time: no usable answer for %lld ms (--server-wait %lld);"
+      " giving up",
+      o.key, r.silent_ms, static_cast<long long>(o.server_wait_ms));
 }
 
 }  // namespace cli

@@ -66,8 +66,8 @@ class ServerWatch {
 // (a grant whose reply was lost) while its token is still known: the next
 // slice draws a new one.
 template <typename AttemptFn, typename CleanUpFn>
-WaitResult bounded_acquire(const Options& o, edgelock::Clock& clock, edgelock::Connection* conn, bool quorum,
-                           AttemptFn attempt, CleanUpFn clean_up) {
+WaitResult bounded_acquire(const Options& o, edgelock::Clock& clock, edgelock::Connection* conn,
+                           bool quorum, AttemptFn attempt, CleanUpFn clean_up) {
   ServerWatch watch(o, clock, conn, quorum);
   WaitResult r;
   // Every slice takes at least one round trip or sleep; the count is a

@@ -221,9 +221,9 @@ class LeaseCore {
   uint32_t attempts_ = 0;
   Status first_;
   Result<const Reply*> result_{nullptr};
-  Deadline deadline_ = Deadline::never();       // the request's, or the pause's end
-  Deadline wait_until_ = Deadline::never();     // the wait's end
-  Deadline attempts_until_ = Deadline::never(); // the wait's end + one command timeout
+  Deadline deadline_ = Deadline::never();        // the request's, or the pause's end
+  Deadline wait_until_ = Deadline::never();      // the wait's end
+  Deadline attempts_until_ = Deadline::never();  // the wait's end + one command timeout
   size_t key_len_ = 0;
   Millis busy_ttl_{0};
   double drift_factor_ = 0.01;

@@ -65,7 +65,8 @@ class RealClient {
   }
   bool call(const std::vector<std::string>& argv, RVal* out) {
     const std::string req = encode_request(argv);
-    if (send(fd_, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) return false;
+    if (send(fd_, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size()))
+      return false;
     for (int i = 0; i < 10000; ++i) {
       size_t used = 0;
       const RParse p = parse_value(buf_.data(), buf_.size(), out, &used);
@@ -124,7 +125,9 @@ std::string argv_text(const std::vector<std::string>& argv) {
   std::string t;
   for (size_t i = 0; i < argv.size(); ++i) {
     if (i) t += ' ';
-    t += argv[i].size() > 60 ? argv[i].substr(0, 20) + "...(" + std::to_string(argv[i].size()) + " bytes)" : argv[i];
+    t += argv[i].size() > 60
+             ? argv[i].substr(0, 20) + "...(" + std::to_string(argv[i].size()) + " bytes)"
+             : argv[i];
   }
   return t;
 }
@@ -198,7 +201,8 @@ bool run_seed(uint64_t seed, int ops, int port, bool verbose, Totals* t) {
       ++t->noscript;
       // As the library does: the body once, which also reloads the cache.
       if (!both(model, real, eval_form(op), op.timed, tol, &hist, &m, verbose, &rtt)) {
-        std::fprintf(stderr, "seed %llu, op %d (%s, EVAL after NOSCRIPT): replay with --seed %llu\n",
+        std::fprintf(stderr,
+                     "seed %llu, op %d (%s, EVAL after NOSCRIPT): replay with --seed %llu\n",
                      static_cast<unsigned long long>(seed), i, op.label.c_str(),
                      static_cast<unsigned long long>(seed));
         return false;
@@ -208,7 +212,8 @@ bool run_seed(uint64_t seed, int ops, int port, bool verbose, Totals* t) {
     }
     if (rtt < 0) {
       ++t->resyncs;
-      if (!both(model, real, {"FLUSHALL"}, Timed::kNone, tol, &hist, &m, verbose, &rtt)) return false;
+      if (!both(model, real, {"FLUSHALL"}, Timed::kNone, tol, &hist, &m, verbose, &rtt))
+        return false;
     }
   }
   return true;
@@ -247,11 +252,13 @@ int main_impl(int argc, char** argv) {
   for (int k = 0; k < n; ++k) {
     if (!run_seed(seed + static_cast<uint64_t>(k), ops, server.port(), verbose, &t)) return 1;
   }
-  std::printf("differential: %d seeds x %d ops: %llu requests (%llu error replies, %llu NOSCRIPT), "
-              "%llu state changes, 0 divergences (%llu resyncs after a slow reply), %.1f s\n",
-              n, ops, static_cast<unsigned long long>(t.requests), static_cast<unsigned long long>(t.errors),
-              static_cast<unsigned long long>(t.noscript), static_cast<unsigned long long>(t.setups),
-              static_cast<unsigned long long>(t.resyncs), static_cast<double>(wall_us() - start) / 1e6);
+  std::printf(
+      "differential: %d seeds x %d ops: %llu requests (%llu error replies, %llu NOSCRIPT), "
+      "%llu state changes, 0 divergences (%llu resyncs after a slow reply), %.1f s\n",
+      n, ops, static_cast<unsigned long long>(t.requests),
+      static_cast<unsigned long long>(t.errors), static_cast<unsigned long long>(t.noscript),
+      static_cast<unsigned long long>(t.setups), static_cast<unsigned long long>(t.resyncs),
+      static_cast<double>(wall_us() - start) / 1e6);
   return 0;
 }
 

@@ -30,7 +30,9 @@ const char* const kLockKeys[] = {"lk", "{lk2}"};
 const char* const kTokens[] = {"tokA", "tokB", "tokC"};
 const char* const kTtls[] = {"1", "3", "7", "400", "10000", "60000"};
 
-std::string fence_of(const std::string& k) { return k[0] == '{' ? "fence:" + k : "{" + k + "}:fence"; }
+std::string fence_of(const std::string& k) {
+  return k[0] == '{' ? "fence:" + k : "{" + k + "}:fence";
+}
 std::string wake_of(const std::string& k) { return k[0] == '{' ? "wake:" + k : "{" + k + "}:wake"; }
 
 DiffOp script_op(const char* label, const Script& s, std::vector<std::string> keys,
@@ -71,28 +73,29 @@ DiffOp lock_op(uint64_t* s) {
         return script_op("acquire/no-wake", detail::kAcquireScript, {k, fence_of(k)},
                          {tok, one_of(s, kTtls)}, Timed::kIfNotPositive);
       }
-      const char* const proposals[] = {"1", "2", "5", "8", "100", "9007199254740993", "9223372036854775807"};
+      const char* const proposals[] = {
+          "1", "2", "5", "8", "100", "9007199254740993", "9223372036854775807"};
       return script_op("acquire/quorum", detail::kQuorumAcquireScript, {k, fence_of(k)},
                        {tok, one_of(s, kTtls), one_of(s, proposals)}, Timed::kFirst);
     }
     case 2:
-      return pick(s, 2) ? script_op("release", detail::kReleaseScript, {k, wake_of(k)},
-                                    {tok, one_of(s, kTtls)}, Timed::kNone)
-                        : script_op("release/quorum", detail::kReleaseScript, {k}, {tok}, Timed::kNone);
+      return pick(s, 2)
+                 ? script_op("release", detail::kReleaseScript, {k, wake_of(k)},
+                             {tok, one_of(s, kTtls)}, Timed::kNone)
+                 : script_op("release/quorum", detail::kReleaseScript, {k}, {tok}, Timed::kNone);
     case 3: {
       const bool add = pick(s, 2) != 0;
-      return script_op("extend", detail::kExtendScript, {k}, {tok, one_of(s, kTtls), add ? "add" : "set"},
+      return script_op("extend", detail::kExtendScript, {k},
+                       {tok, one_of(s, kTtls), add ? "add" : "set"},
                        add ? Timed::kWhole : Timed::kNone);
     }
-    case 4:
-      return script_op("owned", detail::kOwnedScript, {k}, {tok}, Timed::kIfNotNegative);
+    case 4: return script_op("owned", detail::kOwnedScript, {k}, {tok}, Timed::kIfNotNegative);
     case 5: {
       const char* const fences[] = {"1", "5", "100", "9007199254740993"};
-      return script_op("fence-raise", detail::kFenceRaiseScript, {k, fence_of(k)}, {tok, one_of(s, fences)},
-                       Timed::kNone);
+      return script_op("fence-raise", detail::kFenceRaiseScript, {k, fence_of(k)},
+                       {tok, one_of(s, fences)}, Timed::kNone);
     }
-    default:
-      return plain("PTTL", {"PTTL", k}, Timed::kIfNotNegative);
+    default: return plain("PTTL", {"PTTL", k}, Timed::kIfNotNegative);
   }
 }
 
@@ -102,14 +105,13 @@ DiffOp sem_op(uint64_t* s) {
   const std::string id = one_of(s, ids);
   switch (pick(s, 4)) {
     case 0:
-      return script_op("sem-acquire", detail::kSemAcquireScript, {"sem"}, {id, one_of(s, kTtls), one_of(s, ns)},
-                       Timed::kSecondIfZero);
-    case 1:
-      return script_op("sem-release", detail::kSemReleaseScript, {"sem"}, {id}, Timed::kNone);
+      return script_op("sem-acquire", detail::kSemAcquireScript, {"sem"},
+                       {id, one_of(s, kTtls), one_of(s, ns)}, Timed::kSecondIfZero);
+    case 1: return script_op("sem-release", detail::kSemReleaseScript, {"sem"}, {id}, Timed::kNone);
     case 2:
-      return script_op("sem-extend", detail::kSemExtendScript, {"sem"}, {id, one_of(s, kTtls)}, Timed::kNone);
-    default:
-      return script_op("sem-count", detail::kSemCountScript, {"sem"}, {}, Timed::kNone);
+      return script_op("sem-extend", detail::kSemExtendScript, {"sem"}, {id, one_of(s, kTtls)},
+                       Timed::kNone);
+    default: return script_op("sem-count", detail::kSemCountScript, {"sem"}, {}, Timed::kNone);
   }
 }
 
@@ -123,11 +125,13 @@ DiffOp reentrant_op(uint64_t* s) {
     case 0: {
       const char* const want[] = {"1", "2", "3"};
       return script_op("re-acquire", detail::kReentrantAcquireScript, {k, fence_of(k)},
-                       {o, one_of(s, kTtls), one_of(s, want), h, one_of(s, depths)}, Timed::kSecondIfZero);
+                       {o, one_of(s, kTtls), one_of(s, want), h, one_of(s, depths)},
+                       Timed::kSecondIfZero);
     }
     case 1:
       return script_op("re-release", detail::kReentrantReleaseScript, {k},
-                       {o, one_of(s, depths), one_of(s, kTtls), h, one_of(s, depths)}, Timed::kNone);
+                       {o, one_of(s, depths), one_of(s, kTtls), h, one_of(s, depths)},
+                       Timed::kNone);
     default:
       return script_op("re-extend", detail::kReentrantExtendScript, {k}, {o, one_of(s, kTtls), h},
                        Timed::kNone);
@@ -138,44 +142,45 @@ DiffOp rate_op(uint64_t* s) {
   const char* const ms[] = {"1", "2", "3"};
   switch (pick(s, 5)) {
     case 0:
-      return script_op("cooldown", detail::kCooldownScript, {"cd"}, {one_of(s, kTtls)}, Timed::kThird);
+      return script_op("cooldown", detail::kCooldownScript, {"cd"}, {one_of(s, kTtls)},
+                       Timed::kThird);
     case 1:
-      return script_op("quota", detail::kQuotaScript, {"qt"}, {one_of(s, ms), one_of(s, kTtls)}, Timed::kThird);
+      return script_op("quota", detail::kQuotaScript, {"qt"}, {one_of(s, ms), one_of(s, kTtls)},
+                       Timed::kThird);
     case 2:
-      return script_op("rate-peek", detail::kRatePeekScript, {pick(s, 2) ? "qt" : "cd"}, {}, Timed::kFirst);
-    case 3:
-      return plain("DEL", {"DEL", pick(s, 2) ? "qt" : "cd"});
-    default:
-      return plain("PTTL", {"PTTL", pick(s, 2) ? "qt" : "cd"}, Timed::kIfNotNegative);
+      return script_op("rate-peek", detail::kRatePeekScript, {pick(s, 2) ? "qt" : "cd"}, {},
+                       Timed::kFirst);
+    case 3: return plain("DEL", {"DEL", pick(s, 2) ? "qt" : "cd"});
+    default: return plain("PTTL", {"PTTL", pick(s, 2) ? "qt" : "cd"}, Timed::kIfNotNegative);
   }
 }
 
 // Puts a key into a state a request must cope with.
 DiffOp state_op(uint64_t* s) {
-  const char* const keys[] = {"lk", "{lk}:fence", "{lk}:wake", "wake:{lk2}", "fence:{lk2}", "sem", "re",
-                              "{re}:fence", "cd", "qt"};
+  const char* const keys[] = {"lk",  "{lk}:fence", "{lk}:wake",  "wake:{lk2}", "fence:{lk2}",
+                              "sem", "re",         "{re}:fence", "cd",         "qt"};
   const std::string k = one_of(s, keys);
   switch (pick(s, 14)) {
-    case 0:
-      return setup("wrongtype-list", {"RPUSH", k, "x"});
-    case 1:
-      return setup("wrongtype-hash", {"HSET", k, "f", "v"});
-    case 2:
-      return setup("wrongtype-zset", {"ZADD", k, "1", "m"});
+    case 0: return setup("wrongtype-list", {"RPUSH", k, "x"});
+    case 1: return setup("wrongtype-hash", {"HSET", k, "f", "v"});
+    case 2: return setup("wrongtype-zset", {"ZADD", k, "1", "m"});
     case 3:
     case 4: {
-      const char* const vals[] = {"9223372036854775807", "9223372036854775806", "9007199254740991",
-                                  "9007199254740992", "abc", "1.5", "-3", "7"};
+      const char* const vals[] = {"9223372036854775807",
+                                  "9223372036854775806",
+                                  "9007199254740991",
+                                  "9007199254740992",
+                                  "abc",
+                                  "1.5",
+                                  "-3",
+                                  "7"};
       return setup("string-value", {"SET", k, one_of(s, vals)});
     }
-    case 5:
-      return setup("no-ttl", {"SET", k, one_of(s, kTokens)});
+    case 5: return setup("no-ttl", {"SET", k, one_of(s, kTokens)});
     case 6:
     case 7:
-    case 8:
-      return setup("del", {"DEL", k});
-    case 9:
-      return setup("SCRIPT FLUSH", {"SCRIPT", "FLUSH"});
+    case 8: return setup("del", {"DEL", k});
+    case 9: return setup("SCRIPT FLUSH", {"SCRIPT", "FLUSH"});
     case 10:
     case 11: {
       DiffOp op;
@@ -183,10 +188,8 @@ DiffOp state_op(uint64_t* s) {
       op.sleep_ms = 2 + static_cast<int>(pick(s, 8));
       return op;
     }
-    case 12:
-      return plain("BLPOP", {"BLPOP", pick(s, 2) ? "{lk}:wake" : "wake:{lk2}", "0.001"});
-    default:
-      return plain("WAIT", {"WAIT", "0", "0"});
+    case 12: return plain("BLPOP", {"BLPOP", pick(s, 2) ? "{lk}:wake" : "wake:{lk2}", "0.001"});
+    default: return plain("WAIT", {"WAIT", "0", "0"});
   }
 }
 
@@ -196,18 +199,13 @@ DiffOp next_op(uint64_t* s) {
   switch (pick(s, 10)) {
     case 0:
     case 1:
-    case 2:
-      return lock_op(s);
+    case 2: return lock_op(s);
     case 3:
-    case 4:
-      return sem_op(s);
+    case 4: return sem_op(s);
     case 5:
-    case 6:
-      return reentrant_op(s);
-    case 7:
-      return rate_op(s);
-    default:
-      return state_op(s);
+    case 6: return reentrant_op(s);
+    case 7: return rate_op(s);
+    default: return state_op(s);
   }
 }
 
@@ -225,16 +223,19 @@ bool near(int64_t a, int64_t b, int64_t tol) { return a - b <= tol && b - a <= t
 bool same(const RVal& a, const RVal& b) { return encode(a) == encode(b); }
 
 bool int_timed(const RVal& m, const RVal& r, int64_t tol, bool (*ok)(int64_t)) {
-  return m.type == RType::kInt && r.type == RType::kInt && ok(m.i) && ok(r.i) && near(m.i, r.i, tol);
+  return m.type == RType::kInt && r.type == RType::kInt && ok(m.i) && ok(r.i) &&
+         near(m.i, r.i, tol);
 }
 
 bool elem_timed(const RVal& m, const RVal& r, size_t i, int64_t tol) {
-  if (m.type != RType::kArray || r.type != RType::kArray || m.a.size() != r.a.size() || i >= m.a.size()) {
+  if (m.type != RType::kArray || r.type != RType::kArray || m.a.size() != r.a.size() ||
+      i >= m.a.size()) {
     return false;
   }
   for (size_t k = 0; k < m.a.size(); ++k) {
     if (k == i) {
-      if (m.a[k].type != RType::kInt || r.a[k].type != RType::kInt || !near(m.a[k].i, r.a[k].i, tol)) {
+      if (m.a[k].type != RType::kInt || r.a[k].type != RType::kInt ||
+          !near(m.a[k].i, r.a[k].i, tol)) {
         return false;
       }
     } else if (!same(m.a[k], r.a[k])) {
@@ -249,21 +250,15 @@ bool elem_timed(const RVal& m, const RVal& r, size_t i, int64_t tol) {
 bool replies_agree(const RVal& m, const RVal& r, Timed timed, int64_t tol) {
   if (same(m, r)) return true;
   switch (timed) {
-    case Timed::kNone:
-      return false;
-    case Timed::kIfNotPositive:
-      return int_timed(m, r, tol, [](int64_t v) { return v <= 0; });
-    case Timed::kIfNotNegative:
-      return int_timed(m, r, tol, [](int64_t v) { return v >= 0; });
-    case Timed::kWhole:
-      return int_timed(m, r, tol, [](int64_t v) { return v > 0; });
+    case Timed::kNone: return false;
+    case Timed::kIfNotPositive: return int_timed(m, r, tol, [](int64_t v) { return v <= 0; });
+    case Timed::kIfNotNegative: return int_timed(m, r, tol, [](int64_t v) { return v >= 0; });
+    case Timed::kWhole: return int_timed(m, r, tol, [](int64_t v) { return v > 0; });
     case Timed::kSecondIfZero:
-      return m.type == RType::kArray && !m.a.empty() && m.a[0].type == RType::kInt && m.a[0].i == 0 &&
-             elem_timed(m, r, 1, tol);
-    case Timed::kFirst:
-      return elem_timed(m, r, 0, tol);
-    case Timed::kThird:
-      return elem_timed(m, r, 2, tol);
+      return m.type == RType::kArray && !m.a.empty() && m.a[0].type == RType::kInt &&
+             m.a[0].i == 0 && elem_timed(m, r, 1, tol);
+    case Timed::kFirst: return elem_timed(m, r, 0, tol);
+    case Timed::kThird: return elem_timed(m, r, 2, tol);
   }
   return false;
 }

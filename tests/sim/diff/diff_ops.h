@@ -32,8 +32,8 @@ struct DiffOp {
   std::vector<std::string> argv;  // EVALSHA form for scripts
   const Script* script = nullptr;
   Timed timed = Timed::kNone;
-  bool setup = false;     // a state change, not a library request
-  int sleep_ms = 0;       // a pause instead of a request (expiry)
+  bool setup = false;  // a state change, not a library request
+  int sleep_ms = 0;    // a pause instead of a request (expiry)
 };
 
 /// A random op from the seeded generator state.

@@ -20,7 +20,8 @@ const char kSyntax[] = "ERR syntax error";
 
 RVal arity(const std::string& cmd) {
   std::string lower;
-  for (char c : cmd) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  for (char c : cmd)
+    lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
   return RVal::error("ERR wrong number of arguments for '" + lower + "' command");
 }
 

@@ -8,25 +8,15 @@ namespace sim {
 
 void encode(const RVal& v, std::string* out) {
   switch (v.type) {
-    case RType::kNil:
-      out->append("$-1\r\n");
-      return;
-    case RType::kNilArray:
-      out->append("*-1\r\n");
-      return;
-    case RType::kInt:
-      out->append(":").append(std::to_string(v.i)).append("\r\n");
-      return;
+    case RType::kNil: out->append("$-1\r\n"); return;
+    case RType::kNilArray: out->append("*-1\r\n"); return;
+    case RType::kInt: out->append(":").append(std::to_string(v.i)).append("\r\n"); return;
     case RType::kBulk:
       out->append("$").append(std::to_string(v.s.size())).append("\r\n");
       out->append(v.s).append("\r\n");
       return;
-    case RType::kStatus:
-      out->append("+").append(v.s).append("\r\n");
-      return;
-    case RType::kError:
-      out->append("-").append(v.s).append("\r\n");
-      return;
+    case RType::kStatus: out->append("+").append(v.s).append("\r\n"); return;
+    case RType::kError: out->append("-").append(v.s).append("\r\n"); return;
     case RType::kArray:
       out->append("*").append(std::to_string(v.a.size())).append("\r\n");
       for (const RVal& e : v.a) encode(e, out);
@@ -122,8 +112,7 @@ RParse parse_at(const char* p, size_t n, RVal* out, size_t* used, int depth) {
       *used = off;
       return RParse::kComplete;
     }
-    default:
-      return RParse::kInvalid;
+    default: return RParse::kInvalid;
   }
 }
 
@@ -160,24 +149,12 @@ namespace {
 
 void describe_into(const RVal& v, std::string* out) {
   switch (v.type) {
-    case RType::kNil:
-      out->append("nil");
-      return;
-    case RType::kNilArray:
-      out->append("nil[]");
-      return;
-    case RType::kInt:
-      out->append(std::to_string(v.i));
-      return;
-    case RType::kBulk:
-      out->append("\"").append(v.s).append("\"");
-      return;
-    case RType::kStatus:
-      out->append("+").append(v.s);
-      return;
-    case RType::kError:
-      out->append("-").append(v.s);
-      return;
+    case RType::kNil: out->append("nil"); return;
+    case RType::kNilArray: out->append("nil[]"); return;
+    case RType::kInt: out->append(std::to_string(v.i)); return;
+    case RType::kBulk: out->append("\"").append(v.s).append("\""); return;
+    case RType::kStatus: out->append("+").append(v.s); return;
+    case RType::kError: out->append("-").append(v.s); return;
     case RType::kArray:
       out->append("[");
       for (size_t k = 0; k < v.a.size(); ++k) {

@@ -37,9 +37,7 @@ struct LVal {
         v.str = r.s;
         break;
       case RType::kNil:
-      case RType::kNilArray:
-        v.kind = kFalse;
-        break;
+      case RType::kNilArray: v.kind = kFalse; break;
       default:
         v.kind = kTable;
         v.table = r;
@@ -51,7 +49,8 @@ struct LVal {
   bool is_str(const std::string& s) const { return kind == kStr && str == s; }
   // Element i (1-based) of an array table; nil past the end.
   LVal at(size_t i) const {
-    if (kind != kTable || table.type != RType::kArray || i == 0 || i > table.a.size()) return LVal();
+    if (kind != kTable || table.type != RType::kArray || i == 0 || i > table.a.size())
+      return LVal();
     return from(table.a[i - 1]);
   }
 };
@@ -107,12 +106,13 @@ inline const std::string& arg(const ScriptRun& s, size_t i) {
 
 inline double arg_num(const ScriptRun& s, size_t i) {
   double d = 0;
-  if (!lua_tonumber(arg(s, i), &d)) model_fail("script %s: ARGV[%zu] not a number", s.sha.c_str(), i);
+  if (!lua_tonumber(arg(s, i), &d))
+    model_fail("script %s: ARGV[%zu] not a number", s.sha.c_str(), i);
   return d;
 }
 
-#define SIM_CALL(var, line, ...)                  \
-  const RVal var = call(s, {__VA_ARGS__});        \
+#define SIM_CALL(var, line, ...)           \
+  const RVal var = call(s, {__VA_ARGS__}); \
   if (var.is_error()) return raise(s, line, var)
 
 inline RVal ints(std::initializer_list<int64_t> v) {
@@ -120,7 +120,6 @@ inline RVal ints(std::initializer_list<int64_t> v) {
   for (int64_t x : v) r.a.push_back(RVal::integer(x));
   return r;
 }
-
 
 // The natives of reentrant_scripts.h and rate_scripts.h (scripts_more.cc).
 RVal re_acquire(ScriptRun& s);

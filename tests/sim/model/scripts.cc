@@ -73,7 +73,9 @@ RVal lock_quorum_acquire(ScriptRun& s) {
   return RVal::integer(c);
 }
 
-bool owner_is(ScriptRun& s, const RVal& cur) { return cur.type == RType::kBulk && cur.s == arg(s, 1); }
+bool owner_is(ScriptRun& s, const RVal& cur) {
+  return cur.type == RType::kBulk && cur.s == arg(s, 1);
+}
 
 RVal lock_release(ScriptRun& s) {
   SIM_CALL(cur, 1, "GET", key(s, 1));

@@ -43,7 +43,8 @@ void ServerCore::open(int conn) {
 
 void ServerCore::close(int conn) {
   conns_.erase(conn);
-  block_order_.erase(std::remove(block_order_.begin(), block_order_.end(), conn), block_order_.end());
+  block_order_.erase(std::remove(block_order_.begin(), block_order_.end(), conn),
+                     block_order_.end());
 }
 
 void ServerCore::restart(bool lose_data) {
@@ -157,7 +158,8 @@ RVal ServerCore::eval(Conn& c, const std::vector<std::string>& argv, int64_t now
                               : "ERR wrong number of arguments for 'eval' command");
   }
   int64_t numkeys = 0;
-  if (!redis_int(argv[2], &numkeys)) return RVal::error("ERR value is not an integer or out of range");
+  if (!redis_int(argv[2], &numkeys))
+    return RVal::error("ERR value is not an integer or out of range");
   if (numkeys < 0) return RVal::error("ERR Number of keys can't be negative");
   if (static_cast<size_t>(numkeys) > argv.size() - 3) {
     return RVal::error("ERR Number of keys can't be greater than number of args");

@@ -42,8 +42,8 @@ void Checker::violation(const char* kind, const char* fmt, ...) {
   va_end(ap);
   w_.trace("VIOLATION %s: %s", kind, msg);
   if (w_.config().quiet) return;
-  std::fprintf(stderr, "\nVIOLATION (%s) at %.3f ms: %s\n  %s\n  trace before it (shortened):\n", kind,
-               static_cast<double>(w_.now()) / 1e6, msg, w_.config().describe().c_str());
+  std::fprintf(stderr, "\nVIOLATION (%s) at %.3f ms: %s\n  %s\n  trace before it (shortened):\n",
+               kind, static_cast<double>(w_.now()) / 1e6, msg, w_.config().describe().c_str());
   const std::vector<std::string> tail = w_.trace_tail();
   const size_t from = tail.size() > 60 ? tail.size() - 60 : 0;
   for (size_t i = from; i < tail.size(); ++i) std::fprintf(stderr, "    %s\n", tail[i].c_str());
@@ -66,8 +66,8 @@ void Checker::taint(int client, const std::string& token, const char* what) {
   if (w_.config().strict) return;
   if (tainted_.count({client, token}) == 0) {
     ++w_.stats().known_defects;
-    w_.trace("known defect: %s (c%d, token %.8s...): its lease is not checked (--strict checks it)", what,
-             client, token.c_str());
+    w_.trace("known defect: %s (c%d, token %.8s...): its lease is not checked (--strict checks it)",
+             what, client, token.c_str());
   }
   tainted_[{client, token}] = true;
   for (auto& c : claims_) {
@@ -87,7 +87,8 @@ int64_t Checker::claim_end(int client, int slot) const {
   return it == claims_.end() ? 0 : it->second.end;
 }
 
-void Checker::granted(int client, const std::string& key, uint64_t fence, const std::string& token) {
+void Checker::granted(int client, const std::string& key, uint64_t fence,
+                      const std::string& token) {
   uint64_t& last = last_fence_[key];
   int& last_client = last_fence_client_[key];
   // The same fence again for the same client: its lease was never let go
@@ -105,11 +106,12 @@ void Checker::granted(int client, const std::string& key, uint64_t fence, const 
     // short on the server) let the next holder in before this acquire's
     // delayed reply came back: the fences rose in server order, not in the
     // order the replies were read. Excused like the lease's other checks.
-    w_.trace("fence out of order on a lease touched by a known defect: c%d got %llu after %llu", client,
-             static_cast<unsigned long long>(fence), static_cast<unsigned long long>(last));
+    w_.trace("fence out of order on a lease touched by a known defect: c%d got %llu after %llu",
+             client, static_cast<unsigned long long>(fence), static_cast<unsigned long long>(last));
   } else if (fence <= last && !continued) {
-    violation("fencing", "c%d granted %s with fence %llu, not above the last grant's %llu", client, key.c_str(),
-              static_cast<unsigned long long>(fence), static_cast<unsigned long long>(last));
+    violation("fencing", "c%d granted %s with fence %llu, not above the last grant's %llu", client,
+              key.c_str(), static_cast<unsigned long long>(fence),
+              static_cast<unsigned long long>(last));
   }
   if (fence > last) last = fence;
 }
@@ -125,12 +127,14 @@ void Checker::admitted(int client, const std::string& key) {
 
 void Checker::waiting(int client, const std::string& key, bool on) { waiters_[key][client] = on; }
 
-void Checker::keeper_report(int client, int slot, bool lost, int64_t belief_end, bool paused_since) {
+void Checker::keeper_report(int client, int slot, bool lost, int64_t belief_end,
+                            bool paused_since) {
   (void)slot;
   if (paused_since || belief_end <= 0) return;
   if (w_.now() > belief_end + kSlack) {
-    violation("keeper", "c%d's keeper reported %s %.3f ms after the validity it relied on ended", client,
-              lost ? "the loss" : "keeping", static_cast<double>(w_.now() - belief_end) / 1e6);
+    violation("keeper", "c%d's keeper reported %s %.3f ms after the validity it relied on ended",
+              client, lost ? "the loss" : "keeping",
+              static_cast<double>(w_.now() - belief_end) / 1e6);
   }
 }
 
@@ -152,8 +156,8 @@ const NativeEntry* script_of(const std::vector<std::string>& argv) {
 
 }  // namespace
 
-void Checker::on_request(int server, int client, const std::vector<std::string>& argv, const RVal& reply,
-                         bool blocked, int64_t closed_at) {
+void Checker::on_request(int server, int client, const std::vector<std::string>& argv,
+                         const RVal& reply, bool blocked, int64_t closed_at) {
   if (blocked) return;
   const NativeEntry* n = script_of(argv);
   if (!n) return;
@@ -164,8 +168,9 @@ void Checker::on_request(int server, int client, const std::vector<std::string>&
   if (closed_at < 0) fresh_exec_[{client, first_arg(argv)}] = w_.now();
 }
 
-void Checker::on_script(int server, int client, const std::string& name, const std::vector<std::string>& argv,
-                        const RVal& reply, int64_t closed_at) {
+void Checker::on_script(int server, int client, const std::string& name,
+                        const std::vector<std::string>& argv, const RVal& reply,
+                        int64_t closed_at) {
   const int64_t now_ms = w_.server_us(server, w_.now()) / 1000;
   auto fresh = fresh_exec_.find({client, first_arg(argv)});
   if (closed_at >= 0 && fresh != fresh_exec_.end() && fresh->second > closed_at) {
@@ -176,20 +181,24 @@ void Checker::on_script(int server, int client, const std::string& name, const s
     // shortens it, a reentrant release of an earlier grant (owner and
     // handle are reused) deletes the next one.
     if (name != "kOwnedScript" && name != "kSemCountScript") {
-      taint(client, first_arg(argv), "a request given up on ran after a later success with its token");
+      taint(client, first_arg(argv),
+            "a request given up on ran after a later success with its token");
     }
   }
-  if (name == "kCooldownScript" && reply.type == RType::kArray && reply.a.size() == 3 && reply.a[0].i == 1) {
+  if (name == "kCooldownScript" && reply.type == RType::kArray && reply.a.size() == 3 &&
+      reply.a[0].i == 1) {
     const std::string& key = argv[3];
     ++server_admits_[{client, key}];
     const int64_t period = std::atoll(argv[4].c_str());
     auto it = cooldown_last_.find(key);
     if (it != cooldown_last_.end() && now_ms - it->second < period && !data_lost_) {
-      violation("rate", "cooldown %s admitted twice within %lld ms of server time (period %lld ms)", key.c_str(),
-                static_cast<long long>(now_ms - it->second), static_cast<long long>(period));
+      violation("rate", "cooldown %s admitted twice within %lld ms of server time (period %lld ms)",
+                key.c_str(), static_cast<long long>(now_ms - it->second),
+                static_cast<long long>(period));
     }
     cooldown_last_[key] = now_ms;
-  } else if (name == "kQuotaScript" && reply.type == RType::kArray && reply.a.size() == 3 && reply.a[0].i == 1) {
+  } else if (name == "kQuotaScript" && reply.type == RType::kArray && reply.a.size() == 3 &&
+             reply.a[0].i == 1) {
     const std::string& key = argv[3];
     ++server_admits_[{client, key}];
     const int m = std::atoi(argv[4].c_str());
@@ -219,7 +228,8 @@ void Checker::on_client_send(int client, int server, int conn, const std::string
   std::vector<std::string> argv;
   for (int k = 0; k < 8 && off < bytes.size(); ++k) {
     size_t used = 0;
-    if (parse_request(bytes.data() + off, bytes.size() - off, &argv, &used) != RParse::kComplete) break;
+    if (parse_request(bytes.data() + off, bytes.size() - off, &argv, &used) != RParse::kComplete)
+      break;
     off += used;
     const NativeEntry* n = script_of(argv);
     if (n) token_first_sent_.emplace(std::make_pair(client, first_arg(argv)), w_.now());
@@ -252,9 +262,10 @@ void Checker::on_client_send(int client, int server, int conn, const std::string
   // Three in a row: one quick retry at a key expiring this very ms is fine.
   p.fast = gap < min_gap ? p.fast + 1 : 0;
   if (p.fast >= 3) {
-    violation("poll", "c%d retried a busy key %.3f ms after the busy reply, %d times in a row (backoff "
-              "minimum %.3f ms)", client, static_cast<double>(gap) / 1e6, p.fast,
-              static_cast<double>(min_gap) / 1e6);
+    violation("poll",
+              "c%d retried a busy key %.3f ms after the busy reply, %d times in a row (backoff "
+              "minimum %.3f ms)",
+              client, static_cast<double>(gap) / 1e6, p.fast, static_cast<double>(min_gap) / 1e6);
   }
   p.busy_at = -1;
 }
@@ -272,7 +283,8 @@ int64_t Checker::held_until(int server, const LeaseRef& ref) const {
   const Entry* e =
       s.lost ? s.lost->peek(ref.key, now_ms) : s.core->db(w_.config().db).peek(ref.key, now_ms);
   if (!e) return -1;
-  int64_t end = e->expire_at_ms < 0 ? kNever : w_.true_at_server_us(server, (e->expire_at_ms + 1) * 1000);
+  int64_t end =
+      e->expire_at_ms < 0 ? kNever : w_.true_at_server_us(server, (e->expire_at_ms + 1) * 1000);
   switch (ref.kind) {
     case LeaseKind::kLock:
     case LeaseKind::kQuorum:
@@ -282,14 +294,16 @@ int64_t Checker::held_until(int server, const LeaseRef& ref) const {
       if (e->type != KeyType::kZset) return -1;
       auto it = e->scores.find(ref.token);
       if (it == e->scores.end()) return -1;
-      const int64_t score_end = w_.true_at_server_us(server, static_cast<int64_t>(it->second) * 1000);
+      const int64_t score_end =
+          w_.true_at_server_us(server, static_cast<int64_t>(it->second) * 1000);
       return score_end < end ? score_end : end;
     }
     case LeaseKind::kReentrant: {
       if (e->type != KeyType::kHash) return -1;
       auto o = e->hash.find("owner");
       auto h = e->hash.find("handle");
-      if (o == e->hash.end() || h == e->hash.end() || o->second != ref.token || h->second != ref.handle) {
+      if (o == e->hash.end() || h == e->hash.end() || o->second != ref.token ||
+          h->second != ref.handle) {
         return -1;
       }
       return end;
@@ -307,8 +321,9 @@ void Checker::check_truth(int client, const Claim& c) {
     int ok = 0;
     for (int s = 0; s < n; ++s) ok += held_until(s, c.ref) + kSlack >= c.end ? 1 : 0;
     if (ok < n / 2 + 1) {
-      violation("truth", "c%d claims %s for %.3f ms more, only %d of %d servers hold its token that long", client,
-                c.ref.key.c_str(), left_ms, ok, n);
+      violation("truth",
+                "c%d claims %s for %.3f ms more, only %d of %d servers hold its token that long",
+                client, c.ref.key.c_str(), left_ms, ok, n);
     }
     return;
   }
@@ -318,8 +333,8 @@ void Checker::check_truth(int client, const Claim& c) {
     violation("truth", "c%d claims %s for %.3f ms more, the server does not hold its token", client,
               c.ref.key.c_str(), left_ms);
   } else {
-    violation("truth", "c%d claims %s for %.3f ms more, the server holds it only %.3f ms more", client,
-              c.ref.key.c_str(), left_ms, static_cast<double>(until - now) / 1e6);
+    violation("truth", "c%d claims %s for %.3f ms more, the server holds it only %.3f ms more",
+              client, c.ref.key.c_str(), left_ms, static_cast<double>(until - now) / 1e6);
   }
 }
 
@@ -337,15 +352,16 @@ void Checker::check_claims() {
     if (c.tainted) continue;
     ++holders[c.ref.key];
     if (++same_token[{c.ref.key, c.ref.token}] > 1) {
-      violation("exclusion", "two clients hold %s with the same token \"%.8s\" at once", c.ref.key.c_str(),
-                c.ref.token.c_str());
+      violation("exclusion", "two clients hold %s with the same token \"%.8s\" at once",
+                c.ref.key.c_str(), c.ref.token.c_str());
     }
     check_truth(std::prev(it)->first.first, c);
   }
   for (const auto& h : holders) {
     const int limit = h.first == "S" ? w_.config().permits : 1;
     if (h.second > limit) {
-      violation("exclusion", "%d clients hold %s at once (limit %d)", h.second, h.first.c_str(), limit);
+      violation("exclusion", "%d clients hold %s at once (limit %d)", h.second, h.first.c_str(),
+                limit);
     }
   }
 }
@@ -373,8 +389,10 @@ void Checker::check_liveness() {
     if (it == starved_since_.end()) {
       starved_since_[k.first] = now;
     } else if (now - it->second > bound) {
-      violation("liveness", "%s free for %.1f ms with %d waiting clients (faults stopped; bound %.1f ms)",
-                k.first.c_str(), static_cast<double>(now - it->second) / 1e6, n, static_cast<double>(bound) / 1e6);
+      violation("liveness",
+                "%s free for %.1f ms with %d waiting clients (faults stopped; bound %.1f ms)",
+                k.first.c_str(), static_cast<double>(now - it->second) / 1e6, n,
+                static_cast<double>(bound) / 1e6);
     }
   }
 }

@@ -21,8 +21,8 @@
 #include <cstdint>
 #include <map>
 #include <set>
-#include <tuple>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "model/rval.h"
@@ -118,8 +118,8 @@ class Checker {
   bool straggler(const Obligation& o, int server) const;
   void note_release_written(int client, int server, int conn, const std::string& token);
   void check_liveness();
-  void on_script(int server, int client, const std::string& name, const std::vector<std::string>& argv,
-                 const RVal& reply, int64_t closed_at);
+  void on_script(int server, int client, const std::string& name,
+                 const std::vector<std::string>& argv, const RVal& reply, int64_t closed_at);
   void taint(int client, const std::string& token, const char* what);
 
   World& w_;
@@ -127,8 +127,9 @@ class Checker {
   std::map<std::string, uint64_t> last_fence_;
   std::map<std::string, int> last_fence_client_;
   std::map<std::pair<int, std::string>, uint64_t> client_admits_, server_admits_;
-  std::map<std::string, int64_t> cooldown_last_;                // key -> server ms of last admission
-  std::map<std::pair<std::string, int64_t>, int> quota_window_;  // (key, window end ms) -> admissions
+  std::map<std::string, int64_t> cooldown_last_;  // key -> server ms of last admission
+  std::map<std::pair<std::string, int64_t>, int>
+      quota_window_;  // (key, window end ms) -> admissions
   std::map<std::string, std::map<int, bool>> waiters_;
   std::map<std::string, int64_t> starved_since_;
   std::map<int, Poll> polls_;
@@ -142,10 +143,10 @@ class Checker {
     int64_t last_written = -1;
   };
   std::map<std::pair<int, int>, std::map<std::string, ReleaseNote>> releases_;
-  std::map<std::pair<int, std::string>, bool> tainted_;  // (client, token)
+  std::map<std::pair<int, std::string>, bool> tainted_;              // (client, token)
   std::map<std::pair<int, std::string>, int64_t> token_first_sent_;  // first request with it
   std::map<std::pair<int, std::string>, int64_t> last_release_;      // last release written
-  std::map<std::pair<int, std::string>, int64_t> fresh_exec_;        // last run on an open connection
+  std::map<std::pair<int, std::string>, int64_t> fresh_exec_;  // last run on an open connection
   // Quorum: the connection to each server that had a request in flight
   // when the client began releasing a token (the release must be queued
   // behind it), and the tokens whose release each connection carried.

@@ -111,7 +111,8 @@ void Checker::check_obligations() {
       o.done[s] = true;
       if (exempt(o, si)) continue;
       if (held_until(si, o.ref) > w_.now() && !refused(o, si) && !straggler(o, si)) {
-        violation("cleanup", "c%d's %s token %.8s... is still on s%d after its release/failed acquire settled",
+        violation("cleanup",
+                  "c%d's %s token %.8s... is still on s%d after its release/failed acquire settled",
                   o.client, o.ref.key.c_str(), o.ref.token.c_str(), si);
       }
     }
@@ -129,7 +130,8 @@ void Checker::at_end() {
     for (size_t s = 0; s < o.pending.size(); ++s) {
       if (!o.done[s] && !exempt(o, static_cast<int>(s)) &&
           held_until(static_cast<int>(s), o.ref) > w_.now()) {
-        violation("cleanup", "c%d's %s token still on s%zu at the end", o.client, o.ref.key.c_str(), s);
+        violation("cleanup", "c%d's %s token still on s%zu at the end", o.client, o.ref.key.c_str(),
+                  s);
       }
     }
   }
@@ -150,7 +152,8 @@ void Checker::at_end() {
     for (const auto& c : k.second) waiting += c.second ? 1 : 0;
   }
   for (int c = 0; c < w_.config().clients; ++c) {
-    if (!w_.client(c).finished) violation("liveness", "c%d never finished (%d clients waiting)", c, waiting);
+    if (!w_.client(c).finished)
+      violation("liveness", "c%d never finished (%d clients waiting)", c, waiting);
   }
 }
 

@@ -39,7 +39,8 @@ Fault World::random_fault(int64_t start) {
     // The delayed-restart rule: down for longer than any lease it held could
     // last (not the TTL: extends in 'add' mode stack up; the workloads reach
     // about 10 TTLs), plus the drift.
-    if (cfg_.delayed_restart && f.c) f.end = f.start + 12 * ttl + 50 * kMs + fault_rng_.uniform(0, ttl);
+    if (cfg_.delayed_restart && f.c)
+      f.end = f.start + 12 * ttl + 50 * kMs + fault_rng_.uniform(0, ttl);
   } else if (kind < 8) {
     f.kind = FaultKind::kClientPause;
     f.a = static_cast<int>(fault_rng_.uniform(0, any_client));
@@ -105,7 +106,8 @@ void World::rogue(bool on) {
       continue;
     }
     const Entry* e = ks.peek(key, us / 1000);
-    if (e && e->type == KeyType::kString && e->str == "rogue-holder") ks.call({"DEL", key}, us / 1000, us);
+    if (e && e->type == KeyType::kString && e->str == "rogue-holder")
+      ks.call({"DEL", key}, us / 1000, us);
   }
 }
 
@@ -117,7 +119,8 @@ void World::start_partition(const Fault& f) {
   }
   unreachable_until(f.a, f.b, f.end);
   trace("fault: partition c%d-s%d %s until %.3f", f.a, f.b,
-        f.c == 3 ? "both ways" : (f.c == 1 ? "to server" : "to client"), static_cast<double>(f.end) / 1e6);
+        f.c == 3 ? "both ways" : (f.c == 1 ? "to server" : "to client"),
+        static_cast<double>(f.end) / 1e6);
 }
 
 void World::start_restart(const Fault& f) {
@@ -135,16 +138,13 @@ void World::fault_start(int index) {
   ++stats_.faults[static_cast<int>(f.kind)];
   const double until = static_cast<double>(f.end) / 1e6;
   switch (f.kind) {
-    case FaultKind::kPartition:
-      start_partition(f);
-      break;
+    case FaultKind::kPartition: start_partition(f); break;
     case FaultKind::kServerPause:
-      if (server(f.a).state == ServerProc::State::kUp) server(f.a).state = ServerProc::State::kPaused;
+      if (server(f.a).state == ServerProc::State::kUp)
+        server(f.a).state = ServerProc::State::kPaused;
       trace("fault: s%d paused until %.3f", f.a, until);
       break;
-    case FaultKind::kServerRestart:
-      start_restart(f);
-      break;
+    case FaultKind::kServerRestart: start_restart(f); break;
     case FaultKind::kClientPause:
       client(f.a).paused = true;
       ++client(f.a).pause_count;
@@ -184,9 +184,7 @@ void World::fault_end(int index) {
                       ? nullptr
                       : &server(f.a);
   switch (f.kind) {
-    case FaultKind::kPartition:
-      trace("fault over: partition c%d-s%d", f.a, f.b);
-      break;
+    case FaultKind::kPartition: trace("fault over: partition c%d-s%d", f.a, f.b); break;
     case FaultKind::kServerPause:
       if (s->state != ServerProc::State::kPaused || still_faulted(f)) break;
       trace("fault over: s%d resumed", f.a);
@@ -198,11 +196,8 @@ void World::fault_end(int index) {
       s->lost.reset();
       trace("fault over: s%d up again", f.a);
       break;
-    case FaultKind::kClientPause:
-      end_client_pause(f);
-      break;
-    case FaultKind::kScriptFlush:
-      break;
+    case FaultKind::kClientPause: end_client_pause(f); break;
+    case FaultKind::kScriptFlush: break;
     case FaultKind::kRogueHolder:
       rogue(false);
       trace("fault over: the holder without TTL is gone");

@@ -143,11 +143,13 @@ void World::client_close(int id) {
 
 void World::client_send(int id, const uint8_t* data, size_t n) {
   SimConn& c = conn(id);
-  if (c.state != SimConn::State::kOpen || c.client_closed) model_fail("send on a connection not open");
+  if (c.state != SimConn::State::kOpen || c.client_closed)
+    model_fail("send on a connection not open");
   c.sent += n;
   trace("conn %d c%d>s%d: %s", id, c.client, c.server, requests_summary(data, n).c_str());
   Chunk ch;
-  checker_->on_client_send(c.client, c.server, id, std::string(reinterpret_cast<const char*>(data), n));
+  checker_->on_client_send(c.client, c.server, id,
+                           std::string(reinterpret_cast<const char*>(data), n));
   ch.bytes.assign(reinterpret_cast<const char*>(data), n);
   ch.ready_at = now_ + one_way_delay(true);
   // Now and then a request arrives in two pieces (the server must wait).
@@ -204,7 +206,8 @@ void World::settle(SimConn& c, uint64_t n) { c.settled += n; }
 std::vector<std::pair<int, uint64_t>> World::unsettled(int client, int server) const {
   std::vector<std::pair<int, uint64_t>> out;
   for (const auto& p : conns_) {
-    if (p->client == client && p->server == server && p->settled < p->sent) out.emplace_back(p->id, p->sent);
+    if (p->client == client && p->server == server && p->settled < p->sent)
+      out.emplace_back(p->id, p->sent);
   }
   return out;
 }

@@ -9,22 +9,14 @@ namespace sim {
 
 const char* work_name(Work w) {
   switch (w) {
-    case Work::kLock:
-      return "lock";
-    case Work::kLockKeeper:
-      return "lock+keeper";
-    case Work::kQuorum:
-      return "quorum";
-    case Work::kQuorumKeeper:
-      return "quorum+keeper";
-    case Work::kSemaphore:
-      return "semaphore";
-    case Work::kReentrant:
-      return "reentrant";
-    case Work::kCooldown:
-      return "cooldown";
-    case Work::kQuota:
-      return "quota";
+    case Work::kLock: return "lock";
+    case Work::kLockKeeper: return "lock+keeper";
+    case Work::kQuorum: return "quorum";
+    case Work::kQuorumKeeper: return "quorum+keeper";
+    case Work::kSemaphore: return "semaphore";
+    case Work::kReentrant: return "reentrant";
+    case Work::kCooldown: return "cooldown";
+    case Work::kQuota: return "quota";
   }
   return "?";
 }
@@ -45,7 +37,7 @@ void pick_work(RunConfig& c, Prng& r, const RunOverrides& o) {
     }
     return;
   }
-  const Work single[] = {Work::kLock, Work::kLock, Work::kLockKeeper, Work::kSemaphore,
+  const Work single[] = {Work::kLock,      Work::kLock,     Work::kLockKeeper, Work::kSemaphore,
                          Work::kReentrant, Work::kCooldown, Work::kQuota};
   const Work a = r.pick(single);
   const Work b = r.chance(0.4) ? r.pick(single) : a;
@@ -158,19 +150,19 @@ std::string RunConfig::describe() const {
     if (i) works += ",";
     works += work_name(work[i]);
   }
-  std::snprintf(buf, sizeof buf,
-                "seed %llu: %d clients [%s], %d server%s, ttl %lld ms, command timeout %lld ms, "
-                "period %lld ms, quota %d, permits %d, wake %s, delay %lld-%lld us, tail %.4f "
-                "%lld-%lld ms, reset %.3f/%.3f, faults %.2f/s for %lld ms%s%s",
-                static_cast<unsigned long long>(seed), clients, works.c_str(), servers,
-                servers > 1 ? "s" : "", static_cast<long long>(ttl_ms),
-                static_cast<long long>(command_timeout_ms), static_cast<long long>(period_ms),
-                quota_max, permits, wake_on_release ? "on" : "off",
-                static_cast<long long>(delay_min_ns / 1000), static_cast<long long>(delay_max_ns / 1000),
-                p_tail, static_cast<long long>(tail_min_ns / kMs), static_cast<long long>(tail_max_ns / kMs),
-                p_reset_before, p_reset_after,
-                faults_per_s, static_cast<long long>(fault_phase_ns / kMs),
-                data_loss ? ", data loss" : "", delayed_restart ? " (delayed restart)" : "");
+  std::snprintf(
+      buf, sizeof buf,
+      "seed %llu: %d clients [%s], %d server%s, ttl %lld ms, command timeout %lld ms, "
+      "period %lld ms, quota %d, permits %d, wake %s, delay %lld-%lld us, tail %.4f "
+      "%lld-%lld ms, reset %.3f/%.3f, faults %.2f/s for %lld ms%s%s",
+      static_cast<unsigned long long>(seed), clients, works.c_str(), servers,
+      servers > 1 ? "s" : "", static_cast<long long>(ttl_ms),
+      static_cast<long long>(command_timeout_ms), static_cast<long long>(period_ms), quota_max,
+      permits, wake_on_release ? "on" : "off", static_cast<long long>(delay_min_ns / 1000),
+      static_cast<long long>(delay_max_ns / 1000), p_tail,
+      static_cast<long long>(tail_min_ns / kMs), static_cast<long long>(tail_max_ns / kMs),
+      p_reset_before, p_reset_after, faults_per_s, static_cast<long long>(fault_phase_ns / kMs),
+      data_loss ? ", data loss" : "", delayed_restart ? " (delayed restart)" : "");
   return buf;
 }
 

@@ -22,15 +22,15 @@ enum class Work : uint8_t {
 const char* work_name(Work w);
 
 struct RunOverrides {
-  int clients = 0;          // 0: from the seed
-  int servers = 0;          // 0: from the seed
-  int work = -1;            // -1: from the seed, else a Work for every client
-  bool data_loss = false;   // restarts may lose the data (Redlock's limit)
+  int clients = 0;               // 0: from the seed
+  int servers = 0;               // 0: from the seed
+  int work = -1;                 // -1: from the seed, else a Work for every client
+  bool data_loss = false;        // restarts may lose the data (Redlock's limit)
   bool delayed_restart = false;  // ... but stay down longer than a TTL
   bool strict_cleanup = false;   // no exemption for abandoned single-server commands
   bool strict = false;           // check leases touched by known defects too
   bool no_faults = false;
-  double fault_scale = 1.0; // multiplies every fault rate
+  double fault_scale = 1.0;   // multiplies every fault rate
   bool late_replies = false;  // always the late-reply profile (below)
 };
 
@@ -38,14 +38,14 @@ struct RunConfig {
   uint64_t seed = 1;
   int clients = 2;
   int servers = 1;
-  std::vector<Work> work;   // per client
+  std::vector<Work> work;  // per client
   int64_t ttl_ms = 1000;
   int64_t command_timeout_ms = 200;
   int64_t period_ms = 500;  // cooldown period / quota window
   int quota_max = 3;
   int permits = 1;
   double drift_factor = 0.01;
-  int64_t ppm_max = 4500;   // |clock rate error|, each process
+  int64_t ppm_max = 4500;  // |clock rate error|, each process
   bool wake_on_release = true;
   bool password = false;
   int db = 0;
@@ -56,19 +56,19 @@ struct RunConfig {
   // Network.
   int64_t delay_min_ns = 20000;
   int64_t delay_max_ns = 2000000;
-  double p_tail = 0;           // a message delayed long (up to past the TTL)
+  double p_tail = 0;  // a message delayed long (up to past the TTL)
   int64_t tail_min_ns = 0;
   int64_t tail_max_ns = 0;
-  double p_reset_before = 0;   // a request lost with its connection
-  double p_reset_after = 0;    // a reply lost with its connection
+  double p_reset_before = 0;  // a request lost with its connection
+  double p_reset_after = 0;   // a reply lost with its connection
   // Faults: mean number per second of the fault phase, and the kinds used.
   double faults_per_s = 0;
   bool data_loss = false;
   bool delayed_restart = false;
   bool strict_cleanup = false;
   bool strict = false;
-  bool print_trace = false;    // every trace line to stdout
-  bool quiet = false;          // no violation report (mutation scans)
+  bool print_trace = false;  // every trace line to stdout
+  bool quiet = false;        // no violation report (mutation scans)
 
   static RunConfig from_seed(uint64_t seed, const RunOverrides& o);
   std::string describe() const;

@@ -46,7 +46,8 @@ std::string request_text(const std::vector<std::string>& argv) {
 
 }  // namespace
 
-class ServerSink final : public ServerCore::Sink, public ServerCore::Interceptor,
+class ServerSink final : public ServerCore::Sink,
+                         public ServerCore::Interceptor,
                          public ServerCore::Observer {
  public:
   ServerSink(World* w, int server) : w_(w), server_(server) {}
@@ -88,7 +89,8 @@ class ServerSink final : public ServerCore::Sink, public ServerCore::Interceptor
     ++w_->stats_.requests;
     w_->trace("s%d c%d: %s -> %s", server_, c.client, request_text(argv).c_str(),
               blocked ? "(blocks)" : describe(reply, 60).c_str());
-    w_->checker().on_request(server_, c.client, argv, reply, blocked, c.client_closed ? c.closed_at : -1);
+    w_->checker().on_request(server_, c.client, argv, reply, blocked,
+                             c.client_closed ? c.closed_at : -1);
   }
 
  private:
@@ -139,7 +141,8 @@ void World::server_crash(ServerProc& s, bool lose_data) {
   for (auto& cp : conns_) {
     SimConn& c = *cp;
     if (c.server != s.id) continue;
-    if (c.server_side || !c.c2s.q.empty() || !c.s2c.q.empty()) reset_conn(c, now_ + one_way_delay(false));
+    if (c.server_side || !c.c2s.q.empty() || !c.s2c.q.empty())
+      reset_conn(c, now_ + one_way_delay(false));
     c.server_side = false;
   }
   for (auto& p : s.pending) settle(conn(p.first), p.second.bytes.size());

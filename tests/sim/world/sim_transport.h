@@ -21,8 +21,8 @@ class SimTransport final : public Transport {
   SimTransport(const SimTransport&) = delete;
   SimTransport& operator=(const SimTransport&) = delete;
 
-  Status open(const Endpoint& ep, const ResolvedHost& addrs, const TlsOptions& tls, Deadline deadline,
-              Clock& clock, ErrorText& err) override;
+  Status open(const Endpoint& ep, const ResolvedHost& addrs, const TlsOptions& tls,
+              Deadline deadline, Clock& clock, ErrorText& err) override;
   void close() override;
   bool is_open() const override { return conn_ >= 0; }
   Result<size_t> write_some(const uint8_t* data, size_t n, ErrorText& err) override;

@@ -37,10 +37,11 @@ class Env {
       o.command_timeout = Millis(cfg.command_timeout_ms);
       o.connect_timeout = Millis(cfg.command_timeout_ms);
       char url[128];
-      std::snprintf(url, sizeof url, "redis://%s127.0.0.1:%d/%d", cfg.password ? ":sim-secret@" : "",
-                    kSimPortBase + s, cfg.db);
+      std::snprintf(url, sizeof url, "redis://%s127.0.0.1:%d/%d",
+                    cfg.password ? ":sim-secret@" : "", kSimPortBase + s, cfg.db);
       if (!conns_.back()->setup(url, o).ok()) {
-        w_.checker().violation("setup", "c%d: connection setup failed: %s", c_, conns_.back()->last_error());
+        w_.checker().violation("setup", "c%d: connection setup failed: %s", c_,
+                               conns_.back()->last_error());
         return false;
       }
     }
@@ -81,21 +82,19 @@ class Env {
   /// How long to wait in acquire(): 0 (try once), short, long, or forever.
   Nanos pick_wait() {
     switch (rng_.uniform(0, 5)) {
-      case 0:
-        return Nanos(0);
-      case 1:
-        return Nanos(rng_.log_uniform(kWorkMs, ttl_ns()));
-      case 2:
-        return kForever;
-      default:
-        return Nanos(rng_.log_uniform(ttl_ns() / 4, 6 * ttl_ns()));
+      case 0: return Nanos(0);
+      case 1: return Nanos(rng_.log_uniform(kWorkMs, ttl_ns()));
+      case 2: return kForever;
+      default: return Nanos(rng_.log_uniform(ttl_ns() / 4, 6 * ttl_ns()));
     }
   }
   /// Time between cycles (never 0: an application retrying at once would
   /// itself be polling).
   void think() { sleep(rng_.log_uniform(5 * kWorkMs, ttl_ns())); }
   /// How long to hold: mostly within the validity, sometimes past it.
-  int64_t pick_hold() { return rng_.log_uniform(kWorkMs / 2, rng_.chance(0.1) ? 3 * ttl_ns() : ttl_ns() / 2); }
+  int64_t pick_hold() {
+    return rng_.log_uniform(kWorkMs / 2, rng_.chance(0.1) ? 3 * ttl_ns() : ttl_ns() / 2);
+  }
   uint32_t pauses() const { return w_.client(c_).pause_count; }
 
  private:
@@ -133,7 +132,8 @@ inline void may_shorten(Env& e, Millis ttl, int slot = 0) {
   const int64_t old_end = e.checker().claim_end(e.id(), slot);
   if (old_end <= e.w().now()) return;
   const double f = e.w().config().drift_factor;
-  const Nanos valid = Nanos(ttl) - Nanos(static_cast<int64_t>(static_cast<double>(Nanos(ttl).count()) * f)) -
+  const Nanos valid = Nanos(ttl) -
+                      Nanos(static_cast<int64_t>(static_cast<double>(Nanos(ttl).count()) * f)) -
                       Millis(2);
   const int64_t could = e.end_after(valid);
   if (could < old_end) e.checker().shorten(e.id(), slot, could);
@@ -166,7 +166,8 @@ Status renewal(Env& e, const L& lock, F call) {
   const uint32_t pauses = e.pauses();
   const Status s = call();
   if (end >= 0 && e.pauses() == pauses && e.w().now() > end + 1000) {
-    e.checker().violation("contract", "c%d: a renewal returned %.3f ms after the validity it renewed ended",
+    e.checker().violation("contract",
+                          "c%d: a renewal returned %.3f ms after the validity it renewed ended",
                           e.id(), static_cast<double>(e.w().now() - end) / 1e6);
   }
   return s;
@@ -205,11 +206,8 @@ void hold(Env& e, L& lock, const LeaseRef& ref) {
         may_shorten(e, Millis(e.w().config().ttl_ms));
         after_ok(e, lock, renewal(e, lock, [&] { return lock.renew(); }), "renew");
         break;
-      case 2:
-        lock.owned().status().ignore();
-        break;
-      default:
-        break;
+      case 2: lock.owned().status().ignore(); break;
+      default: break;
     }
     report(e, lock, ref);
   }
@@ -225,8 +223,9 @@ void keep(Env& e, L& lock, const LeaseRef& ref, LeaseKeeper& keeper) {
   for (int i = 0; i < 100000 && e.w().now() < stop; ++i) {
     const int64_t believed = e.checker().claim_end(e.id(), 0);
     const Deadline next = keeper.next_deadline();
-    const int64_t wake =
-        next.is_never() ? stop : e.w().true_at_local(e.id(), next.when().time_since_epoch().count());
+    const int64_t wake = next.is_never()
+                             ? stop
+                             : e.w().true_at_local(e.id(), next.when().time_since_epoch().count());
     e.sleep_until(wake < stop ? wake : stop);
     if (e.w().now() >= stop) break;
     const LeaseState st = keeper.service();

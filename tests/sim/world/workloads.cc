@@ -61,7 +61,8 @@ QuorumOptions quorum_options(Env& e) {
 // still give it a higher fence than the crashed holder's.
 bool quorum_life(Env& e, bool with_keeper) {
   QuorumLock lock;
-  if (!lock.init(e.conn_array(), e.w().server_count(), Bytes::from_cstr("Q"), quorum_options(e)).ok()) {
+  if (!lock.init(e.conn_array(), e.w().server_count(), Bytes::from_cstr("Q"), quorum_options(e))
+           .ok()) {
     return false;
   }
   e.checker().set_retry_min(e.id(), Millis(2).count());
@@ -81,7 +82,8 @@ bool quorum_life(Env& e, bool with_keeper) {
       after_ok(e, lock, s, "acquire");
       if (e.rng().chance(0.03)) {
         e.checker().unclaim(e.id(), 0);
-        e.w().trace("c%d crashed holding Q (fence %llu)", e.id(), static_cast<unsigned long long>(lock.fence()));
+        e.w().trace("c%d crashed holding Q (fence %llu)", e.id(),
+                    static_cast<unsigned long long>(lock.fence()));
         return true;
       }
       if (with_keeper) {
@@ -114,30 +116,14 @@ void client_main(World& w, int client) {
   Env e(w, client);
   if (!e.setup()) return;
   switch (w.config().work[static_cast<size_t>(client)]) {
-    case Work::kLock:
-      run_lock(e, false);
-      break;
-    case Work::kLockKeeper:
-      run_lock(e, true);
-      break;
-    case Work::kQuorum:
-      run_quorum(e, false);
-      break;
-    case Work::kQuorumKeeper:
-      run_quorum(e, true);
-      break;
-    case Work::kSemaphore:
-      run_semaphore(e);
-      break;
-    case Work::kReentrant:
-      run_reentrant(e);
-      break;
-    case Work::kCooldown:
-      run_cooldown(e);
-      break;
-    case Work::kQuota:
-      run_quota(e);
-      break;
+    case Work::kLock: run_lock(e, false); break;
+    case Work::kLockKeeper: run_lock(e, true); break;
+    case Work::kQuorum: run_quorum(e, false); break;
+    case Work::kQuorumKeeper: run_quorum(e, true); break;
+    case Work::kSemaphore: run_semaphore(e); break;
+    case Work::kReentrant: run_reentrant(e); break;
+    case Work::kCooldown: run_cooldown(e); break;
+    case Work::kQuota: run_quota(e); break;
   }
 }
 

@@ -120,8 +120,8 @@ void World::resume(int client) {
   }
   if (c.last_resume_t == now_) {
     if (++c.steps_at_instant > kSpinLimit) {
-      checker_->violation("spin", "client %d resumed %llu times without time moving (busy loop)", client,
-                          static_cast<unsigned long long>(c.steps_at_instant));
+      checker_->violation("spin", "client %d resumed %llu times without time moving (busy loop)",
+                          client, static_cast<unsigned long long>(c.steps_at_instant));
       return;
     }
   } else {
@@ -140,15 +140,9 @@ void World::dispatch(const Event& e) {
     case Ev::kWake:
       if (static_cast<uint64_t>(e.c) == clients_[static_cast<size_t>(e.a)].wait_gen) resume(e.a);
       break;
-    case Ev::kPump:
-      pump(e.a, e.b);
-      break;
-    case Ev::kSyn:
-      on_syn(e.a);
-      break;
-    case Ev::kSynAck:
-      on_syn_ack(e.a, e.b != 0);
-      break;
+    case Ev::kPump: pump(e.a, e.b); break;
+    case Ev::kSyn: on_syn(e.a); break;
+    case Ev::kSynAck: on_syn_ack(e.a, e.b != 0); break;
     case Ev::kResetArrive: {
       SimConn& c = conn(e.a);
       if (!c.client_closed && c.state != SimConn::State::kReset) {
@@ -159,15 +153,9 @@ void World::dispatch(const Event& e) {
       }
       break;
     }
-    case Ev::kServerTimer:
-      server_timer(e.a);
-      break;
-    case Ev::kFaultStart:
-      fault_start(e.a);
-      break;
-    case Ev::kFaultEnd:
-      fault_end(e.a);
-      break;
+    case Ev::kServerTimer: server_timer(e.a); break;
+    case Ev::kFaultStart: fault_start(e.a); break;
+    case Ev::kFaultEnd: fault_end(e.a); break;
     case Ev::kCalm:
       calm_ = true;
       trace("calm: faults stop");

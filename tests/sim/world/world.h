@@ -74,26 +74,26 @@ struct SimConn {
   int client = 0;
   int server = 0;
   State state = State::kConnecting;
-  bool client_closed = false;   // the client closed it (FIN follows its bytes)
-  int64_t closed_at = -1;       // when
-  bool server_side = false;     // the server process has it open
-  bool server_fin = false;      // the server closed it (restart): EOF after rx
-  std::string rx;               // received, not yet read by the client
+  bool client_closed = false;  // the client closed it (FIN follows its bytes)
+  int64_t closed_at = -1;      // when
+  bool server_side = false;    // the server process has it open
+  bool server_fin = false;     // the server closed it (restart): EOF after rx
+  std::string rx;              // received, not yet read by the client
   Pipe c2s, s2c;
-  uint64_t delivered = 0;       // bytes handed to the server process
-  uint64_t consumed = 0;        // of those, parsed as requests
-  uint64_t sent = 0;            // bytes the client wrote
-  uint64_t settled = 0;         // of those, parsed by the server or lost
+  uint64_t delivered = 0;  // bytes handed to the server process
+  uint64_t consumed = 0;   // of those, parsed as requests
+  uint64_t sent = 0;       // bytes the client wrote
+  uint64_t settled = 0;    // of those, parsed by the server or lost
 };
 
 enum class FaultKind : uint8_t {
-  kPartition,     // a = client, b = server, c = 1: to server, 2: to client, 3: both
-  kServerPause,   // a = server (SIGSTOP .. SIGCONT)
-  kServerRestart, // a = server; c = 1: data lost
-  kClientPause,   // a = client (the process frozen)
-  kScriptFlush,   // a = server
-  kErrorReplies,  // a = server, c = which error
-  kRogueHolder,   // the lock key held without a TTL by something else (every server)
+  kPartition,      // a = client, b = server, c = 1: to server, 2: to client, 3: both
+  kServerPause,    // a = server (SIGSTOP .. SIGCONT)
+  kServerRestart,  // a = server; c = 1: data lost
+  kClientPause,    // a = client (the process frozen)
+  kScriptFlush,    // a = server
+  kErrorReplies,   // a = server, c = which error
+  kRogueHolder,    // the lock key held without a TTL by something else (every server)
 };
 
 struct Fault {
@@ -140,13 +140,13 @@ struct ClientProc {
 struct RunStats {
   uint64_t events = 0;
   uint64_t requests = 0;
-  uint64_t faults[8] = {};   // by FaultKind
-  uint64_t resets = 0;       // connection resets injected
-  uint64_t long_delays = 0;  // messages delayed past the TTL
-  uint64_t grants = 0;       // acquire/enter/take ok (workloads)
+  uint64_t faults[8] = {};      // by FaultKind
+  uint64_t resets = 0;          // connection resets injected
+  uint64_t long_delays = 0;     // messages delayed past the TTL
+  uint64_t grants = 0;          // acquire/enter/take ok (workloads)
   uint64_t holder_crashes = 0;  // quorum holders dead right after a grant (workloads)
   uint64_t violations = 0;
-  uint64_t known_defects = 0;  // leases a known defect touched (not checked)
+  uint64_t known_defects = 0;      // leases a known defect touched (not checked)
   uint64_t fence_regressions = 0;  // after a restart that lost the counters
   int64_t sim_ns = 0;
 };
@@ -191,7 +191,9 @@ class World {
   ServerProc& server(int i) { return servers_[static_cast<size_t>(i)]; }
   const ServerProc& server(int i) const { return servers_[static_cast<size_t>(i)]; }
   ClientProc& client(int i) { return clients_[static_cast<size_t>(i)]; }
-  int64_t server_us(int s, int64_t t) const { return servers_[static_cast<size_t>(s)].clock.local(t) / 1000; }
+  int64_t server_us(int s, int64_t t) const {
+    return servers_[static_cast<size_t>(s)].clock.local(t) / 1000;
+  }
   /// The first true instant at which server s's clock reads `us`.
   int64_t true_at_server_us(int s, int64_t us) const {
     return servers_[static_cast<size_t>(s)].clock.true_at(us * 1000);
@@ -226,7 +228,9 @@ class World {
 
  private:
   friend class ServerSink;
-  size_t key(int c, int s) const { return static_cast<size_t>(c) * servers_.size() + static_cast<size_t>(s); }
+  size_t key(int c, int s) const {
+    return static_cast<size_t>(c) * servers_.size() + static_cast<size_t>(s);
+  }
   void schedule(int64_t t, Ev kind, int a = 0, int b = 0, int64_t c = 0);
   void dispatch(const Event& e);
   void resume(int client);
