@@ -76,20 +76,21 @@ namespace detail {
   "end\n"
 
 // KEYS[1] = lock key, KEYS[2] = fence counter (shared with Lock, so fences
-// stay monotonic if a key moves between the two), KEYS[3] = queue.
-// ARGV[1] = token, ARGV[2] = ttl ms, ARGV[3] = waiter timeout ms: positive
-// to join (or stay in) the queue, negative to only try.
-// Grants when the lock is free and nobody is queued ahead (or the key
-// holds our token already: a retry after a lost reply re-arms it), leaving
-// the queue: returns {fence >= 1, seq of the next waiter or 0}. Otherwise
-// returns {-wait_ms <= 0, position, seq}: wait_ms = the holder's PTTL (0:
-// no TTL), or, when the lock is free but another waiter is at the head,
-// the time until that waiter's deadline (a dead head is dropped then);
-// position = our place (1 = head; arrivals ahead that left count until the
-// head passes them) and seq our arrival number, both 0 if not queued. (A
-// grant leads with a positive integer, so a replicated back end confirms
-// it with WAIT; a busy answer does not.) The fence INCR is
-// the grant's first write; its failure (wrong type, INT64_MAX, OOM) is the
+// stay monotonic if a key moves between the two), KEYS[3] = queue. ARGV[1]
+// = token, ARGV[2] = ttl ms, ARGV[3] = waiter timeout ms: positive to join
+// (or stay in) the queue, negative to only try. Grants when the lock is
+// free and nobody is queued ahead (or the key holds our token already: a
+// retry after a lost reply re-arms it, to max(its PTTL, ttl): never
+// shorter, as a retry given up on may run after a longer extend succeeded),
+// leaving the queue: returns {fence >= 1, seq of the next waiter or 0}.
+// Otherwise returns {-wait_ms <= 0, position, seq}: wait_ms = the holder's
+// PTTL (0: no TTL), or, when the lock is free but another waiter is at the
+// head, the time until that waiter's deadline (a dead head is dropped
+// then); position = our place (1 = head; arrivals ahead that left count
+// until the head passes them) and seq our arrival number, both 0 if not
+// queued. (A grant leads with a positive integer, so a replicated back end
+// confirms it with WAIT; a busy answer does not.) The fence INCR is the
+// grant's first write; its failure (wrong type, INT64_MAX, OOM) is the
 // server's error naming the counter, with the lock key unset.
 constexpr Script kFairAcquireScript = make_script(
     "local C, Q, tok, wt = redis.call, KEYS[3], ARGV[1], tonumber(ARGV[3])\n"
@@ -102,7 +103,9 @@ constexpr Script kFairAcquireScript = make_script(
     "if type(f) == 'table' then\n"
     "return redis.error_reply(tostring(f.err)..' (edgelock fence counter)')\n"
     "end\n"
-    "C('SET', KEYS[1], tok, 'PX', ARGV[2])\n"
+    "local px = ARGV[2]\n"
+    "if cur then px = math.max(C('PTTL', KEYS[1]), tonumber(px)) end\n"
+    "C('SET', KEYS[1], tok, 'PX', px)\n"
     "local s = entry(tok)\n"
     "if s then drop(tok, s) end\n"
     "local nw, ns = head()\n"

@@ -12,26 +12,33 @@ namespace detail {
 // ARGV[1] = token, ARGV[2] = ttl ms. Returns the new fencing token (>= 1),
 // or -(holder's PTTL) (<= 0; 0 also for a holder without TTL) when busy.
 // Retrying with our own token after a lost reply is safe: it re-arms our
-// key instead of failing as busy. All or nothing: the only write that can
-// fail (INCR: counter of the wrong type, not an integer, or at INT64_MAX;
-// or OOM / READONLY at the first write) comes first, and its failure is
-// the server's error reply (its code kept) naming the fence counter, with
-// nothing written.
+// key instead of failing as busy, to max(its PTTL, ttl). Never shorter: a
+// retry given up on may run after a longer extend succeeded and must not
+// undo it (the client counts the acquire's ttl, no more than the server
+// keeps; a key of ours without TTL gets ttl). All or nothing: the only
+// write that can fail (INCR: counter of the wrong type, not an integer, or
+// at INT64_MAX; or OOM / READONLY at the first write) comes first, and its
+// failure is the server's error reply (its code kept) naming the fence
+// counter, with nothing written.
 // Optional KEYS[3] = the wake list: a grant clears any leftover release
 // signal, since the lock is no longer free (it would only cause a spurious
 // wake-up; our own release will signal again). DEL works on any type.
 constexpr Script kAcquireScript = make_script(
     "local cur = redis.call('GET', KEYS[1])\n"
-    "if cur and cur ~= ARGV[1] then\n"
+    "local px = ARGV[2]\n"
+    "if cur then\n"
     "  local t = redis.call('PTTL', KEYS[1])\n"
-    "  if t < 0 then t = 0 end\n"
-    "  return -t\n"
+    "  if cur ~= ARGV[1] then\n"
+    "    if t < 0 then t = 0 end\n"
+    "    return -t\n"
+    "  end\n"
+    "  if t > tonumber(ARGV[2]) then px = t end\n"
     "end\n"
     "local f = redis.pcall('INCR', KEYS[2])\n"
     "if type(f) == 'table' then\n"
     "  return redis.error_reply(tostring(f.err) .. ' (edgelock fence counter)')\n"
     "end\n"
-    "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
+    "redis.call('SET', KEYS[1], ARGV[1], 'PX', px)\n"
     "if KEYS[3] then redis.call('DEL', KEYS[3]) end\n"
     "return f\n");
 
@@ -39,22 +46,26 @@ constexpr Script kAcquireScript = make_script(
 // ARGV[1] = token, ARGV[2] = ttl ms, ARGV[3] = the client's proposed fence
 // f (decimal, >= 1). On a grant the counter becomes max(counter + 1, f),
 // atomically with the SET, and is returned (>= 1). Busy: {-(holder's PTTL)
-// (<= 0; 0 also for a holder without TTL), the counter (0 if none or not
-// an integer)}, so a waiter learns where the counter stands. The counter
-// only ever grows. Same-token retries re-arm, as kAcquireScript. All or
-// nothing: the counter write (INCR, or SET to f when f is further ahead;
-// the only writes that can fail, with the server's error naming the fence
-// counter) comes before the lock key is written. A counter that is not an
-// integer (or of another type) is left to INCR, which refuses it.
+// (<= 0; 0 also for a holder without TTL), the counter (0 if none or not an
+// integer)}, so a waiter learns where the counter stands. The counter only
+// ever grows. Same-token retries re-arm (never shorter), as kAcquireScript.
+// All or nothing: the counter write (INCR, or SET to f when f is further
+// ahead; the only writes that can fail, with the server's error naming the
+// fence counter) comes before the lock key is written. A counter that is
+// not an integer (or of another type) is left to INCR, which refuses it.
 constexpr Script kQuorumAcquireScript = make_script(
     "local cur = redis.call('GET', KEYS[1])\n"
     "local c = redis.pcall('GET', KEYS[2])\n"
     "local n = 0\n"
     "if c then n = type(c) == 'string' and string.find(c, '^%-?%d+$') and tonumber(c) end\n"
-    "if cur and cur ~= ARGV[1] then\n"
+    "local px = ARGV[2]\n"
+    "if cur then\n"
     "  local t = redis.call('PTTL', KEYS[1])\n"
-    "  if t < 0 then t = 0 end\n"
-    "  return {-t, n or 0}\n"
+    "  if cur ~= ARGV[1] then\n"
+    "    if t < 0 then t = 0 end\n"
+    "    return {-t, n or 0}\n"
+    "  end\n"
+    "  if t > tonumber(ARGV[2]) then px = t end\n"
     "end\n"
     "local f = tonumber(ARGV[3])\n"
     "local r\n"
@@ -68,7 +79,7 @@ constexpr Script kQuorumAcquireScript = make_script(
     "if type(r) == 'table' and r.err then\n"
     "  return redis.error_reply(tostring(r.err) .. ' (edgelock fence counter)')\n"
     "end\n"
-    "redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
+    "redis.call('SET', KEYS[1], ARGV[1], 'PX', px)\n"
     "return c\n");
 
 // ARGV[1] = token. Returns 1 if deleted, 0 if not ours (left alone).

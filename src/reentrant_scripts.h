@@ -13,12 +13,14 @@ namespace detail {
 // ARGV[4] = handle nonce, ARGV[5] = the most levels we may hold already
 // (requests whose outcome we never learnt). Returns {depth, fence} when
 // granted: a hash of ours at any depth from want - 1 to ARGV[5] is set to
-// want and re-armed, so a retry whose grant already landed is not counted
-// twice. {0, pttl} when someone else holds it and we hold nothing, {-1, 0}
-// when we held levels and the key is gone or someone else's, {-2, depth}
-// when our depth is outside that range. Checks before it writes: a fence
-// counter that is not a count below 2^53 (beyond, Lua numbers would give two
-// grants one fence) or of the wrong type is an error reply, nothing written.
+// want and re-armed to max(its PTTL, ttl) (never shorter: a retry given up
+// on may run after a longer extend), so a retry whose grant already landed
+// is not counted twice. {0, pttl} when someone else holds it and we hold
+// nothing, {-1, 0} when we held levels and the key is gone or someone
+// else's, {-2, depth} when our depth is outside that range. Checks before
+// it writes: a fence counter that is not a count below 2^53 (beyond, Lua
+// numbers would give two grants one fence) or of the wrong type is an error
+// reply, nothing written.
 // Kept short: after a SCRIPT FLUSH its EVAL must fit the command buffer.
 constexpr Script kReentrantAcquireScript = make_script(
     "local call, k, w = redis.call, KEYS[1], tonumber(ARGV[3])\n"
@@ -40,7 +42,7 @@ constexpr Script kReentrantAcquireScript = make_script(
     "local d, f = tonumber(h[3]), tonumber(h[4])\n"
     "if not d or not f or d < w - 1 or d > tonumber(ARGV[5]) then return {-2, d or 0} end\n"
     "call('HSET', k, 'depth', w)\n"
-    "call('PEXPIRE', k, ARGV[2])\n"
+    "if call('PTTL', k) < tonumber(ARGV[2]) then call('PEXPIRE', k, ARGV[2]) end\n"
     "return {w, f}\n");
 
 // ARGV[1] = owner, ARGV[2] = depth wanted after the call, ARGV[3] = ttl ms,

@@ -23,17 +23,20 @@ namespace detail {
 
 // ARGV[1] = permit id, ARGV[2] = ttl ms, ARGV[3] = N. Returns {1, in use}
 // when granted (also when the id already holds a permit: a retry after a
-// lost reply re-arms it), else {0, ms until the first permit expires}, or
-// {-1, 0} for an empty id (every client sending one would share a permit).
+// lost reply re-arms it, its expiry max(old, now + ttl): never shorter, as
+// a retry given up on may run after a longer extend succeeded), else
+// {0, ms until the first permit expires}, or {-1, 0} for an empty id
+// (every client sending one would share a permit).
 constexpr Script kSemAcquireScript = make_script(
     "if ARGV[1] == '' then return {-1, 0} end\n"
     EDGELOCK_SEM_PRELUDE
     "local exp = now + tonumber(ARGV[2])\n"
-    "if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then\n"
-    "  if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then\n"
-    "    local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')\n"
-    "    return {0, tonumber(first[2]) - now}\n"
-    "  end\n"
+    "local old = redis.call('ZSCORE', KEYS[1], ARGV[1])\n"
+    "if old then\n"
+    "  exp = math.max(exp, tonumber(old))\n"
+    "elseif redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then\n"
+    "  local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')\n"
+    "  return {0, tonumber(first[2]) - now}\n"
     "end\n"
     "redis.call('ZADD', KEYS[1], exp, ARGV[1])\n"
     EDGELOCK_SEM_KEEP_KEY

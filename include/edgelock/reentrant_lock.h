@@ -66,12 +66,13 @@ class ReentrantLock final : public Lease {
   Status init(Bytes key, const ReentrantLockOptions& options = {}, Bytes owner = Bytes());
 
   /// One attempt: depth 0 -> 1, or (already held) depth + 1 with a fresh
-  /// TTL. Errors: kBusy (another owner holds it), kNotOwner (we held it
-  /// but it expired or the depth changed under us: all levels are lost),
-  /// kExpired (granted, but the round trip used up the validity; handed
-  /// back), kServerError (the fence counter is not a count below 2^53 or
-  /// not a string: nothing written; text in last_error()),
-  /// kInvalidArgument (not init()ed, or depth at 2^31), kProtocol, and
+  /// TTL (max(the key's TTL, options().ttl): never shorter). Errors: kBusy
+  /// (another owner holds it), kNotOwner (we held it but it expired or the
+  /// depth changed under us: all levels are lost), kExpired (granted, but
+  /// the round trip used up the validity; handed back), kServerError (the
+  /// fence counter is not a count below 2^53 or not a string: nothing
+  /// written; text in last_error()), kInvalidArgument (not init()ed, or
+  /// depth at 2^31), kProtocol, and
   /// Connection::command()'s (on Sentinel or Cluster Backend::eval()'s,
   /// kNoQuorum: replicas did not confirm the level). After kProtocol,
   /// kNoQuorum and the connection errors that leave the outcome unknown
@@ -80,7 +81,7 @@ class ReentrantLock final : public Lease {
   /// is safe (not counted twice) and release() removes it (at depth 0, or
   /// together with the level release() drops). The validity then is the
   /// lesser of the old one and what the attempt may have set (re-entry
-  /// re-arms the TTL to options().ttl).
+  /// re-arms the TTL to at least options().ttl).
   Status try_acquire();
   /// Tries until `wait` has passed (kForever or negative = forever) with
   /// backoff.

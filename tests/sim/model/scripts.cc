@@ -21,15 +21,17 @@ using namespace lua;  // NOLINT: the helpers every native uses
 
 RVal lock_acquire(ScriptRun& s) {
   SIM_CALL(cur, 1, "GET", key(s, 1));
-  if (cur.type == RType::kBulk && cur.s != arg(s, 1)) {
-    SIM_CALL(t, 3, "PTTL", key(s, 1));
-    return RVal::integer(t.i < 0 ? 0 : -t.i);
+  std::string px = arg(s, 2);
+  if (!cur.is_nil()) {
+    SIM_CALL(t, 4, "PTTL", key(s, 1));
+    if (cur.s != arg(s, 1)) return RVal::integer(t.i < 0 ? 0 : -t.i);
+    if (static_cast<double>(t.i) > arg_num(s, 2)) px = lua_num_arg(static_cast<double>(t.i));
   }
   const RVal f = call(s, {"INCR", key(s, 2)});
   if (f.is_error()) return RVal::error(f.s + " (edgelock fence counter)");
-  SIM_CALL(set, 11, "SET", key(s, 1), arg(s, 1), "PX", arg(s, 2));
+  SIM_CALL(set, 15, "SET", key(s, 1), arg(s, 1), "PX", px);
   if (s.keys->size() >= 3) {
-    SIM_CALL(del, 12, "DEL", key(s, 3));
+    SIM_CALL(del, 16, "DEL", key(s, 3));
   }
   return RVal::integer(via_lua(f.i));  // f went through a Lua number
 }
@@ -53,9 +55,11 @@ RVal lock_quorum_acquire(ScriptRun& s) {
   SIM_CALL(cur, 1, "GET", key(s, 1));
   double n = 0;
   const bool has_n = fence_counter(call(s, {"GET", key(s, 2)}), &n);
-  if (cur.type == RType::kBulk && cur.s != arg(s, 1)) {
-    SIM_CALL(t, 6, "PTTL", key(s, 1));
-    return ints({t.i < 0 ? 0 : -t.i, has_n ? to_reply_int(n) : 0});
+  std::string px = arg(s, 2);
+  if (!cur.is_nil()) {
+    SIM_CALL(t, 7, "PTTL", key(s, 1));
+    if (cur.s != arg(s, 1)) return ints({t.i < 0 ? 0 : -t.i, has_n ? to_reply_int(n) : 0});
+    if (static_cast<double>(t.i) > arg_num(s, 2)) px = lua_num_arg(static_cast<double>(t.i));
   }
   double f = 0;
   const bool has_f = lua_tonumber(arg(s, 3), &f);
@@ -69,7 +73,7 @@ RVal lock_quorum_acquire(ScriptRun& s) {
     c = via_lua(r.i);
   }
   if (r.is_error()) return RVal::error(r.s + " (edgelock fence counter)");
-  SIM_CALL(set, 22, "SET", key(s, 1), arg(s, 1), "PX", arg(s, 2));
+  SIM_CALL(set, 26, "SET", key(s, 1), arg(s, 1), "PX", px);
   return RVal::integer(c);
 }
 
@@ -154,23 +158,26 @@ RVal sem_acquire(ScriptRun& s) {
   double now = 0;
   const RVal pre = sem_prelude(s, 2, &now);
   if (pre.is_error()) return pre;
-  const double exp = now + arg_num(s, 2);
-  SIM_CALL(score, 6, "ZSCORE", key(s, 1), arg(s, 1));
-  if (score.is_nil()) {
-    SIM_CALL(card, 7, "ZCARD", key(s, 1));
+  SIM_CALL(old, 6, "ZSCORE", key(s, 1), arg(s, 1));
+  double exp = now + arg_num(s, 2);
+  double old_exp = 0;
+  if (!old.is_nil()) {
+    if (tonum(LVal::from(old), &old_exp) && old_exp > exp) exp = old_exp;
+  } else {
+    SIM_CALL(card, 9, "ZCARD", key(s, 1));
     if (static_cast<double>(card.i) >= arg_num(s, 3)) {
-      SIM_CALL(first, 8, "ZRANGE", key(s, 1), "0", "0", "WITHSCORES");
+      SIM_CALL(first, 10, "ZRANGE", key(s, 1), "0", "0", "WITHSCORES");
       double f = 0;
       if (!tonum(LVal::from(first).at(2), &f)) {
-        return lua_error(s, 9, "bad argument #1 to 'tonumber' (value expected)");
+        return lua_error(s, 11, "bad argument #1 to 'tonumber' (value expected)");
       }
       return ints({0, to_reply_int(f - now)});
     }
   }
-  SIM_CALL(add, 12, "ZADD", key(s, 1), lua_num_arg(exp), arg(s, 1));
-  const RVal keep = sem_keep_key(s, 13, now);
+  SIM_CALL(add, 13, "ZADD", key(s, 1), lua_num_arg(exp), arg(s, 1));
+  const RVal keep = sem_keep_key(s, 14, now);
   if (keep.is_error()) return keep;
-  SIM_CALL(card, 15, "ZCARD", key(s, 1));
+  SIM_CALL(card, 16, "ZCARD", key(s, 1));
   return ints({1, card.i});
 }
 
@@ -207,17 +214,17 @@ RVal sem_count(ScriptRun& s) {
 // The SHA-1 of each script as the native code above implements it. A
 // script edited in src/ no longer matches: update its function, then this.
 const NativeEntry kNatives[] = {
-    {"8b4c26daa03548e80f319628a0b97966d93e025e", "kAcquireScript", lock_acquire},
+    {"28af9e2b3f4d301d17422d2d9f4a3e45e938d83d", "kAcquireScript", lock_acquire},
     {"f28189e89bea8c28be1ae465f43535973376f823", "kReleaseScript", lock_release},
     {"cd5e918bf03fa875e4935b14295c461140b5fbdc", "kExtendScript", lock_extend},
     {"380422aa17f819ccee84d7fd4bd41dfe8e2e767a", "kOwnedScript", lock_owned},
     {"688323a3d51c0220009b50a0457291e7bf947814", "kFenceRaiseScript", lock_fence_raise},
-    {"0ca5c6639fbb232b0cf523b4abf3800d27b025ec", "kQuorumAcquireScript", lock_quorum_acquire},
-    {"749a893dde4dfa8752fd45ca6b0230daca2b6d0f", "kSemAcquireScript", sem_acquire},
+    {"a3c1d26f44075feee1ec5302aa1944bc0816abaf", "kQuorumAcquireScript", lock_quorum_acquire},
+    {"d755c0dbcfb09ba8024301ce8be8bd84ff63c371", "kSemAcquireScript", sem_acquire},
     {"bc130feb3bcf37912ae26d90e4acf697f5d533f9", "kSemReleaseScript", sem_release},
     {"83181694a7ab989bc31afafe154d3396a9cbd470", "kSemExtendScript", sem_extend},
     {"9f62d8d3de8d731becc1cf6ad0b1c1ef2016cb58", "kSemCountScript", sem_count},
-    {"5dd0a01394eec8c7d583d79dacba38116a87e524", "kReentrantAcquireScript", re_acquire},
+    {"bc6355bbd79e3e33e8b86c68bc4d7c9f1e1f62a8", "kReentrantAcquireScript", re_acquire},
     {"cfc833d56182ea1efe1943ec10198bfc61d7f25c", "kReentrantReleaseScript", re_release},
     {"cde29f193c22ea00d4d04e0437896db3225f6aab", "kReentrantExtendScript", re_extend},
     {"b9e9c02f32a1588378d2f8cf4b507e47f31f95eb", "kCooldownScript", cooldown},

@@ -40,7 +40,10 @@ RVal re_acquire(ScriptRun& s) {
     return ints({-2, has_d ? to_reply_int(d) : 0});
   }
   SIM_CALL(hs, 19, "HSET", key(s, 1), "depth", lua_num_arg(w));
-  SIM_CALL(exp, 20, "PEXPIRE", key(s, 1), arg(s, 2));
+  SIM_CALL(t, 20, "PTTL", key(s, 1));
+  if (static_cast<double>(t.i) < arg_num(s, 2)) {
+    SIM_CALL(exp, 20, "PEXPIRE", key(s, 1), arg(s, 2));
+  }
   return ints({to_reply_int(w), to_reply_int(f)});
 }
 

@@ -176,11 +176,14 @@ void Checker::on_script(int server, int client, const std::string& name,
   if (closed_at >= 0 && fresh != fresh_exec_.end() && fresh->second > closed_at) {
     // Known defect (docs/simulation.md): a request the client gave up on
     // (timed out, connection closed) runs after a later request with the
-    // same token succeeded, and acts on the lease that success reported: an
-    // acquire retry re-arms it to the acquire's TTL, a shortening extend
-    // shortens it, a reentrant release of an earlier grant (owner and
-    // handle are reused) deletes the next one.
-    if (name != "kOwnedScript" && name != "kSemCountScript") {
+    // same token succeeded, and acts on the lease that success reported: a
+    // shortening extend shortens it, a reentrant release or acquire of an
+    // earlier grant (owner and handle are reused) deletes the next one or
+    // sets its depth. Lock, QuorumLock and Semaphore acquires re-arm a
+    // lease of ours only upwards (finding A, fixed): checked.
+    const bool rearm_safe =
+        name == "kAcquireScript" || name == "kQuorumAcquireScript" || name == "kSemAcquireScript";
+    if (name != "kOwnedScript" && name != "kSemCountScript" && !rearm_safe) {
       taint(client, first_arg(argv),
             "a request given up on ran after a later success with its token");
     }
