@@ -180,9 +180,11 @@ void Checker::on_script(int server, int client, const std::string& name,
     // shortening extend shortens it, a reentrant release or acquire of an
     // earlier grant (owner and handle are reused) deletes the next one or
     // sets its depth. Lock, QuorumLock and Semaphore acquires re-arm a
-    // lease of ours only upwards (finding A, fixed): checked.
+    // lease of ours only upwards: the lease stays checked, only the cleanup
+    // after it is excused (a release cannot be queued behind it).
     const bool rearm_safe =
         name == "kAcquireScript" || name == "kQuorumAcquireScript" || name == "kSemAcquireScript";
+    if (rearm_safe && !w_.config().strict) late_acquire_[{client, first_arg(argv)}] = true;
     if (name != "kOwnedScript" && name != "kSemCountScript" && !rearm_safe) {
       taint(client, first_arg(argv),
             "a request given up on ran after a later success with its token");

@@ -143,7 +143,11 @@ class Checker {
     int64_t last_written = -1;
   };
   std::map<std::pair<int, int>, std::map<std::string, ReleaseNote>> releases_;
-  std::map<std::pair<int, std::string>, bool> tainted_;              // (client, token)
+  std::map<std::pair<int, std::string>, bool> tainted_;  // (client, token)
+  // An acquire given up on ran after a later success with the token: the
+  // lease stays checked (re-arms never shorten it), its cleanup is excused
+  // (finding C: nothing queued behind it).
+  std::map<std::pair<int, std::string>, bool> late_acquire_;
   std::map<std::pair<int, std::string>, int64_t> token_first_sent_;  // first request with it
   std::map<std::pair<int, std::string>, int64_t> last_release_;      // last release written
   std::map<std::pair<int, std::string>, int64_t> fresh_exec_;  // last run on an open connection

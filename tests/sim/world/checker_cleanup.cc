@@ -63,6 +63,7 @@ bool Checker::exempt(const Obligation& o, int s) const {
   if (w_.last_unreachable(o.client, s) >= o.op_start) return true;
   // A request given up on ran after a later one with the token (see taint()).
   if (tainted_.count({o.client, o.ref.token}) != 0) return true;
+  if (late_acquire_.count({o.client, o.ref.token}) != 0) return true;
   // Known gap (--strict-cleanup shows it): a command that timed out had its
   // connection closed, so a release sent later cannot be queued behind it,
   // and a frozen or slow server may run it after the release (Lock and
