@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -176,7 +177,7 @@ Figures run_mode(const Config& c, bool fair) {
               WEXITSTATUS(status) != 0;
   }
   Figures f;
-  f.least = 1L << 40;
+  f.least = c.clients > 0 ? LONG_MAX : 0;  // long is 32 bits on armhf
   for (int i = 0; i < c.clients; ++i) {
     const long g = sh.grants[i].load();
     f.grants += g;
