@@ -8,6 +8,7 @@ namespace detail {
 bool has_hash_tag(Bytes key) {
   // Redis Cluster rule: the first '{', then the first '}' after it, with at
   // least one byte between.
+  if (key.size == 0) return false;  // memchr(nullptr) is UB even for 0 bytes
   const void* open = std::memchr(key.data, '{', key.size);
   if (!open) return false;
   const size_t start = static_cast<size_t>(static_cast<const uint8_t*>(open) - key.data) + 1;
@@ -38,7 +39,7 @@ Result<size_t> companion_key(Bytes key, const char* suffix, uint8_t* out, size_t
     b.append(suffix + skip, suffix_len - skip);
     b.append_char(':');
     b.append(key);
-  } else if (std::memchr(key.data, '{', key.size)) {
+  } else if (key.size > 0 && std::memchr(key.data, '{', key.size)) {  // memchr(nullptr) is UB
     // Wrap only keys with no '{' at all: wrapping a key that has a '{' but
     // no valid tag would create a different tag (not cluster-safe anyway).
     b.append(key);
