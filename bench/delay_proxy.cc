@@ -49,17 +49,23 @@ struct Direction {
   bool wants_read() const { return !read_done && queued < kMaxQueuedBytes; }
 };
 
-// Reads what is there (once); queues it with its delivery time.
-void read_in(Direction& d, Nanos delay) {
+// Reads what is there (once); queues it with its delivery time. `extra`
+// gives a chunk's added delay (a hold). A chunk is never due before the one
+// ahead of it: the stream keeps its order.
+template <typename Extra>
+void read_in(Direction& d, Nanos delay, Extra extra) {
   char buf[kReadSize];
   const ssize_t n = recv(d.from, buf, sizeof buf, 0);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  TimePoint due = now() + delay;
+  if (!d.queue.empty() && d.queue.back().due > due) due = d.queue.back().due;
   if (n <= 0) {  // EOF or reset: passed on as EOF, after the delay
-    d.queue.push_back(Chunk{now() + delay, std::string(), 0});
+    d.queue.push_back(Chunk{due, std::string(), 0});
     d.read_done = true;
     return;
   }
-  d.queue.push_back(Chunk{now() + delay, std::string(buf, static_cast<size_t>(n)), 0});
+  due += extra(buf, static_cast<size_t>(n));
+  d.queue.push_back(Chunk{due, std::string(buf, static_cast<size_t>(n)), 0});
   d.queued += static_cast<size_t>(n);
 }
 
@@ -148,6 +154,28 @@ bool DelayProxy::wait_idle(Nanos limit) const {
   return false;
 }
 
+void DelayProxy::hold_next(int dir, const std::string& pattern, Nanos extra) {
+  std::lock_guard<std::mutex> g(hold_mu_);
+  hold_[dir & 1] = Hold{true, false, pattern, extra};
+}
+
+bool DelayProxy::held(int dir) {
+  std::lock_guard<std::mutex> g(hold_mu_);
+  return hold_[dir & 1].caught;
+}
+
+Nanos DelayProxy::extra_for(int dir, const char* data, size_t len) {
+  std::lock_guard<std::mutex> g(hold_mu_);
+  Hold& h = hold_[dir & 1];
+  if (!h.armed) return Nanos::zero();
+  if (!h.pattern.empty() && std::string(data, len).find(h.pattern) == std::string::npos) {
+    return Nanos::zero();
+  }
+  h.armed = false;
+  h.caught = true;
+  return h.extra;
+}
+
 void DelayProxy::accept_one() {
   const int client = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
   if (client < 0) return;
@@ -224,7 +252,10 @@ void DelayProxy::run() {
         const short r = fds[1 + 2 * k + static_cast<size_t>(i)].revents;
         Pair& p = *pairs_[k];
         if ((r & POLLOUT) || (r & (POLLERR | POLLHUP))) p.dir[1 - i].blocked = false;
-        if ((r & (POLLIN | POLLERR | POLLHUP)) && p.dir[i].wants_read()) read_in(p.dir[i], delay);
+        if ((r & (POLLIN | POLLERR | POLLHUP)) && p.dir[i].wants_read()) {
+          read_in(p.dir[i], delay,
+                  [this, i](const char* b, size_t n) { return extra_for(i, b, n); });
+        }
       }
     }
     if (fds[0].revents & POLLIN) accept_one();

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -35,6 +36,17 @@ class DelayProxy {
   void set_delay(Nanos delay) { delay_.store(delay); }
   Nanos delay() const { return delay_.load(); }
 
+  /// Holds back one chunk: the next one read in direction `dir` (0: client
+  /// to server, 1: server to client) whose bytes contain `pattern` (empty:
+  /// any) is delivered `extra` later than the delay says. The chunks after
+  /// it on that connection wait behind it, as TCP would; other connections
+  /// (a reconnect) are not held. A request held past the client's timeout
+  /// still reaches the server when its time comes, as through a slow
+  /// network or a frozen server. One rule per direction; any thread.
+  void hold_next(int dir, const std::string& pattern, Nanos extra);
+  /// True once the rule of `dir` has caught its chunk.
+  bool held(int dir);
+
   int port() const { return port_; }
   std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
   /// Connections accepted so far (a reconnect shows as one more).
@@ -51,8 +63,16 @@ class DelayProxy {
   struct Pair;  // one client connection and its upstream connection
 
  private:
+  struct Hold {
+    bool armed = false;
+    bool caught = false;
+    std::string pattern;
+    Nanos extra{0};
+  };
   void run();
   void accept_one();
+  // The extra delay of a chunk of `dir` with these bytes (a hold it matches).
+  Nanos extra_for(int dir, const char* data, size_t len);
   Nanos wait_budget(TimePoint now) const;
 
   int upstream_port_;
@@ -63,6 +83,8 @@ class DelayProxy {
   std::atomic<int> accepted_{0};
   std::atomic<int> open_pairs_{0};
   std::atomic<int> queued_{0};
+  std::mutex hold_mu_;
+  Hold hold_[2];
   std::vector<std::unique_ptr<Pair>> pairs_;  // the proxy thread's only
   std::thread thread_;
 };

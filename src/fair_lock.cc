@@ -49,6 +49,7 @@ Status FairLock::init(Bytes key, const FairLockOptions& options) {
 
 void FairLock::forget() {
   has_token_ = false;
+  retired_ = false;
   granted_ = false;
   joined_ = false;
   position_ = 0;
@@ -107,6 +108,15 @@ Result<const Reply*> FairLock::eval(const ScriptCall& call, Deadline deadline) {
 // One counted attempt; with `blpop`, pipelined behind that command on the
 // plain connection (fair_lock_wait.cc).
 Status FairLock::attempt(Deadline deadline, bool join, Span<const Bytes> blpop) {
+  // Retries keep the token (our place, and a grant whose reply was lost),
+  // except after a hand-back of unknown outcome: that delete may still land
+  // and must find no grant under its token. The old lease lapses by its
+  // TTL; the new token queues afresh.
+  if (retired_) {
+    forget();
+    EDGELOCK_TRY(core_.mint(token_, kTokenLen));
+    token_len_ = kTokenLen;
+  }
   const Bytes keys[3] = {key(), fence_key_.bytes(), queue_key_.bytes()};
   const Bytes args[3] = {token(), ttl_text_.bytes(), join ? join_text_.bytes() : try_text_.bytes()};
   // From here a lost reply may mean the key is ours: keep the token so

@@ -19,6 +19,7 @@ Status FairLock::send_release() {
   // Whatever the outcome, the lease is no longer ours to use: the delete
   // may run even if its reply never comes. The token stays for a retry.
   granted_ = false;
+  retired_ = true;  // the delete may land whenever: nothing is claimed under this token again
   valid_until_ = TimePoint();
   // The waiter our grant named as next: the release wakes it (0: none
   // known; the script then names the head, if any).
@@ -44,7 +45,7 @@ Status FairLock::send_release() {
 
 Status FairLock::send_extend(Millis ttl, ExtendMode mode) {
   if (ttl < Millis(1) || ttl > kMaxTtl) return ErrorCode::kInvalidArgument;
-  if (!has_token_) return ErrorCode::kNotHeld;
+  if (!has_token_ || retired_) return ErrorCode::kNotHeld;
   const detail::DecimalText ms_text(ttl);
   const Bytes keys[1] = {key()};
   const Bytes args[3] = {token(), ms_text.bytes(),

@@ -91,7 +91,8 @@ namespace detail {
 // queued. (A grant leads with a positive integer, so a replicated back end
 // confirms it with WAIT; a busy answer does not.) The fence INCR is the
 // grant's first write; its failure (wrong type, INT64_MAX, OOM) is the
-// server's error naming the counter, with the lock key unset.
+// server's error naming the counter, with the lock key unset, as is a
+// counter at 2^53 (a Lua number beyond would round: two grants, one fence).
 constexpr Script kFairAcquireScript = make_script(
     "local C, Q, tok, wt = redis.call, KEYS[3], ARGV[1], tonumber(ARGV[3])\n"
     EDGELOCK_FAIR_PRELUDE
@@ -103,6 +104,7 @@ constexpr Script kFairAcquireScript = make_script(
     "if type(f) == 'table' then\n"
     "return redis.error_reply(tostring(f.err)..' (edgelock fence counter)')\n"
     "end\n"
+    "if f >= 2^53 then return redis.error_reply('ERR edgelock fence counter at 2^53') end\n"
     "local px = ARGV[2]\n"
     "if cur then px = math.max(C('PTTL', KEYS[1]), tonumber(px)) end\n"
     "C('SET', KEYS[1], tok, 'PX', px)\n"

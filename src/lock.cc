@@ -37,6 +37,7 @@ Status Lock::init(Bytes key, const LockOptions& options) {
 
 void Lock::forget() {
   has_token_ = false;
+  retired_ = false;
   granted_ = false;
   valid_until_ = TimePoint();
   fence_ = 0;
@@ -65,7 +66,6 @@ Status Lock::step() {
   if (core_.op() == 0) return ErrorCode::kInvalidArgument;
   if (core_.phase() == detail::OpPhase::kPause) {
     if (!core_.pause_over()) return ErrorCode::kInProgress;
-    // Same token on retries: the script recognises a grant whose reply we lost.
     return start_attempt(core_.attempt_deadline(), false);
   }
   const Result<const Reply*> r = core_.reply();
@@ -100,16 +100,29 @@ Status Lock::begin_acquire(Nanos wait, bool nonblocking) {
 
 // The first attempt has a fresh token.
 Status Lock::first_attempt() {
-  forget();
-  const Status minted = core_.mint(token_, kTokenLen);
+  const Status minted = new_token();
   if (!minted.ok()) return core_.end_op(minted);
-  token_len_ = kTokenLen;
   return start_attempt(core_.io_deadline(), false);
+}
+
+Status Lock::new_token() {
+  forget();
+  EDGELOCK_TRY(core_.mint(token_, kTokenLen));
+  token_len_ = kTokenLen;
+  return Status();
 }
 
 // One counted attempt; `pipelined` behind the BLPOP next_attempt() put in
 // words().args[2..5) (lock_wait.cc).
 Status Lock::start_attempt(Deadline deadline, bool pipelined) {
+  // Retries keep the token (the script recognises a grant whose reply we
+  // lost), except after a hand-back whose outcome is unknown: that delete
+  // may still land and must find no grant under its token. The old lease,
+  // if the hand-back never lands, lapses by its TTL.
+  if (retired_) {
+    const Status minted = new_token();
+    if (!minted.ok()) return core_.end_op(minted);
+  }
   detail::RequestWords& w = core_.words();
   w.keys[0] = key();
   w.keys[1] = fence_key_.bytes();
@@ -184,8 +197,10 @@ Status Lock::begin_release(bool nonblocking) {
 Status Lock::release_request(Req req) {
   if (!has_token_) return ErrorCode::kNotHeld;
   // Whatever the outcome, the lease is no longer ours to use: the delete
-  // may run even if its reply never comes. The token stays for a retry.
+  // may run even if its reply never comes, so nothing is claimed under
+  // this token again. It stays for a retry of the release.
   granted_ = false;
+  retired_ = true;
   valid_until_ = TimePoint();
   detail::RequestWords& w = core_.words();
   w.keys[0] = key();
@@ -221,7 +236,7 @@ Status Lock::begin_extend(Millis ttl, ExtendMode mode, bool nonblocking) {
 
 Status Lock::extend_request(Millis ttl, ExtendMode mode) {
   if (ttl < Millis(1) || ttl > kMaxTtl) return ErrorCode::kInvalidArgument;
-  if (!has_token_) return ErrorCode::kNotHeld;
+  if (!has_token_ || retired_) return ErrorCode::kNotHeld;
   detail::RequestWords& w = core_.words();
   w.num[0].set(ttl.count());
   w.keys[0] = key();

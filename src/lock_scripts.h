@@ -9,7 +9,9 @@
 namespace edgelock {
 namespace detail {
 
-// ARGV[1] = token, ARGV[2] = ttl ms. Returns the new fencing token (>= 1),
+// ARGV[1] = token, ARGV[2] = ttl ms. Returns the new fencing token (1 ..
+// 2^53 - 1: beyond, a Lua number rounds and two grants could share a fence,
+// so a counter that reaches 2^53 refuses every grant, lock key unset),
 // or -(holder's PTTL) (<= 0; 0 also for a holder without TTL) when busy.
 // Retrying with our own token after a lost reply is safe: it re-arms our
 // key instead of failing as busy, to max(its PTTL, ttl). Never shorter: a
@@ -38,6 +40,7 @@ constexpr Script kAcquireScript = make_script(
     "if type(f) == 'table' then\n"
     "  return redis.error_reply(tostring(f.err) .. ' (edgelock fence counter)')\n"
     "end\n"
+    "if f >= 2^53 then return redis.error_reply('ERR edgelock fence counter at 2^53') end\n"
     "redis.call('SET', KEYS[1], ARGV[1], 'PX', px)\n"
     "if KEYS[3] then redis.call('DEL', KEYS[3]) end\n"
     "return f\n");
@@ -68,6 +71,9 @@ constexpr Script kQuorumAcquireScript = make_script(
     "  if t > tonumber(ARGV[2]) then px = t end\n"
     "end\n"
     "local f = tonumber(ARGV[3])\n"
+    "if (n and n >= 9007199254740991) or not f or f >= 9007199254740991 then\n"
+    "  return redis.error_reply('ERR edgelock fence counter at 2^53 - 1')\n"
+    "end\n"
     "local r\n"
     "if n and f and f > n + 1 then\n"
     "  r = redis.pcall('SET', KEYS[2], ARGV[3])\n"
@@ -101,14 +107,18 @@ constexpr Script kReleaseScript = make_script(
     "redis.call('DEL', KEYS[1])\n"
     "return 1\n");
 
-// ARGV[1] = token, ARGV[2] = ms, ARGV[3] = 'add' or 'set'. Returns the new
-// TTL in ms (> 0), or 0 if not ours.
+// ARGV[1] = token, ARGV[2] = ms, ARGV[3] = 'add' (PTTL + ms) or 'set'
+// (max(PTTL, ms)). Returns the new TTL in ms (> 0), or 0 if not ours.
+// Never shorter: an extend given up on may run after a later, longer one
+// (docs/late-requests.md), so no extend can cut a lease short.
 constexpr Script kExtendScript = make_script(
     "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
     "local ttl = tonumber(ARGV[2])\n"
+    "local p = redis.call('PTTL', KEYS[1])\n"
     "if ARGV[3] == 'add' then\n"
-    "  local p = redis.call('PTTL', KEYS[1])\n"
     "  if p > 0 then ttl = ttl + p end\n"
+    "elseif p > ttl then\n"
+    "  return p\n"
     "end\n"
     "redis.call('PEXPIRE', KEYS[1], ttl)\n"
     "return ttl\n");

@@ -106,10 +106,22 @@ Status ReentrantLock::begin_acquire(bool wait_too, Nanos wait, bool nonblocking)
   if (!core_.ready() || depth_ >= kMaxDepth) return ErrorCode::kInvalidArgument;
   EDGELOCK_TRY(core_.begin_op(wait_too ? kOpAcquire : kOpTry, nonblocking));
   if (wait_too) core_.begin_wait(wait);
+  // A grant from depth 0 with no level possibly left gets a new nonce.
+  if (depth_ == 0 && most_ == 0) retired_ = true;
   return start_attempt(core_.io_deadline());
 }
 
 Status ReentrantLock::start_attempt(Deadline deadline) {
+  // Same nonce on retries: a grant whose reply was lost is found. A new
+  // one after a last-level release was sent (that delete may still land,
+  // and must find no grant under it; a level it never deleted lapses by
+  // its TTL) and for every grant from depth 0.
+  if (retired_ && depth_ == 0) {
+    const Status minted = core_.mint(handle_, sizeof handle_);
+    if (!minted.ok()) return core_.end_op(minted);
+    most_ = 0;
+    retired_ = false;
+  }
   want_ = depth_ + 1;
   detail::RequestWords& w = core_.words();
   w.num[0].set(options_.ttl.count());
@@ -188,6 +200,7 @@ Status ReentrantLock::release_request(Req req) {
   // After an acquire whose outcome we never learnt the level may be there
   // even at depth 0: release() removes it too.
   want_ = depth_ > 0 ? depth_ - 1 : 0;
+  if (want_ == 0) retired_ = true;  // this request may delete the grant, whenever it runs
   detail::RequestWords& w = core_.words();
   w.num[0].set(want_);
   w.num[1].set(options_.ttl.count());

@@ -151,6 +151,15 @@ Status Semaphore::first_attempt(Permit* permit) {
 }
 
 Status Semaphore::start_attempt(Deadline deadline) {
+  // Retries keep the id (a grant whose reply was lost is found), except
+  // after a hand-back of unknown outcome: that release may still land and
+  // must find no grant under its id. The old permit lapses by its TTL.
+  if (permit_->retired_) {
+    permit_->clear();
+    const Status minted = core_.mint(permit_->id_, kPermitIdLen);
+    if (!minted.ok()) return core_.end_op(minted);
+    permit_->id_len_ = kPermitIdLen;
+  }
   detail::RequestWords& w = core_.words();
   w.num[0].set(options_.ttl.count());
   w.num[1].set(options_.permits);
@@ -201,6 +210,7 @@ Status Semaphore::hand_back(Status then, bool noted) {
   hand_back_noted_ = noted;
   op_t0_ = core_.clock().now();
   const Status s = release_request(permit_->id(), Req::kHandBack);
+  permit_->retired_ = true;
   if (s.code() == ErrorCode::kInProgress) return s;
   if (noted) core_.noted(EventKind::kRelease, op_t0_, s).ignore();
   return attempt_done(then);
@@ -223,6 +233,8 @@ Status Semaphore::begin_release(Permit* permit, Bytes id, bool nonblocking) {
   permit_ = permit;
   op_t0_ = core_.clock().now();
   const Status s = release_request(id, Req::kRelease);
+  // Sent or not, nothing is claimed under this id again (the delete may land).
+  if (permit && id.size > 0) permit->retired_ = true;
   return s.code() == ErrorCode::kInProgress ? s : finish_release(s);
 }
 
@@ -268,7 +280,7 @@ Status Semaphore::begin_extend(Permit* permit, Millis ttl, bool nonblocking) {
 
 Status Semaphore::extend_request(Millis ttl) {
   if (ttl < Millis(1) || ttl > kMaxTtl) return ErrorCode::kInvalidArgument;
-  if (permit_->id_len_ == 0) return ErrorCode::kNotHeld;
+  if (permit_->id_len_ == 0 || permit_->retired_) return ErrorCode::kNotHeld;
   detail::RequestWords& w = core_.words();
   w.num[0].set(ttl.count());
   w.keys[0] = key();

@@ -48,10 +48,13 @@ constexpr Script kSemReleaseScript = make_script(
     "return redis.call('ZREM', KEYS[1], ARGV[1])\n");
 
 // ARGV[1] = permit id, ARGV[2] = ms. Returns ms if extended, 0 if gone.
+// The expiry becomes max(old, now + ms): never shorter, as an extend given
+// up on may run after a later, longer one.
 constexpr Script kSemExtendScript = make_script(
     EDGELOCK_SEM_PRELUDE
-    "if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 0 end\n"
-    "redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[2]), ARGV[1])\n"
+    "local old = redis.call('ZSCORE', KEYS[1], ARGV[1])\n"
+    "if not old then return 0 end\n"
+    "redis.call('ZADD', KEYS[1], 'XX', math.max(now + tonumber(ARGV[2]), tonumber(old)), ARGV[1])\n"
     EDGELOCK_SEM_KEEP_KEY
     "return tonumber(ARGV[2])\n");
 

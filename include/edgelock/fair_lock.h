@@ -6,7 +6,9 @@
 /// head of the queue only: a releaser that tries again at once queues
 /// behind the others (no barging), so no waiter starves. With K contending
 /// handles and holds of H, a wait lasts at most about
-/// (K - 1) x (H + handoff) + one waiter_timeout (a dead waiter's slack).
+/// (K - 1) x (H + handoff) + one waiter_timeout (a dead waiter's slack)
+/// + one TTL: a waiter frozen (stopped, not dead) while its wait is
+/// pending may still be granted and then holds the lock until its TTL.
 ///
 /// The key holds the holder's token as for Lock, with the same TTL,
 /// owner-checked release and extend, fencing (the same "{key}:fence"
@@ -146,8 +148,9 @@ class FairLock final : public Lease {
   /// Backend::eval()'s); on kProtocol and command errors the token is kept
   /// and release() may be called again.
   Status release() override;
-  /// Owner-checked TTL change; `ttl` > 0. As Lock::extend(), with the same
-  /// errors and the same rule for unknown outcomes.
+  /// Owner-checked TTL raise (never shorter); `ttl` > 0. As Lock::extend(),
+  /// with the same errors (kNotHeld also once a release was sent) and the
+  /// same rule for unknown outcomes.
   Status extend(Millis ttl, ExtendMode mode = ExtendMode::kAdd);
   /// Resets the TTL to options().ttl. Errors: as extend().
   Status renew() override;
@@ -210,6 +213,7 @@ class FairLock final : public Lease {
   bool granted_ = false;        // the server confirmed the grant
   bool wake_supported_ = true;  // false after the server refused BLPOP
   bool joined_ = false;         // a join was sent since the last grant
+  bool retired_ = false;        // a release of this token was sent: never granted under it again
   uint32_t position_ = 0;
   size_t token_len_ = 0;
   Millis hint_{0};         // last busy answer's wait_ms

@@ -108,7 +108,8 @@ class Lock final : public Lease {
   /// jittered exponential backoff. Connection failures are retried within
   /// the wait too. Retries keep the token, so a grant whose reply was lost
   /// is recognised (and a grant that came too late, handed back, can be
-  /// granted again). A busy key without TTL gets the backoff (retry_min ..
+  /// granted again), except after a hand-back of unknown outcome: the next
+  /// attempt has a new token, so the late delete cannot hit its grant. A busy key without TTL gets the backoff (retry_min ..
   /// retry_max). Returns by wait + command_timeout at the latest (the last
   /// round trip's budget). Allocates nothing.
   /// Errors: kBusy (still held by another at the end), kExpired (the last
@@ -118,7 +119,8 @@ class Lock final : public Lease {
   /// have landed: call release().
   Status acquire(Nanos wait);
   /// Owner-checked delete. Afterwards held() is false whatever the outcome
-  /// (the delete may have run even if its reply never came).
+  /// (the delete may have run even if its reply never came), and the token
+  /// is retired: extend() refuses it and the next grant has a new one.
   /// Errors: kNotHeld (no token: nothing to release), kNotOwner (expired and
   /// maybe taken: the other holder's key is left alone), kProtocol (reply
   /// other than 0/1: connection closed), and Connection::command()'s (on
@@ -127,11 +129,15 @@ class Lock final : public Lease {
   /// TTL: release() may be called again (a retry after a delete that did
   /// run says kNotOwner).
   Status release() override;
-  /// Owner-checked TTL change; `ttl` > 0 (0 is refused, never a delete).
+  /// Owner-checked TTL raise; `ttl` > 0 (0 is refused, never a delete).
+  /// kAdd: the server's PTTL + ttl; kReplace: max(PTTL, ttl). Never
+  /// shorter: a request given up on may still run after a later one, so no
+  /// extend may cut a lease (docs/late-requests.md); release() ends it.
   /// While held(), the call waits no later than the current validity end
   /// (a renewal never outlives the lease it renews); otherwise up to the
   /// command timeout. ok means held with validity > 0 left.
-  /// Errors: kInvalidArgument, kNotHeld (no token), kNotOwner (not ours any
+  /// Errors: kInvalidArgument, kNotHeld (no token, or a release of it was
+  /// sent: nothing is claimed under it again), kNotOwner (not ours any
   /// more: token dropped), kExpired (applied, but the new TTL minus round
   /// trip and drift leaves no validity: held() false, token kept),
   /// kProtocol (reply not a TTL or 0; connection closed),
@@ -224,6 +230,7 @@ class Lock final : public Lease {
   Status begin_release(bool nonblocking);
   Status begin_extend(Millis ttl, ExtendMode mode, bool nonblocking);
   Status first_attempt();
+  Status new_token();
   Status start_attempt(Deadline deadline, bool pipelined);
   Status on_attempt(const Result<const Reply*>& r);
   Status hand_back(Status then);
@@ -242,6 +249,7 @@ class Lock final : public Lease {
   bool has_token_ = false;      // release/extend may act (held or maybe held)
   bool granted_ = false;        // the server confirmed the grant
   bool wake_supported_ = true;  // false after the server refused BLPOP
+  bool retired_ = false;  // a release of this token was sent: never granted under it again
   Req req_ = Req::kAttempt;
   Status last_;  // the attempt that led to the pause, or a hand-back's result
   size_t token_len_ = 0;

@@ -100,7 +100,8 @@ class ReentrantLock final : public Lease {
   /// depth 1 the lock is no longer held) but remembered: call release()
   /// again to make sure it is gone.
   Status release() override;
-  /// Owner-checked TTL reset to `ttl` (> 0); keeps the depth. Waits no
+  /// Owner-checked TTL raise to at least `ttl` (> 0; never shorter: a
+  /// request given up on may run after a later one); keeps the depth. Waits no
   /// later than the end of the validity (nor the command timeout): a
   /// renewal that does not come back in time is a loss. OK only if
   /// validity is left afterwards.
@@ -148,7 +149,9 @@ class ReentrantLock final : public Lease {
   Bytes owner() const { return Bytes(owner_, owner_len_); }
   /// The owner id (Lease).
   Bytes token() const override { return owner(); }
-  /// This handle's random nonce (stored in the hash as "handle").
+  /// The grant's random nonce (stored in the hash as "handle"): new for
+  /// every grant from depth 0, so a request of an earlier grant given up on
+  /// can never act on a later one (docs/late-requests.md).
   Bytes handle() const { return Bytes(handle_, sizeof handle_); }
   Bytes key() const override { return core_.key(); }
   /// The other owner's TTL seen by the last busy attempt.
@@ -190,6 +193,7 @@ class ReentrantLock final : public Lease {
   uint32_t depth_ = 0;  // levels counted (release() drops one)
   uint32_t most_ = 0;   // levels the server may hold: >= depth_ after unknown outcomes
   uint32_t want_ = 0;   // the depth the request in flight asks for
+  bool retired_ = false;  // a last-level release was sent: no grant under this handle again
   Req req_ = Req::kAttempt;
   Status last_;  // the attempt's result after a hand-back
   Millis ext_ttl_{0};

@@ -70,9 +70,11 @@ class Permit final : public Lease {
   /// gone; the id is cleared), kExpired (the validity ended before the
   /// answer, or `ttl` is within the drift allowance: no longer claimed, id
   /// kept), kProtocol, Connection::command()'s (kNoQuorum on Sentinel or
-  /// Cluster with WAIT). When the outcome is unknown the validity becomes
-  /// the lesser of the old one and what this request may have set (start +
-  /// ttl - drift): a shortening extend is honoured.
+  /// Cluster with WAIT); kNotHeld also once a release of this id was sent.
+  /// The server's expiry becomes max(old, now + ttl): never shorter, as a
+  /// request given up on may run after a later one (docs/late-requests.md).
+  /// When the outcome is unknown the validity becomes the lesser of the
+  /// old one and start + ttl - drift.
   Status extend(Millis ttl);
   /// extend(the semaphore's options().ttl). Errors: as extend().
   Status renew() override;
@@ -129,6 +131,7 @@ class Permit final : public Lease {
   void clear() {
     unclaim();
     id_len_ = 0;
+    retired_ = false;
   }
 
   Semaphore* sem_ = nullptr;
@@ -136,6 +139,7 @@ class Permit final : public Lease {
   size_t id_len_ = 0;
   TimePoint valid_until_{};  // local, conservative end of the lease
   bool granted_ = false;
+  bool retired_ = false;  // a release of this id was sent: never granted under it again
 };
 
 class Semaphore {
