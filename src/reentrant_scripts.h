@@ -48,8 +48,9 @@ constexpr Script kReentrantAcquireScript = make_script(
 // ARGV[1] = owner, ARGV[2] = depth wanted after the call, ARGV[3] = ttl ms,
 // ARGV[4] = handle nonce, ARGV[5] = the most levels we may hold. A hash of
 // ours at any depth from want to ARGV[5] is set to want (0: deleted) and
-// otherwise re-armed to at least ARGV[3] (never cut): a retry whose release landed re-arms the TTL it
-// reports. Returns the new depth, -1 if not ours, -2 if our depth is
+// otherwise re-armed to at least ARGV[3] (never cut: a release given up on
+// may run after a later extend): a retry whose release landed re-arms the
+// TTL it reports. Returns the new depth, -1 if not ours, -2 if our depth is
 // outside that range.
 constexpr Script kReentrantReleaseScript = make_script(
     "local h = redis.call('HMGET', KEYS[1], 'owner', 'handle', 'depth')\n"
@@ -61,7 +62,9 @@ constexpr Script kReentrantReleaseScript = make_script(
     "  return 0\n"
     "end\n"
     "redis.call('HSET', KEYS[1], 'depth', w)\n"
-    "if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[3]) then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end\n"
+    "if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[3]) then\n"
+    "  redis.call('PEXPIRE', KEYS[1], ARGV[3])\n"
+    "end\n"
     "return w\n");
 
 // ARGV[1] = owner, ARGV[2] = ms, ARGV[3] = handle nonce. Returns ms if
@@ -70,7 +73,9 @@ constexpr Script kReentrantReleaseScript = make_script(
 constexpr Script kReentrantExtendScript = make_script(
     "if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] or\n"
     "   redis.call('HGET', KEYS[1], 'handle') ~= ARGV[3] then return 0 end\n"
-    "if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end\n"
+    "if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then\n"
+    "  redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+    "end\n"
     "return tonumber(ARGV[2])\n");
 
 }  // namespace detail

@@ -109,9 +109,10 @@ class Lock final : public Lease {
   /// the wait too. Retries keep the token, so a grant whose reply was lost
   /// is recognised (and a grant that came too late, handed back, can be
   /// granted again), except after a hand-back of unknown outcome: the next
-  /// attempt has a new token, so the late delete cannot hit its grant. A busy key without TTL gets the backoff (retry_min ..
-  /// retry_max). Returns by wait + command_timeout at the latest (the last
-  /// round trip's budget). Allocates nothing.
+  /// attempt has a new token, so the late delete cannot hit its grant.
+  /// A busy key without TTL gets the backoff (retry_min .. retry_max).
+  /// Returns by wait + command_timeout at the latest (the last round trip's
+  /// budget). Allocates nothing.
   /// Errors: kBusy (still held by another at the end), kExpired (the last
   /// grant came too late), or the last connection error, or try_acquire()'s
   /// non-retryable ones. As there: on kTimeout, kIo, kConnectionClosed
@@ -249,7 +250,7 @@ class Lock final : public Lease {
   bool has_token_ = false;      // release/extend may act (held or maybe held)
   bool granted_ = false;        // the server confirmed the grant
   bool wake_supported_ = true;  // false after the server refused BLPOP
-  bool retired_ = false;  // a release of this token was sent: never granted under it again
+  bool retired_ = false;        // a release of this token was sent: never granted under it again
   Req req_ = Req::kAttempt;
   Status last_;  // the attempt that led to the pause, or a hand-back's result
   size_t token_len_ = 0;

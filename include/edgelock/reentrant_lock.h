@@ -190,9 +190,9 @@ class ReentrantLock final : public Lease {
   char owner_[kMaxTokenLen] = {};
   size_t owner_len_ = 0;
   char handle_[16] = {};
-  uint32_t depth_ = 0;  // levels counted (release() drops one)
-  uint32_t most_ = 0;   // levels the server may hold: >= depth_ after unknown outcomes
-  uint32_t want_ = 0;   // the depth the request in flight asks for
+  uint32_t depth_ = 0;    // levels counted (release() drops one)
+  uint32_t most_ = 0;     // levels the server may hold: >= depth_ after unknown outcomes
+  uint32_t want_ = 0;     // the depth the request in flight asks for
   bool retired_ = false;  // a last-level release was sent: no grant under this handle again
   Req req_ = Req::kAttempt;
   Status last_;  // the attempt's result after a hand-back

@@ -133,9 +133,10 @@ TEST(QuorumEdges, FailedAcquireLeavesNoKeyOnAFrozenServer) {
   EXPECT_EQ(t.keyed(), 0u);
 }
 
-// Item 4: extend(300, kReplace) on a 10 s lease with every reply lost. The
-// servers apply it; the lock must not keep claiming the old 10 s.
-TEST(QuorumEdges, LostShorteningExtendDoesNotKeepTheOldValidity) {
+// extend(300, kReplace) on a 10 s lease with every reply lost: the outcome
+// is unknown, so the validity is cut to what it could have set, and the
+// requests, landing late, never cut the servers' leases.
+TEST(QuorumEdges, LostShortExtendNeverCutsTheLease) {
   Trio t;
   ASSERT_TRUE(t.start());
   QuorumLock lock;
@@ -151,16 +152,23 @@ TEST(QuorumEdges, LostShorteningExtendDoesNotKeepTheOldValidity) {
   EXPECT_FALSE(s.ok()) << "no reply came back in time";
   EXPECT_LE(lock.remaining(), start + Millis(shorter_ms) - now())
       << "still claims the old validity: " << test::ms(lock.remaining()) << " ms";
-  // The invariant where it broke: once the servers' 300 ms run out, another
-  // client gets the lock, and we must not say held() then.
   for (size_t i = 0; i < kServers; ++i) t.proxy(i).set_delay(Nanos::zero());
+  for (size_t i = 0; i < kServers; ++i)
+    ASSERT_TRUE(t.proxy(i).wait_idle(lost + slow(Millis(2000))));
+  // Every server holding our token still keeps it long (a server whose
+  // grant never landed may hold nothing: the majority is what counts).
+  const std::string token(reinterpret_cast<const char*>(lock.token().data), lock.token().size);
+  size_t holding = 0;
+  for (size_t i = 0; i < kServers; ++i) {
+    if (t.cmd(i, {"GET", kKey}) != token) continue;
+    ++holding;
+    EXPECT_GT(std::stoll(t.cmd(i, {"PTTL", kKey})), 1000 * test::slowdown())
+        << "server " << i << ": the late extend cut the lease";
+  }
+  EXPECT_GE(holding, lock.quorum());
   QuorumLock other;
   ASSERT_TRUE(other.init(t.others(), kServers, Bytes::from_cstr(kKey), opts(10000)).ok());
-  const Status got = other.acquire(lost + slow(Millis(2000)));
-  ASSERT_TRUE(got.ok()) << got.to_string() << " " << t.cmd(0, {"PTTL", kKey}) << " "
-                        << test::ms(now() - start);
-  EXPECT_FALSE(lock.held()) << "two holders: " << test::ms(lock.remaining()) << " ms left";
-  ASSERT_TRUE(other.release().ok());
+  EXPECT_EQ(other.try_acquire().code(), ErrorCode::kBusy);
 }
 
 // Item 5: ok from extend means validity > 0 afterwards.
@@ -170,8 +178,10 @@ TEST(QuorumEdges, ExtendOkOnlyWithValidityLeft) {
   QuorumLock lock;
   ASSERT_TRUE(lock.init(t.conns(), kServers, Bytes::from_cstr(kKey), opts()).ok());
   ASSERT_TRUE(lock.try_acquire().ok()) << lock.last_error();
-  // 1 ms is below the 2 ms drift allowance: every server extends, but no
+  // 1 ms is below the 2 ms drift allowance: every server extends (without
+  // a TTL there, an extend sets the 1 ms asked; it never cuts one), but no
   // validity can be left.
+  for (size_t i = 0; i < kServers; ++i) ASSERT_EQ(t.cmd(i, {"PERSIST", kKey}), "1");
   const Status s = lock.extend(Millis(1), ExtendMode::kReplace);
   EXPECT_EQ(s.code(), ErrorCode::kExpired) << s.to_string();
   EXPECT_FALSE(lock.held());

@@ -32,7 +32,7 @@ inline void check_lock(Backend& mine, Backend& theirs, const std::string& tag) {
   EXPECT_TRUE(a.extend(Millis(20000)).ok()) << a.last_error();
   EXPECT_GT(a.remaining(), Millis(15000));
   EXPECT_TRUE(a.renew().ok()) << a.last_error();
-  EXPECT_LE(a.remaining(), Millis(10000));
+  EXPECT_GT(a.remaining(), Millis(15000)) << "a renewal never shortens the lease";
   const Result<bool> owned = a.owned();
   EXPECT_TRUE(owned.ok() && owned.value());
   ASSERT_TRUE(a.release().ok()) << a.last_error();
