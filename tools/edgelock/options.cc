@@ -174,6 +174,9 @@ const char* misplaced_option(const Options& o) {
   if (!cool && (o.period_ms != 0 || o.quota != 0 || o.window_ms != 0 || o.peek || o.reset)) {
     return "--period, --quota, --window, --peek and --reset are for cooldown";
   }
+  if (o.grace_ms >= 0 && o.command != Subcommand::kRun && !sem) {
+    return "--grace is for run and semaphore -- COMMAND (the time COMMAND gets to stop)";
+  }
   if ((sem || cool) && (o.fair || o.waiter_timeout_ms >= 0)) {
     return "--fair and --waiter-timeout are for the lock subcommands";
   }

@@ -194,21 +194,18 @@ void print_json_string(const char* s, size_t n) {
 }
 
 void redact_url(const char* url, char* out, size_t size) {
-  std::snprintf(out, size, "%s", url);
-  char* scheme_end = std::strstr(out, "://");
-  if (!scheme_end) return;
-  char* auth = scheme_end + 3;
-  char* slash = std::strchr(auth, '/');
-  char* at = nullptr;
-  for (char* p = auth; *p && p != slash; ++p) {
-    if (*p == '@') at = p;
+  // The whole user-info goes: everything between the scheme and the last
+  // '@'. A generated password may hold unencoded '/', '@', '#' or ':', so
+  // no split a parser would make (first '/', first ':') can be trusted to
+  // find where the password ends; host names, ports and paths have no '@'.
+  const char* scheme_end = std::strstr(url, "://");
+  const char* start = scheme_end ? scheme_end + 3 : url;
+  const char* at = std::strrchr(start, '@');
+  if (!at) {
+    std::snprintf(out, size, "%s", url);
+    return;
   }
-  char* colon =
-      at ? static_cast<char*>(std::memchr(auth, ':', static_cast<size_t>(at - auth))) : nullptr;
-  if (!colon) return;
-  char rest[512];
-  std::snprintf(rest, sizeof rest, "%s", at);
-  std::snprintf(colon + 1, size - static_cast<size_t>(colon + 1 - out), "***%s", rest);
+  std::snprintf(out, size, "%.*s***%s", static_cast<int>(start - url), url, at);
 }
 
 }  // namespace cli

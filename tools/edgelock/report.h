@@ -67,7 +67,8 @@ class JsonObject {
 // Writes `s` as a JSON string literal (quoted, escaped) to stdout.
 void print_json_string(const char* s, size_t n);
 
-// The URL with any password replaced by "***", for messages.
+// The URL with its user-info (user and password) replaced by "***", for
+// messages.
 void redact_url(const char* url, char* out, size_t size);
 
 }  // namespace cli

@@ -1,0 +1,117 @@
+// The `edgelock` tool's caller errors: what the caller supplied (URL,
+// options, files) is refused with exit 2 and a line naming the cause, and a
+// password never shows in any of them.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "../integration/cli_fixture.h"
+
+namespace edgelock {
+namespace {
+
+using namespace cli_test;  // NOLINT: the fixture and its helpers
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+class CliUsage : public CliTest {
+ protected:
+  std::string port() { return std::to_string(server_->port()); }
+};
+
+// Generated secrets hold unencoded '/', '@', '#' and ':'; a parser splits
+// such a URL in the wrong place, so no part of the password may be echoed,
+// on stderr or in the JSON message. Each secret has two markers (Zq, Rk)
+// that appear nowhere else.
+TEST_F(CliUsage, BadUrlNeverShowsAnyPartOfThePassword) {
+  const std::vector<std::string> urls = {
+      "redis://:hunZq2/xyRk@127.0.0.1:" + port(),
+      "redis://:p@sZq:w/rRk#1@127.0.0.1:" + port(),
+      "redis://user:Zq#Rk@127.0.0.1:99999",
+      "redis://user:Zq?Rk@127.0.0.1:" + port(),
+      "rediss://u:Zq:Rk/x@127.0.0.1:" + port(),
+      "redis-sentinel://:Zq/Rk@127.0.0.1:1/gw",
+      "redis-cluster://u:Zq/Rk@127.0.0.1:1",
+      "http://u:Zq/Rk@127.0.0.1:1",
+  };
+  for (const std::string& url : urls) {
+    for (const bool json : {false, true}) {
+      std::vector<std::string> args = {"status", "k"};
+      if (json) args.insert(args.begin(), "--json");
+      const Outcome o = cli(args, {}, url);
+      EXPECT_EQ(o.rc, 2) << url << ": " << o.err;
+      EXPECT_TRUE(has(o.err, "bad URL")) << url << ": " << o.err;
+      EXPECT_TRUE(has(o.err, "***@127.0.0.1")) << url << ": " << o.err;
+      for (const char* marker : {"Zq", "Rk"}) {
+        EXPECT_FALSE(has(o.err, marker)) << url << ": " << o.err;
+        EXPECT_FALSE(has(o.out, marker)) << url << ": " << o.out;
+      }
+      if (json) {
+        EXPECT_TRUE(has(o.out, "\"error\":\"usage\"")) << url << ": " << o.out;
+      }
+    }
+  }
+  // A password that split the URL gets the hint to encode it.
+  const Outcome hint = cli({"status", "k"}, {}, urls[0]);
+  EXPECT_TRUE(has(hint.err, "percent-encode")) << hint.err;
+}
+
+// An option of another subcommand is a usage error, not silently ignored.
+TEST_F(CliUsage, GraceBelongsToRunAndSemaphore) {
+  const std::vector<std::vector<std::string>> refused = {
+      {"--grace", "100", "acquire", "k"},
+      {"--grace", "100", "status", "k"},
+      {"--grace", "100", "release", "k", "token"},
+      {"--grace", "100", "extend", "k", "token"},
+      {"--grace", "100", "cooldown", "c", "--period", "100"},
+  };
+  for (const auto& args : refused) {
+    const Outcome o = cli(args);
+    EXPECT_EQ(o.rc, 2) << args[2] << ": " << o.err;
+    EXPECT_TRUE(has(o.err, "--grace")) << args[2] << ": " << o.err;
+  }
+  EXPECT_EQ(redis({"EXISTS", "k"}), "0") << "a refused acquire takes nothing";
+  const Outcome run = cli({"--grace", "100", "run", "k", "--", "true"});
+  EXPECT_EQ(run.rc, 0) << run.err;
+  const Outcome sem = cli({"--grace", "100", "semaphore", "s", "--permits", "1", "--", "true"});
+  EXPECT_EQ(sem.rc, 0) << sem.err;
+}
+
+// The unknown-scheme line lists every scheme the tool takes.
+TEST_F(CliUsage, UnknownSchemeListsEveryScheme) {
+  for (const std::string url : {"http://127.0.0.1:1", "127.0.0.1:6379", "redis:/127.0.0.1"}) {
+    const Outcome o = cli({"status", "k"}, {}, url);
+    EXPECT_EQ(o.rc, 2) << url << ": " << o.err;
+    for (const char* scheme :
+         {"redis://", "rediss://", "unix://", "redis-sentinel://", "redis-cluster://"}) {
+      EXPECT_TRUE(has(o.err, scheme)) << url << ": " << o.err;
+    }
+  }
+}
+
+// What the caller got wrong in a URL or a file name is exit 2 (usage), not
+// a server or TLS failure (exit 3).
+TEST_F(CliUsage, CallerMistakesExitTwo) {
+  const Outcome db = cli({"--json", "status", "k"}, {}, "redis://127.0.0.1:" + port() + "/99999");
+  EXPECT_EQ(db.rc, 2) << db.err;
+  EXPECT_TRUE(has(db.err, "database 99999")) << db.err;
+  EXPECT_TRUE(has(db.out, "\"error\":\"usage\",\"exit\":2")) << db.out;
+  const Outcome ca = cli({"--tls-ca", dir_ + "/nonexistent.pem", "status", "k"}, {},
+                         "rediss://127.0.0.1:" + port());
+  EXPECT_EQ(ca.rc, 2) << ca.err;
+  EXPECT_TRUE(has(ca.err, "--tls-ca")) << ca.err;
+  const Outcome key = cli({"--tls-cert", dir_ + "/c.pem", "--tls-key", dir_ + "/k.pem", "-u",
+                           "redis://127.0.0.1:" + port(), "status", "k"});
+  EXPECT_EQ(key.rc, 2) << "a quorum's files are checked too: " << key.err;
+  const Outcome space = cli({"status", "k"}, {}, "redis://127.0.0.1 :" + port());
+  EXPECT_EQ(space.rc, 2) << space.err;
+  EXPECT_TRUE(has(space.err, "space")) << space.err;
+  // The same server with a database it has, and no stray blank: fine.
+  EXPECT_EQ(cli({"status", "k"}, {}, "redis://127.0.0.1:" + port() + "/15").rc, 0);
+}
+
+}  // namespace
+}  // namespace edgelock
