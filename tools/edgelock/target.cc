@@ -308,5 +308,4 @@ int check_tls_files(const Options& o) {
   return kExitOk;
 }
 
-
 }  // namespace cli
