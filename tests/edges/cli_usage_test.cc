@@ -3,6 +3,8 @@
 // password never shows in any of them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -28,14 +30,10 @@ class CliUsage : public CliTest {
 // that appear nowhere else.
 TEST_F(CliUsage, BadUrlNeverShowsAnyPartOfThePassword) {
   const std::vector<std::string> urls = {
-      "redis://:hunZq2/xyRk@127.0.0.1:" + port(),
-      "redis://:p@sZq:w/rRk#1@127.0.0.1:" + port(),
-      "redis://user:Zq#Rk@127.0.0.1:99999",
-      "redis://user:Zq?Rk@127.0.0.1:" + port(),
-      "rediss://u:Zq:Rk/x@127.0.0.1:" + port(),
-      "redis-sentinel://:Zq/Rk@127.0.0.1:1/gw",
-      "redis-cluster://u:Zq/Rk@127.0.0.1:1",
-      "http://u:Zq/Rk@127.0.0.1:1",
+      "redis://:hunZq2/xyRk@127.0.0.1:" + port(), "redis://:p@sZq:w/rRk#1@127.0.0.1:" + port(),
+      "redis://user:Zq#Rk@127.0.0.1:99999",       "redis://user:Zq?Rk@127.0.0.1:" + port(),
+      "rediss://u:Zq:Rk/x@127.0.0.1:" + port(),   "redis-sentinel://:Zq/Rk@127.0.0.1:1/gw",
+      "redis-cluster://u:Zq/Rk@127.0.0.1:1",      "http://u:Zq/Rk@127.0.0.1:1",
   };
   for (const std::string& url : urls) {
     for (const bool json : {false, true}) {
@@ -111,6 +109,44 @@ TEST_F(CliUsage, CallerMistakesExitTwo) {
   EXPECT_TRUE(has(space.err, "space")) << space.err;
   // The same server with a database it has, and no stray blank: fine.
   EXPECT_EQ(cli({"status", "k"}, {}, "redis://127.0.0.1:" + port() + "/15").rc, 0);
+}
+
+// A COMMAND that cannot be run: exit 127 (not found) or 126 (not runnable),
+// as a shell says, and with --json one object of kind "internal" carrying
+// that exit; no "allowed ... exit 0" object before it. A COMMAND that runs
+// and exits 127 itself is just its status, with no object.
+TEST_F(CliUsage, CommandThatCannotRunIsReportedWithItsExit) {
+  const std::string missing = dir_ + "/nonexistent";
+  const std::string not_runnable = dir_ + "/plain-file";
+  ASSERT_EQ(std::system(("touch '" + not_runnable + "'").c_str()), 0);
+  const struct {
+    std::vector<std::string> args;
+    int rc;
+  } cases[] = {
+      {{"run", "k", "--", missing}, 127},
+      {{"run", "k", "--", not_runnable}, 126},
+      {{"semaphore", "s", "--permits", "2", "--", missing}, 127},
+      {{"cooldown", "c", "--period", "60000", "--", missing}, 127},
+      {{"cooldown", "q", "--quota", "5", "--window", "60000", "--", not_runnable}, 126},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args = c.args;
+    args.insert(args.begin(), "--json");
+    const Outcome o = cli(args);
+    const std::string what = args[1] + " " + args.back() + ": ";
+    EXPECT_EQ(o.rc, c.rc) << what << o.err;
+    EXPECT_EQ(o.out, "{\"error\":\"internal\",\"exit\":" + std::to_string(c.rc) + ",\"key\":\"" +
+                         args[2] + "\",\"message\":\"cannot run " + args.back() + ": " +
+                         (c.rc == 127 ? "No such file or directory" : "Permission denied") +
+                         "\"}\n")
+        << what;
+    EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << what << o.err;
+    EXPECT_TRUE(has(o.err, "cannot run")) << what << o.err;
+  }
+  EXPECT_EQ(redis({"EXISTS", "k"}), "0") << "the lock is released";
+  const Outcome own = cli({"--json", "run", "k", "--", "sh", "-c", "exit 127"});
+  EXPECT_EQ(own.rc, 127) << own.err;
+  EXPECT_EQ(own.out, "") << "COMMAND ran to its end: stdout is its own";
 }
 
 }  // namespace

@@ -86,7 +86,8 @@ void print_usage();
 int64_t effective_grace_ms(const Options& o);
 
 // The descriptors open before main() pass on to COMMAND; close_own_fds()
-// closes every other one (Redis sockets included) before an exec.
-void close_own_fds();
+// closes every other one (Redis sockets included) before an exec, except
+// `keep` (a close-on-exec pipe that reports a failed exec).
+void close_own_fds(int keep = -1);
 
 }  // namespace cli

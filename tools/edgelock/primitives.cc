@@ -142,7 +142,9 @@ int exec_command(const Options& o) {
 // Returns 0 if allowed, 1 if not.
 int print_admission(const Options& o, bool allowed, const Admission& a) {
   const int rc = allowed ? kExitOk : kExitBusy;
-  if (o.json) {
+  // Allowed with COMMAND: stdout is COMMAND's; an object follows only if it
+  // cannot be run.
+  if (o.json && !(allowed && o.child_argv)) {
     JsonObject j;
     j.str("key", o.key).flag("allowed", allowed).num("retry_after_ms", a.retry_after.count());
     if (o.quota != 0) j.num("remaining", a.remaining);
