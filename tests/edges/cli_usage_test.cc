@@ -149,5 +149,34 @@ TEST_F(CliUsage, CommandThatCannotRunIsReportedWithItsExit) {
   EXPECT_EQ(own.out, "") << "COMMAND ran to its end: stdout is its own";
 }
 
+// -E/--conflict-exit-code (flock's -E): "busy" exits with N, so it cannot
+// be mistaken for COMMAND's own 1 or 3; COMMAND's status is untouched, and
+// the JSON object carries the same exit.
+TEST_F(CliUsage, ConflictExitCodeSeparatesBusyFromCommand) {
+  ASSERT_EQ(redis({"SET", "held", "someone", "PX", "60000"}), "OK");
+  const Outcome busy = cli({"-w", "0", "-E", "75", "run", "held", "--", "true"});
+  EXPECT_EQ(busy.rc, 75) << busy.err;
+  EXPECT_TRUE(has(busy.err, "held by another owner")) << busy.err;
+  const Outcome json =
+      cli({"--json", "-w", "0", "--conflict-exit-code", "75", "run", "held", "--", "true"});
+  EXPECT_EQ(json.rc, 75) << json.err;
+  EXPECT_TRUE(has(json.out, "{\"error\":\"busy\",\"exit\":75,")) << json.out;
+  const Outcome waited = cli({"-w", "100", "-E", "75", "run", "held", "--", "true"});
+  EXPECT_EQ(waited.rc, 75) << "a --wait that ran out: " << waited.err;
+  const Outcome own = cli({"-w", "0", "-E", "75", "run", "free", "--", "sh", "-c", "exit 1"});
+  EXPECT_EQ(own.rc, 1) << "COMMAND's own status: " << own.err;
+  const Outcome c1 = cli({"-E", "42", "cooldown", "cc", "--period", "60000", "--", "true"});
+  EXPECT_EQ(c1.rc, 0) << c1.err;
+  const Outcome c2 = cli({"-E", "42", "cooldown", "cc", "--period", "60000", "--", "true"});
+  EXPECT_EQ(c2.rc, 42) << "not allowed: " << c2.err;
+  ASSERT_EQ(cli({"-t", "60000", "semaphore", "pool", "--permits", "1"}).rc, 0);
+  const Outcome sem =
+      cli({"-w", "0", "-E", "43", "semaphore", "pool", "--permits", "1", "--", "true"});
+  EXPECT_EQ(sem.rc, 43) << "no permit: " << sem.err;
+  // Without COMMAND there is nothing to tell apart: a usage error.
+  EXPECT_EQ(cli({"-E", "75", "-w", "0", "acquire", "held"}).rc, 2);
+  EXPECT_EQ(cli({"-E", "256", "run", "k", "--", "true"}).rc, 2);
+}
+
 }  // namespace
 }  // namespace edgelock

@@ -55,6 +55,9 @@ struct Options {
   const char* token = nullptr;
   char** child_argv = nullptr;  // NULL-terminated: run, semaphore, cooldown
   bool stats = false;           // --stats: counters on stderr at exit
+  // -E N: the exit status for "busy" (held, no permit, not allowed) where
+  // COMMAND's own statuses would overlap edgelock's (flock's -E); -1: 1.
+  int64_t conflict_exit = -1;
   // semaphore
   int64_t permits = 0;               // --permits N (required)
   bool count = false;                // --count: print permits in use
@@ -66,7 +69,8 @@ struct Options {
   bool peek = false;      // --peek: ask without taking
   bool reset = false;     // --reset: end the period / window now
   // Sentinel and Cluster
-  int64_t wait_replicas = 0;  // --wait-replicas N: WAIT after grants
+  int64_t wait_replicas = 0;        // --wait-replicas N: WAIT after grants
+  int64_t replica_timeout_ms = -1;  // --replica-timeout MS (-1: the library's 200)
   // --fair: a FairLock (first come, first served) instead of a Lock
   bool fair = false;
   int64_t waiter_timeout_ms = -1;  // --waiter-timeout MS (-1: the library's 2000)

@@ -222,6 +222,7 @@ int Target::open_sentinel(const Options& o, const char* url) {
   const edgelock::ConnectionOptions co = connection_options(o);
   edgelock::SentinelOptions so;
   so.wait_replicas = static_cast<int>(o.wait_replicas);
+  if (o.replica_timeout_ms > 0) so.wait_timeout = from_ms(o.replica_timeout_ms);
   so.sentinel_password = std::getenv("EDGELOCK_SENTINEL_PASSWORD");
   Status s = sentinel_->setup(full.c_str(), co, so);
   if (!s.ok()) return bad_url(url, sentinel_->last_error());
@@ -243,6 +244,7 @@ int Target::open_cluster(const Options& o, const char* url) {
   const edgelock::ConnectionOptions co = connection_options(o);
   edgelock::ClusterOptions cl;
   cl.wait_replicas = static_cast<int>(o.wait_replicas);
+  if (o.replica_timeout_ms > 0) cl.wait_timeout = from_ms(o.replica_timeout_ms);
   Status s = cluster_->setup(full.c_str(), co, cl);
   if (!s.ok()) return bad_url(url, cluster_->last_error());
   const Deadline d = Deadline::after(cluster_->clock(), co.connect_timeout + co.command_timeout);

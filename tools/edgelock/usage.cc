@@ -62,6 +62,8 @@ const char kUsage[] =
     "  -w, --wait MS          how long to wait for the lock; 0 = fail at once if it\n"
     "                         is held (like flock -n); 'forever' or -1 = no limit\n"
     "                         (the default; cooldown waits only if -w is given).\n"
+    "  -E, --conflict-exit-code N  with COMMAND: exit N instead of 1 when the lock\n"
+    "                         is held (no permit, not allowed), like flock -E.\n"
     "      --server-wait MS   give up (exit 3) once the server has given no usable\n"
     "                         answer for MS (timeouts, failed connects, grants too\n"
     "                         late), even within --wait (default 10000).\n"
@@ -74,6 +76,8 @@ const char kUsage[] =
     "                         drops out after MS (>= 500; default 2000).\n"
     "      --wait-replicas N  Sentinel and Cluster: a grant or renewal counts only\n"
     "                         once N replicas have it (WAIT); default 0.\n"
+    "      --replica-timeout MS  how long WAIT may block (default 200; at most\n"
+    "                         half the command budget).\n"
     "      --tls-ca FILE      CA certificate(s) to verify the server (PEM).\n"
     "      --tls-cert FILE    client certificate for mutual TLS (PEM).\n"
     "      --tls-key FILE     client key for mutual TLS (PEM).\n"
@@ -104,7 +108,8 @@ const char kUsage[] =
     "or server error, no answer within --server-wait, a reply too large, a grant\n"
     "too late to use; 4 lease (or permit) lost during run/semaphore; 5 not the\n"
     "owner (stale token or permit id). With COMMAND, otherwise COMMAND's own\n"
-    "status (128+N if it died of signal N, 127 if not found, 126 if not run).\n"
+    "status (128+N if it died of signal N, 127 if not found, 126 if not run;\n"
+    "-E N replaces 1 for busy).\n"
     "\n"
     "See edgelock(1) and docs/cli.md.\n";
 
