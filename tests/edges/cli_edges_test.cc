@@ -135,6 +135,21 @@ TEST_F(CliEdges, OversizedReplyIsAServerError) {
   fake.stop();
 }
 
+// Another service on the port: one "protocol error:" (not two), and the
+// hint that this may not be a Redis port.
+TEST_F(CliEdges, ForeignServiceIsNamedOnce) {
+  FakeServer http([](const FakeServer::Argv&) -> std::string {
+    return "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+  });
+  ASSERT_TRUE(http.start());
+  const Outcome o = cli({"status", "modem"}, {}, http.url());
+  EXPECT_EQ(o.rc, 3) << o.err;
+  EXPECT_NE(o.err.find("protocol error: "), std::string::npos) << o.err;
+  EXPECT_EQ(o.err.find("protocol error: protocol error"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("is this a Redis port?"), std::string::npos) << o.err;
+  http.stop();
+}
+
 // A grant whose lease ran out before its reply arrived (here: a TTL shorter
 // than the drift allowance) was reported as "held by another owner (0 ms
 // left)" / "all permits in use". Now it says what happened, exit 3.
