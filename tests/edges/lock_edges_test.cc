@@ -243,7 +243,7 @@ TEST_F(LockEdges, ErrorTextIsNotStickyAfterSuccess) {
   EXPECT_STREQ(lock.last_error(), "") << "ok, with a stale cause";
 }
 
-// init() refusing the key says why in last_error() (it said nothing).
+// init() refusing an argument names it in last_error().
 TEST_F(LockEdges, InitNamesTheRefusedArgument) {
   Lock lock(other_);
   EXPECT_EQ(lock.init(Bytes(), ttl(1000)).code(), ErrorCode::kInvalidArgument);
