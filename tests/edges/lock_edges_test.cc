@@ -262,6 +262,14 @@ TEST_F(LockEdges, InitNamesTheRefusedArgument) {
   EXPECT_EQ(sem.init(Bytes(), so).code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(std::string(sem.last_error()).find("key is empty"), std::string::npos)
       << sem.last_error();
+  FairLock fair(other_);
+  EXPECT_EQ(fair.init(Bytes::from_cstr(longer.c_str())).code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(std::string(fair.last_error()).find("longer than kMaxKeyLen"), std::string::npos)
+      << fair.last_error();
+  Cooldown cooldown(other_);
+  EXPECT_EQ(cooldown.init(Bytes()).code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(std::string(cooldown.last_error()).find("key is empty"), std::string::npos)
+      << cooldown.last_error();
   ASSERT_TRUE(lock.init(Bytes::from_cstr(kKey), ttl(1000)).ok());
   EXPECT_STREQ(lock.last_error(), "") << "a good init() clears it";
 }

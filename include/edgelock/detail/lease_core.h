@@ -84,6 +84,13 @@ class LeaseCore {
               CompanionKey* wake = nullptr);
   /// True once init() succeeded.
   bool ready() const { return key_len_ > 0; }
+  /// kInvalidArgument if `key` is empty or longer than kMaxKeyLen, with the
+  /// cause in last_error(): for a primitive that builds its own companion
+  /// keys before init() (which checks the same).
+  Status check_key_size(Bytes key) {
+    init_fault_ = key.size == 0 || !key.data ? 1 : key.size > kMaxKeyLen ? 2 : 0;
+    return init_fault_ != 0 ? Status(ErrorCode::kInvalidArgument) : Status();
+  }
   /// Why the last init() refused its arguments, else the back end's last
   /// error text (never null).
   const char* last_error() const {
