@@ -61,8 +61,7 @@ bool hold_for(Hold& h, Nanos duration) {
     if (keeper.service() == LeaseState::kLost) {
       h.dev->lost_detected.fetch_add(1);
       h.dev->end(h.id);
-      say(*h.dev, h.id, "keeper: lease LOST (%s) -> stops using the device",
-          keeper.last_status().to_string());
+      say(*h.dev, h.id, "keeper: %s -> stops using the device", keeper.loss_text());
       return false;
     }
     if (keeper.stats().renewals != renewals) {

@@ -37,8 +37,7 @@ int main(int argc, char** argv) {
     // end of the validity.
     const int n = poll(&in, 1, keeper.next_deadline().poll_timeout_ms(conn.clock()));
     if (keeper.service() == LeaseState::kLost) {
-      std::fprintf(stderr, "keeper: lease lost (%s): stop touching the device\n",
-                   keeper.last_status().to_string());
+      std::fprintf(stderr, "keeper: %s: stop touching the device\n", keeper.loss_text());
       return 4;
     }
     if (n <= 0 || !(in.revents & (POLLIN | POLLHUP))) continue;

@@ -305,7 +305,11 @@ Result<const Reply*> Connection::receive() {
     const Status s = rx_.next(&reply, &why);
     if (!s.ok()) {
       if (s.code() == ErrorCode::kProtocol) {
-        set_error(error_, "protocol error: %s", why);
+        // The code's name ("protocol error") comes with the code; the text
+        // says what was wrong. A first byte that starts no RESP reply at
+        // all is most often another service on the port (HTTP, SSH).
+        const bool alien = std::strcmp(why, "unknown type byte") == 0;
+        set_error(error_, "%s%s", why, alien ? " (not a RESP reply: is this a Redis port?)" : "");
       } else {
         set_error(error_, "reply larger than the fixed reply capacities: %s", why);
       }
@@ -327,7 +331,12 @@ Result<const Reply*> Connection::on_reply(const Reply* reply) {
     return leave(ErrorCode::kProtocol);
   }
   if (--replies_due_ == 0) state_ = State::kIdle;
-  if (reply->type != ReplyType::kError) return reply;
+  if (reply->type != ReplyType::kError) {
+    // The text describes the last failure; once a request has succeeded
+    // it would describe an error that no longer holds.
+    if (state_ == State::kIdle) error_[0] = '\0';
+    return reply;
+  }
   const ErrorCode code = classify_error_reply(reply->str, reply->len);
   if (code == ErrorCode::kNoScript && state_ == State::kIdle && eval_by_sha_) {
     // The server lost its script cache: send the body once, which reloads

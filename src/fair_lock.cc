@@ -31,6 +31,7 @@ Status FairLock::init(Bytes key, const FairLockOptions& options) {
   if (options.waiter_timeout < kMinWaiterTimeout || options.waiter_timeout > kMaxTtl) {
     return ErrorCode::kInvalidArgument;
   }
+  EDGELOCK_TRY(core_.check_key_size(key));
   detail::CompanionKey queue;
   EDGELOCK_TRY(make_companion(key, ":queue", &queue));
   // The core checks the key and that the back end serves its companions

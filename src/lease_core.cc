@@ -48,8 +48,11 @@ bool wants_retry(Status s, RetryOn on) {
 
 Status LeaseCore::init(Bytes key, const LeaseTiming& timing, CompanionKey* fence,
                        CompanionKey* wake) {
-  if (key.size == 0 || key.size > kMaxKeyLen || !key.data) return ErrorCode::kInvalidArgument;
-  if (!valid_timing(timing)) return ErrorCode::kInvalidArgument;
+  init_fault_ = key.size == 0 || !key.data ? 1
+                : key.size > kMaxKeyLen    ? 2
+                : valid_timing(timing)     ? 0
+                                           : 3;
+  if (init_fault_ != 0) return ErrorCode::kInvalidArgument;
   if (fence) {
     EDGELOCK_TRY(make_companion(key, ":fence", fence));
     if (wake) EDGELOCK_TRY(make_companion(key, ":wake", wake));

@@ -54,6 +54,14 @@ void LeaseKeeper::cancel_renewal() {
   lease_->cancel();
 }
 
+const char* LeaseKeeper::loss_text() const {
+  if (state_ != LeaseState::kLost) return "";
+  if (last_status_.code() == ErrorCode::kNotOwner) {
+    return "lease lost: the key is gone from the server or held by another owner";
+  }
+  return "lease lost: no renewal succeeded before its validity ran out";
+}
+
 void LeaseKeeper::lose(Status why, TimePoint now) {
   cancel_renewal();
   state_ = LeaseState::kLost;

@@ -39,6 +39,7 @@ void Lock::forget() {
   has_token_ = false;
   retired_ = false;
   granted_ = false;
+  attempted_ = false;
   valid_until_ = TimePoint();
   fence_ = 0;
 }
@@ -133,6 +134,7 @@ Status Lock::start_attempt(Deadline deadline, bool pipelined) {
   // From here a lost reply may mean the key is ours (also on a retry after
   // a late grant was handed back): keep the token so release() can clean up.
   has_token_ = true;
+  attempted_ = true;
   req_ = Req::kAttempt;
   // Validity counts from before the request leaves (before the BLPOP, if
   // any): the server's TTL may have started any time after this.
@@ -220,8 +222,11 @@ Status Lock::on_release(const Result<const Reply*>& r) {
   if (rep->type != ReplyType::kInteger || rep->integer < 0 || rep->integer > 1) {
     return core_.reject("release wants 0 or 1");
   }
+  // Not ours on the server, and never granted to us: nothing was held.
+  const bool never_granted = attempted_ && fence_ == 0;
   forget();
-  return rep->integer == 1 ? Status() : Status(ErrorCode::kNotOwner);
+  if (rep->integer == 1) return Status();
+  return never_granted ? ErrorCode::kNotHeld : ErrorCode::kNotOwner;
 }
 
 // --- Extend.

@@ -45,7 +45,7 @@ constexpr Row kRows[] = {
     {ErrorCode::kTls, kUnknown, "TLS error"},
     {ErrorCode::kTlsUnavailable, 0, "TLS unavailable"},
     {ErrorCode::kNoQuorum, 0, "no quorum"},
-    {ErrorCode::kExpired, kRetry, "expired before grant"},
+    {ErrorCode::kExpired, kRetry, "lease validity ran out"},
     {ErrorCode::kIndeterminate, kUnknown, "indeterminate"},
     {ErrorCode::kRandomFailed, 0, "random source failed"},
     {ErrorCode::kTlsUntrusted, 0, "TLS certificate not trusted"},

@@ -96,6 +96,12 @@ Status parse_hostport(Span s, Endpoint* ep, const char** why) {
     }
   }
   if (host.n == 0) return fail(why, "missing host");
+  // A space or control byte is a typo (a stray blank before ':port'), never
+  // part of a host name or address: refused here, not sent to the resolver.
+  for (size_t i = 0; i < host.n; ++i) {
+    const unsigned char c = static_cast<unsigned char>(host.p[i]);
+    if (c <= 0x20 || c == 0x7f) return fail(why, "space or control character in host");
+  }
   EDGELOCK_TRY(copy_part(host, ep->host, kMaxHostLen, false, why, "host name too long"));
   if (port.p) {
     long v = 0;

@@ -135,6 +135,10 @@ class LeaseKeeper {
   /// out), or the last transient renewal error while keeping. The lease's
   /// last_error() has the text.
   Status last_status() const { return last_status_; }
+  /// The loss as a sentence for a log line ("" while not lost): the key
+  /// gone or taken over (kNotOwner), or no renewal succeeding before the
+  /// validity ran out (kExpired). Static text, never null.
+  const char* loss_text() const;
   /// When the loss was detected, on the lease's clock (TimePoint() if not
   /// lost).
   TimePoint lost_at() const { return lost_at_; }

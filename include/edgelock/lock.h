@@ -122,8 +122,10 @@ class Lock final : public Lease {
   /// Owner-checked delete. Afterwards held() is false whatever the outcome
   /// (the delete may have run even if its reply never came), and the token
   /// is retired: extend() refuses it and the next grant has a new one.
-  /// Errors: kNotHeld (no token: nothing to release), kNotOwner (expired and
-  /// maybe taken: the other holder's key is left alone), kProtocol (reply
+  /// Errors: kNotHeld (no token: nothing to release; also when the token
+  /// comes from an acquire that never saw a grant, e.g. one cancel()ed
+  /// while waiting, and the server holds nothing of it), kNotOwner (granted,
+  /// then expired and maybe taken: the other holder's key is left alone), kProtocol (reply
   /// other than 0/1: connection closed), and Connection::command()'s (on
   /// Sentinel or Cluster Backend::eval()'s). On kProtocol and command
   /// errors the token is kept and the key may still be there until its
@@ -213,8 +215,9 @@ class Lock final : public Lease {
   /// This lock's counters (the serving connection keeps totals too).
   const Metrics& metrics() const { return core_.metrics(); }
   void reset_metrics() { core_.reset_metrics(); }
-  /// The back end's (Connection's, Sentinel's, Cluster's) last error text.
-  const char* last_error() const override { return core_.backend().last_error(); }
+  /// Why init() refused its arguments, else the back end's (Connection's,
+  /// Sentinel's, Cluster's) last error text.
+  const char* last_error() const override { return core_.last_error(); }
   /// The back end's command timeout: the longest one renew() blocks.
   Nanos renew_budget() const override { return core_.command_timeout(); }
   Clock& clock() const override { return core_.clock(); }
@@ -249,6 +252,7 @@ class Lock final : public Lease {
   // Small fields first: short offsets, shorter code on Thumb-2.
   bool has_token_ = false;      // release/extend may act (held or maybe held)
   bool granted_ = false;        // the server confirmed the grant
+  bool attempted_ = false;      // the token went out in an acquire (not adopt())
   bool wake_supported_ = true;  // false after the server refused BLPOP
   bool retired_ = false;        // a release of this token was sent: never granted under it again
   Req req_ = Req::kAttempt;

@@ -159,7 +159,7 @@ class ReentrantLock final : public Lease {
   const ReentrantLockOptions& options() const { return options_; }
   const Metrics& metrics() const { return core_.metrics(); }
   void reset_metrics() { core_.reset_metrics(); }
-  const char* last_error() const override { return core_.backend().last_error(); }
+  const char* last_error() const override { return core_.last_error(); }
   Nanos renew_budget() const override { return core_.command_timeout(); }
   Clock& clock() const override { return core_.clock(); }
   Backend& backend() const { return core_.backend(); }

@@ -33,7 +33,9 @@ enum class ErrorCode : uint8_t {
   kTls,               ///< TLS handshake or record failure.
   kTlsUnavailable,    ///< Built without TLS, or rediss:// not configured.
   kNoQuorum,          ///< Too few servers answered to form a majority.
-  kExpired,           ///< The lock's validity ran out before it was granted.
+  kExpired,           ///< The lease's validity ran out first: a grant or
+                      ///< renewal whose reply came too late to use, or (a
+                      ///< LeaseKeeper's loss) no renewal in time.
   kIndeterminate,     ///< Sent, outcome unknown; a release was attempted.
   kRandomFailed,      ///< The OS random source failed.
   kTlsUntrusted,      ///< Server certificate chain (or pin) did not verify.

@@ -2,6 +2,7 @@
 // exits, clean-up after a failed acquire and its exit codes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -134,6 +135,21 @@ TEST_F(CliEdges, OversizedReplyIsAServerError) {
   fake.stop();
 }
 
+// Another service on the port: one "protocol error:" (not two), and the
+// hint that this may not be a Redis port.
+TEST_F(CliEdges, ForeignServiceIsNamedOnce) {
+  FakeServer http([](const FakeServer::Argv&) -> std::string {
+    return "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+  });
+  ASSERT_TRUE(http.start());
+  const Outcome o = cli({"status", "modem"}, {}, http.url());
+  EXPECT_EQ(o.rc, 3) << o.err;
+  EXPECT_NE(o.err.find("protocol error: "), std::string::npos) << o.err;
+  EXPECT_EQ(o.err.find("protocol error: protocol error"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("is this a Redis port?"), std::string::npos) << o.err;
+  http.stop();
+}
+
 // A grant whose lease ran out before its reply arrived (here: a TTL shorter
 // than the drift allowance) was reported as "held by another owner (0 ms
 // left)" / "all permits in use". Now it says what happened, exit 3.
@@ -154,6 +170,32 @@ TEST_F(CliEdges, GrantTooLateSaysSo) {
   EXPECT_EQ(s.err.find("in use"), std::string::npos) << s.err;
   // The library's name for the code would say the opposite of what happened.
   EXPECT_EQ((a.err + s.err).find("expired before grant"), std::string::npos) << a.err << s.err;
+}
+
+// With a TTL no grant can outlive (1 or 2 ms, under the drift allowance),
+// every grant comes too late and is handed back. The hand-back release
+// always succeeds; it must not count as the server answering, or the
+// --server-wait clock restarts after each try and the wait never ends
+// (stderr filling with "not answering" / "answers again").
+TEST_F(CliEdges, UselessGrantsEndTheWaitWithinServerWait) {
+  ASSERT_EQ(cli({"-t", "1000", "-w", "0", "acquire", "warm"}).rc, 0);
+  for (const std::string ttl : {"1", "2"}) {
+    for (const std::string verb : {"acquire", "run"}) {
+      std::vector<std::string> args = {"-t", ttl, "--server-wait", "1000", verb, "modem"};
+      if (verb == "run") args.insert(args.end(), {"--", "true"});
+      const int64_t t0 = now_ms();
+      // 1000 ms + 2 command budgets (5 ms floor) + start-up and scheduling.
+      const int64_t bound = 3000 * slowdown();
+      const Outcome o = finish(start(args, "late"), "late", t0, bound);
+      const std::string what = verb + " -t " + ttl + ": ";
+      EXPECT_EQ(o.rc, 3) << what << o.err;
+      EXPECT_LT(o.ms, bound) << what;
+      EXPECT_NE(o.err.find("no usable answer"), std::string::npos) << what << o.err;
+      EXPECT_EQ(o.err.find("answers again"), std::string::npos) << what << o.err;
+      EXPECT_LE(std::count(o.err.begin(), o.err.end(), '\n'), 4) << what << o.err;
+    }
+  }
+  EXPECT_EQ(redis({"EXISTS", "modem"}), "0") << "handed back";
 }
 
 // Message and exit code agree: a quorum `status` that a majority answered

@@ -91,6 +91,42 @@ std::string read_file(const std::string& path) {
 
 class ConnectionEdges : public test::SharedServerTest {};
 
+// Another service on the port (here: an HTTP server) answers with bytes
+// that start no RESP reply. The text says so once, without repeating the
+// code's own name, and asks whether this is a Redis port at all.
+TEST(ConnectionEdgesText, ForeignServiceGetsAHint) {
+  FakeServer http([](const FakeServer::Argv&) -> std::string {
+    return "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+  });
+  ASSERT_TRUE(http.start());
+  Connection c;
+  ASSERT_TRUE(c.setup(http.url().c_str()).ok());
+  const Bytes ping[1] = {Bytes::from_cstr("PING")};
+  const Result<const Reply*> r = c.command(ping, Deadline::after(c.clock(), Millis(2000)));
+  EXPECT_EQ(r.status().code(), ErrorCode::kProtocol);
+  const std::string text = c.last_error();
+  EXPECT_NE(text.find("is this a Redis port?"), std::string::npos) << text;
+  EXPECT_EQ(text.find("protocol error"), std::string::npos)
+      << "the code's name is the caller's to print: " << text;
+  http.stop();
+}
+
+// last_error() is the last failure's text only until a request succeeds:
+// after a timeout and then a good reply it is empty, so "ok" is never
+// printed with a stale cause next to it.
+TEST_F(ConnectionEdges, ErrorTextClearsOnSuccess) {
+  Connection c;
+  ConnectionOptions o;
+  o.command_timeout = Millis(50);
+  ASSERT_TRUE(c.setup(server_->url().c_str(), o).ok());
+  const Bytes bad[1] = {Bytes::from_cstr("NO-SUCH-COMMAND")};
+  EXPECT_FALSE(c.command(bad, Deadline::after(c.clock(), Millis(2000))).ok());
+  EXPECT_STRNE(c.last_error(), "") << "the failure has its text";
+  const Bytes ping[1] = {Bytes::from_cstr("PING")};
+  ASSERT_TRUE(c.command(ping, Deadline::after(c.clock(), Millis(2000))).ok()) << c.last_error();
+  EXPECT_STREQ(c.last_error(), "");
+}
+
 // Item 10: a NOSCRIPT reply whose EVAL fallback does not fit the command
 // buffer left the command "in flight" for good: every later command on the
 // connection returned kInvalidArgument.

@@ -230,6 +230,84 @@ TEST_F(LockEdges, UnknownReleaseIsNotHeld) {
   EXPECT_EQ(exists(kKey), "0");
 }
 
+// A release that timed out, then one that succeeded: last_error() must not
+// keep the old "no reply within the deadline" next to the ok.
+TEST_F(LockEdges, ErrorTextIsNotStickyAfterSuccess) {
+  ASSERT_TRUE(open_proxied(slow(Millis(300))));
+  Lock lock(conn_);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr(kKey), ttl(10000)).ok());
+  warm(lock);
+  ASSERT_TRUE(lock.try_acquire().ok());
+  proxy_->set_delay(slow(Millis(5000)));
+  ASSERT_EQ(lock.release().code(), ErrorCode::kTimeout);
+  EXPECT_NE(std::string(lock.last_error()).find("no reply"), std::string::npos)
+      << lock.last_error();
+  proxy_->set_delay(Nanos::zero());
+  ASSERT_TRUE(lock.release().ok()) << lock.last_error();
+  EXPECT_STREQ(lock.last_error(), "") << "ok, with a stale cause";
+}
+
+// init() refusing an argument names it in last_error().
+TEST_F(LockEdges, InitNamesTheRefusedArgument) {
+  Lock lock(other_);
+  EXPECT_EQ(lock.init(Bytes(), ttl(1000)).code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(std::string(lock.last_error()).find("key is empty"), std::string::npos)
+      << lock.last_error();
+  const std::string longer(kMaxKeyLen + 1, 'k');
+  EXPECT_EQ(lock.init(Bytes::from_cstr(longer.c_str()), ttl(1000)).code(),
+            ErrorCode::kInvalidArgument);
+  EXPECT_NE(std::string(lock.last_error()).find("longer than kMaxKeyLen"), std::string::npos)
+      << lock.last_error();
+  EXPECT_EQ(lock.init(Bytes::from_cstr(kKey), ttl(0)).code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(std::string(lock.last_error()).find("ttl"), std::string::npos) << lock.last_error();
+  Semaphore sem(other_);
+  SemaphoreOptions so;
+  so.permits = 2;
+  EXPECT_EQ(sem.init(Bytes(), so).code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(std::string(sem.last_error()).find("key is empty"), std::string::npos)
+      << sem.last_error();
+  FairLock fair(other_);
+  EXPECT_EQ(fair.init(Bytes::from_cstr(longer.c_str())).code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(std::string(fair.last_error()).find("longer than kMaxKeyLen"), std::string::npos)
+      << fair.last_error();
+  Cooldown cooldown(other_);
+  EXPECT_EQ(cooldown.init(Bytes()).code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(std::string(cooldown.last_error()).find("key is empty"), std::string::npos)
+      << cooldown.last_error();
+  ASSERT_TRUE(lock.init(Bytes::from_cstr(kKey), ttl(1000)).ok());
+  EXPECT_STREQ(lock.last_error(), "") << "a good init() clears it";
+}
+
+// cancel() of an acquire waiting for another holder: nothing was ever
+// granted, so release() has nothing to release (kNotHeld), not a stale
+// token (kNotOwner); the holder's key is left alone.
+TEST_F(LockEdges, ReleaseAfterCancelledWaitIsNotHeld) {
+  ASSERT_TRUE(open_proxied(slow(Millis(2000))));
+  Lock holder(other_);
+  ASSERT_TRUE(holder.init(Bytes::from_cstr(kKey), ttl(10000)).ok());
+  ASSERT_TRUE(holder.try_acquire().ok());
+  Lock lock(conn_);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr(kKey), ttl(10000)).ok());
+  ASSERT_EQ(lock.start_acquire(slow(Millis(5000))).code(), ErrorCode::kInProgress);
+  const TimePoint until = now() + slow(Millis(300));
+  for (int i = 0; i < 100000 && now() < until; ++i) {
+    const Status s = lock.step();
+    ASSERT_EQ(s.code(), ErrorCode::kInProgress) << s.to_string();
+    sleep_for(Millis(1));
+  }
+  EXPECT_GE(lock.metrics().busy, 1u) << "the wait saw the holder";
+  lock.cancel();
+  const Status r = lock.release();
+  EXPECT_EQ(r.code(), ErrorCode::kNotHeld) << r.to_string() << " " << lock.last_error();
+  EXPECT_EQ(exists(kKey), "1") << "the holder keeps its key";
+  // A token that was granted and then taken over is still kNotOwner.
+  Lock lapsed(conn_);
+  ASSERT_TRUE(lapsed.init(Bytes::from_cstr("lapsed"), ttl(slow_ms(50))).ok());
+  ASSERT_TRUE(lapsed.try_acquire().ok()) << lapsed.last_error();
+  sleep_for(slow(Millis(120)));
+  EXPECT_EQ(lapsed.release().code(), ErrorCode::kNotOwner);
+}
+
 // Item 8: an acquire that ends in kTimeout after its grant may have landed
 // keeps the token, so release() removes the key. The path that used to
 // lose it: a late grant handed back, then the retry's reply lost.

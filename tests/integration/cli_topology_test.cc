@@ -264,6 +264,26 @@ TEST_F(CliCluster, WaitReplicasWithoutReplicasFailsClosed) {
   EXPECT_EQ(value("valve"), "") << "an unconfirmed grant is handed back";
 }
 
+// --replica-timeout sets how long WAIT may block (the library's default
+// otherwise): with no replica to answer, WAIT takes all of it.
+TEST_F(CliCluster, ReplicaTimeoutBoundsTheWait) {
+  const int64_t t0 = now_ms();
+  Outcome o = run_cli(
+      {"--wait-replicas", "1", "--replica-timeout", "600", "-t", "8000", "acquire", "valve"}, {},
+      setup_->url());
+  const int64_t took = now_ms() - t0;
+  EXPECT_EQ(o.rc, 3) << o.err;
+  EXPECT_TRUE(has(o.err, "within 600 ms")) << o.err;
+  EXPECT_GE(took, 600) << o.err;
+  EXPECT_EQ(value("valve"), "") << "an unconfirmed grant is handed back";
+  Outcome dflt =
+      run_cli({"--wait-replicas", "1", "-t", "8000", "acquire", "valve"}, {}, setup_->url());
+  EXPECT_EQ(dflt.rc, 3) << dflt.err;
+  EXPECT_TRUE(has(dflt.err, "within 200 ms")) << "the default is kept: " << dflt.err;
+  EXPECT_EQ(run_cli({"--replica-timeout", "1200", "status", "valve"}, {}, setup_->url()).rc, 2)
+      << "without --wait-replicas it means nothing";
+}
+
 TEST_F(CliCluster, RunKeepsTheLeasePastItsTtl) { run_keeps_the_lease(*this, setup_->url()); }
 
 TEST_F(CliCluster, SemaphoreAndCooldown) { primitives(*this, setup_->url()); }

@@ -130,6 +130,34 @@ TEST_F(KeeperTimingTest, StopsAtNotOwner) {
   EXPECT_EQ(lock_.renews, 1);
 }
 
+// The loss reads as what happened: a kExpired loss is no grant that came
+// too late, and the code's own name fits both of its uses.
+TEST_F(KeeperTimingTest, LossTextSaysWhatHappened) {
+  lock_.next = ErrorCode::kTimeout;
+  LeaseKeeper expired(lock_);
+  ASSERT_TRUE(expired.start().ok());
+  EXPECT_STREQ(expired.loss_text(), "") << "not lost yet";
+  for (int i = 0; i < 100 && expired.state() == LeaseState::kKeeping; ++i) {
+    clock_.sleep_for(expired.next_deadline().remaining(clock_));
+    expired.service();
+  }
+  ASSERT_EQ(expired.last_status().code(), ErrorCode::kExpired);
+  EXPECT_NE(std::string(expired.loss_text()).find("no renewal"), std::string::npos)
+      << expired.loss_text();
+  const std::string name = expired.last_status().to_string();
+  EXPECT_EQ(name.find("grant"), std::string::npos) << name;
+  EXPECT_NE(name.find("ran out"), std::string::npos) << name;
+
+  lock_.valid_until = clock_.now() + lock_.grant;
+  lock_.next = ErrorCode::kNotOwner;
+  LeaseKeeper taken(lock_);
+  ASSERT_TRUE(taken.start().ok());
+  clock_.sleep_for(taken.next_deadline().remaining(clock_));
+  ASSERT_EQ(taken.service(), LeaseState::kLost);
+  EXPECT_NE(std::string(taken.loss_text()).find("another owner"), std::string::npos)
+      << taken.loss_text();
+}
+
 TEST_F(KeeperTimingTest, RenewalFinishingAfterValidityEndCountsAsLost) {
   KeeperOptions o;
   o.renew_every = Millis(2900);

@@ -76,6 +76,10 @@ TEST(Url, InvalidTable) {
       {"unix://relative.sock", ErrorCode::kInvalidArgument, "absolute"},
       {"unix:///s.sock?foo=1", ErrorCode::kInvalidArgument, "db"},
       {"", ErrorCode::kInvalidArgument, "scheme"},
+      {"redis://127.0.0.1 :6379", ErrorCode::kInvalidArgument, "space"},
+      {"redis:// host", ErrorCode::kInvalidArgument, "space"},
+      {"redis://ho\tst", ErrorCode::kInvalidArgument, "control"},
+      {"rediss://u:p@host :6380/1", ErrorCode::kInvalidArgument, "space"},
   };
   for (const auto& c : cases) {
     Endpoint ep;

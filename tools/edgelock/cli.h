@@ -55,6 +55,9 @@ struct Options {
   const char* token = nullptr;
   char** child_argv = nullptr;  // NULL-terminated: run, semaphore, cooldown
   bool stats = false;           // --stats: counters on stderr at exit
+  // -E N: the exit status for "busy" (held, no permit, not allowed) where
+  // COMMAND's own statuses would overlap edgelock's (flock's -E); -1: 1.
+  int64_t conflict_exit = -1;
   // semaphore
   int64_t permits = 0;               // --permits N (required)
   bool count = false;                // --count: print permits in use
@@ -66,7 +69,8 @@ struct Options {
   bool peek = false;      // --peek: ask without taking
   bool reset = false;     // --reset: end the period / window now
   // Sentinel and Cluster
-  int64_t wait_replicas = 0;  // --wait-replicas N: WAIT after grants
+  int64_t wait_replicas = 0;        // --wait-replicas N: WAIT after grants
+  int64_t replica_timeout_ms = -1;  // --replica-timeout MS (-1: the library's 200)
   // --fair: a FairLock (first come, first served) instead of a Lock
   bool fair = false;
   int64_t waiter_timeout_ms = -1;  // --waiter-timeout MS (-1: the library's 2000)
@@ -86,7 +90,8 @@ void print_usage();
 int64_t effective_grace_ms(const Options& o);
 
 // The descriptors open before main() pass on to COMMAND; close_own_fds()
-// closes every other one (Redis sockets included) before an exec.
-void close_own_fds();
+// closes every other one (Redis sockets included) before an exec, except
+// `keep` (a close-on-exec pipe that reports a failed exec).
+void close_own_fds(int keep = -1);
 
 }  // namespace cli

@@ -14,8 +14,8 @@ _edgelock() {
     fi
 
     local subcommands="run acquire release extend status semaphore cooldown"
-    local common="--url --ttl --wait --server-wait --wait-replicas --tls-ca --tls-cert --tls-key
-        --tls-server-name --json --stats --quiet --help --version"
+    local common="--url --ttl --wait --server-wait --wait-replicas --replica-timeout --tls-ca
+        --tls-cert --tls-key --tls-server-name --json --stats --quiet --help --version"
     local lock_opts="--fair --waiter-timeout"
     local i word sub="" dashdash=0
     for ((i = 1; i < cword; i++)); do
@@ -53,8 +53,9 @@ _edgelock() {
             COMPREPLY=($(compgen -f -- "$cur"))
             return
             ;;
-        -t | --ttl | --server-wait | --grace | --wait-replicas | --tls-server-name | --permits | \
-            --release | --period | --quota | --window | --waiter-timeout)
+        -t | --ttl | --server-wait | --grace | --wait-replicas | --replica-timeout | \
+            --tls-server-name | --permits | --release | --period | --quota | --window | \
+            --waiter-timeout | -E | --conflict-exit-code)
             return
             ;;
     esac
@@ -62,10 +63,10 @@ _edgelock() {
     local opts=$common
     case $sub in
         "") opts+=" $lock_opts" ;;
-        run) opts+=" --grace $lock_opts" ;;
+        run) opts+=" --grace --conflict-exit-code $lock_opts" ;;
         acquire | release | extend | status) opts+=" $lock_opts" ;;
-        semaphore) opts+=" --permits --count --release --grace" ;;
-        cooldown) opts+=" --period --quota --window --peek --reset" ;;
+        semaphore) opts+=" --permits --count --release --grace --conflict-exit-code" ;;
+        cooldown) opts+=" --period --quota --window --peek --reset --conflict-exit-code" ;;
     esac
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "$opts" -- "$cur"))

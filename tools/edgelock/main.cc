@@ -35,5 +35,5 @@ int main(int argc, char** argv) {
   if (rc < 0) rc = cli::dispatch(options);
   cli::finish_output();
   std::fflush(stdout);
-  return rc;
+  return cli::exit_status(rc);
 }

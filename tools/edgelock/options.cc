@@ -38,6 +38,7 @@ enum LongOnly {
   kWaitReplicas,
   kFair,
   kWaiterTimeout,
+  kReplicaTimeout,
 };
 
 const option kLongOptions[] = {
@@ -66,6 +67,8 @@ const option kLongOptions[] = {
     {"wait-replicas", required_argument, nullptr, kWaitReplicas},
     {"fair", no_argument, nullptr, kFair},
     {"waiter-timeout", required_argument, nullptr, kWaiterTimeout},
+    {"conflict-exit-code", required_argument, nullptr, 'E'},
+    {"replica-timeout", required_argument, nullptr, kReplicaTimeout},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -145,6 +148,9 @@ bool apply_option(int c, const char* arg, Options* o) {
     case kServerWait:
       return parse_ms("--server-wait", arg, 0, edgelock::kMaxTtl.count(), &o->server_wait_ms);
     case kWaitReplicas: return parse_num("--wait-replicas", arg, 0, 16, &o->wait_replicas);
+    case kReplicaTimeout:
+      return parse_ms("--replica-timeout", arg, 1, 60000, &o->replica_timeout_ms);
+    case 'E': return parse_num("--conflict-exit-code", arg, 0, 255, &o->conflict_exit);
     case kFair: o->fair = true; return true;
     case kWaiterTimeout:
       return parse_ms("--waiter-timeout", arg, 500, edgelock::kMaxTtl.count(),
@@ -174,10 +180,16 @@ const char* misplaced_option(const Options& o) {
   if (!cool && (o.period_ms != 0 || o.quota != 0 || o.window_ms != 0 || o.peek || o.reset)) {
     return "--period, --quota, --window, --peek and --reset are for cooldown";
   }
+  if (o.grace_ms >= 0 && o.command != Subcommand::kRun && !sem) {
+    return "--grace is for run and semaphore -- COMMAND (the time COMMAND gets to stop)";
+  }
   if ((sem || cool) && (o.fair || o.waiter_timeout_ms >= 0)) {
     return "--fair and --waiter-timeout are for the lock subcommands";
   }
   if (o.waiter_timeout_ms >= 0 && !o.fair) return "--waiter-timeout goes with --fair";
+  if (o.replica_timeout_ms >= 0 && o.wait_replicas == 0) {
+    return "--replica-timeout goes with --wait-replicas N";
+  }
   if (o.fair && o.url_count > 1) return "--fair takes one --url (no fair quorum lock)";
   return nullptr;
 }
@@ -239,6 +251,9 @@ int parse_positionals(char** pos, int n, char** command, Options* o) {
     return fail("usage", kExitUsage, "unexpected argument '%s' after %s",
                 extra > 0 ? pos[n - extra] : "--", verb->name);
   }
+  if (o->conflict_exit >= 0 && !o->child_argv) {
+    return usage_error("-E/--conflict-exit-code is for a COMMAND (run, semaphore or cooldown --)");
+  }
   return -1;
 }
 
@@ -256,7 +271,7 @@ int parse_flags(int split, char** argv, Options* o) {
   opterr = 0;
   optind = 1;
   for (;;) {
-    const int c = getopt_long(split, argv, ":u:t:w:qh", kLongOptions, nullptr);
+    const int c = getopt_long(split, argv, ":u:t:w:E:qh", kLongOptions, nullptr);
     if (c == -1) return -1;
     if (c == 'h') {
       print_usage();

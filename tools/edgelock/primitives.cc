@@ -142,11 +142,14 @@ int exec_command(const Options& o) {
 // Returns 0 if allowed, 1 if not.
 int print_admission(const Options& o, bool allowed, const Admission& a) {
   const int rc = allowed ? kExitOk : kExitBusy;
-  if (o.json) {
+  if (!allowed) note_busy();
+  // Allowed with COMMAND: stdout is COMMAND's; an object follows only if it
+  // cannot be run.
+  if (o.json && !(allowed && o.child_argv)) {
     JsonObject j;
     j.str("key", o.key).flag("allowed", allowed).num("retry_after_ms", a.retry_after.count());
     if (o.quota != 0) j.num("remaining", a.remaining);
-    j.end(rc, "busy");
+    j.end(allowed ? kExitOk : busy_exit(), "busy");
   } else if (!o.child_argv) {
     if (allowed) std::printf("allowed\n");
     else std::printf("retry-after %lld\n", static_cast<long long>(a.retry_after.count()));

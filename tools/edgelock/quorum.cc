@@ -65,6 +65,8 @@ int open_servers(const Options& o, Servers* sv) {
   sv->n = static_cast<size_t>(o.url_count);
   bool connected[kMaxUrls] = {};
   size_t up = 0;
+  const int files = check_tls_files(o);
+  if (files != kExitOk) return files;
   for (size_t i = 0; i < sv->n; ++i) {
     sv->ptrs[i] = &sv->conns[i];
     const int rc = setup_server(o, o.urls[i], &sv->conns[i]);

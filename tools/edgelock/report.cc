@@ -22,6 +22,8 @@ struct Outcome {
   char message[512] = {};
   char where[300] = {};
   bool unknown_outcome = false;
+  int busy_exit = kExitBusy;  // -E
+  bool busy = false;          // the outcome is "busy"
 };
 Outcome g_out;
 
@@ -43,6 +45,10 @@ int vfail(const char* name, int exit, const char* fmt, va_list ap) {
   g_out.failed = true;
   g_out.name = name;
   g_out.exit = exit;
+  if (exit == kExitBusy) {
+    note_busy();
+    g_out.exit = g_out.busy_exit;
+  }
   return exit;
 }
 
@@ -89,7 +95,14 @@ void set_output(const Options& o) {
   g_out.json = o.json;
   g_out.quiet = o.quiet;
   g_out.key = o.key;
+  g_out.busy_exit = o.conflict_exit >= 0 ? static_cast<int>(o.conflict_exit) : kExitBusy;
 }
+
+int busy_exit() { return g_out.busy_exit; }
+
+void note_busy() { g_out.busy = true; }
+
+int exit_status(int rc) { return g_out.busy && rc == kExitBusy ? g_out.busy_exit : rc; }
 
 void error_line(const char* fmt, ...) {
   va_list ap;
@@ -109,18 +122,18 @@ void notice_line(const char* fmt, ...) {
 int fail(const char* name, int exit, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vfail(name, exit, fmt, ap);
+  const int rc = vfail(name, exit, fmt, ap);
   va_end(ap);
-  return exit;
+  return rc;
 }
 
 int fail_with(ErrorCode code, const char* fmt, ...) {
   const ErrorKind k = error_kind(code);
   va_list ap;
   va_start(ap, fmt);
-  vfail(k.name, k.exit, fmt, ap);
+  const int rc = vfail(k.name, k.exit, fmt, ap);
   va_end(ap);
-  return k.exit;
+  return rc;
 }
 
 void note_where(const char* where) { std::snprintf(g_out.where, sizeof g_out.where, "%s", where); }
@@ -194,21 +207,18 @@ void print_json_string(const char* s, size_t n) {
 }
 
 void redact_url(const char* url, char* out, size_t size) {
-  std::snprintf(out, size, "%s", url);
-  char* scheme_end = std::strstr(out, "://");
-  if (!scheme_end) return;
-  char* auth = scheme_end + 3;
-  char* slash = std::strchr(auth, '/');
-  char* at = nullptr;
-  for (char* p = auth; *p && p != slash; ++p) {
-    if (*p == '@') at = p;
+  // The whole user-info goes: everything between the scheme and the last
+  // '@'. A generated password may hold unencoded '/', '@', '#' or ':', so
+  // no split a parser would make (first '/', first ':') can be trusted to
+  // find where the password ends; host names, ports and paths have no '@'.
+  const char* scheme_end = std::strstr(url, "://");
+  const char* start = scheme_end ? scheme_end + 3 : url;
+  const char* at = std::strrchr(start, '@');
+  if (!at) {
+    std::snprintf(out, size, "%s", url);
+    return;
   }
-  char* colon =
-      at ? static_cast<char*>(std::memchr(auth, ':', static_cast<size_t>(at - auth))) : nullptr;
-  if (!colon) return;
-  char rest[512];
-  std::snprintf(rest, sizeof rest, "%s", at);
-  std::snprintf(colon + 1, size - static_cast<size_t>(colon + 1 - out), "***%s", rest);
+  std::snprintf(out, size, "%.*s***%s", static_cast<int>(start - url), url, at);
 }
 
 }  // namespace cli

@@ -23,6 +23,12 @@ const char* cause_text(edgelock::Status s);
 
 // Output modes, set once from the options.
 void set_output(const Options& o);
+// "Busy" (held, no permit, not allowed) is exit 1 inside the tool, and
+// what -E says at the end: busy_exit() for a JSON object, note_busy() when
+// the outcome is busy without fail(), exit_status() in main().
+int busy_exit();
+void note_busy();
+int exit_status(int rc);
 
 // "edgelock: <text>" on stderr, always (not silenced by -q). Not an
 // outcome by itself: fail() is.
@@ -67,7 +73,8 @@ class JsonObject {
 // Writes `s` as a JSON string literal (quoted, escaped) to stdout.
 void print_json_string(const char* s, size_t n);
 
-// The URL with any password replaced by "***", for messages.
+// The URL with its user-info (user and password) replaced by "***", for
+// messages.
 void redact_url(const char* url, char* out, size_t size);
 
 }  // namespace cli

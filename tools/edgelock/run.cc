@@ -60,13 +60,29 @@ void give_terminal(pid_t pgid) {
   sigaction(SIGTTOU, &old, nullptr);
 }
 
+// Why COMMAND did not start, sent by the child over a close-on-exec pipe
+// (end of file: it started). The parent reports it: the child's stdout
+// belongs to COMMAND, and only the parent can make the --json object.
+struct StartFailure {
+  int env = 0;  // 1: setting the environment failed, 0: the exec did
+  int err = 0;
+};
+
+[[noreturn]] void start_failed(int report_fd, int env, int code) {
+  const StartFailure f{env, errno};
+  if (write(report_fd, &f, sizeof f) != static_cast<ssize_t>(sizeof f)) {
+    error_line("cannot run a command: %s", std::strerror(f.err));
+  }
+  _exit(code);
+}
+
 [[noreturn]] void exec_child(const Options& o, edgelock::Lease& lease, const sigset_t& old_mask,
-                             pid_t parent, bool terminal) {
+                             pid_t parent, bool terminal, int report_fd) {
   setpgid(0, 0);
   // Die with edgelock; if it is already gone, never start.
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(126);
   if (terminal) give_terminal(getpid());
-  close_own_fds();
+  close_own_fds(report_fd);
   char token[edgelock::kMaxTokenLen + 1];
   std::snprintf(token, sizeof token, "%.*s", static_cast<int>(lease.token().size),
                 reinterpret_cast<const char*>(lease.token().data));
@@ -75,13 +91,23 @@ void give_terminal(pid_t pgid) {
   sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   if (setenv("EDGELOCK_KEY", o.key, 1) != 0 || setenv("EDGELOCK_TOKEN", token, 1) != 0 ||
       setenv("EDGELOCK_FENCE", fence, 1) != 0) {
-    error_line("cannot set the environment: %s", std::strerror(errno));
-    _exit(126);
+    start_failed(report_fd, 1, 126);
   }
   execvp(o.child_argv[0], o.child_argv);
-  const int err = errno;
-  error_line("cannot run %s: %s", o.child_argv[0], std::strerror(err));
-  _exit(err == ENOENT ? 127 : 126);
+  start_failed(report_fd, 0, errno == ENOENT ? 127 : 126);
+}
+
+// After COMMAND's process ended: if it never started, the failure as the
+// outcome (exit 127 not found, 126 not runnable; --json gets its object).
+int start_failure(const Options& o, int report_fd) {
+  StartFailure f;
+  if (read(report_fd, &f, sizeof f) != static_cast<ssize_t>(sizeof f)) return -1;
+  if (f.env) {
+    return fail("internal", 126, "cannot set the environment for %s: %s", o.child_argv[0],
+                std::strerror(f.err));
+  }
+  return fail("internal", f.err == ENOENT ? 127 : 126, "cannot run %s: %s", o.child_argv[0],
+              std::strerror(f.err));
 }
 
 // The exit status a shell would report for `status`.
@@ -193,8 +219,10 @@ void supervise(const Options& o, edgelock::Lease& lease, LeaseKeeper& keeper, in
   keeper.stop();
 }
 
-int finish(const Options& o, edgelock::Lease& lease, const Child& child) {
+int finish(const Options& o, edgelock::Lease& lease, const Child& child, int report_fd) {
   const edgelock::Status s = lease.release();
+  const int not_started = start_failure(o, report_fd);
+  if (not_started >= 0) return not_started;
   if (child.lost) return kExitLost;  // release above is owner-checked cleanup only
   if (!s.ok()) {
     if (s.code() == edgelock::ErrorCode::kNotOwner) {
@@ -231,26 +259,30 @@ int fork_and_supervise(const Options& o, edgelock::Lease& lease, LeaseKeeper& ke
   std::fflush(stderr);
   const bool terminal = owns_terminal();
   const pid_t parent = getpid();
+  int report[2];
   Child child;
-  child.pid = fork();
+  child.pid = pipe2(report, O_CLOEXEC) == 0 ? fork() : -1;
   if (child.pid < 0) {
     const int err = errno;
     lease.release().ignore();
-    return fail("internal", kExitServer, "cannot start %s: fork: %s", o.child_argv[0],
+    return fail("internal", kExitServer, "cannot start %s: %s", o.child_argv[0],
                 std::strerror(err));
   }
-  if (child.pid == 0) exec_child(o, lease, old_mask, parent, terminal);
+  if (child.pid == 0) exec_child(o, lease, old_mask, parent, terminal, report[1]);
+  close(report[1]);
   setpgid(child.pid, child.pid);  // also here: no signal may miss the group
   supervise(o, lease, keeper, sfd, &child);
   if (terminal) give_terminal(getpgrp());
-  return finish(o, lease, child);
+  const int rc = finish(o, lease, child, report[0]);
+  close(report[0]);
+  return rc;
 }
 
 }  // namespace
 
-void close_own_fds() {
+void close_own_fds(int keep) {
   for (int fd = 3; fd < kTrackedFds; ++fd) {
-    if (!g_inherited.open[fd]) close(fd);
+    if (!g_inherited.open[fd] && fd != keep) close(fd);
   }
 }
 

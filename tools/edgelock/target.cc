@@ -1,6 +1,9 @@
 // edgelock: opening the back end a URL names (target.h).
 #include "target.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -73,10 +76,33 @@ int topology_url(const char* url, std::string* out) {
   return kExitOk;
 }
 
+// True if a '/', '?' or '#' comes before the URL's last '@': the authority
+// then ends early, and the usual cause is a password left unencoded.
+bool unencoded_userinfo(const char* url) {
+  const char* start = std::strstr(url, "://");
+  start = start ? start + 3 : url;
+  const char* at = std::strrchr(start, '@');
+  return at && std::strcspn(start, "/?#") < static_cast<size_t>(at - start);
+}
+
 int bad_url(const char* url, const char* why) {
   char shown[300];
   redact_url(url, shown, sizeof shown);
-  return fail("usage", kExitUsage, "bad URL '%s': %s", shown, why && why[0] ? why : "invalid");
+  const char* hint = unencoded_userinfo(url)
+                         ? " (percent-encode '/', '?', '#', '@' and ':' in a password, e.g. '/' as"
+                           " %2F, or pass it in EDGELOCK_PASSWORD)"
+                         : "";
+  return fail("usage", kExitUsage, "bad URL '%s': %s%s", shown, why && why[0] ? why : "invalid",
+              hint);
+}
+
+// Every scheme the tool takes; a URL with another is refused naming them.
+bool known_scheme(const char* url) {
+  for (const char* s :
+       {"redis://", "rediss://", "unix://", "redis-sentinel://", "redis-cluster://"}) {
+    if (starts_with(url, s)) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -121,6 +147,14 @@ int report_error(const edgelock::Connection& conn, const char* text, Status s, c
   char where[300];
   where_of(conn, where, sizeof where);
   note_where(where);
+  // The database number came from the caller's URL: a server with fewer
+  // databases refuses SELECT, a caller error like any bad URL part.
+  if (std::strstr(text, "DB index is out of range")) {
+    return fail("usage", kExitUsage,
+                "database %d does not exist at %s (the server has fewer; see its 'databases'"
+                " setting): %s",
+                conn.endpoint().db, where, text);
+  }
   // Transport errors already name the server ("cannot connect to ...").
   if (std::strncmp(text, "cannot connect", 14) == 0) return fail_with(s.code(), "%s", text);
   if (text[0])
@@ -158,6 +192,13 @@ int connect_server(edgelock::Connection* conn, bool report) {
 }
 
 int Target::open(const Options& o, const char* url) {
+  if (!known_scheme(url)) {
+    return bad_url(url,
+                   "unknown scheme (want redis://, rediss://, unix://, redis-sentinel:// or"
+                   " redis-cluster://)");
+  }
+  const int files = check_tls_files(o);
+  if (files != kExitOk) return files;
   topology_ = topology_of(url);
   switch (topology_) {
     case Topology::kSentinel: return open_sentinel(o, url);
@@ -181,6 +222,7 @@ int Target::open_sentinel(const Options& o, const char* url) {
   const edgelock::ConnectionOptions co = connection_options(o);
   edgelock::SentinelOptions so;
   so.wait_replicas = static_cast<int>(o.wait_replicas);
+  if (o.replica_timeout_ms > 0) so.wait_timeout = from_ms(o.replica_timeout_ms);
   so.sentinel_password = std::getenv("EDGELOCK_SENTINEL_PASSWORD");
   Status s = sentinel_->setup(full.c_str(), co, so);
   if (!s.ok()) return bad_url(url, sentinel_->last_error());
@@ -202,6 +244,7 @@ int Target::open_cluster(const Options& o, const char* url) {
   const edgelock::ConnectionOptions co = connection_options(o);
   edgelock::ClusterOptions cl;
   cl.wait_replicas = static_cast<int>(o.wait_replicas);
+  if (o.replica_timeout_ms > 0) cl.wait_timeout = from_ms(o.replica_timeout_ms);
   Status s = cluster_->setup(full.c_str(), co, cl);
   if (!s.ok()) return bad_url(url, cluster_->last_error());
   const Deadline d = Deadline::after(cluster_->clock(), co.connect_timeout + co.command_timeout);
@@ -250,6 +293,21 @@ void print_stats(const char* what, const edgelock::Metrics& m) {
   char buf[320];
   const edgelock::Result<size_t> n = edgelock::format_metrics(m, buf, sizeof buf);
   std::fprintf(stderr, "edgelock: stats %s: %s\n", what, n.ok() ? buf : "(too long)");
+}
+
+// A --tls-* file that cannot be read is the caller's mistake (exit 2), found
+// before any connect: the TLS layer would report it as a handshake failure.
+int check_tls_files(const Options& o) {
+  const struct {
+    const char* flag;
+    const char* path;
+  } files[] = {{"--tls-ca", o.tls_ca}, {"--tls-cert", o.tls_cert}, {"--tls-key", o.tls_key}};
+  for (const auto& f : files) {
+    if (f.path && access(f.path, R_OK) != 0) {
+      return fail("usage", kExitUsage, "%s %s: %s", f.flag, f.path, std::strerror(errno));
+    }
+  }
+  return kExitOk;
 }
 
 }  // namespace cli

@@ -33,6 +33,8 @@ edgelock::ConnectionOptions connection_options(const Options& o);
 // environment's password if the URL has none. Reports errors; returns
 // kExitOk or the exit code.
 int setup_server(const Options& o, const char* url, edgelock::Connection* conn);
+// Exit 2 naming the first --tls-* file that cannot be read, else kExitOk.
+int check_tls_files(const Options& o);
 // Connects now (reporting the error only if `report`).
 int connect_server(edgelock::Connection* conn, bool report);
 

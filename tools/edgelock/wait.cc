@@ -56,8 +56,15 @@ ServerWatch::~ServerWatch() {
 }
 
 void ServerWatch::on_event(const edgelock::Event& e, void* self) {
-  // A reconnect is no answer: a stopped server still completes TCP connects.
-  if (e.kind != edgelock::EventKind::kReconnect) static_cast<ServerWatch*>(self)->saw(e.status);
+  // Only the attempts tell whether a grant can be had. A reconnect is no
+  // answer (a stopped server still completes TCP connects), and neither is
+  // the hand-back release after a grant that came too late: it always
+  // succeeds, so counting it would restart --server-wait after every
+  // useless grant and the wait would never end.
+  using edgelock::EventKind;
+  if (e.kind == EventKind::kAcquire || e.kind == EventKind::kAdmit) {
+    static_cast<ServerWatch*>(self)->saw(e.status);
+  }
 }
 
 void ServerWatch::saw(edgelock::Status s) {

@@ -78,12 +78,24 @@ class LeaseCore {
   /// jitter and keeps them. With `fence` (and `wake`), also writes the
   /// key's companions ":fence" (":wake") there (lock_keys.h) and checks
   /// that the back end can serve them with the key (Backend::check_key).
-  /// The core is unchanged on error. Errors: kInvalidArgument,
-  /// kRandomFailed.
+  /// The core is unchanged on error, but for last_error(), which names an
+  /// argument it refused. Errors: kInvalidArgument, kRandomFailed.
   Status init(Bytes key, const LeaseTiming& timing, CompanionKey* fence = nullptr,
               CompanionKey* wake = nullptr);
   /// True once init() succeeded.
   bool ready() const { return key_len_ > 0; }
+  /// kInvalidArgument if `key` is empty or longer than kMaxKeyLen, with the
+  /// cause in last_error(): for a primitive that builds its own companion
+  /// keys before init() (which checks the same).
+  Status check_key_size(Bytes key) {
+    init_fault_ = key.size == 0 || !key.data ? 1 : key.size > kMaxKeyLen ? 2 : 0;
+    return init_fault_ != 0 ? Status(ErrorCode::kInvalidArgument) : Status();
+  }
+  /// Why the last init() refused its arguments, else the back end's last
+  /// error text (never null).
+  const char* last_error() const {
+    return init_fault_ != 0 ? kInitFaults[init_fault_] : backend_->last_error();
+  }
 
   Bytes key() const { return Bytes(key_, key_len_); }
   Backend& backend() const { return *backend_; }
@@ -206,6 +218,10 @@ class LeaseCore {
   Status retry(Status first, Deadline deadline, RetryOn on, Step step, void* self);
 
  private:
+  static constexpr const char* kInitFaults[] = {
+      "", "init(): the key is empty",
+      "init(): the key is longer than kMaxKeyLen bytes (edgelock/config.h)",
+      "init(): ttl, drift_factor or the retry times are out of range (edgelock/limits.h)"};
   void complete(Result<const Reply*> r);
   Status started(Status s);
   void await();
@@ -218,6 +234,7 @@ class LeaseCore {
   bool pipelined_ = false;   // send_pipelined(): two replies due
   bool cancelling_ = false;  // cancel(): nothing new starts
   bool waiting_ = false;     // begin_wait(): failed attempts may be retried
+  uint8_t init_fault_ = 0;   // why the last init() failed (kInitFaults), 0: it did not
   uint32_t attempts_ = 0;
   Status first_;
   Result<const Reply*> result_{nullptr};
