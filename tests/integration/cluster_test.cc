@@ -164,9 +164,9 @@ TEST_F(ClusterTest, SlotMigrationMidRun) {
   ASSERT_EQ(ida.size(), 40u);
   ASSERT_EQ(idb.size(), 40u);
   Connection ca, cb, cc;
-  ASSERT_TRUE(test::open(ca, cluster_->node(sa).url()));
-  ASSERT_TRUE(test::open(cb, cluster_->node(sb).url()));
-  ASSERT_TRUE(test::open(cc, cluster_->node((sa + 2) % 3).url()));
+  ASSERT_TRUE(test::open(ca, cluster_->node(sa).admin_url()));
+  ASSERT_TRUE(test::open(cb, cluster_->node(sb).admin_url()));
+  ASSERT_TRUE(test::open(cc, cluster_->node((sa + 2) % 3).admin_url()));
 
   Lock holder(client_);
   ASSERT_TRUE(holder.init(Bytes(key.data(), key.size())).ok());

@@ -40,7 +40,7 @@ TEST(Connection, NoScriptRecoveryAfterFlushAndRestart) {
   ASSERT_TRUE(s.start());
   Connection c, admin;
   ASSERT_TRUE(test::open(c, s.url()));
-  ASSERT_TRUE(test::open(admin, s.url()));
+  ASSERT_TRUE(test::open(admin, s.admin_url()));
   Lock l(c);
   ASSERT_TRUE(l.init(Bytes::from_cstr("k")).ok());
   ASSERT_TRUE(l.try_acquire().ok());
@@ -80,7 +80,7 @@ TEST(Connection, AclUserAuthAndPermissions) {
   RedisServer s;
   ASSERT_TRUE(s.start());
   Connection admin;
-  ASSERT_TRUE(test::open(admin, s.url()));
+  ASSERT_TRUE(test::open(admin, s.admin_url()));
   ASSERT_EQ(run(admin, {"ACL", "SETUSER", "gw", "on", ">pw1", "~*", "+@all"}), "OK");
   ASSERT_EQ(run(admin, {"ACL", "SETUSER", "ro", "on", ">pw2", "~*", "+get"}), "OK");
   const std::string base = "127.0.0.1:" + std::to_string(s.port());
@@ -159,7 +159,7 @@ TEST(Connection, ServerKilledMidOperationGivesIoErrorWithinDeadline) {
   ASSERT_EQ(run(c, {"PING"}), "PONG");
   // DEBUG SLEEP keeps the server busy; kill it while our command waits.
   Connection sleeper;
-  ASSERT_TRUE(test::open(sleeper, s.url()));
+  ASSERT_TRUE(test::open(sleeper, s.admin_url()));
   const Bytes args[3] = {Bytes::from_cstr("DEBUG"), Bytes::from_cstr("SLEEP"),
                          Bytes::from_cstr("5")};
   SystemClock clock;
@@ -238,7 +238,7 @@ TEST(Connection, OomAndReadOnlyFromRealServer) {
   RedisServer s;
   ASSERT_TRUE(s.start());
   Connection admin, c;
-  ASSERT_TRUE(test::open(admin, s.url()));
+  ASSERT_TRUE(test::open(admin, s.admin_url()));
   ASSERT_TRUE(test::open(c, s.url()));
   Lock l(c);
   ASSERT_TRUE(l.init(Bytes::from_cstr("m")).ok());

@@ -52,7 +52,7 @@ class ProxiedServers {
       proxies_[i].reset(new DelayProxy(servers_[i]->port(), one_way()));
       if (!proxies_[i]->start()) return false;
       if (!test::open(conns_[i], proxies_[i]->url())) return false;
-      if (!test::open(admin_[i], servers_[i]->url())) return false;
+      if (!test::open(admin_[i], servers_[i]->admin_url())) return false;
       ptrs_[i] = &conns_[i];
     }
     return true;
@@ -216,7 +216,7 @@ TEST(Latency, SingleLockDeadlineShorterThanRoundTrip) {
   co.reconnect_max = Millis(10);
   Connection conn, admin;
   ASSERT_TRUE(conn.setup(proxy.url().c_str(), co).ok());
-  ASSERT_TRUE(test::open(admin, server.url()));
+  ASSERT_TRUE(test::open(admin, server.admin_url()));
   Lock lock(conn);
   ASSERT_TRUE(lock.init(Bytes::from_cstr(kKey)).ok());
   TimePoint t0 = now();

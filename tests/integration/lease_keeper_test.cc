@@ -238,7 +238,7 @@ class KeeperRedisTest : public test::SuiteServerTest {
  protected:
   void SetUp() override {
     ASSERT_TRUE(test::open(conn_, server_->url(), &clock_));
-    ASSERT_TRUE(test::open(admin_, server_->url()));
+    ASSERT_TRUE(test::open(admin_, server_->admin_url()));
     ASSERT_EQ(run(admin_, {"FLUSHALL"}), "OK");
     LockOptions o;
     o.ttl = Millis(3000);

@@ -193,7 +193,7 @@ class NonblockingLoopTest : public ::testing::Test {
       s = std::make_unique<RedisServer>();
       ASSERT_TRUE(s->start());
     }
-    ASSERT_TRUE(test::open(admin_, servers_[0]->url()));
+    ASSERT_TRUE(test::open(admin_, servers_[0]->admin_url()));
   }
   void TearDown() override {
     for (auto& s : servers_) s->resume();

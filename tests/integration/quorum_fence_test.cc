@@ -47,7 +47,7 @@ class Servers {
     n_ = n;
     for (size_t i = 0; i < n; ++i) {
       servers_[i].reset(new test::RedisServer(extra));
-      if (!servers_[i]->start() || !test::open(admin_[i], servers_[i]->url())) return false;
+      if (!servers_[i]->start() || !test::open(admin_[i], servers_[i]->admin_url())) return false;
       if (!load_scripts(i)) return false;
     }
     return true;
@@ -81,7 +81,7 @@ class Servers {
   bool restart(size_t i) {
     if (!servers_[i]->restart()) return false;
     admin_[i].close();
-    return test::open(admin_[i], servers_[i]->url());
+    return test::open(admin_[i], servers_[i]->admin_url());
   }
 
  private:

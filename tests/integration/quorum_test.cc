@@ -30,7 +30,7 @@ class Cluster {
       servers_[i].reset(new test::RedisServer());
       if (!servers_[i]->start()) return false;
       if (!test::open(conns_[i], servers_[i]->url(), clock_)) return false;
-      if (!test::open(admin_[i], servers_[i]->url())) return false;
+      if (!test::open(admin_[i], servers_[i]->admin_url())) return false;
       ptrs_[i] = &conns_[i];
     }
     return true;

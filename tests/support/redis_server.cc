@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -64,6 +65,35 @@ std::string raw_exchange(int port, const std::string& request) {
 std::string server_binary() {
   const char* bin = std::getenv("EDGELOCK_TEST_SERVER");
   return bin && *bin ? bin : "redis-server";
+}
+
+std::string acl_file() {
+  const char* path = std::getenv("EDGELOCK_TEST_ACL");
+  if (!path || !*path) return "";
+  char resolved[PATH_MAX];
+  return realpath(path, resolved) ? resolved : path;  // a server's cwd is its --dir
+}
+
+std::string acl_credentials() {
+  const std::string path = acl_file();
+  if (path.empty()) return "";
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  if (!f) return "";
+  std::string user, password;
+  char line[4096];
+  while (password.empty() && std::fgets(line, sizeof line, f)) {
+    char* save = nullptr;
+    const char* word = strtok_r(line, " \t\r\n", &save);
+    if (!word || std::strcmp(word, "user") != 0) continue;
+    const char* name = strtok_r(nullptr, " \t\r\n", &save);
+    if (!name || std::strcmp(name, "default") == 0) continue;
+    user = name;
+    while ((word = strtok_r(nullptr, " \t\r\n", &save)) && password.empty()) {
+      if (word[0] == '>') password = word + 1;
+    }
+  }
+  std::fclose(f);
+  return password.empty() ? "" : user + ":" + password + "@";
 }
 
 bool server_available() {
@@ -256,6 +286,14 @@ bool RedisServer::start_once() {
                                              "--logfile",    dir_ + "/redis.log"};
   args.insert(args.end(), defaults.begin(), defaults.end());
   args.insert(args.end(), extra_.begin(), extra_.end());
+  // Sentinels have no data to protect; a test that sets its own password
+  // is testing authentication itself.
+  const bool own_auth = std::find(extra_.begin(), extra_.end(), "--sentinel") != extra_.end() ||
+                        std::find(extra_.begin(), extra_.end(), "--requirepass") != extra_.end();
+  if (!acl_file().empty() && !own_auth) {
+    args.push_back("--aclfile");
+    args.push_back(acl_file());
+  }
   pid_ = fork();
   if (pid_ == 0) {
     std::vector<char*> argv;

@@ -20,6 +20,16 @@ std::string server_binary();
 /// (redis-cli, valkey-cli), in the same directory. "" if the server's name
 /// does not end in "-server".
 std::string cli_binary();
+/// The ACL file every server loads with --aclfile (not sentinels, not a
+/// server started with its own --requirepass): the absolute
+/// path of $EDGELOCK_TEST_ACL, "" when unset. Its first user other than
+/// "default" (with a ">password" rule) is who RedisServer::url() connects
+/// as, so the library's own traffic runs with only that user's rights; the
+/// default user keeps every right for the tests' set-up and inspection
+/// (admin_url(), raw_command()).
+std::string acl_file();
+/// "user:password@" of that user for a URL; "" without an ACL file.
+std::string acl_credentials();
 /// Whether server_binary() names an executable file: a name with a '/' as
 /// given, a bare name looked up in PATH.
 bool server_available();
@@ -57,7 +67,14 @@ class RedisServer {
 
   int port() const { return port_; }
   pid_t pid() const { return pid_; }
-  std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+  /// The library's URL: as the ACL user when acl_file() is set.
+  std::string url() const {
+    return "redis://" + acl_credentials() + "127.0.0.1:" + std::to_string(port_);
+  }
+  /// The default user's URL, every command allowed: for a test's own
+  /// set-up and inspection (FLUSHALL, DEBUG, CLIENT KILL ...), never for
+  /// the library calls under test.
+  std::string admin_url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
   const std::string& dir() const { return dir_; }
 
  private:

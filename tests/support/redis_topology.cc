@@ -75,7 +75,7 @@ bool RedisClusterSetup::fail(const char* what, const std::string& log) {
 }
 
 std::string RedisClusterSetup::url() const {
-  std::string u = "redis-cluster://";
+  std::string u = "redis-cluster://" + acl_credentials();  // the ACL user, if any
   for (size_t i = 0; i < nodes_.size(); ++i) {
     u += (i ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(nodes_[i]->port());
   }
@@ -124,7 +124,8 @@ bool SentinelSetup::start() {
 }
 
 std::string SentinelSetup::url() const {
-  std::string u = "redis-sentinel://";
+  // The ACL user, if any, for the primary (the sentinels have no ACL file).
+  std::string u = "redis-sentinel://" + acl_credentials();
   for (size_t i = 0; i < sentinels_.size(); ++i) {
     u += (i ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(sentinels_[i]->port());
   }

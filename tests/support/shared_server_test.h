@@ -27,15 +27,16 @@ class SuiteServerTest : public ::testing::Test {
   inline static RedisServer* server_ = nullptr;
 };
 
-/// The suite's server plus, per test, three fresh connections (a_, b_,
-/// admin_) to it, flushed.
+/// The suite's server plus, per test, three fresh connections to it,
+/// flushed: a_ and b_ for the library (the ACL user when one is set),
+/// admin_ for the test's own commands.
 class SharedServerTest : public SuiteServerTest {
  protected:
   void SetUp() override {
     ASSERT_NE(server_, nullptr);
     ASSERT_TRUE(open(a_, server_->url()));
     ASSERT_TRUE(open(b_, server_->url()));
-    ASSERT_TRUE(open(admin_, server_->url()));
+    ASSERT_TRUE(open(admin_, server_->admin_url()));
     ASSERT_EQ(run(admin_, {"FLUSHALL"}), "OK");
   }
 
