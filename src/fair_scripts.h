@@ -96,7 +96,7 @@ namespace detail {
 constexpr Script kFairAcquireScript = make_script(
     "local C, Q, tok, wt = redis.call, KEYS[3], ARGV[1], tonumber(ARGV[3])\n"
     EDGELOCK_FAIR_PRELUDE
-    "local cur = C('GET', KEYS[1])\n"
+    "local cur = redis.pcall('GET', KEYS[1])\n"
     "local hw, hs, hd = nil, 0, 0\n"
     "if not cur then hw, hs, hd = head() end\n"
     "if cur == tok or (not cur and (not hw or hw == tok)) then\n"
@@ -142,7 +142,7 @@ constexpr Script kFairReleaseScript = make_script(
     EDGELOCK_FAIR_PRELUDE
     "local mine = entry(ARGV[1])\n"
     "if mine then drop(ARGV[1], mine) end\n"
-    "if C('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
+    "if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
     "C('DEL', KEYS[1])\n"
     "tidy()\n"
     "local named = tonumber(ARGV[2])\n"

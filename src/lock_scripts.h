@@ -3,6 +3,9 @@
 // locks. Each is one atomic step on the server; the owner check and the
 // change happen together, so a stale holder can never touch a new holder's
 // key. KEYS[1] = lock key, KEYS[2] = fencing counter (same hash slot).
+// The lock key is read with pcall: a key of another type (a hash-based
+// lock of another library, say) is another holder, so acquire says busy and
+// release, extend and owned say not ours, instead of a WRONGTYPE error.
 
 #include "edgelock/script.h"
 
@@ -26,7 +29,7 @@ namespace detail {
 // signal, since the lock is no longer free (it would only cause a spurious
 // wake-up; our own release will signal again). DEL works on any type.
 constexpr Script kAcquireScript = make_script(
-    "local cur = redis.call('GET', KEYS[1])\n"
+    "local cur = redis.pcall('GET', KEYS[1])\n"
     "local px = ARGV[2]\n"
     "if cur then\n"
     "  local t = redis.call('PTTL', KEYS[1])\n"
@@ -57,7 +60,7 @@ constexpr Script kAcquireScript = make_script(
 // fence counter) comes before the lock key is written. A counter that is
 // not an integer (or of another type) is left to INCR, which refuses it.
 constexpr Script kQuorumAcquireScript = make_script(
-    "local cur = redis.call('GET', KEYS[1])\n"
+    "local cur = redis.pcall('GET', KEYS[1])\n"
     "local c = redis.pcall('GET', KEYS[2])\n"
     "local n = 0\n"
     "if c then n = type(c) == 'string' and string.find(c, '^%-?%d+$') and tonumber(c) end\n"
@@ -99,7 +102,7 @@ constexpr Script kQuorumAcquireScript = make_script(
 // signal (waiters fall back to their caps) and the delete still happens.
 // Called with one key it is a plain owner-checked delete (quorum locks).
 constexpr Script kReleaseScript = make_script(
-    "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
+    "if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
     "if KEYS[2] and type(redis.pcall('LPUSH', KEYS[2], '1')) == 'number' then\n"
     "  redis.call('LTRIM', KEYS[2], 0, 0)\n"
     "  redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
@@ -112,7 +115,7 @@ constexpr Script kReleaseScript = make_script(
 // Never shorter: an extend given up on may run after a later, longer one
 // (docs/late-requests.md), so no extend can cut a lease short.
 constexpr Script kExtendScript = make_script(
-    "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
+    "if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
     "local ttl = tonumber(ARGV[2])\n"
     "local p = redis.call('PTTL', KEYS[1])\n"
     "if ARGV[3] == 'add' then\n"
@@ -125,7 +128,7 @@ constexpr Script kExtendScript = make_script(
 
 // ARGV[1] = token. Returns the key's PTTL if ours (-1: no expiry), else -3.
 constexpr Script kOwnedScript = make_script(
-    "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -3 end\n"
+    "if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then return -3 end\n"
     "return redis.call('PTTL', KEYS[1])\n");
 
 // Quorum fencing write-back, sent only when fewer than a majority returned
@@ -135,7 +138,7 @@ constexpr Script kOwnedScript = make_script(
 // the raise and its max(counter + 1, f) exceeds the fence. Returns 1 if
 // ours (counter now >= fence), 0 if not ours.
 constexpr Script kFenceRaiseScript = make_script(
-    "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
+    "if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n"
     "local cur = tonumber(redis.call('GET', KEYS[2]) or '0') or 0\n"
     "if tonumber(ARGV[2]) > cur then redis.call('SET', KEYS[2], ARGV[2]) end\n"
     "return 1\n");

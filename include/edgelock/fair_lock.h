@@ -152,7 +152,8 @@ class FairLock final : public Lease {
   /// with the same errors (kNotHeld also once a release was sent) and the
   /// same rule for unknown outcomes.
   Status extend(Millis ttl, ExtendMode mode = ExtendMode::kAdd);
-  /// Resets the TTL to options().ttl. Errors: as extend().
+  /// extend(options().ttl, kReplace): at least options().ttl. Errors: as
+  /// extend().
   Status renew() override;
   /// Asks the server whether the key still holds our token.
   /// Errors: kNotHeld (no token), kProtocol, Connection::command()'s.

@@ -152,7 +152,8 @@ class Lock final : public Lease {
   /// validity becomes the earlier of the old end and (call start + ttl -
   /// drift), and the token is kept for release().
   Status extend(Millis ttl, ExtendMode mode = ExtendMode::kAdd);
-  /// Resets the TTL to the original options().ttl. Errors: as extend().
+  /// extend(options().ttl, kReplace): at least the original TTL (never
+  /// shorter). Errors: as extend().
   Status renew() override;
   /// Asks the server whether the key still holds our token.
   /// Errors: kNotHeld (no token), kProtocol, Connection::command()'s.

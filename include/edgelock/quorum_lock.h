@@ -148,21 +148,22 @@ class QuorumLock final : public Lease {
   /// ends; the token is kept and release() may be called again, while a new
   /// acquire forgets it).
   Status release() override;
-  /// Owner-checked TTL change on every server; succeeds only if a majority
+  /// Owner-checked TTL raise on every server (kAdd: PTTL + ttl; kReplace:
+  /// max(PTTL, ttl); never shorter, docs/late-requests.md); succeeds only if a majority
   /// extended before the current validity ran out and the new validity
   /// (shortest new TTL - elapsed - drift) is above 0; `ttl` > 0. The round
   /// stops at the end of the current validity.
   /// When it does not succeed the request may still have landed on some
   /// servers: with kReplace the validity becomes the lesser of the current
-  /// one and what the request could have set (start + ttl - drift), so a
-  /// shortening extend with an unknown outcome never leaves the old, longer
-  /// validity; kAdd can only lengthen the TTL, so the current one stands.
+  /// one and what the request could have set (start + ttl - drift);
+  /// with kAdd the current one stands.
   /// Errors: kInvalidArgument, kNotHeld, kExpired (no validity left before,
   /// or after it: held() is then false; the token is kept for release()),
   /// kNotOwner (a majority no longer holds our token; the lease is gone),
   /// kNoQuorum, kIndeterminate (too few answers: the validity as above).
   Status extend(Millis ttl, ExtendMode mode = ExtendMode::kAdd);
-  /// Resets the TTL to options().ttl on every server. Errors: as extend().
+  /// extend(options().ttl, kReplace): at least the original TTL on every
+  /// server. Errors: as extend().
   Status renew() override;
   /// Asks every server; true if a majority still holds our token.
   /// Errors: kNotHeld, kNoQuorum, kIndeterminate.

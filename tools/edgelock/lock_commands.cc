@@ -20,6 +20,18 @@ int report_lock_error(const edgelock::FairLock& lock, Status s, const char* doin
   return report_error(lock.connection(), error_text(lock), s, doing);
 }
 
+void name_foreign_holder(edgelock::Connection& conn, const char* key) {
+  const edgelock::Bytes args[2] = {edgelock::Bytes::from_cstr("TYPE"),
+                                   edgelock::Bytes::from_cstr(key)};
+  const edgelock::Result<const edgelock::Reply*> r =
+      conn.command(args, edgelock::Deadline::after(conn.clock(), conn.options().command_timeout));
+  if (!r.ok() || r.value()->type != edgelock::ReplyType::kStatus) return;
+  const char* type = r.value()->str;
+  if (std::strcmp(type, "string") == 0 || std::strcmp(type, "none") == 0) return;
+  notice_line("%s is a %s key: held by a lock of another kind (not edgelock's or redis-py's)", key,
+              type);
+}
+
 int too_late(const Options& o, const char* what) {
   const long long ttl = static_cast<long long>(o.ttl_ms);
   if (std::strcmp(what, "extend") == 0) {

@@ -68,6 +68,10 @@ int lock_error(const Options& o, const LockT& lock, edgelock::Status s, const ch
   return rc;
 }
 
+// After a busy answer: names the holder's kind when the key is not a
+// string (a lock of another library, e.g. a hash-based one), as a notice.
+void name_foreign_holder(edgelock::Connection& conn, const char* key);
+
 // One slice of a wait (wait.h). A FairLock keeps its place in the queue
 // from one slice to the next; give_up() leaves it when the wait is over.
 template <typename LockT>
@@ -94,6 +98,7 @@ int acquire(const Options& o, LockT& lock, edgelock::Clock& clock, edgelock::Con
       o, clock, conn, quorum, [&](edgelock::Nanos wait) { return acquire_slice(lock, wait); },
       [&]() { lock.release().ignore(); });
   if (r.status.ok()) return kExitOk;
+  if (r.status.code() == edgelock::ErrorCode::kBusy && conn) name_foreign_holder(*conn, o.key);
   give_up(lock);
   const int rc = lock_error(o, lock, r.status, "acquire");
   return r.silent ? report_silent(o, r) : rc;
