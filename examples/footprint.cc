@@ -1,8 +1,8 @@
 // Prints the fixed RAM of the public types: what one connection or one lock
 // costs, buffers included (they live inside the objects: the command
 // buffer, and the receive buffer with the reply nodes in resp::Parser). A
-// plaintext connect keeps no heap; TLS's session is reported in README's
-// memory section.
+// plaintext connect keeps no heap; TLS's session is reported in
+// docs/memory.md.
 #include <cstdio>
 
 #include "edgelock/detail/resp_parser.h"

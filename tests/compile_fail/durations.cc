@@ -53,7 +53,7 @@ void right_units(Lock& lock, Semaphore& sem, Permit& permit, Clock& clock, FakeC
   (void)later;
 
 #if defined(CASE_ACQUIRE_BARE_INT)
-  (void)lock.acquire(5000);  // 5000 what? (it used to mean 5 us)
+  (void)lock.acquire(5000);  // 5000 what? (ns, us and ms are all plausible)
 #elif defined(CASE_EXTEND_BARE_INT)
   (void)lock.extend(5000);
 #elif defined(CASE_EXTEND_NANOS)

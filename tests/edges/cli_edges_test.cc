@@ -1,4 +1,4 @@
-// Timing-edge regression tests (issue 13): the `edgelock` tool's bounded
+// Timing-edge tests: the `edgelock` tool's bounded
 // exits, clean-up after a failed acquire and its exit codes.
 #include <gtest/gtest.h>
 
@@ -32,8 +32,8 @@ class CliEdges : public CliTest {
   }
 };
 
-// Item 12: a hung (SIGSTOPped) server made `acquire` and `run` with the
-// default wait hang for ever. Now they give up (exit 3) once the server has
+// A hung (SIGSTOPped) server must not make `acquire` and `run` with the
+// default wait hang for ever: they give up (exit 3) once the server has
 // not answered for --server-wait, within --server-wait + 2 x the command
 // budget (TTL/4 = 500 ms here), and say so on stderr. The quorum form
 // (majority hung) likewise.
@@ -66,9 +66,9 @@ TEST_F(CliEdges, HungServerEndsAcquireAndRunWithinServerWait) {
   hung.resume();
 }
 
-// Item 8 (CLI part): an acquire whose reply is lost (the server ran it)
-// exited 3 and left the key for its whole TTL. Now the tool releases
-// (bounded by its command budget) before exiting: once the delayed bytes
+// An acquire whose reply is lost (the server ran it) exits 3 without
+// leaving the key for its whole TTL: the tool releases (bounded by its
+// command budget) before exiting: once the delayed bytes
 // have landed, the key is gone long before its TTL.
 TEST_F(CliEdges, LostAcquireReplyIsReleasedBeforeExit) {
   // TTL 6000 -> command budget 1500 ms; 1800 ms each way loses every reply.
@@ -86,7 +86,7 @@ TEST_F(CliEdges, LostAcquireReplyIsReleasedBeforeExit) {
       << "PTTL " << redis({"PTTL", "modem"}) << "; " << o.err;
 }
 
-// Item 8, quorum form: the same through three delayed servers.
+// Quorum form: the same through three delayed servers.
 TEST_F(CliEdges, LostQuorumAcquireReplyIsReleasedBeforeExit) {
   RedisServer s2, s3;
   ASSERT_TRUE(s2.start());
@@ -151,8 +151,8 @@ TEST_F(CliEdges, ForeignServiceIsNamedOnce) {
 }
 
 // A grant whose lease ran out before its reply arrived (here: a TTL shorter
-// than the drift allowance) was reported as "held by another owner (0 ms
-// left)" / "all permits in use". Now it says what happened, exit 3.
+// than the drift allowance) is reported as what happened, exit 3, not as
+// "held by another owner (0 ms left)" / "all permits in use".
 TEST_F(CliEdges, GrantTooLateSaysSo) {
   // Load both scripts first: with -t 1 the command budget is the 5 ms
   // floor, which a NOSCRIPT + EVAL round trip can exceed under qemu (then

@@ -1,7 +1,7 @@
-// Timing-edge regression tests (issue 13): connection. Each test reproduces one
-// defect against a real redis-server (through test::DelayProxy where a
-// reply must arrive late or be lost) and asserts the lease invariant at the
-// moment it used to break.
+// Timing-edge tests: connection. Each test drives one timing edge (a late, lost
+// or unknown reply, a frozen server) against a real redis-server (through
+// test::DelayProxy where a reply must arrive late or be lost) and asserts
+// the lease invariant at the moment that edge could break it.
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -127,9 +127,9 @@ TEST_F(ConnectionEdges, ErrorTextClearsOnSuccess) {
   EXPECT_STREQ(c.last_error(), "");
 }
 
-// Item 10: a NOSCRIPT reply whose EVAL fallback does not fit the command
-// buffer left the command "in flight" for good: every later command on the
-// connection returned kInvalidArgument.
+// A NOSCRIPT reply whose EVAL fallback does not fit the command buffer
+// must not leave the command "in flight" for good (every later command on
+// the connection would return kInvalidArgument).
 TEST_F(ConnectionEdges, NoscriptFallbackTooLongLeavesConnectionUsable) {
   // EVALSHA of this script fits; its EVAL (the whole body) does not.
   std::string body = "return 'x' -- ";
@@ -146,9 +146,9 @@ TEST_F(ConnectionEdges, NoscriptFallbackTooLongLeavesConnectionUsable) {
   EXPECT_TRUE(lock.release().ok()) << a_.last_error();
 }
 
-// Item 10 (capacity): after SCRIPT FLUSH every primitive re-sends its
-// script as EVAL; at the longest key the build allows that must fit the
-// command buffer (ReentrantLock with a 64-byte key needed 1,055 bytes of a
+// After SCRIPT FLUSH every primitive re-sends its script as EVAL; at the
+// longest key the build allows that must fit the command buffer (for
+// example ReentrantLock with a 64-byte key needs 1,055 bytes, more than a
 // 1,024-byte buffer).
 TEST_F(ConnectionEdges, EveryScriptFitsAfterScriptFlushAtMaxKeyLength) {
   const std::string key(kMaxKeyLen, 'k');
@@ -182,7 +182,7 @@ TEST_F(ConnectionEdges, EveryScriptFitsAfterScriptFlushAtMaxKeyLength) {
   EXPECT_EQ(test::run(a_, {"PING"}), "PONG");
 }
 
-// Item 10 (build check): the figure the static_assert in eval_capacity.h
+// The build check: the figure the static_assert in eval_capacity.h
 // compares with the buffer, printed for whoever sizes tx_buffer_size.
 TEST(ConnectionEdgesCapacity, EvalCapacity) {
   std::printf(
@@ -296,8 +296,8 @@ TEST_F(ConnectionEdges, ReconnectDoesNotResolveTheHostNameAgain) {
   EXPECT_EQ(g_lookups.load(), before + 1);
 }
 
-// Item 15 (Sentinel): a ROLE reply too large for the reply buffer was taken
-// as "is a primary", so an unverified node got the lock commands.
+// Sentinel: a ROLE reply too large for the reply buffer is not taken as
+// "is a primary", so an unverified node never gets the lock commands.
 TEST(ConnectionEdgesSentinel, RoleReplyTooLargeIsNotConfirmed) {
   FakeServer node([](const FakeServer::Argv& argv) -> std::string {
     if (!argv.empty() && argv[0] == "ROLE") {
@@ -338,7 +338,7 @@ TEST(ConnectionEdgesSentinel, RoleReplyTooLargeIsNotConfirmed) {
   sentinel.stop();
 }
 
-// Item 12 (library): every call ends by its deadline whatever the server
+// Every call ends by its deadline whatever the server
 // does: a frozen server during connect (AUTH, SELECT), during a command,
 // and during the EVAL fallback after NOSCRIPT.
 TEST(ConnectionEdgesDeadline, HungServerEndsEveryCallByItsDeadline) {

@@ -1,4 +1,4 @@
-// Timing-edge regression tests (issue 13's invariants) for FairLock: never
+// Timing-edge tests for FairLock, the lease invariant of every lock: never
 // claim a lease the server may not hold; on an unknown outcome hold less
 // but keep the token for cleanup. Against a real redis-server, through
 // test::DelayProxy where a reply must arrive late or be lost. Plus the

@@ -1,7 +1,7 @@
-// Timing-edge regression tests (issue 13): lock. Each test reproduces one
-// defect against a real redis-server (through test::DelayProxy where a
-// reply must arrive late or be lost) and asserts the lease invariant at the
-// moment it used to break.
+// Timing-edge tests: lock. Each test drives one timing edge (a late, lost
+// or unknown reply, a frozen server) against a real redis-server (through
+// test::DelayProxy where a reply must arrive late or be lost) and asserts
+// the lease invariant at the moment that edge could break it.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -75,9 +75,9 @@ class LockEdges : public test::SuiteServerTest {
   Connection conn_, other_, admin_;
 };
 
-// Item 2: a grant that arrives after its validity is handed back; the
-// retry is granted with the same token and must leave a lock that can be
-// checked and released (it used to say kNotHeld and leave the key).
+// A grant that arrives after its validity is handed back; the retry is
+// granted with the same token and must leave a lock that can be checked
+// and released (not kNotHeld with the key left behind).
 TEST_F(LockEdges, LateGrantLeavesAUsableLock) {
   ASSERT_TRUE(open_proxied(slow(Millis(2000))));
   Lock lock(conn_);
@@ -103,7 +103,7 @@ TEST_F(LockEdges, LateGrantLeavesAUsableLock) {
   EXPECT_EQ(exists(kKey), "0");
 }
 
-// Item 3: a renewal whose reply does not come stops at the end of the local
+// A renewal whose reply does not come stops at the end of the local
 // validity (not a full command timeout later) and then reports not held.
 TEST_F(LockEdges, ExtendStopsAtTheValidityEnd) {
   ASSERT_TRUE(open_proxied(slow(Millis(2000))));
@@ -186,7 +186,7 @@ TEST_F(LockEdges, UnconfirmedShorteningExtendShortensValidity) {
   EXPECT_GT(pttl, 9000) << "an extend never cuts the lease";
 }
 
-// Item 5: an extend that leaves no validity is not an ok.
+// An extend that leaves no validity is not an ok.
 TEST_F(LockEdges, ExtendLeavingNoValidityIsExpired) {
   Lock lock(other_);
   ASSERT_TRUE(lock.init(Bytes::from_cstr(kKey), ttl(10000)).ok());
@@ -200,7 +200,7 @@ TEST_F(LockEdges, ExtendLeavingNoValidityIsExpired) {
   EXPECT_NE(lock.release().code(), ErrorCode::kNotHeld);
 }
 
-// Item 6: a holder without a TTL (set by an admin) gets the documented
+// A holder without a TTL (set by an admin) gets the documented
 // backoff, not a 1 ms poll (about 800 attempts a second).
 TEST_F(LockEdges, HolderWithoutTtlGetsBackoff) {
   ASSERT_EQ(run(admin_, {"SET", kKey, "admin-holds-it"}), "OK");
@@ -212,7 +212,7 @@ TEST_F(LockEdges, HolderWithoutTtlGetsBackoff) {
   EXPECT_GE(lock.metrics().attempts, 2u);
 }
 
-// Item 7: a release whose outcome is unknown means not held, with the token
+// A release whose outcome is unknown means not held, with the token
 // kept so release() can be retried and succeeds once the server answers.
 TEST_F(LockEdges, UnknownReleaseIsNotHeld) {
   ASSERT_TRUE(open_proxied(slow(Millis(300))));
@@ -308,9 +308,9 @@ TEST_F(LockEdges, ReleaseAfterCancelledWaitIsNotHeld) {
   EXPECT_EQ(lapsed.release().code(), ErrorCode::kNotOwner);
 }
 
-// Item 8: an acquire that ends in kTimeout after its grant may have landed
-// keeps the token, so release() removes the key. The path that used to
-// lose it: a late grant handed back, then the retry's reply lost.
+// An acquire that ends in kTimeout after its grant may have landed keeps
+// the token, so release() removes the key. The path that could lose it: a
+// late grant handed back, then the retry's reply lost.
 TEST_F(LockEdges, FailedAcquireKeepsTokenForCleanup) {
   ASSERT_TRUE(open_proxied(slow(Millis(600))));
   Lock lock(conn_);
@@ -348,7 +348,7 @@ TEST_F(LockEdges, FailedAcquireKeepsTokenForCleanup) {
   EXPECT_TRUE(next.try_acquire().ok());
 }
 
-// Item 11 (names): "foo" and "{foo}" get different companion keys, each in
+// Names: "foo" and "{foo}" get different companion keys, each in
 // its lock key's cluster slot.
 TEST(LockKeys, CompanionNamesAreUniquePerKey) {
   auto name = [](const std::string& key, const char* suffix) {
@@ -381,7 +381,7 @@ TEST(LockKeys, CompanionNamesAreUniquePerKey) {
   EXPECT_EQ(key_slot("{foo}"), key_slot(Bytes::from_cstr(name("{foo}", ":wake").c_str())));
 }
 
-// Item 11 (server): locks on "foo" and "{foo}" on one server keep separate
+// On a server: locks on "foo" and "{foo}" on one server keep separate
 // fences, and one's grant does not swallow the other's release signal.
 TEST_F(LockEdges, BracedAndPlainKeysDoNotShareCompanions) {
   Lock plain(other_), braced(admin_);
@@ -400,7 +400,7 @@ TEST_F(LockEdges, BracedAndPlainKeysDoNotShareCompanions) {
   ASSERT_TRUE(plain.release().ok());
 }
 
-// Item 15: a fence counter that cannot be incremented (wrong type, or at
+// A fence counter that cannot be incremented (wrong type, or at
 // its maximum) fails the acquire before anything is written.
 TEST_F(LockEdges, UnusableFenceCounterWritesNothing) {
   Lock lock(other_);
@@ -418,7 +418,7 @@ TEST_F(LockEdges, UnusableFenceCounterWritesNothing) {
   EXPECT_EQ(run(admin_, {"GET", "{edge}:fence"}), "9223372036854775807");
 }
 
-// Item 15: a wake list of the wrong type does not make a release half done
+// A wake list of the wrong type does not make a release half done
 // (key deleted, error returned): the release succeeds without a signal.
 TEST_F(LockEdges, WrongTypeWakeKeyDoesNotSplitRelease) {
   Lock lock(other_);

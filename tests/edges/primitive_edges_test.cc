@@ -1,7 +1,7 @@
-// Timing-edge regression tests (issue 13): primitive. Each test reproduces one
-// defect against a real redis-server (through test::DelayProxy where a
-// reply must arrive late or be lost) and asserts the lease invariant at the
-// moment it used to break.
+// Timing-edge tests: primitive. Each test drives one timing edge (a late, lost
+// or unknown reply, a frozen server) against a real redis-server (through
+// test::DelayProxy where a reply must arrive late or be lost) and asserts
+// the lease invariant at the moment that edge could break it.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -97,7 +97,7 @@ class PrimitiveEdges : public test::SharedServerTest {
   }
 };
 
-// --- Item 1 ----------------------------------------------------------------
+// --- A late grant ----------------------------------------------------------
 
 struct ExpiredCount {
   std::atomic<int> n{0};
@@ -173,7 +173,7 @@ TEST_F(PrimitiveEdges, SemaphoreLateGrantNeverMakesTwoHolders) {
   EXPECT_EQ(run(admin_, {"ZCARD", "sem-late"}), "0");
 }
 
-// --- Item 3 ----------------------------------------------------------------
+// --- A renewal ends by the validity ----------------------------------------
 
 TEST_F(PrimitiveEdges, SemaphoreExtendStopsAtValidityEnd) {
   auto proxy = start_proxy(Nanos::zero());
@@ -219,7 +219,7 @@ TEST_F(PrimitiveEdges, ReentrantExtendStopsAtValidityEnd) {
   EXPECT_TRUE(rel.ok() || rel.code() == ErrorCode::kNotOwner) << rel.to_string();
 }
 
-// --- Item 4 ----------------------------------------------------------------
+// --- An unknown shortening extend ------------------------------------------
 
 TEST_F(PrimitiveEdges, SemaphoreUnknownShorteningExtendShortensValidity) {
   auto proxy = start_proxy(Nanos::zero());
@@ -261,7 +261,7 @@ TEST_F(PrimitiveEdges, ReentrantUnknownShorteningRenewalShortensValidity) {
   EXPECT_EQ(run(admin_, {"EXISTS", "re-shorten"}), "0");
 }
 
-// --- Item 5 ----------------------------------------------------------------
+// --- An ok extend leaves validity ------------------------------------------
 
 TEST_F(PrimitiveEdges, SemaphoreExtendOkMeansValidityLeft) {
   Semaphore sem(a_);
@@ -306,7 +306,7 @@ TEST_F(PrimitiveEdges, ReentrantRefreshingReleaseOkMeansValidityLeft) {
   EXPECT_FALSE(other.held());
 }
 
-// --- Item 7 ----------------------------------------------------------------
+// --- An unknown release ----------------------------------------------------
 
 TEST_F(PrimitiveEdges, SemaphoreUnknownReleaseStopsClaiming) {
   auto proxy = start_proxy(Nanos::zero());
@@ -344,7 +344,7 @@ TEST_F(PrimitiveEdges, ReentrantUnknownReleaseStopsClaiming) {
   EXPECT_EQ(lock.release().code(), ErrorCode::kNotHeld);
 }
 
-// --- Item 8 ----------------------------------------------------------------
+// --- A lost acquire reply --------------------------------------------------
 
 TEST_F(PrimitiveEdges, LostAcquireIsCleanedUpByRelease) {
   auto proxy = start_proxy(Nanos::zero());
@@ -382,7 +382,7 @@ TEST_F(PrimitiveEdges, LostAcquireIsCleanedUpByRelease) {
   EXPECT_EQ(run(admin_, {"ZCARD", "sem-lost"}), "0");
 }
 
-// --- Item 15 ---------------------------------------------------------------
+// --- A fence counter at its limit ------------------------------------------
 
 TEST_F(PrimitiveEdges, ReentrantFenceCounterAtLimitWritesNothing) {
   ReentrantLock lock(a_);

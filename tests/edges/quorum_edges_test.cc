@@ -1,7 +1,7 @@
-// Timing-edge regression tests (issue 13): quorum. Each test reproduces one
-// defect against a real redis-server (through test::DelayProxy where a
-// reply must arrive late or be lost) and asserts the lease invariant at the
-// moment it used to break.
+// Timing-edge tests: quorum. Each test drives one timing edge (a late, lost
+// or unknown reply, a frozen server) against a real redis-server (through
+// test::DelayProxy where a reply must arrive late or be lost) and asserts
+// the lease invariant at the moment that edge could break it.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -96,7 +96,7 @@ void warm_up(QuorumLock& lock) {
   ASSERT_TRUE(lock.release().ok()) << lock.last_error();
 }
 
-// Item 9: two of three servers frozen while the acquire is in flight. The
+// Two of three servers frozen while the acquire is in flight. The
 // release must reach them too (queued behind the acquire), so when they
 // resume the key is gone long before its TTL.
 TEST(QuorumEdges, FailedAcquireLeavesNoKeyOnAFrozenServer) {
@@ -171,7 +171,7 @@ TEST(QuorumEdges, LostShortExtendNeverCutsTheLease) {
   EXPECT_EQ(other.try_acquire().code(), ErrorCode::kBusy);
 }
 
-// Item 5: ok from extend means validity > 0 afterwards.
+// Ok from extend means validity > 0 afterwards.
 TEST(QuorumEdges, ExtendOkOnlyWithValidityLeft) {
   Trio t;
   ASSERT_TRUE(t.start());
@@ -193,7 +193,7 @@ TEST(QuorumEdges, ExtendOkOnlyWithValidityLeft) {
   EXPECT_NE(lock.release().code(), ErrorCode::kNotHeld) << "the token is kept for clean-up";
 }
 
-// Item 6: a holder without a TTL must not make the waiter poll every 1 ms.
+// A holder without a TTL must not make the waiter poll every 1 ms.
 TEST(QuorumEdges, HolderWithoutTtlGetsTheNormalBackoff) {
   Trio t;
   ASSERT_TRUE(t.start());
@@ -212,7 +212,7 @@ TEST(QuorumEdges, HolderWithoutTtlGetsTheNormalBackoff) {
   EXPECT_EQ(lock.busy_ttl(), Millis(0)) << "no TTL: no bound";
 }
 
-// Item 7: a release whose outcome is unknown on a majority: not held any
+// A release whose outcome is unknown on a majority: not held any
 // more, but the token stays so release() can be retried.
 TEST(QuorumEdges, UnknownReleaseIsNotHeldButKeepsTheToken) {
   Trio t;
@@ -234,7 +234,7 @@ TEST(QuorumEdges, UnknownReleaseIsNotHeldButKeepsTheToken) {
   EXPECT_EQ(t.keyed(), 0u);
 }
 
-// Item 14: released on two of three servers (the third stalled) is a
+// Released on two of three servers (the third stalled) is a
 // release, reported with how many servers confirmed it.
 TEST(QuorumEdges, ReleaseOnAMajorityIsARelease) {
   Trio t;
@@ -263,7 +263,7 @@ TEST(QuorumEdges, ReleaseOnAMajorityIsARelease) {
   EXPECT_EQ(t.keyed(), 0u) << "server 2 holds " << t.cmd(2, {"GET", kKey}) << ", ours was " << ours;
 }
 
-// Item 15: the waiter's bound is when a majority frees, not the longest
+// The waiter's bound is when a majority frees, not the longest
 // (nor the shortest) holder TTL. Server 0 is free (it grants, then is
 // cleaned up), so one more must expire: the shorter of the other two.
 TEST(QuorumEdges, BusyTtlIsWhenAMajorityFrees) {

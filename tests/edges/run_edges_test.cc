@@ -1,4 +1,4 @@
-// Timing-edge regression tests (issue 13): the lease keeper and the
+// Timing-edge tests: the lease keeper and the
 // `edgelock` tool (run must not outlive its lease, bounded exits).
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -44,8 +44,8 @@ bool connect_with(Connection& c, const std::string& url, Nanos command_timeout) 
   return c.setup(url.c_str(), o).ok() && c.connect().ok();
 }
 
-// Item 3: a renewal stalled by a partition made the keeper report the
-// loss ~200 ms after another client held the key. Our client's replies
+// A renewal stalled by a partition must not make the keeper report the
+// loss after another client holds the key. Our client's replies
 // are lost (proxy delay 30 s); another client tries directly all along.
 TEST(RunEdges, KeeperReportsLossByValidityEndUnderPartition) {
   RedisServer server;
@@ -93,8 +93,8 @@ TEST(RunEdges, KeeperReportsLossByValidityEndUnderPartition) {
   EXPECT_GE(granted_at.load(), keeper.lost_at()) << "another client held the key while we kept it";
 }
 
-// Item 13: with the default command timeout (2 s) a 3 s lease on a frozen
-// server made the keeper block until after the validity ended.
+// With the default command timeout (2 s), a 3 s lease on a frozen server
+// must not make the keeper block past the end of the validity.
 TEST(RunEdges, KeeperWithDefaultOptionsReportsLossByValidityEnd) {
   RedisServer server;
   ASSERT_TRUE(server.start());
@@ -303,7 +303,7 @@ TEST_F(RunEdgesCli, CommandGetsNoSocketAfterAReconnect) {
                                                         << listing;
 }
 
-// --grace used to be any value: SIGKILL could come long after the lease.
+// A --grace that does not fit the TTL would let SIGKILL come after the lease ends.
 TEST_F(RunEdgesCli, GraceThatDoesNotFitTheTtlIsRefused) {
   Outcome o = cli({"-t", "1000", "--grace", "600", "run", "dev", "--", "true"});
   EXPECT_EQ(o.rc, 2) << o.err;

@@ -1,4 +1,4 @@
-// Clock steps (issue 7): the client under libfaketime with the wall clock
+// Clock steps: the client under libfaketime with the wall clock
 // moved by -1 day, +1 day, +56 years and a schedule that jumps between them
 // every 40 ms while operations run. libfaketime fakes CLOCK_MONOTONIC too
 // unless FAKETIME_DONT_FAKE_MONOTONIC=1; a real gateway's NTP step moves

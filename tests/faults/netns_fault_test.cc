@@ -1,4 +1,4 @@
-// Network faults (issue 7) in a network namespace this test creates: a veth
+// Network faults in a network namespace this test creates: a veth
 // pair with private addresses 10.213.N.1/30 (root side, the client) and
 // 10.213.N.2/30 (namespace side, redis-server started inside it), then
 // iptables rules inside the namespace: DROP, REJECT --reject-with

@@ -1,4 +1,4 @@
-// Real-server faults not covered by connection_test.cc (issue 7): CLIENT
+// Real-server faults not covered by connection_test.cc: CLIENT
 // PAUSE, requirepass added at runtime, CLIENT KILL between operations, and
 // kill -9 + restart with AOF appendfsync always (fences keep increasing).
 #include <gtest/gtest.h>

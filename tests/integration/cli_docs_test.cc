@@ -1,4 +1,4 @@
-// Docs that are tested (issue 18): every edgelock command line shown in
+// Docs that are tested: every edgelock command line shown in
 // README.md and docs/*.md runs against throwaway servers, with its shown
 // exit status and output shape checked. The convention (docs/cli.md,
 // "Examples in these docs are tested"): fenced blocks, `$ ` prompts,

@@ -1,4 +1,4 @@
-// The edgelock tool's output and inputs (issue 18): -q keeps results,
+// The edgelock tool's output and inputs: -q keeps results,
 // -w forever, JSON error objects, --version, the URL and the password from
 // the environment. Same fixture as cli_test.cc.
 #include <gtest/gtest.h>

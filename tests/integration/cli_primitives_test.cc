@@ -1,5 +1,5 @@
 // edgelock semaphore / cooldown / --stats end to end against a real
-// redis-server (issue 9). Same fixture as cli_test.cc.
+// redis-server. Same fixture as cli_test.cc.
 #include <gtest/gtest.h>
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-// The edgelock tool over Redis Sentinel and Redis Cluster (issue 18): the
+// The edgelock tool over Redis Sentinel and Redis Cluster: the
 // same subcommands and exit codes as on one server, against the real
 // set-ups of tests/support/redis_topology.h, and `run` keeping its lease
 // across a Sentinel failover.

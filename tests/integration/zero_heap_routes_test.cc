@@ -232,7 +232,7 @@ TEST(ZeroHeap, QuorumCycles) {
               static_cast<unsigned long long>(c.total()));
 }
 
-// --- Issue 9 primitives: every steady-state call, granted and refused. ---
+// --- Reentrant lock, semaphore, cooldown, quota: every steady-state call, granted and refused. ---
 
 #ifdef EDGELOCK_TEST_TLS
 struct ConnectHeap {

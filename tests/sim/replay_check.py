@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A seed replays exactly (issue 15): the trace hash a seed gets inside a
+"""A seed replays exactly: the trace hash a seed gets inside a
 batch run equals the one `--seed S` gives in a fresh process (so the replay
 line a failure prints reproduces it), and two fresh `--seed S --trace` runs
 print the same trace, byte for byte.

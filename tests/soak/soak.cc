@@ -1,4 +1,4 @@
-// Soak / safety checker (issue 7): K processes contend on one key of a real
+// Soak / safety checker: K processes contend on one key of a real
 // redis-server while a seeded random fault schedule runs: server kill -9 +
 // restart (AOF appendfsync always), server SIGSTOP/SIGCONT, worker
 // SIGSTOP past the TTL, CLIENT KILL, SCRIPT FLUSH, CLIENT PAUSE, DEBUG SLEEP

@@ -1,5 +1,5 @@
 #pragma once
-// Soak test (issue 7): the history every process records in shared memory,
+// Soak test: the history every process records in shared memory,
 // the fenced resource the lock guards, and the checker that reads the
 // history afterwards. Times are CLOCK_MONOTONIC nanoseconds, which is one
 // time line for every process on the host.

@@ -95,7 +95,8 @@ TEST_F(FakeConnection, NoscriptTwiceIsAnErrorNotALoop) {
   expect_usable();
 }
 
-// Issue 13 item 10: the fallback that does not fit the command buffer.
+// A NOSCRIPT fallback that does not fit the command buffer leaves the
+// connection idle and usable, not stuck with a command in flight.
 TEST_F(FakeConnection, NoscriptFallbackTooLargeLeavesTheConnectionIdle) {
   std::string body = "return 'x' -- ";
   body.append(kTxBufferSize, 'p');

@@ -41,7 +41,7 @@ bool Checker::straggler(const Obligation& o, int s) const {
   // keep the key until its TTL (quorum_lock.h). Except where a request of
   // ours was in flight when the release began, on a connection the client
   // then closed without queueing the release behind it: that server runs
-  // the request with nothing after it (issue 13, item 9).
+  // the request with nothing after it.
   if (o.ref.kind != LeaseKind::kQuorum || w_.config().strict_cleanup) return false;
   auto q = must_queue_.find(std::make_tuple(o.client, o.ref.token, s));
   if (q == must_queue_.end()) return true;
@@ -78,7 +78,8 @@ bool Checker::exempt(const Obligation& o, int s) const {
   if (o.ref.kind != LeaseKind::kQuorum) {
     // Lock, Semaphore: a timeout since the token's first use, then a
     // release written after it (on another connection) or a release attempt
-    // that failed too. Not a client that never tried (issue 13, item 8).
+    // that failed too. Not a client that never tried: a failed acquire
+    // keeps its token so release() can clean up.
     auto rs = releases_.find({o.client, s});
     int64_t written = -1;
     if (rs != releases_.end()) {

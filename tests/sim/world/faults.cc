@@ -92,7 +92,7 @@ void World::unreachable_until(int client, int server, int64_t end) {
 }
 
 // Another client (an older library, a hand-made key) holding the lock key
-// with no TTL: waiters must back off, not poll (issue 13, item 6).
+// with no TTL: waiters must back off, not poll.
 void World::rogue(bool on) {
   const char* key = cfg_.quorum() ? "Q" : "L";
   for (int i = 0; i < cfg_.servers; ++i) {
