@@ -59,21 +59,9 @@ void Checker::claim(int client, int slot, const LeaseRef& ref, int64_t end) {
   Claim& c = claims_[{client, slot}];
   c.ref = ref;
   c.end = end;
-  c.tainted = tainted_.count({client, ref.token}) != 0;
 }
 
-void Checker::taint(int client, const std::string& token, const char* what) {
-  if (w_.config().strict) return;
-  if (tainted_.count({client, token}) == 0) {
-    ++w_.stats().known_defects;
-    w_.trace("known defect: %s (c%d, token %.8s...): its lease is not checked (--strict checks it)",
-             what, client, token.c_str());
-  }
-  tainted_[{client, token}] = true;
-  for (auto& c : claims_) {
-    if (c.first.first == client && c.second.ref.token == token) c.second.tainted = true;
-  }
-}
+void Checker::excuse(Excuse kind) const { ++w_.stats().excused[static_cast<int>(kind)]; }
 
 void Checker::unclaim(int client, int slot) { claims_.erase({client, slot}); }
 
@@ -89,6 +77,7 @@ int64_t Checker::claim_end(int client, int slot) const {
 
 void Checker::granted(int client, const std::string& key, uint64_t fence,
                       const std::string& token) {
+  (void)token;  // fences are checked per key, whoever holds the token
   uint64_t& last = last_fence_[key];
   int& last_client = last_fence_client_[key];
   // The same fence again for the same client: its lease was never let go
@@ -101,13 +90,6 @@ void Checker::granted(int client, const std::string& key, uint64_t fence,
     ++w_.stats().fence_regressions;
     w_.trace("fence regression after data loss: c%d got %llu after %llu", client,
              static_cast<unsigned long long>(fence), static_cast<unsigned long long>(last));
-  } else if (fence <= last && !continued && tainted_.count({client, token})) {
-    // A known defect (a request given up on ran late and cut this lease
-    // short on the server) let the next holder in before this acquire's
-    // delayed reply came back: the fences rose in server order, not in the
-    // order the replies were read. Excused like the lease's other checks.
-    w_.trace("fence out of order on a lease touched by a known defect: c%d got %llu after %llu",
-             client, static_cast<unsigned long long>(fence), static_cast<unsigned long long>(last));
   } else if (fence <= last && !continued) {
     violation("fencing", "c%d granted %s with fence %llu, not above the last grant's %llu", client,
               key.c_str(), static_cast<unsigned long long>(fence),
@@ -174,21 +156,15 @@ void Checker::on_script(int server, int client, const std::string& name,
   const int64_t now_ms = w_.server_us(server, w_.now()) / 1000;
   auto fresh = fresh_exec_.find({client, first_arg(argv)});
   if (closed_at >= 0 && fresh != fresh_exec_.end() && fresh->second > closed_at) {
-    // Known defect (docs/simulation.md): a request the client gave up on
-    // (timed out, connection closed) runs after a later request with the
-    // same token succeeded, and acts on the lease that success reported: a
-    // shortening extend shortens it, a reentrant release or acquire of an
-    // earlier grant (owner and handle are reused) deletes the next one or
-    // sets its depth. Lock, QuorumLock and Semaphore acquires re-arm a
-    // lease of ours only upwards: the lease stays checked, only the cleanup
-    // after it is excused (a release cannot be queued behind it).
-    const bool rearm_safe =
-        name == "kAcquireScript" || name == "kQuorumAcquireScript" || name == "kSemAcquireScript";
-    if (rearm_safe && !w_.config().strict) late_acquire_[{client, first_arg(argv)}] = true;
-    if (name != "kOwnedScript" && name != "kSemCountScript" && !rearm_safe) {
-      taint(client, first_arg(argv),
-            "a request given up on ran after a later success with its token");
-    }
+    // A request the client gave up on ran after a later one with its token
+    // (docs/late-requests.md). Every lease stays checked: such a request
+    // must change nothing the client claims. Only an acquire may leave
+    // something behind (a grant the client no longer claims, for one TTL):
+    // its cleanup is excused, narrowly and counted.
+    const bool acquire = name == "kAcquireScript" || name == "kQuorumAcquireScript" ||
+                         name == "kSemAcquireScript" || name == "kFairAcquireScript" ||
+                         name == "kReentrantAcquireScript";
+    if (acquire) late_acquire_[{client, first_arg(argv)}] = true;
   }
   if (name == "kCooldownScript" && reply.type == RType::kArray && reply.a.size() == 3 &&
       reply.a[0].i == 1) {
@@ -354,7 +330,6 @@ void Checker::check_claims() {
     }
     const Claim& c = it->second;
     ++it;
-    if (c.tainted) continue;
     ++holders[c.ref.key];
     if (++same_token[{c.ref.key, c.ref.token}] > 1) {
       violation("exclusion", "two clients hold %s with the same token \"%.8s\" at once",

@@ -34,6 +34,19 @@ class World;
 
 enum class LeaseKind : uint8_t { kLock, kQuorum, kPermit, kReentrant };
 
+// Why a lease left on a server after its release was not a cleanup
+// violation. Only cleanup is ever excused; truth, exclusion and fencing are
+// checked for every lease. Counted per run (RunStats::excused).
+enum class Excuse : uint8_t {
+  kUnreachable,     // a partition, reset or restart may have kept the release away
+  kLateAcquire,     // an acquire given up on granted late: lapses by its TTL
+  kTimeoutGap,      // a request given up on was not queued before the release
+  kQuorumMinority,  // a quorum release reached a majority; a minority keeps its TTL
+  kRefused,         // the server refused the release (error reply)
+};
+constexpr const char* kExcuseNames[] = {"unreachable", "late acquire", "timeout gap",
+                                        "quorum minority", "refused release"};
+
 /// What a lease is on the server: the key and our token in it.
 struct LeaseRef {
   LeaseKind kind = LeaseKind::kLock;
@@ -89,9 +102,6 @@ class Checker {
   struct Claim {
     LeaseRef ref;
     int64_t end = 0;
-    // A known library defect touched this lease (see taint()): not checked
-    // unless --strict.
-    bool tainted = false;
   };
   struct Obligation {
     int client;
@@ -120,7 +130,9 @@ class Checker {
   void check_liveness();
   void on_script(int server, int client, const std::string& name,
                  const std::vector<std::string>& argv, const RVal& reply, int64_t closed_at);
-  void taint(int client, const std::string& token, const char* what);
+  // Counts a cleanup the checker excused, by kind (RunStats::excused).
+  void excuse(Excuse kind) const;
+  bool excused(Excuse kind) const;  // excuse(kind), then true
 
   World& w_;
   std::map<std::pair<int, int>, Claim> claims_;
@@ -143,7 +155,6 @@ class Checker {
     int64_t last_written = -1;
   };
   std::map<std::pair<int, int>, std::map<std::string, ReleaseNote>> releases_;
-  std::map<std::pair<int, std::string>, bool> tainted_;  // (client, token)
   // An acquire given up on ran after a later success with the token: the
   // lease stays checked (re-arms never shorten it), its cleanup is excused
   // (finding C: nothing queued behind it).

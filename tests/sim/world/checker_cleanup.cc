@@ -44,9 +44,10 @@ bool Checker::straggler(const Obligation& o, int s) const {
   // the request with nothing after it.
   if (o.ref.kind != LeaseKind::kQuorum || w_.config().strict_cleanup) return false;
   auto q = must_queue_.find(std::make_tuple(o.client, o.ref.token, s));
-  if (q == must_queue_.end()) return true;
-  auto r = released_on_conn_.find(q->second);
-  return r != released_on_conn_.end() && r->second.count(o.ref.token) != 0;
+  auto r = q == must_queue_.end() ? released_on_conn_.end() : released_on_conn_.find(q->second);
+  const bool queued =
+      q == must_queue_.end() || (r != released_on_conn_.end() && r->second.count(o.ref.token) != 0);
+  return queued && excused(Excuse::kQuorumMinority);
 }
 
 bool Checker::refused(const Obligation& o, int s) const {
@@ -55,15 +56,15 @@ bool Checker::refused(const Obligation& o, int s) const {
   auto r = releases_.find({o.client, s});
   if (r == releases_.end()) return false;
   auto t = r->second.find(o.ref.token);
-  return t != r->second.end() && t->second.refused;
+  return t != r->second.end() && t->second.refused && excused(Excuse::kRefused);
 }
 
 bool Checker::exempt(const Obligation& o, int s) const {
   // A partition, reset or restart may have kept the release from the server.
-  if (w_.last_unreachable(o.client, s) >= o.op_start) return true;
-  // A request given up on ran after a later one with the token (see taint()).
-  if (tainted_.count({o.client, o.ref.token}) != 0) return true;
-  if (late_acquire_.count({o.client, o.ref.token}) != 0) return true;
+  if (w_.last_unreachable(o.client, s) >= o.op_start) return excused(Excuse::kUnreachable);
+  // An acquire given up on ran late and granted (or re-armed) a lease the
+  // client no longer claims: it lapses by its TTL (docs/late-requests.md).
+  if (late_acquire_.count({o.client, o.ref.token}) != 0) return excused(Excuse::kLateAcquire);
   // Known gap (--strict-cleanup shows it): a command that timed out had its
   // connection closed, so a release sent later cannot be queued behind it,
   // and a frozen or slow server may run it after the release (Lock and
@@ -89,12 +90,20 @@ bool Checker::exempt(const Obligation& o, int s) const {
     const std::vector<int64_t>& fails = w_.timed_out(o.client, s);
     for (size_t i = 0; i < fails.size(); ++i) {
       if (fails[i] < first) continue;
-      if (written >= fails[i] || i + 1 < fails.size()) return true;
+      if (written >= fails[i] || i + 1 < fails.size()) return excused(Excuse::kTimeoutGap);
     }
     return false;
   }
   auto r = last_release_.find({o.client, o.ref.token});
-  return r != last_release_.end() && w_.abandoned_between(o.client, s, first, r->second);
+  if (r != last_release_.end() && w_.abandoned_between(o.client, s, first, r->second)) {
+    return excused(Excuse::kTimeoutGap);
+  }
+  return false;
+}
+
+bool Checker::excused(Excuse kind) const {
+  excuse(kind);
+  return true;
 }
 
 void Checker::check_obligations() {
@@ -111,8 +120,8 @@ void Checker::check_obligations() {
         continue;
       }
       o.done[s] = true;
-      if (exempt(o, si)) continue;
-      if (held_until(si, o.ref) > w_.now() && !refused(o, si) && !straggler(o, si)) {
+      if (held_until(si, o.ref) <= w_.now() || exempt(o, si)) continue;
+      if (!refused(o, si) && !straggler(o, si)) {
         violation("cleanup",
                   "c%d's %s token %.8s... is still on s%d after its release/failed acquire settled",
                   o.client, o.ref.key.c_str(), o.ref.token.c_str(), si);
@@ -130,8 +139,8 @@ void Checker::at_end() {
   check_obligations();
   for (const Obligation& o : obligations_) {
     for (size_t s = 0; s < o.pending.size(); ++s) {
-      if (!o.done[s] && !exempt(o, static_cast<int>(s)) &&
-          held_until(static_cast<int>(s), o.ref) > w_.now()) {
+      if (!o.done[s] && held_until(static_cast<int>(s), o.ref) > w_.now() &&
+          !exempt(o, static_cast<int>(s))) {
         violation("cleanup", "c%d's %s token still on s%zu at the end", o.client, o.ref.key.c_str(),
                   s);
       }

@@ -121,7 +121,6 @@ void apply_overrides(RunConfig& c, const RunOverrides& o) {
   c.data_loss = o.data_loss;
   c.delayed_restart = o.delayed_restart;
   c.strict_cleanup = o.strict_cleanup;
-  c.strict = o.strict;
 }
 
 }  // namespace

@@ -28,7 +28,6 @@ struct RunOverrides {
   bool data_loss = false;        // restarts may lose the data (Redlock's limit)
   bool delayed_restart = false;  // ... but stay down longer than a TTL
   bool strict_cleanup = false;   // no exemption for abandoned single-server commands
-  bool strict = false;           // check leases touched by known defects too
   bool no_faults = false;
   double fault_scale = 1.0;   // multiplies every fault rate
   bool late_replies = false;  // always the late-reply profile (below)
@@ -66,7 +65,6 @@ struct RunConfig {
   bool data_loss = false;
   bool delayed_restart = false;
   bool strict_cleanup = false;
-  bool strict = false;
   bool print_trace = false;  // every trace line to stdout
   bool quiet = false;        // no violation report (mutation scans)
 

@@ -146,7 +146,7 @@ struct RunStats {
   uint64_t grants = 0;          // acquire/enter/take ok (workloads)
   uint64_t holder_crashes = 0;  // quorum holders dead right after a grant (workloads)
   uint64_t violations = 0;
-  uint64_t known_defects = 0;      // leases a known defect touched (not checked)
+  uint64_t excused[5] = {};        // cleanups excused, by Excuse
   uint64_t fence_regressions = 0;  // after a restart that lost the counters
   int64_t sim_ns = 0;
 };
