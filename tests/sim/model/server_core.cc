@@ -256,8 +256,9 @@ void ServerCore::serve_pushed(int db, int64_t now_us) {
   }
 }
 
-void ServerCore::expire_blocked(int64_t now_us) {
+size_t ServerCore::expire_blocked(int64_t now_us) {
   now_us_ = now_us;
+  size_t expired = 0;
   for (size_t k = 0; k < block_order_.size();) {
     const int id = block_order_[k];
     Conn& c = conns_[id];
@@ -269,8 +270,10 @@ void ServerCore::expire_blocked(int64_t now_us) {
     c.blocked = false;
     send(id, c.blocked_wait ? RVal::integer(0) : RVal::nil_array());
     c.blocked_wait = false;
+    ++expired;
     run(id);
   }
+  return expired;
 }
 
 int64_t ServerCore::next_block_deadline_us() const {

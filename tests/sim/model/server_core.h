@@ -64,8 +64,9 @@ class ServerCore {
   /// nothing here: the model stops loudly (the library never sends one).
   void input(int conn, const std::string& bytes, int64_t now_us);
   /// Times out blocking waits due at `now_us` (BLPOP: nil array; WAIT: 0),
-  /// then runs whatever those connections had queued behind them.
-  void expire_blocked(int64_t now_us);
+  /// then runs whatever those connections had queued behind them. Returns
+  /// how many timed out.
+  size_t expire_blocked(int64_t now_us);
   /// The earliest blocking-wait deadline in microseconds, or -1.
   int64_t next_block_deadline_us() const;
 
