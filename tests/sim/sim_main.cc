@@ -278,7 +278,7 @@ int main_impl(int argc, char** argv) {
     std::fprintf(stderr, "%s", kUsage);
     return 2;
   }
-  check_native_scripts();
+  check_library_scripts();
   std::vector<std::unique_ptr<Fiber>> fibers;
   Totals t;
   Outcome out;

@@ -102,6 +102,8 @@ class ServerCore {
   RVal dispatch(Conn& c, const std::vector<std::string>& argv, int64_t now_us, bool* blocks);
   RVal eval(Conn& c, const std::vector<std::string>& argv, int64_t now_us, bool by_sha);
   RVal script(const std::vector<std::string>& argv);
+  // Compiles a body into the script cache (an error reply if Lua refuses it).
+  RVal load(const std::string& sha, const std::string& body);
   RVal blpop(Conn& c, const std::vector<std::string>& argv, int64_t now_us, bool* blocks);
   void serve_pushed(int db, int64_t now_us);
   void send(int id, const RVal& v);
@@ -112,7 +114,7 @@ class ServerCore {
   std::string password_;
   std::map<int, Conn> conns_;
   std::map<int, Keyspace> dbs_;
-  std::set<std::string> scripts_;  // cached SHA-1s
+  std::set<std::string> scripts_;  // cached SHA-1s (compiled by model/lua_engine)
   std::vector<int> block_order_;   // blocked connections, oldest first
   int64_t now_us_ = 0;
   uint64_t executed_ = 0;

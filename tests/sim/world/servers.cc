@@ -33,8 +33,8 @@ std::string request_text(const std::vector<std::string>& argv) {
   size_t first = 0;
   if ((argv[0] == "EVALSHA" || argv[0] == "EVAL") && argv.size() >= 3) {
     const std::string sha = argv[0] == "EVAL" ? script_sha1(argv[1]) : argv[1];
-    const NativeEntry* n = find_native(sha);
-    t = std::string(argv[0] == "EVAL" ? "EVAL " : "") + (n ? n->name + 1 : "?script");
+    const char* n = library_script_name(sha);
+    t = std::string(argv[0] == "EVAL" ? "EVAL " : "") + (n ? n + 1 : "?script");
     first = 3;
   } else {
     t = argv[0];
