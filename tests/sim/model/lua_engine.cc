@@ -235,13 +235,13 @@ void hook(lua_State* L, lua_Debug* ar) {
   }
 }
 
-// Redis 7.0's error handler (errors become {err, source, line}, the line
-// of the script, not of redis.call) and its protection of globals; the
-// debug library is gone for scripts.
+// Redis 7.0's error handler: an error becomes {err, source, line}, with
+// the line of the script, not of redis.call(). The debug library is gone
+// for scripts.
 const char kPrelude[] =
     "local dbg = debug\n"
     "debug = nil\n"
-    "local handler = function(err)\n"
+    "return function(err)\n"
     "  local i = dbg.getinfo(2, 'nSl')\n"
     "  if i and i.what == 'C' then i = dbg.getinfo(3, 'nSl') end\n"
     "  if type(err) ~= 'table' then err = {err = 'ERR ' .. tostring(err)} end\n"
@@ -250,26 +250,26 @@ const char kPrelude[] =
     "    err['line'] = i.currentline\n"
     "  end\n"
     "  return err\n"
-    "end\n"
-    "local mt = {}\n"
-    "setmetatable(_G, mt)\n"
-    "mt.__newindex = function(t, n, v)\n"
-    "  if dbg.getinfo(2) then\n"
-    "    local w = dbg.getinfo(2, 'S').what\n"
-    "    if w ~= 'main' and w ~= 'C' then\n"
-    "      error(\"Script attempted to create global variable '\" .. tostring(n) .. \"'\", 2)\n"
-    "    end\n"
-    "  end\n"
-    "  rawset(t, n, v)\n"
-    "end\n"
-    "mt.__index = function(t, n)\n"
-    "  if dbg.getinfo(2) and dbg.getinfo(2, 'S').what ~= 'C' then\n"
-    "    error(\"Script attempted to access nonexistent global variable '\" .. tostring(n) .. "
-    "\"'\", 2)\n"
-    "  end\n"
-    "  return rawget(t, n)\n"
-    "end\n"
-    "return handler\n";
+    "end\n";
+
+// Redis 7.0's globals are read-only and reading an unknown one fails. Both
+// raise from C, so the message and the error's line are the script's.
+int global_read(lua_State* L) {
+  const char* name = lua_tostring(L, 2);
+  return luaL_error(L, "Script attempted to access nonexistent global variable '%s'",
+                    name ? name : "?");
+}
+
+int global_write(lua_State* L) { return luaL_error(L, "Attempt to modify a readonly table"); }
+
+void protect_globals(lua_State* L) {
+  lua_newtable(L);
+  lua_pushcfunction(L, global_read);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, global_write);
+  lua_setfield(L, -2, "__newindex");
+  lua_setmetatable(L, LUA_GLOBALSINDEX);
+}
 
 void open_lib(lua_State* L, lua_CFunction f, const char* name) {
   lua_pushcfunction(L, f);
@@ -324,6 +324,7 @@ lua_State* make_state() {
   if (luaL_loadbuffer(L, kPrelude, sizeof kPrelude - 1, "=prelude") || lua_pcall(L, 0, 1, 0))
     model_fail("lua: prelude: %s", lua_tostring(L, -1));
   g_handler_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  protect_globals(L);
   lua_newtable(L);
   g_chunks_ref = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_sethook(L, hook, LUA_MASKCOUNT, kHookEvery);
@@ -383,10 +384,7 @@ bool lua_compile(const std::string& sha, const std::string& body, std::string* e
   const bool have = lua_isfunction(L, -1);
   lua_pop(L, 1);
   if (have) return true;
-  // As Redis 7.0: the body becomes a function's (so it may not create
-  // globals), its lines numbered as in the text.
-  const std::string def = "return function() " + body + "\nend";
-  if (luaL_loadbuffer(L, def.data(), def.size(), "@user_script") || lua_pcall(L, 0, 1, 0)) {
+  if (luaL_loadbuffer(L, body.data(), body.size(), "@user_script")) {
     *err = one_line(lua_tostring(L, -1), std::strlen(lua_tostring(L, -1)));
     lua_settop(L, 0);
     return false;
