@@ -227,8 +227,8 @@ const char* const kBindingProbes[] = {
 
 DiffOp binding_op(uint64_t* s) {
   const char* const keys[] = {"lk", "{lk}:fence", "{lk}:wake", "sem", "re", "cd"};
-  return plain("lua-binding", {"EVAL", one_of(s, kBindingProbes), "1", one_of(s, keys),
-                               one_of(s, kTokens)});
+  return plain("lua-binding",
+               {"EVAL", one_of(s, kBindingProbes), "1", one_of(s, keys), one_of(s, kTokens)});
 }
 
 }  // namespace

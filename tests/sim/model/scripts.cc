@@ -21,7 +21,8 @@ struct LibraryScript {
   const Script* script;
 };
 
-#define SIM_SCRIPT(s) {#s, &detail::s}
+#define SIM_SCRIPT(s) \
+  { #s, &detail::s }
 const LibraryScript kLibrary[] = {
     SIM_SCRIPT(kAcquireScript),
     SIM_SCRIPT(kReleaseScript),

@@ -29,8 +29,7 @@ std::string requests_summary(const uint8_t* data, size_t n) {
     off += used;
     if (!out.empty()) out += " + ";
     if ((argv[0] == "EVALSHA" || argv[0] == "EVAL") && argv.size() > 1) {
-      const char* e =
-          library_script_name(argv[0] == "EVAL" ? script_sha1(argv[1]) : argv[1]);
+      const char* e = library_script_name(argv[0] == "EVAL" ? script_sha1(argv[1]) : argv[1]);
       out += argv[0] + " " + (e ? e + 1 : "?");
     } else {
       out += argv[0];

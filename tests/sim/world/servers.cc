@@ -139,10 +139,11 @@ void World::check_server_timer(const ServerProc& s) const {
   if (us < 0) return;
   const int64_t due = true_at_server_us(s.id, us + 1) + 2 * kMs;
   if (s.timer_at >= now_ && s.timer_at <= (due > now_ ? due : now_)) return;
-  model_fail("server s%d: a blocked client is due at server time %lld us but its timer is %s %lld "
-             "(true time now %lld)", s.id, static_cast<long long>(us),
-             s.timer_at < 0 ? "not armed" : "at", static_cast<long long>(s.timer_at),
-             static_cast<long long>(now_));
+  model_fail(
+      "server s%d: a blocked client is due at server time %lld us but its timer is %s %lld "
+      "(true time now %lld)",
+      s.id, static_cast<long long>(us), s.timer_at < 0 ? "not armed" : "at",
+      static_cast<long long>(s.timer_at), static_cast<long long>(now_));
 }
 
 void World::server_timer(int id) {

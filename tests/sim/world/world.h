@@ -140,12 +140,12 @@ struct ClientProc {
 struct RunStats {
   uint64_t events = 0;
   uint64_t requests = 0;
-  uint64_t faults[8] = {};      // by FaultKind
-  uint64_t resets = 0;          // connection resets injected
-  uint64_t long_delays = 0;     // messages delayed past the TTL
+  uint64_t faults[8] = {};       // by FaultKind
+  uint64_t resets = 0;           // connection resets injected
+  uint64_t long_delays = 0;      // messages delayed past the TTL
   uint64_t server_timeouts = 0;  // blocked BLPOP/WAIT timed out by a server
-  uint64_t grants = 0;          // acquire/enter/take ok (workloads)
-  uint64_t holder_crashes = 0;  // quorum holders dead right after a grant (workloads)
+  uint64_t grants = 0;           // acquire/enter/take ok (workloads)
+  uint64_t holder_crashes = 0;   // quorum holders dead right after a grant (workloads)
   uint64_t violations = 0;
   uint64_t known_defects = 0;      // leases a known defect touched (not checked)
   uint64_t fence_regressions = 0;  // after a restart that lost the counters
