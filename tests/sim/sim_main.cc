@@ -147,7 +147,7 @@ bool parse(int argc, char** argv, Options* opt) {
 struct Totals {
   uint64_t runs = 0, events = 0, requests = 0, grants = 0, resets = 0, long_delays = 0,
            violations = 0;
-  uint64_t excused[5] = {}, fence_regressions = 0, holder_crashes = 0;
+  uint64_t excused[5] = {}, fence_regressions = 0, holder_crashes = 0, server_timeouts = 0;
   uint64_t faults[8] = {};
   double sim_s = 0;
 };
@@ -187,6 +187,7 @@ uint64_t run_one(uint64_t seed, const Options& opt, std::vector<std::unique_ptr<
   for (int k = 0; k < 5; ++k) t->excused[k] += s.excused[k];
   t->fence_regressions += s.fence_regressions;
   t->holder_crashes += s.holder_crashes;
+  t->server_timeouts += s.server_timeouts;
   for (int k = 0; k < 8; ++k) t->faults[k] += s.faults[k];
   t->sim_s += static_cast<double>(s.sim_ns) / 1e9;
   return w.trace_hash();
@@ -230,9 +231,10 @@ void print_summary(const Totals& t, const Options& opt, double wall, Outcome& ou
     std::printf(" %llu %s,", static_cast<unsigned long long>(t.faults[k]), kFaultNames[k]);
   std::printf(
       " %llu connection resets, %llu messages delayed past the TTL, %llu quorum holders crashed "
-      "right after a grant\n",
+      "right after a grant, %llu blocked waits timed out by a server\n",
       static_cast<unsigned long long>(t.resets), static_cast<unsigned long long>(t.long_delays),
-      static_cast<unsigned long long>(t.holder_crashes));
+      static_cast<unsigned long long>(t.holder_crashes),
+      static_cast<unsigned long long>(t.server_timeouts));
   if (t.fence_regressions) {
     std::printf("fences that went back after a restart lost the counters: %llu\n",
                 static_cast<unsigned long long>(t.fence_regressions));
@@ -277,7 +279,7 @@ int main_impl(int argc, char** argv) {
     std::fprintf(stderr, "%s", kUsage);
     return 2;
   }
-  check_native_scripts();
+  check_library_scripts();
   std::vector<std::unique_ptr<Fiber>> fibers;
   Totals t;
   Outcome out;

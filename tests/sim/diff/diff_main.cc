@@ -239,7 +239,7 @@ int main_impl(int argc, char** argv) {
       return 2;
     }
   }
-  check_native_scripts();
+  check_library_scripts();
   test::exit_unless_server();  // 77 (Meson: SKIP) with the reason if there is none
   test::RedisServer server;
   if (!server.start()) {

@@ -193,10 +193,49 @@ DiffOp state_op(uint64_t* s) {
   }
 }
 
+// Scripts that are not the library's: the Lua binding itself (conversions
+// both ways, redis.call/pcall errors, error_reply/status_reply, globals,
+// compile errors) against the real server's, on keys in any state.
+const char* const kBindingProbes[] = {
+    "return {1, 2.9, -2.9, 'a', true, false, {3, {4}}, nil, 5}",
+    "return {2^53 + 1, 1e20, -1e20, 0/0, -0.5}",
+    "return redis.status_reply('FINE')",
+    "return redis.error_reply('MYERR boom')",
+    "return redis.error_reply('boom')",
+    "return {ok = 'x', err = 'E y'}",
+    "return {double = 3.5}",
+    "return redis.pcall('INCR', KEYS[1])",
+    "return redis.call('INCR', KEYS[1])",
+    "local r = redis.pcall('GET', KEYS[1])\n"
+    "if type(r) == 'table' then return {type(r), r.err or r.ok or ''} end\n"
+    "return {type(r), tostring(r)}",
+    "local r = redis.call('SET', KEYS[1], ARGV[1])\nreturn {r.ok, type(r)}",
+    "return redis.call('ZRANGE', KEYS[1], 0, -1)",
+    "return redis.call('HMGET', KEYS[1], 'f', 'g')",
+    "return redis.call('PTTL', KEYS[1]) >= -2",
+    "return x",
+    "y = 1",
+    "return redis.call()",
+    "return redis.call('GET', {})",
+    "return 1 < nil",
+    "return (",
+    "return tostring(0.1 + 0.2) .. ' ' .. tostring(2^63) .. ' ' .. string.format('%5.2f', 1/3)",
+    "return redis.sha1hex(ARGV[1])",
+    "return #KEYS + #ARGV * 10",
+    "return #redis.call('TIME')",
+};
+
+DiffOp binding_op(uint64_t* s) {
+  const char* const keys[] = {"lk", "{lk}:fence", "{lk}:wake", "sem", "re", "cd"};
+  return plain("lua-binding",
+               {"EVAL", one_of(s, kBindingProbes), "1", one_of(s, keys), one_of(s, kTokens)});
+}
+
 }  // namespace
 
 DiffOp next_op(uint64_t* s) {
-  switch (pick(s, 10)) {
+  switch (pick(s, 11)) {
+    case 10: return binding_op(s);
     case 0:
     case 1:
     case 2: return lock_op(s);

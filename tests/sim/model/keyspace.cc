@@ -90,18 +90,6 @@ std::string redis_double_text(double d) {
   return buf;
 }
 
-bool lua_tonumber(const std::string& s, double* out) {
-  const char* b = s.c_str();
-  char* end = nullptr;
-  double d = std::strtod(b, &end);
-  if (end == b) return false;
-  if (*end == 'x' || *end == 'X') d = static_cast<double>(std::strtoul(b, &end, 16));
-  while (*end && std::isspace(static_cast<unsigned char>(*end))) ++end;
-  if (end != b + s.size()) return false;
-  *out = d;
-  return true;
-}
-
 std::string lua_num_arg(double d) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.17g", d);

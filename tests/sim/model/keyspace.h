@@ -88,8 +88,6 @@ class Keyspace {
   std::vector<std::string> pushed_;
 };
 
-/// Lua 5.1's tonumber() on a string (strtod, hex, surrounding spaces).
-bool lua_tonumber(const std::string& s, double* out);
 /// A Lua number as redis.call() passes it on ("%.17g").
 std::string lua_num_arg(double d);
 

@@ -7,7 +7,7 @@
 
 #include "edgelock/script.h"
 #include "model/fail.h"
-#include "model/scripts.h"
+#include "model/lua_engine.h"
 
 namespace edgelock {
 namespace sim {
@@ -170,24 +170,21 @@ RVal ServerCore::eval(Conn& c, const std::vector<std::string>& argv, int64_t now
     if (sha.size() != 40 || scripts_.count(sha) == 0) return RVal::error(kNoScript);
   } else {
     sha = script_sha1(argv[1]);
+    if (scripts_.count(sha) == 0) {
+      const RVal err = load(sha, argv[1]);
+      if (err.is_error()) return err;
+    }
   }
-  const NativeEntry* native = find_native(sha);
-  if (!native) {
-    model_fail("server: EVAL of a script with no native model (sha1 %s):\n%s", sha.c_str(),
-               argv[1].c_str());
+  return lua_run(sha, argv, 3, static_cast<size_t>(numkeys), &dbs_[c.db], now_us);
+}
+
+RVal ServerCore::load(const std::string& sha, const std::string& body) {
+  std::string err;
+  if (!lua_compile(sha, body, &err)) {
+    return RVal::error("ERR Error compiling script (new function): " + err);
   }
   scripts_.insert(sha);
-  const size_t nk = static_cast<size_t>(numkeys);
-  const std::vector<std::string> keys(argv.begin() + 3, argv.begin() + 3 + static_cast<long>(nk));
-  const std::vector<std::string> args(argv.begin() + 3 + static_cast<long>(nk), argv.end());
-  ScriptRun run;
-  run.ks = &dbs_[c.db];
-  run.keys = &keys;
-  run.args = &args;
-  run.now_us = now_us;
-  run.now_ms = now_us / 1000;
-  run.sha = sha;
-  return native->fn(run);
+  return RVal::ok();
 }
 
 RVal ServerCore::script(const std::vector<std::string>& argv) {
@@ -198,11 +195,8 @@ RVal ServerCore::script(const std::vector<std::string>& argv) {
   }
   if (sub == "LOAD" && argv.size() == 3) {
     const std::string sha = script_sha1(argv[2]);
-    if (!find_native(sha)) {
-      model_fail("server: SCRIPT LOAD of a script with no native model (sha1 %s)", sha.c_str());
-    }
-    scripts_.insert(sha);
-    return RVal::bulk(sha);
+    const RVal err = load(sha, argv[2]);
+    return err.is_error() ? err : RVal::bulk(sha);
   }
   if (sub == "EXISTS" && argv.size() > 2) {
     RVal out = RVal::array();
@@ -256,8 +250,9 @@ void ServerCore::serve_pushed(int db, int64_t now_us) {
   }
 }
 
-void ServerCore::expire_blocked(int64_t now_us) {
+size_t ServerCore::expire_blocked(int64_t now_us) {
   now_us_ = now_us;
+  size_t expired = 0;
   for (size_t k = 0; k < block_order_.size();) {
     const int id = block_order_[k];
     Conn& c = conns_[id];
@@ -269,8 +264,10 @@ void ServerCore::expire_blocked(int64_t now_us) {
     c.blocked = false;
     send(id, c.blocked_wait ? RVal::integer(0) : RVal::nil_array());
     c.blocked_wait = false;
+    ++expired;
     run(id);
   }
+  return expired;
 }
 
 int64_t ServerCore::next_block_deadline_us() const {

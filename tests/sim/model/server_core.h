@@ -64,8 +64,9 @@ class ServerCore {
   /// nothing here: the model stops loudly (the library never sends one).
   void input(int conn, const std::string& bytes, int64_t now_us);
   /// Times out blocking waits due at `now_us` (BLPOP: nil array; WAIT: 0),
-  /// then runs whatever those connections had queued behind them.
-  void expire_blocked(int64_t now_us);
+  /// then runs whatever those connections had queued behind them. Returns
+  /// how many timed out.
+  size_t expire_blocked(int64_t now_us);
   /// The earliest blocking-wait deadline in microseconds, or -1.
   int64_t next_block_deadline_us() const;
 
@@ -101,6 +102,8 @@ class ServerCore {
   RVal dispatch(Conn& c, const std::vector<std::string>& argv, int64_t now_us, bool* blocks);
   RVal eval(Conn& c, const std::vector<std::string>& argv, int64_t now_us, bool by_sha);
   RVal script(const std::vector<std::string>& argv);
+  // Compiles a body into the script cache (an error reply if Lua refuses it).
+  RVal load(const std::string& sha, const std::string& body);
   RVal blpop(Conn& c, const std::vector<std::string>& argv, int64_t now_us, bool* blocks);
   void serve_pushed(int db, int64_t now_us);
   void send(int id, const RVal& v);
@@ -111,7 +114,7 @@ class ServerCore {
   std::string password_;
   std::map<int, Conn> conns_;
   std::map<int, Keyspace> dbs_;
-  std::set<std::string> scripts_;  // cached SHA-1s
+  std::set<std::string> scripts_;  // cached SHA-1s (compiled by model/lua_engine)
   std::vector<int> block_order_;   // blocked connections, oldest first
   int64_t now_us_ = 0;
   uint64_t executed_ = 0;

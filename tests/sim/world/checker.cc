@@ -131,9 +131,10 @@ std::string first_arg(const std::vector<std::string>& argv) {
   return at < argv.size() ? argv[at] : "";
 }
 
-const NativeEntry* script_of(const std::vector<std::string>& argv) {
+// The library script a request runs (its constant's name), or nullptr.
+const char* script_of(const std::vector<std::string>& argv) {
   if ((argv[0] != "EVALSHA" && argv[0] != "EVAL") || argv.size() < 3) return nullptr;
-  return find_native(argv[0] == "EVAL" ? script_sha1(argv[1]) : argv[1]);
+  return library_script_name(argv[0] == "EVAL" ? script_sha1(argv[1]) : argv[1]);
 }
 
 }  // namespace
@@ -141,9 +142,9 @@ const NativeEntry* script_of(const std::vector<std::string>& argv) {
 void Checker::on_request(int server, int client, const std::vector<std::string>& argv,
                          const RVal& reply, bool blocked, int64_t closed_at) {
   if (blocked) return;
-  const NativeEntry* n = script_of(argv);
+  const char* n = script_of(argv);
   if (!n) return;
-  const std::string name = n->name;
+  const std::string name = n;
   const bool release = name == "kReleaseScript" || name == "kSemReleaseScript";
   if (release && reply.is_error()) releases_[{client, server}][first_arg(argv)].refused = true;
   if (!reply.is_error()) on_script(server, client, name, argv, reply, closed_at);
@@ -212,9 +213,9 @@ void Checker::on_client_send(int client, int server, int conn, const std::string
     if (parse_request(bytes.data() + off, bytes.size() - off, &argv, &used) != RParse::kComplete)
       break;
     off += used;
-    const NativeEntry* n = script_of(argv);
+    const char* n = script_of(argv);
     if (n) token_first_sent_.emplace(std::make_pair(client, first_arg(argv)), w_.now());
-    const std::string name = n ? n->name : "";
+    const std::string name = n ? n : "";
     if (name == "kReleaseScript" || name == "kSemReleaseScript") {
       releases_[{client, server}][first_arg(argv)].last_written = w_.now();
       last_release_[{client, first_arg(argv)}] = w_.now();

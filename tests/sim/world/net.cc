@@ -29,8 +29,8 @@ std::string requests_summary(const uint8_t* data, size_t n) {
     off += used;
     if (!out.empty()) out += " + ";
     if ((argv[0] == "EVALSHA" || argv[0] == "EVAL") && argv.size() > 1) {
-      const NativeEntry* e = find_native(argv[0] == "EVAL" ? script_sha1(argv[1]) : argv[1]);
-      out += argv[0] + " " + (e ? e->name + 1 : "?");
+      const char* e = library_script_name(argv[0] == "EVAL" ? script_sha1(argv[1]) : argv[1]);
+      out += argv[0] + " " + (e ? e + 1 : "?");
     } else {
       out += argv[0];
     }

@@ -33,8 +33,8 @@ std::string request_text(const std::vector<std::string>& argv) {
   size_t first = 0;
   if ((argv[0] == "EVALSHA" || argv[0] == "EVAL") && argv.size() >= 3) {
     const std::string sha = argv[0] == "EVAL" ? script_sha1(argv[1]) : argv[1];
-    const NativeEntry* n = find_native(sha);
-    t = std::string(argv[0] == "EVAL" ? "EVAL " : "") + (n ? n->name + 1 : "?script");
+    const char* n = library_script_name(sha);
+    t = std::string(argv[0] == "EVAL" ? "EVAL " : "") + (n ? n + 1 : "?script");
     first = 3;
   } else {
     t = argv[0];
@@ -122,10 +122,28 @@ void World::arm_server_timer(ServerProc& s) {
   const int64_t us = s.core->next_block_deadline_us();
   if (us < 0 || s.state != ServerProc::State::kUp) return;
   // Redis times blocked clients out on its next event loop turn.
-  const int64_t t = true_at_server_us(s.id, us + 1) + net_rng_.uniform(0, 2 * kMs);
-  if (s.timer_at > now_ && s.timer_at <= t) return;
+  int64_t t = true_at_server_us(s.id, us + 1) + net_rng_.uniform(0, 2 * kMs);
+  // A deadline already past (a BLPOP whose timeout rounds to the current
+  // ms, a wait that was due while the server could not run) is due now:
+  // timer_at must be the instant the event runs, or server_timer() takes it
+  // for a superseded timer and the blocked client never times out.
+  if (t < now_) t = now_;
+  if (s.timer_at >= now_ && s.timer_at <= t) return;
   s.timer_at = t;
   schedule(t, Ev::kServerTimer, s.id);
+}
+
+void World::check_server_timer(const ServerProc& s) const {
+  if (s.state != ServerProc::State::kUp) return;
+  const int64_t us = s.core->next_block_deadline_us();
+  if (us < 0) return;
+  const int64_t due = true_at_server_us(s.id, us + 1) + 2 * kMs;
+  if (s.timer_at >= now_ && s.timer_at <= (due > now_ ? due : now_)) return;
+  model_fail(
+      "server s%d: a blocked client is due at server time %lld us but its timer is %s %lld "
+      "(true time now %lld)",
+      s.id, static_cast<long long>(us), s.timer_at < 0 ? "not armed" : "at",
+      static_cast<long long>(s.timer_at), static_cast<long long>(now_));
 }
 
 void World::server_timer(int id) {
@@ -133,7 +151,7 @@ void World::server_timer(int id) {
   if (s.timer_at != now_) return;  // superseded
   s.timer_at = -1;
   if (s.state != ServerProc::State::kUp) return;
-  s.core->expire_blocked(server_us(id, now_));
+  stats_.server_timeouts += s.core->expire_blocked(server_us(id, now_));
   arm_server_timer(s);
 }
 
@@ -162,7 +180,7 @@ void World::server_resume(ServerProc& s) {
     deliver_to_server(c, p.second);
     if (s.state != ServerProc::State::kUp) break;
   }
-  s.core->expire_blocked(server_us(s.id, now_));
+  stats_.server_timeouts += s.core->expire_blocked(server_us(s.id, now_));
   arm_server_timer(s);
 }
 

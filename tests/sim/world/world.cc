@@ -209,6 +209,7 @@ bool World::run(void (*client_main)(World&, int)) {
     now_ = e.t;
     ++stats_.events;
     dispatch(e);
+    for (const ServerProc& s : servers_) check_server_timer(s);
     checker_->after_event();
   }
   stats_.sim_ns = now_;

@@ -140,11 +140,12 @@ struct ClientProc {
 struct RunStats {
   uint64_t events = 0;
   uint64_t requests = 0;
-  uint64_t faults[8] = {};      // by FaultKind
-  uint64_t resets = 0;          // connection resets injected
-  uint64_t long_delays = 0;     // messages delayed past the TTL
-  uint64_t grants = 0;          // acquire/enter/take ok (workloads)
-  uint64_t holder_crashes = 0;  // quorum holders dead right after a grant (workloads)
+  uint64_t faults[8] = {};       // by FaultKind
+  uint64_t resets = 0;           // connection resets injected
+  uint64_t long_delays = 0;      // messages delayed past the TTL
+  uint64_t server_timeouts = 0;  // blocked BLPOP/WAIT timed out by a server
+  uint64_t grants = 0;           // acquire/enter/take ok (workloads)
+  uint64_t holder_crashes = 0;   // quorum holders dead right after a grant (workloads)
   uint64_t violations = 0;
   uint64_t excused[5] = {};        // cleanups excused, by Excuse
   uint64_t fence_regressions = 0;  // after a restart that lost the counters
@@ -255,6 +256,9 @@ class World {
   void server_input(ServerProc& s, SimConn& c, const std::string& bytes);
   void server_timer(int server);
   void arm_server_timer(ServerProc& s);
+  // Stops the run loudly unless a server with a blocked client that can
+  // time out has its timer armed, not in the past, and no later than due.
+  void check_server_timer(const ServerProc& s) const;
   Fault random_fault(int64_t start);
   bool still_faulted(const Fault& f) const;
   void unreachable_until(int client, int server, int64_t end);
