@@ -353,8 +353,11 @@ void Checker::check_liveness() {
   const int64_t start = w_.calm_at() + 2 * cfg.ttl_ms * kMs + 1000 * kMs;
   if (!w_.calm() || now < start) return;
   // Backoff (retry_max 250 ms), a wake-up cap (500 ms), a reconnect's
-  // backoff (up to 2 s) and a few round trips.
-  int64_t bound = 3000 * kMs + 2 * cfg.command_timeout_ms * kMs;
+  // backoff (up to 2 s) and a few round trips; plus one TTL: a lease nobody
+  // claims any more (a short extend never cuts the server's TTL, a late
+  // grant, a hand-back that never landed) lapses by then
+  // (docs/late-requests.md).
+  int64_t bound = 3000 * kMs + 2 * cfg.command_timeout_ms * kMs + cfg.ttl_ms * kMs;
   if (cfg.quorum()) bound += 5000 * kMs;
   for (const auto& k : waiters_) {
     int n = 0;

@@ -107,7 +107,6 @@ void run_reentrant(Env& e) {
   ref.kind = LeaseKind::kReentrant;
   ref.key = "R";
   ref.token.assign(reinterpret_cast<const char*>(lock.owner().data), lock.owner().size);
-  ref.handle.assign(reinterpret_cast<const char*>(lock.handle().data), lock.handle().size);
   while (!e.w().stopping()) {
     e.think();
     if (e.w().stopping()) break;
@@ -120,6 +119,8 @@ void run_reentrant(Env& e) {
     e.checker().waiting(e.id(), "R", false);
     if (s.ok()) {
       ++e.w().stats().grants;
+      // Each grant from depth 0 has its own nonce (docs/late-requests.md).
+      ref.handle.assign(reinterpret_cast<const char*>(lock.handle().data), lock.handle().size);
       if (fresh) e.checker().granted(e.id(), "R", lock.fence(), ref.token);
       after_ok(e, lock, s, "acquire");
       report(e, lock, ref);
