@@ -85,9 +85,9 @@ DiffOp lock_op(uint64_t* s) {
                  : script_op("release/quorum", detail::kReleaseScript, {k}, {tok}, Timed::kNone);
     case 3: {
       const bool add = pick(s, 2) != 0;
+      // Both modes may return the key's PTTL (set: max(PTTL, ms)).
       return script_op("extend", detail::kExtendScript, {k},
-                       {tok, one_of(s, kTtls), add ? "add" : "set"},
-                       add ? Timed::kWhole : Timed::kNone);
+                       {tok, one_of(s, kTtls), add ? "add" : "set"}, Timed::kWhole);
     }
     case 4: return script_op("owned", detail::kOwnedScript, {k}, {tok}, Timed::kIfNotNegative);
     case 5: {
