@@ -14,6 +14,11 @@ int main() {
   std::printf("%-24s %6s\n", "type", "bytes");
   EDGELOCK_SIZE(edgelock::Connection);
   EDGELOCK_SIZE(edgelock::Lock);
+  EDGELOCK_SIZE(edgelock::FairLock);
+  EDGELOCK_SIZE(edgelock::ReentrantLock);
+  EDGELOCK_SIZE(edgelock::Semaphore);
+  EDGELOCK_SIZE(edgelock::Cooldown);
+  EDGELOCK_SIZE(edgelock::Quota);
   EDGELOCK_SIZE(edgelock::Endpoint);
   EDGELOCK_SIZE(edgelock::resp::Parser);
   EDGELOCK_SIZE(edgelock::ConnectionOptions);

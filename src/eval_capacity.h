@@ -24,8 +24,9 @@ namespace edgelock {
 namespace detail {
 
 /// KEYS[1] is the key the caller named; KEYS[2..] are companion keys built
-/// from it (braces and a short suffix: lock_keys.h, sized kMaxKeyLen + 8 in
-/// lock.h). 16 leaves room for a longer suffix.
+/// from it as the call is encoded (braces and a short suffix: lock_keys.h;
+/// init() refuses a key whose companions pass kMaxCompanionLen, kMaxKeyLen
+/// + 8). 16 leaves room for a longer suffix.
 constexpr size_t kCompanionKeyOverhead = 16;
 /// A FairLock waiter's wake list, "{key}:w:<seq>": braces, ":w:" and up
 /// to 20 digits.
