@@ -208,7 +208,7 @@ class QuorumLock final : public Lease {
   Nanos remaining() const override;
   /// Fencing token of the current grant (0 if none, or fencing is off).
   uint64_t fence() const override { return fence_; }
-  Bytes token() const override { return Bytes(token_, sizeof token_); }
+  Bytes token() const override { return n_ > 0 ? Bytes(token_, sizeof token_) : Bytes(); }
   Bytes key() const override { return keys_[0]; }
   size_t size() const { return n_; }
   size_t quorum() const { return n_ / 2 + 1; }
@@ -296,12 +296,12 @@ class QuorumLock final : public Lease {
   detail::DecimalText ms_text_;
   detail::DecimalText fence_text_;
   detail::DecimalText propose_text_;
-  // Request arguments, one array per script: a request left in flight may
-  // be re-sent (NOSCRIPT) from these, so they never change kind. The
-  // release and the ownership check send acquire_args_[0], the token.
   // The key (key()); its companion "{key}:fence" is named as a request is
   // encoded (ScriptCall::companions).
   Bytes keys_[1];
+  // Request arguments, one array per script: a request left in flight may
+  // be re-sent (NOSCRIPT) from these, so they never change kind. The
+  // release and the ownership check send acquire_args_[0], the token.
   Bytes acquire_args_[3];
   Bytes extend_args_[3];
   Bytes fence_args_[2];
