@@ -3,10 +3,21 @@
 // buffer, and the receive buffer with the reply nodes in resp::Parser). A
 // plaintext connect keeps no heap; TLS's session is reported in
 // docs/memory.md.
+#include <cstdint>
 #include <cstdio>
 
 #include "edgelock/detail/resp_parser.h"
 #include "edgelock/edgelock.h"
+
+// The per-handle budget on 32-bit targets (armhf) with the default
+// capacities: a key is stored once per handle, its companion keys are
+// written from it as a request is encoded.
+#if UINTPTR_MAX == 0xFFFFFFFFu
+static_assert(edgelock::kMaxKeyLen != 256 || sizeof(edgelock::Lock) <= 700, "Lock over 700 B");
+static_assert(edgelock::kMaxKeyLen != 256 || edgelock::kMaxQuorumServers != 7 ||
+                  sizeof(edgelock::QuorumLock) <= 1000,
+              "QuorumLock over 1000 B");
+#endif
 
 #define EDGELOCK_SIZE(T) std::printf("%-24s %6zu\n", #T, sizeof(T))
 
@@ -14,6 +25,11 @@ int main() {
   std::printf("%-24s %6s\n", "type", "bytes");
   EDGELOCK_SIZE(edgelock::Connection);
   EDGELOCK_SIZE(edgelock::Lock);
+  EDGELOCK_SIZE(edgelock::FairLock);
+  EDGELOCK_SIZE(edgelock::ReentrantLock);
+  EDGELOCK_SIZE(edgelock::Semaphore);
+  EDGELOCK_SIZE(edgelock::Cooldown);
+  EDGELOCK_SIZE(edgelock::Quota);
   EDGELOCK_SIZE(edgelock::Endpoint);
   EDGELOCK_SIZE(edgelock::resp::Parser);
   EDGELOCK_SIZE(edgelock::ConnectionOptions);

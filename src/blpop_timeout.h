@@ -25,7 +25,7 @@ inline bool blpop_timeout(Nanos cap, DecimalText* out) {
   const DecimalText frac(1000 + ms % 1000);
   b.append_char('.');
   b.append(frac.text + 1, 3);
-  out->len = b.size();
+  out->len = static_cast<uint8_t>(b.size());
   return true;
 }
 

@@ -182,9 +182,9 @@ Status Connection::ready(Deadline deadline) {
 
 // --- Encoding into the fixed command buffer.
 
-Status Connection::encode(Span<const Bytes> args, size_t offset) {
+Status Connection::encode(Span<const Bytes> args, size_t offset, const Bytes* suffixes) {
   ByteBuilder out(tx_ + offset, sizeof tx_ - offset);
-  const resp::Command command{args.data(), args.size()};
+  const resp::Command command{args.data(), args.size(), suffixes};
   const Status s = resp::encode_command(out, command);
   if (!s.ok()) {
     set_error(error_, "command of %zu bytes does not fit the %zu-byte buffer",
@@ -201,21 +201,29 @@ Status Connection::encode_eval(bool by_sha, size_t offset) {
     set_error(error_, "eval without a script");
     return ErrorCode::kInvalidArgument;
   }
-  if (eval_.keys.size() + eval_.args.size() + 3 > kMaxEvalWords) {
-    set_error(error_, "EVAL with more than %zu keys and arguments", kMaxEvalWords - 3);
+  const size_t nkeys = eval_.keys.size() + eval_.companions.size();
+  if (nkeys + eval_.args.size() + 3 > kMaxEvalWords ||
+      (eval_.keys.empty() && !eval_.companions.empty())) {
+    set_error(error_, "EVAL with more than %zu keys and arguments, or companions without a key",
+              kMaxEvalWords - 3);
     return ErrorCode::kInvalidArgument;
   }
   Bytes argv[kMaxEvalWords];
+  Bytes suffixes[kMaxEvalWords];  // a companion's, else empty
   char numkeys[8];
-  const int n = std::snprintf(numkeys, sizeof numkeys, "%zu", eval_.keys.size());
+  const int n = std::snprintf(numkeys, sizeof numkeys, "%zu", nkeys);
   const Script& script = *eval_.script;
   size_t c = 0;
   argv[c++] = Bytes::from_cstr(by_sha ? "EVALSHA" : "EVAL");
   argv[c++] = by_sha ? Bytes(script.sha1, 40) : Bytes(script.body, script.len);
   argv[c++] = Bytes(numkeys, static_cast<size_t>(n));
   for (const Bytes& key : eval_.keys) argv[c++] = key;
+  for (const Bytes& suffix : eval_.companions) {
+    suffixes[c] = suffix;
+    argv[c++] = eval_.keys[0];
+  }
   for (const Bytes& arg : eval_.args) argv[c++] = arg;
-  return encode(Span<const Bytes>(argv, c), offset);
+  return encode(Span<const Bytes>(argv, c), offset, suffixes);
 }
 
 void Connection::begin(uint8_t replies) {

@@ -24,8 +24,9 @@ namespace edgelock {
 namespace detail {
 
 /// KEYS[1] is the key the caller named; KEYS[2..] are companion keys built
-/// from it (braces and a short suffix: lock_keys.h, sized kMaxKeyLen + 8 in
-/// lock.h). 16 leaves room for a longer suffix.
+/// from it as the call is encoded (braces and a short suffix: lock_keys.h;
+/// init() refuses a key whose companions pass kMaxCompanionLen, kMaxKeyLen
+/// + 8). 16 leaves room for a longer suffix.
 constexpr size_t kCompanionKeyOverhead = 16;
 /// A FairLock waiter's wake list, "{key}:w:<seq>": braces, ":w:" and up
 /// to 20 digits.
@@ -124,7 +125,8 @@ constexpr size_t kLongestLoaded = config_check::max_of(
 /// "BLPOP {key}:wake <seconds>" (a FairLock's "BLPOP {key}:w:<seq> ...")
 /// with its acquire queued behind as EVALSHA (src/lock_wait.cc,
 /// src/fair_lock_wait.cc, Connection::command_then_eval). The timeout is
-/// at most 31 characters (blpop_timeout.h formats it into 32 bytes).
+/// at most 20 characters (blpop_timeout.h formats it into a DecimalText);
+/// 31 leaves room.
 constexpr size_t blpop_frame(size_t overhead) {
   return config_check::array_header(3) + bulk_frame(5) + bulk_frame(kMaxKeyLen + overhead) +
          bulk_frame(31);

@@ -18,12 +18,9 @@ constexpr size_t kTokenLen = 32;  // 128 random bits as hex
 // its round trip: half of this leaves room for both.
 constexpr Millis kMinWaiterTimeout{500};
 
-Status make_companion(Bytes key, const char* suffix, detail::CompanionKey* out) {
-  const Result<size_t> n = detail::companion_key(key, suffix, out->data, sizeof out->data);
-  if (!n.ok()) return n.status();
-  out->len = n.value();
-  return Status();
-}
+// KEYS[2..] of the acquire and of leaving the queue.
+constexpr Bytes kAcquireCompanions[2] = {detail::kFenceSuffix, detail::kQueueSuffix};
+constexpr Bytes kQueueCompanion[1] = {detail::kQueueSuffix};
 
 }  // namespace
 
@@ -31,18 +28,12 @@ Status FairLock::init(Bytes key, const FairLockOptions& options) {
   if (options.waiter_timeout < kMinWaiterTimeout || options.waiter_timeout > kMaxTtl) {
     return ErrorCode::kInvalidArgument;
   }
-  EDGELOCK_TRY(core_.check_key_size(key));
-  detail::CompanionKey queue;
-  EDGELOCK_TRY(make_companion(key, ":queue", &queue));
   // The core checks the key and that the back end serves its companions
   // with it (every companion shares the key's slot: lock_keys.h).
-  EDGELOCK_TRY(core_.init(
-      key, {options.ttl, options.drift_factor, options.retry_min, options.retry_max}, &fence_key_));
-  queue_key_ = queue;
+  EDGELOCK_TRY(core_.init(key,
+                          {options.ttl, options.drift_factor, options.retry_min, options.retry_max},
+                          kAcquireCompanions));
   wake_supported_ = true;
-  ttl_text_.set(options.ttl.count());
-  join_text_.set(options.waiter_timeout.count());
-  try_text_.set(-options.waiter_timeout.count());
   options_ = options;
   forget();
   return Status();
@@ -60,26 +51,26 @@ void FairLock::forget() {
   fence_ = 0;
 }
 
-Status FairLock::wake_key_of(uint64_t seq, WakeKey* out) const {
-  char suffix[32];
-  ByteBuilder b(reinterpret_cast<uint8_t*>(suffix), sizeof suffix - 1);
+FairLock::WakeSuffix::WakeSuffix(uint64_t seq) {
+  ByteBuilder b(text, sizeof text);
   b.append(":w:", 3);
   b.append_decimal(static_cast<int64_t>(seq));
-  suffix[b.size()] = '\0';
-  const Result<size_t> n = detail::companion_key(key(), suffix, out->data, sizeof out->data);
-  if (!n.ok()) return n.status();
-  out->len = n.value();
-  return Status();
+  len = b.size();
+}
+
+Status FairLock::wake_key_of(uint64_t seq, detail::CompanionKey* out) const {
+  return out->set(key(), WakeSuffix(seq).bytes());
 }
 
 // Wakes waiter `seq` (the head a release or leave found, other than the
 // one named): one signal on its wake list. Best effort: if it fails, the
 // waiter wakes at its cap.
 void FairLock::wake(int64_t seq) {
-  WakeKey k;
+  detail::CompanionKey k;
   if (seq <= 0 || !wake_key_of(static_cast<uint64_t>(seq), &k).ok()) return;
   const Bytes keys[1] = {k.bytes()};
-  const Bytes args[1] = {join_text_.bytes()};
+  const detail::DecimalText join(options_.waiter_timeout);
+  const Bytes args[1] = {join.bytes()};
   core_.backend()
       .eval({&detail::kFairWakeScript, keys, args}, core_.io_deadline())
       .status()
@@ -118,8 +109,11 @@ Status FairLock::attempt(Deadline deadline, bool join, Span<const Bytes> blpop) 
     EDGELOCK_TRY(core_.mint(token_, kTokenLen));
     token_len_ = kTokenLen;
   }
-  const Bytes keys[3] = {key(), fence_key_.bytes(), queue_key_.bytes()};
-  const Bytes args[3] = {token(), ttl_text_.bytes(), join ? join_text_.bytes() : try_text_.bytes()};
+  const Bytes keys[1] = {key()};
+  // +waiter_timeout joins the queue, -waiter_timeout only tries.
+  const detail::DecimalText ttl(options_.ttl);
+  const detail::DecimalText stay(join ? options_.waiter_timeout : -options_.waiter_timeout);
+  const Bytes args[3] = {token(), ttl.bytes(), stay.bytes()};
   // From here a lost reply may mean the key is ours: keep the token so
   // release() can clean up, and leave the queue if the wait ends.
   has_token_ = true;
@@ -127,7 +121,7 @@ Status FairLock::attempt(Deadline deadline, bool join, Span<const Bytes> blpop) 
   // Validity counts from before the request leaves (before the BLPOP, if
   // any): the server's TTL may have started any time after this.
   const TimePoint start = clock().now();
-  const ScriptCall call{&detail::kFairAcquireScript, keys, args, true};
+  const ScriptCall call{&detail::kFairAcquireScript, keys, args, true, kAcquireCompanions};
   if (blpop.empty())
     return core_.noted(EventKind::kAcquire, start, on_acquire_reply(eval(call, deadline), start));
   Status first;
@@ -188,7 +182,7 @@ Status FairLock::on_busy_reply(const Reply* rep) {
   // our wake list is named after it.
   if (seq != seq_) {
     seq_ = 0;
-    if (seq != 0 && wake_key_of(seq, &wake_key_).ok()) seq_ = seq;
+    if (seq != 0) seq_ = seq;
   }
   return ErrorCode::kBusy;
 }
@@ -246,10 +240,12 @@ Status FairLock::leave_queue(Deadline op_deadline) {
   seq_ = 0;
   // Out of time: the place lapses by itself.
   if (op_deadline.expired(clock())) return ErrorCode::kTimeout;
-  const Bytes keys[2] = {key(), queue_key_.bytes()};
-  const Bytes args[2] = {token(), join_text_.bytes()};
+  const Bytes keys[1] = {key()};
+  const detail::DecimalText join(options_.waiter_timeout);
+  const Bytes args[2] = {token(), join.bytes()};
   const Result<const Reply*> r =
-      eval({&detail::kFairLeaveScript, keys, args}, core_.io_deadline().min(op_deadline));
+      eval({&detail::kFairLeaveScript, keys, args, false, kQueueCompanion},
+           core_.io_deadline().min(op_deadline));
   if (!r.ok()) return r.status();
   if (r.value()->type != ReplyType::kInteger || r.value()->integer > 1 || r.value()->integer == 0) {
     return core_.reject("leave wants 1 or -seq");

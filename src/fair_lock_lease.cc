@@ -5,6 +5,7 @@
 
 #include "edgelock/fair_lock.h"
 #include "fair_scripts.h"
+#include "lock_keys.h"
 #include "lock_scripts.h"
 
 namespace edgelock {
@@ -23,13 +24,14 @@ Status FairLock::send_release() {
   valid_until_ = TimePoint();
   // The waiter our grant named as next: the release wakes it (0: none
   // known; the script then names the head, if any).
-  WakeKey next;
-  EDGELOCK_TRY(wake_key_of(next_seq_, &next));
+  const WakeSuffix next(next_seq_);
+  const Bytes companions[2] = {detail::kQueueSuffix, next.bytes()};
   const detail::DecimalText next_text(static_cast<int64_t>(next_seq_));
-  const Bytes keys[3] = {key(), queue_key_.bytes(), next.bytes()};
-  const Bytes args[3] = {token(), next_text.bytes(), join_text_.bytes()};
+  const detail::DecimalText join(options_.waiter_timeout);
+  const Bytes keys[1] = {key()};
+  const Bytes args[3] = {token(), next_text.bytes(), join.bytes()};
   const Result<const Reply*> r =
-      eval({&detail::kFairReleaseScript, keys, args}, core_.io_deadline());
+      eval({&detail::kFairReleaseScript, keys, args, false, companions}, core_.io_deadline());
   if (!r.ok()) return r.status();
   // Only the script's 1, 0 or -seq is an answer; anything else keeps the
   // token so the caller can try again.

@@ -46,7 +46,9 @@ bool FairLock::pause(Status last, Nanos left, Deadline op_deadline, Status* atte
 bool FairLock::await_turn(Nanos cap, bool pipelined, Deadline op_deadline, Status* attempted) {
   const detail::BlpopTimeout secs(cap);
   if (secs.len == 0) return false;
-  const Bytes blpop[3] = {Bytes::from_cstr("BLPOP"), wake_key_.bytes(), secs.bytes()};
+  detail::CompanionKey wake;  // "{key}:w:<seq_>": where we wait
+  if (!wake_key_of(seq_, &wake).ok()) return false;
+  const Bytes blpop[3] = {Bytes::from_cstr("BLPOP"), wake.bytes(), secs.bytes()};
   // BLPOP holds the connection for up to `cap`: the reply's budget is that
   // plus one ordinary command timeout.
   const Deadline d = Deadline::after(clock(), cap + core_.command_timeout()).min(op_deadline);

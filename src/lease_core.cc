@@ -18,7 +18,7 @@ namespace detail {
 void DecimalText::set(int64_t v) {
   ByteBuilder b(reinterpret_cast<uint8_t*>(text), sizeof text);
   b.append_decimal(v);
-  len = b.size();
+  len = static_cast<uint8_t>(b.size());
 }
 
 namespace {
@@ -32,13 +32,6 @@ bool valid_timing(const LeaseTiming& t) {
          t.retry_min > Nanos::zero() && t.retry_max >= t.retry_min;
 }
 
-Status make_companion(Bytes key, const char* suffix, CompanionKey* out) {
-  const Result<size_t> n = companion_key(key, suffix, out->data, sizeof out->data);
-  if (!n.ok()) return n.status();
-  out->len = n.value();
-  return Status();
-}
-
 bool wants_retry(Status s, RetryOn on) {
   if (on == RetryOn::kTransient) return traits(s.code()).retryable;
   return s.code() == ErrorCode::kBusy || s.code() == ErrorCode::kExpired;
@@ -46,16 +39,24 @@ bool wants_retry(Status s, RetryOn on) {
 
 }  // namespace
 
-Status LeaseCore::init(Bytes key, const LeaseTiming& timing, CompanionKey* fence,
-                       CompanionKey* wake) {
+Status CompanionKey::set(Bytes key, Bytes suffix) {
+  ByteBuilder b(data, sizeof data);
+  append_companion(b, key, suffix);
+  if (!b.status().ok()) return ErrorCode::kInvalidArgument;
+  len = b.size();
+  return Status();
+}
+
+Status LeaseCore::init(Bytes key, const LeaseTiming& timing, Span<const Bytes> companions) {
   init_fault_ = key.size == 0 || !key.data ? 1
                 : key.size > kMaxKeyLen    ? 2
                 : valid_timing(timing)     ? 0
                                            : 3;
   if (init_fault_ != 0) return ErrorCode::kInvalidArgument;
-  if (fence) {
-    EDGELOCK_TRY(make_companion(key, ":fence", fence));
-    if (wake) EDGELOCK_TRY(make_companion(key, ":wake", wake));
+  if (!companions.empty()) {
+    for (const Bytes& suffix : companions) {
+      if (companion_length(key, suffix) > kMaxCompanionLen) return ErrorCode::kInvalidArgument;
+    }
     EDGELOCK_TRY(backend_->check_key(key));
   }
   EDGELOCK_TRY(rng_.seed_from_os());

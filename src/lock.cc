@@ -1,10 +1,12 @@
 // Single-instance lock: one script call per operation.
 #include "edgelock/lock.h"
 
+#include <cstdint>
 #include <cstring>
 
 #include "edgelock/detail/connection_io.h"
 #include "edgelock/detail/decimal_text.h"
+#include "lock_keys.h"
 #include "lock_scripts.h"
 
 namespace edgelock {
@@ -12,10 +14,15 @@ namespace edgelock {
 namespace {
 
 constexpr size_t kTokenLen = 32;  // 128 random bits as hex
+static_assert(kMaxTokenLen <= UINT8_MAX, "Lock keeps the token's length in a uint8_t");
 // How long an unclaimed wake signal lives: long enough to cover a waiter
 // that got its busy reply but has not reached BLPOP yet, short enough that
 // a stale signal costs at most one extra attempt.
 constexpr const char* kWakeSignalTtlMs = "250";
+
+// KEYS[2..] of the acquire ("{key}:fence", "{key}:wake") and the release.
+constexpr Bytes kAcquireCompanions[2] = {detail::kFenceSuffix, detail::kWakeSuffix};
+constexpr Bytes kReleaseCompanions[1] = {detail::kWakeSuffix};
 
 // What the operation in flight is (LeaseCore::op()).
 enum LockOp : uint8_t { kOpTry = 1, kOpAcquire, kOpRelease, kOpExtend };
@@ -27,9 +34,8 @@ Status Lock::init(Bytes key, const LockOptions& options) {
   if (options.wake_fallback < Millis(2)) return ErrorCode::kInvalidArgument;
   EDGELOCK_TRY(core_.init(key,
                           {options.ttl, options.drift_factor, options.retry_min, options.retry_max},
-                          &fence_key_, &wake_key_));
+                          kAcquireCompanions));
   wake_supported_ = true;
-  ttl_text_.set(options.ttl.count());
   options_ = options;
   forget();
   return Status();
@@ -67,7 +73,7 @@ Status Lock::step() {
   if (core_.op() == 0) return ErrorCode::kInvalidArgument;
   if (core_.phase() == detail::OpPhase::kPause) {
     if (!core_.pause_over()) return ErrorCode::kInProgress;
-    return start_attempt(core_.attempt_deadline(), false);
+    return start_attempt(core_.attempt_deadline());
   }
   const Result<const Reply*> r = core_.reply();
   if (r.ok() && !r.value()) return ErrorCode::kInProgress;
@@ -103,7 +109,7 @@ Status Lock::begin_acquire(Nanos wait, bool nonblocking) {
 Status Lock::first_attempt() {
   const Status minted = new_token();
   if (!minted.ok()) return core_.end_op(minted);
-  return start_attempt(core_.io_deadline(), false);
+  return start_attempt(core_.io_deadline());
 }
 
 Status Lock::new_token() {
@@ -113,9 +119,9 @@ Status Lock::new_token() {
   return Status();
 }
 
-// One counted attempt; `pipelined` behind the BLPOP next_attempt() put in
-// words().args[2..5) (lock_wait.cc).
-Status Lock::start_attempt(Deadline deadline, bool pipelined) {
+// One counted attempt; with `blpop`, pipelined behind that command
+// (lock_wait.cc).
+Status Lock::start_attempt(Deadline deadline, Span<const Bytes> blpop) {
   // Retries keep the token (the script recognises a grant whose reply we
   // lost), except after a hand-back whose outcome is unknown: that delete
   // may still land and must find no grant under its token. The old lease,
@@ -124,13 +130,12 @@ Status Lock::start_attempt(Deadline deadline, bool pipelined) {
     const Status minted = new_token();
     if (!minted.ok()) return core_.end_op(minted);
   }
-  detail::RequestWords& w = core_.words();
-  w.keys[0] = key();
-  w.keys[1] = fence_key_.bytes();
-  w.keys[2] = wake_key_.bytes();
+  auto& w = words_;
+  w.key = key();
+  w.num[0].set(options_.ttl.count());
   w.args[0] = token();
-  w.args[1] = ttl_text_.bytes();
-  const size_t nkeys = options_.wake_on_release ? 3 : 2;
+  w.args[1] = w.num[0].bytes();
+  const size_t ncomp = options_.wake_on_release ? 2 : 1;
   // From here a lost reply may mean the key is ours (also on a retry after
   // a late grant was handed back): keep the token so release() can clean up.
   has_token_ = true;
@@ -139,9 +144,10 @@ Status Lock::start_attempt(Deadline deadline, bool pipelined) {
   // Validity counts from before the request leaves (before the BLPOP, if
   // any): the server's TTL may have started any time after this.
   req_start_ = clock().now();
-  const ScriptCall call{&detail::kAcquireScript, {w.keys, nkeys}, {w.args, 2}, true};
-  if (!pipelined) return core_.send(call, deadline);
-  return core_.send_pipelined({w.args + 2, 3}, call, deadline);
+  const ScriptCall call{
+      &detail::kAcquireScript, {&w.key, 1}, {w.args, 2}, true, {kAcquireCompanions, ncomp}};
+  if (blpop.empty()) return core_.send(call, deadline);
+  return core_.send_pipelined(blpop, call, deadline);
 }
 
 Status Lock::on_attempt(const Result<const Reply*>& r) {
@@ -204,14 +210,15 @@ Status Lock::release_request(Req req) {
   granted_ = false;
   retired_ = true;
   valid_until_ = TimePoint();
-  detail::RequestWords& w = core_.words();
-  w.keys[0] = key();
-  w.keys[1] = wake_key_.bytes();
+  auto& w = words_;
+  w.key = key();
   w.args[0] = token();
   w.args[1] = Bytes::from_cstr(kWakeSignalTtlMs);
-  const size_t n = options_.wake_on_release ? 2 : 1;
+  const size_t n = options_.wake_on_release ? 1 : 0;
   req_ = req;
-  return core_.send({&detail::kReleaseScript, {w.keys, n}, {w.args, n}}, core_.io_deadline());
+  return core_.send(
+      {&detail::kReleaseScript, {&w.key, 1}, {w.args, n + 1}, false, {kReleaseCompanions, n}},
+      core_.io_deadline());
 }
 
 Status Lock::on_release(const Result<const Reply*>& r) {
@@ -242,9 +249,9 @@ Status Lock::begin_extend(Millis ttl, ExtendMode mode, bool nonblocking) {
 Status Lock::extend_request(Millis ttl, ExtendMode mode) {
   if (ttl < Millis(1) || ttl > kMaxTtl) return ErrorCode::kInvalidArgument;
   if (!has_token_ || retired_) return ErrorCode::kNotHeld;
-  detail::RequestWords& w = core_.words();
+  auto& w = words_;
   w.num[0].set(ttl.count());
-  w.keys[0] = key();
+  w.key = key();
   w.args[0] = token();
   w.args[1] = w.num[0].bytes();
   w.args[2] = Bytes::from_cstr(mode == ExtendMode::kAdd ? "add" : "set");
@@ -254,7 +261,7 @@ Status Lock::extend_request(Millis ttl, ExtendMode mode) {
   // A renewal never waits past the lease it renews: at its end the caller
   // must learn of the loss (e.g. to stop the work it guards).
   const Deadline d = core_.renewal_deadline(granted_ ? valid_until_ : TimePoint(), req_start_);
-  return core_.send({&detail::kExtendScript, {w.keys, 1}, {w.args, 3}, true}, d);
+  return core_.send({&detail::kExtendScript, {&w.key, 1}, {w.args, 3}, true}, d);
 }
 
 Status Lock::on_extend(const Result<const Reply*>& r) {
@@ -322,7 +329,7 @@ Status Lock::adopt(Bytes token) {
   if (token.size == 0 || token.size > kMaxTokenLen) return ErrorCode::kInvalidArgument;
   forget();
   std::memcpy(token_, token.data, token.size);
-  token_len_ = token.size;
+  token_len_ = static_cast<uint8_t>(token.size);
   has_token_ = true;
   return Status();
 }

@@ -26,30 +26,64 @@ bool whole_key_is_tag(Bytes key) {
          !std::memchr(key.data + 1, '{', key.size - 1);
 }
 
+// The three forms of companion_key() (lock_keys.h).
+enum class Form : uint8_t { kTagFirst, kAppended, kWrapped };
+
+Form form_of(Bytes key) {
+  // "fence:{X}": same tag, so same slot; it ends in '}', and every other
+  // companion ends in its suffix (a letter), so no other key's companion
+  // can be this name.
+  if (whole_key_is_tag(key)) return Form::kTagFirst;
+  // Wrap only keys with no '{' at all: wrapping a key that has a '{' but
+  // no valid tag would create a different tag (not cluster-safe anyway).
+  // (memchr(nullptr) is UB even for 0 bytes.)
+  if (key.size > 0 && std::memchr(key.data, '{', key.size)) return Form::kAppended;
+  return Form::kWrapped;
+}
+
 }  // namespace
+
+namespace {
+
+// kTagFirst writes the suffix without its leading ':' (if any).
+size_t colon_skip(Bytes suffix) { return suffix.size > 0 && suffix.data[0] == ':' ? 1 : 0; }
+
+}  // namespace
+
+size_t companion_length(Bytes key, Bytes suffix) {
+  switch (form_of(key)) {
+    case Form::kTagFirst: return suffix.size - colon_skip(suffix) + 1 + key.size;
+    case Form::kAppended: return key.size + suffix.size;
+    case Form::kWrapped: break;
+  }
+  return key.size + suffix.size + 2;
+}
+
+void append_companion(ByteBuilder& b, Bytes key, Bytes suffix) {
+  switch (form_of(key)) {
+    case Form::kTagFirst: {
+      const size_t skip = colon_skip(suffix);
+      b.append(suffix.data + skip, suffix.size - skip);
+      b.append_char(':');
+      b.append(key);
+      return;
+    }
+    case Form::kAppended:
+      b.append(key);
+      b.append(suffix);
+      return;
+    case Form::kWrapped:
+      b.append_char('{');
+      b.append(key);
+      b.append_char('}');
+      b.append(suffix);
+      return;
+  }
+}
 
 Result<size_t> companion_key(Bytes key, const char* suffix, uint8_t* out, size_t cap) {
   ByteBuilder b(out, cap);
-  const size_t suffix_len = std::strlen(suffix);
-  if (whole_key_is_tag(key)) {
-    // "fence:{X}": same tag, so same slot; it ends in '}', and every other
-    // companion ends in its suffix (a letter), so no other key's companion
-    // can be this name.
-    const size_t skip = suffix_len > 0 && suffix[0] == ':' ? 1 : 0;
-    b.append(suffix + skip, suffix_len - skip);
-    b.append_char(':');
-    b.append(key);
-  } else if (key.size > 0 && std::memchr(key.data, '{', key.size)) {  // memchr(nullptr) is UB
-    // Wrap only keys with no '{' at all: wrapping a key that has a '{' but
-    // no valid tag would create a different tag (not cluster-safe anyway).
-    b.append(key);
-    b.append(suffix, suffix_len);
-  } else {
-    b.append_char('{');
-    b.append(key);
-    b.append_char('}');
-    b.append(suffix, suffix_len);
-  }
+  append_companion(b, key, Bytes::from_cstr(suffix));
   if (!b.status().ok()) return ErrorCode::kInvalidArgument;
   return b.size();
 }

@@ -5,6 +5,7 @@
 // pause, never a sleep.
 #include "blpop_timeout.h"
 #include "edgelock/lock.h"
+#include "lock_keys.h"
 
 namespace edgelock {
 
@@ -26,15 +27,16 @@ Status Lock::next_attempt(Status last, Nanos left) {
   const Millis busy_ttl = core_.busy_ttl();
   const bool can_block = options_.wake_on_release && wake_supported_ &&
                          last.code() == ErrorCode::kBusy && busy_ttl > Millis(0);
-  detail::RequestWords& w = core_.words();
   if (can_block) {
     const Nanos half = options_.wake_fallback / 2;
     Nanos cap = core_.rng().uniform(half, options_.wake_fallback);
     cap = min_of(min_of(cap, busy_ttl + Millis(1)), left);  // a crashed holder frees by then
-    if (blpop_timeout(cap, &w.num[0])) {
-      w.args[2] = Bytes::from_cstr("BLPOP");
-      w.args[3] = wake_key_.bytes();
-      w.args[4] = w.num[0].bytes();
+    // A plain command is written whole when it starts (never encoded
+    // again), so its words may live here.
+    detail::DecimalText secs;
+    detail::CompanionKey wake;
+    if (blpop_timeout(cap, &secs) && wake.set(key(), detail::kWakeSuffix).ok()) {
+      const Bytes blpop[3] = {Bytes::from_cstr("BLPOP"), wake.bytes(), secs.bytes()};
       // BLPOP holds the connection for up to `cap`: the reply's budget is
       // that plus one ordinary command timeout.
       const Deadline d =
@@ -45,9 +47,9 @@ Status Lock::next_attempt(Status last, Nanos left) {
       // counts from before the BLPOP: only worth it while the wait can cost
       // at most a quarter of the TTL. Only on a plain connection: Sentinel
       // and Cluster pick the node per command.
-      if (core_.backend().direct() && cap * 4 <= options_.ttl) return start_attempt(d, true);
+      if (core_.backend().direct() && cap * 4 <= options_.ttl) return start_attempt(d, blpop);
       req_ = Req::kBlpop;
-      return core_.send_command({w.args + 2, 3}, d);
+      return core_.send_command(blpop, d);
     }
   }
   return core_.pause(core_.backoff_delay(last, left));
@@ -56,7 +58,7 @@ Status Lock::next_attempt(Status last, Nanos left) {
 // The BLPOP alone came back: signal (array) or timeout (nil) means try
 // now; an error means back off instead.
 Status Lock::on_blpop(const Result<const Reply*>& r) {
-  if (r.ok()) return start_attempt(core_.attempt_deadline(), false);
+  if (r.ok()) return start_attempt(core_.attempt_deadline());
   // Redis < 6 refuses a fractional timeout: stop trying on this lock.
   if (r.status().code() == ErrorCode::kServerError) wake_supported_ = false;
   return core_.pause(core_.backoff_delay(last_, core_.wait_left()));

@@ -17,6 +17,8 @@ namespace edgelock {
 namespace {
 
 constexpr size_t kTokenRandomBytes = 16;  // 128 bits -> 32 hex chars
+// KEYS[2] of the acquire and the fence raise: the fence counter.
+constexpr Bytes kFenceCompanion[1] = {detail::kFenceSuffix};
 // The fence proposed to every server is one above the highest counter seen
 // for this key, capped so its text stays an exact Lua number.
 constexpr uint64_t kMaxProposal = uint64_t(1) << 53;
@@ -58,6 +60,12 @@ Nanos default_server_timeout(Millis ttl) {
 
 }  // namespace
 
+Nanos QuorumLock::server_timeout() const {
+  if (n_ == 0) return Nanos::zero();  // before init()
+  return options_.server_timeout > Nanos::zero() ? options_.server_timeout
+                                                 : default_server_timeout(options_.ttl);
+}
+
 QuorumLock::QuorumLock() = default;
 
 QuorumLock::~QuorumLock() { abandon_in_flight(); }
@@ -74,31 +82,27 @@ Status QuorumLock::init(Connection* const* conns, size_t n, Bytes key,
   if (op_ != Op::kNone) return ErrorCode::kInvalidArgument;
   if (!valid_connections(conns, n) || !valid_options(options)) return ErrorCode::kInvalidArgument;
   if (key.size == 0 || key.size > kMaxKeyLen || !key.data) return ErrorCode::kInvalidArgument;
-  const Result<size_t> fk = detail::companion_key(key, ":fence", fence_key_, sizeof fence_key_);
-  if (!fk.ok()) return fk.status();
+  if (detail::companion_length(key, detail::kFenceSuffix) > detail::kMaxCompanionLen) {
+    return ErrorCode::kInvalidArgument;
+  }
   EDGELOCK_TRY(rng_.seed_from_os());
   abandon_in_flight();  // requests of an earlier init() are of no use now
   for (size_t i = 0; i < n; ++i) conns_[i] = conns[i];
-  n_ = n;
+  n_ = static_cast<uint8_t>(n);
   options_ = options;
-  server_timeout_ = options.server_timeout > Nanos::zero() ? options.server_timeout
-                                                           : default_server_timeout(options.ttl);
   std::memcpy(key_, key.data, key.size);
-  key_len_ = key.size;
-  fence_key_len_ = fk.value();
   seen_ = 0;  // counters of another key say nothing
-  token_len_ = 2 * kTokenRandomBytes;
-  keys_[0] = this->key();
-  keys_[1] = Bytes(fence_key_, fence_key_len_);
+  keys_[0] = Bytes(key_, key.size);
   acquire_args_[0] = token();
   ttl_text_.set(detail::ms_arg(options.ttl));
   acquire_args_[1] = ttl_text_.bytes();
   acquire_args_[2] = propose_text_.bytes();
   extend_args_[0] = token();
   fence_args_[0] = token();
-  token_args_[0] = token();
-  backoff_ = Backoff(options.retry_min, options.retry_max);
-  for (size_t i = 0; i < kMaxQuorumServers; ++i) servers_[i] = Server();
+  for (size_t i = 0; i < kMaxQuorumServers; ++i) {
+    down_until_[i] = TimePoint();
+    down_level_[i] = 0;
+  }
   forget();
   return Status();
 }
@@ -108,7 +112,7 @@ void QuorumLock::forget() {
   granted_ = false;
   valid_until_ = TimePoint();
   fence_ = 0;
-  for (size_t i = 0; i < n_; ++i) servers_[i].maybe_holds = false;
+  for (size_t i = 0; i < n_; ++i) maybe_holds_[i] = false;
 }
 
 Nanos QuorumLock::remaining() const {
@@ -136,6 +140,7 @@ Status QuorumLock::start_acquire(Nanos wait) {
 Status QuorumLock::begin_try() {
   if (n_ == 0 || held() || op_ != Op::kNone) return ErrorCode::kInvalidArgument;
   op_ = Op::kTry;
+  attempts_ = 0;
   return first_attempt();
 }
 
@@ -143,12 +148,7 @@ Status QuorumLock::begin_acquire(Nanos wait) {
   if (n_ == 0 || held() || op_ != Op::kNone) return ErrorCode::kInvalidArgument;
   op_ = Op::kAcquire;
   wait_until_ = Deadline::after(clock(), wait);
-  // The last attempt may start just before the wait ends: give its round
-  // its budget (the clean-up round has its own).
-  limit_ =
-      wait_until_.is_never() ? wait_until_ : Deadline::at(wait_until_.when() + server_timeout_);
   attempts_ = 0;
-  backoff_.reset();
   return first_attempt();
 }
 
@@ -164,14 +164,13 @@ Status QuorumLock::attempt_begin(Deadline limit) {
   has_token_ = true;  // from here a lost reply may mean a key is ours
   granted_ = false;
   attempt_start_ = clock().now();  // before the first request leaves
-  attempt_end_ = detail::validity_end(attempt_start_, options_.ttl, options_.drift_factor);
-  round_limit_ = limit;
   propose_text_.set(static_cast<int64_t>(seen_ < kMaxProposal ? seen_ + 1 : kMaxProposal));
   acquire_args_[2] = propose_text_.bytes();
-  for (size_t i = 0; i < n_; ++i) slots_[i].want = attempt_start_ >= servers_[i].down_until;
-  const detail::FanoutRequest req{{&detail::kQuorumAcquireScript, {keys_, 2}, {acquire_args_, 3}}};
+  for (size_t i = 0; i < n_; ++i) slots_[i].want = attempt_start_ >= down_until_[i];
+  const detail::FanoutRequest req{
+      {&detail::kQuorumAcquireScript, keys_, acquire_args_, false, kFenceCompanion}};
   return begin_round(Stage::kAcquire, req, {quorum(), 1, false},
-                     round_deadline(limit).min(Deadline::at(attempt_end_)));
+                     round_deadline(limit).min(Deadline::at(attempt_end())));
 }
 
 Status QuorumLock::after_acquire(const detail::FanoutResult& fr) {
@@ -179,13 +178,13 @@ Status QuorumLock::after_acquire(const detail::FanoutResult& fr) {
   note_acquire();
   const detail::Tally t = detail::tally_of(slots_, n_, {quorum(), 1, false});
   if (t.yes < quorum()) return cleanup(detail::acquire_failure(t));
-  if (!detail::still_valid(attempt_end_, fr.decided_at)) return cleanup(ErrorCode::kExpired);
+  if (!detail::still_valid(attempt_end(), fr.decided_at)) return cleanup(ErrorCode::kExpired);
   granted_ = true;
-  valid_until_ = attempt_end_;
+  valid_until_ = attempt_end();
   // A majority that returned the fence itself already holds it (each set
   // its counter to it with our key in place): final after one round.
   // Otherwise the others are raised to it first.
-  agreed_ = agreed_on_fence();
+  agreed_ = static_cast<uint8_t>(agreed_on_fence());
   if (options_.fencing && agreed_ < quorum()) return fence_begin();
   if (!options_.fencing) fence_ = 0;
   return held() ? attempt_done(Status()) : cleanup(ErrorCode::kExpired);
@@ -210,7 +209,7 @@ void QuorumLock::note_acquire() {
       seen_ = static_cast<uint64_t>(s.aux);
     }
     if (replied && s.value <= 0) continue;
-    if (s.sent) servers_[i].maybe_holds = true;
+    if (s.sent) maybe_holds_[i] = true;
     if (replied) ++granted;
     if (replied && static_cast<uint64_t>(s.value) > fence_) fence_ = static_cast<uint64_t>(s.value);
   }
@@ -244,11 +243,12 @@ Status QuorumLock::fence_begin() {
     const detail::FanoutSlot& s = slots_[i];
     const bool at_fence = s.want && s.outcome == detail::SlotOutcome::kReplied && s.value > 0 &&
                           static_cast<uint64_t>(s.value) == fence_;
-    slots_[i].want = servers_[i].maybe_holds && !at_fence;
+    slots_[i].want = maybe_holds_[i] && !at_fence;
   }
-  const detail::FanoutRequest req{{&detail::kFenceRaiseScript, {keys_, 2}, {fence_args_, 2}}};
+  const detail::FanoutRequest req{
+      {&detail::kFenceRaiseScript, keys_, fence_args_, false, kFenceCompanion}};
   return begin_round(Stage::kFence, req, {quorum() - agreed_, 1, false},
-                     round_deadline(round_limit_).min(Deadline::at(valid_until_)));
+                     round_deadline(round_limit()).min(Deadline::at(valid_until_)));
 }
 
 Status QuorumLock::after_fence(const detail::FanoutResult& fr) {
@@ -277,7 +277,7 @@ Status QuorumLock::after_cleanup(const detail::FanoutResult* fr) {
   granted_ = false;
   fence_ = 0;
   bool left = false;
-  for (size_t i = 0; i < n_; ++i) left = left || servers_[i].maybe_holds;
+  for (size_t i = 0; i < n_; ++i) left = left || maybe_holds_[i];
   has_token_ = left;
   return attempt_done(then_);
 }
@@ -288,7 +288,8 @@ Status QuorumLock::attempt_done(Status s) {
     return end_op(s);
   }
   Clock& c = clock();
-  Nanos delay = backoff_.next(rng_);
+  // The backoff's step is the failed attempts before this one.
+  Nanos delay = Backoff(options_.retry_min, options_.retry_max, attempts_ - 1).next(rng_);
   // A majority frees by expiry then at the latest; with no such bound (a
   // holder without TTL) the normal backoff stands.
   const Nanos expiry = busy_ttl_ + Millis(1);
@@ -311,7 +312,7 @@ Status QuorumLock::next_attempt() {
     const Status s = random_hex(token_, kTokenRandomBytes);
     if (!s.ok()) return end_op(s);
   }
-  return attempt_begin(limit_);
+  return attempt_begin(limit());
 }
 
 }  // namespace edgelock

@@ -9,9 +9,7 @@
 
 namespace edgelock {
 
-bool QuorumLock::server_down(size_t i) const {
-  return i < n_ && clock().now() < servers_[i].down_until;
-}
+bool QuorumLock::server_down(size_t i) const { return i < n_ && clock().now() < down_until_[i]; }
 
 const char* QuorumLock::last_error() const {
   return last_failed_ < n_ ? conns_[last_failed_]->last_error() : "";
@@ -28,30 +26,51 @@ Status QuorumLock::noted(EventKind kind, TimePoint start, Status s) {
 void QuorumLock::note_servers(TimePoint now, bool timed_out) {
   for (size_t i = 0; i < n_; ++i) {
     const detail::FanoutSlot& s = slots_[i];
-    Server& srv = servers_[i];
     if (!s.want) continue;
     if (s.outcome == detail::SlotOutcome::kReplied) {
-      srv.down_step = Nanos::zero();
-      srv.down_until = TimePoint();
+      down_level_[i] = 0;
+      down_until_[i] = TimePoint();
       continue;
     }
     if (s.in_flight && !timed_out) continue;  // left behind by an early decision
-    last_failed_ = i;
+    last_failed_ = static_cast<uint8_t>(i);
     if (s.outcome == detail::SlotOutcome::kFailed && s.sent) continue;  // error reply: it is up
-    const Nanos step = srv.down_step == Nanos::zero() ? options_.down_min : srv.down_step * 2;
-    srv.down_step = step < options_.down_max ? step : options_.down_max;
-    srv.down_until = now + srv.down_step;
+    if (down_level_[i] < UINT8_MAX) ++down_level_[i];
+    down_until_[i] = now + down_step(down_level_[i]);
   }
+}
+
+// The skip after `level` failures in a row: down_min, doubling per
+// failure, at most down_max.
+Nanos QuorumLock::down_step(uint8_t level) const {
+  Nanos step = options_.down_min;
+  for (uint8_t i = 1; i < level && step < options_.down_max; ++i) step *= 2;
+  return step < options_.down_max ? step : options_.down_max;
+}
+
+// The wait's end plus one round: the last attempt may start just before
+// the wait ends, and its round gets its budget (the clean-up round has its
+// own).
+Deadline QuorumLock::limit() const {
+  return wait_until_.is_never() ? wait_until_ : Deadline::at(wait_until_.when() + server_timeout());
+}
+
+// The attempt's limit: the first attempt has its own round's only.
+Deadline QuorumLock::round_limit() const { return attempts_ > 0 ? limit() : Deadline::never(); }
+
+// When the attempt's lease, if granted, stops being safe to use.
+TimePoint QuorumLock::attempt_end() const {
+  return detail::validity_end(attempt_start_, options_.ttl, options_.drift_factor);
 }
 
 void QuorumLock::want_holders(bool skip_down, TimePoint now) {
   for (size_t i = 0; i < n_; ++i) {
-    slots_[i].want = servers_[i].maybe_holds && !(skip_down && now < servers_[i].down_until);
+    slots_[i].want = maybe_holds_[i] && !(skip_down && now < down_until_[i]);
   }
 }
 
 Deadline QuorumLock::round_deadline(Deadline limit) const {
-  return Deadline::after(clock(), server_timeout_).min(limit);
+  return Deadline::after(clock(), server_timeout()).min(limit);
 }
 
 // Starts the release round on every server that may hold our token,
@@ -60,12 +79,12 @@ Deadline QuorumLock::round_deadline(Deadline limit) const {
 // is queued behind it (it runs after that request, even if the round ends
 // first). False if no server may hold it (no round).
 bool QuorumLock::release_begin(Stage stage) {
-  const Deadline deadline = Deadline::after(clock(), server_timeout_);  // before any I/O
+  const Deadline deadline = Deadline::after(clock(), server_timeout());  // before any I/O
   want_holders(false, TimePoint());
   release_any_ = false;
   for (size_t i = 0; i < n_; ++i) release_any_ = release_any_ || slots_[i].want;
   if (!release_any_) return false;
-  detail::FanoutRequest req{{&detail::kReleaseScript, {keys_, 1}, {token_args_, 1}}};
+  detail::FanoutRequest req{{&detail::kReleaseScript, keys_, {acquire_args_, 1}}};
   req.pipeline = true;
   begin_round(stage, req, {quorum(), 1, true}, deadline).ignore();
   return true;
@@ -80,10 +99,10 @@ size_t QuorumLock::release_end(const detail::FanoutResult* fr) {
   for (size_t i = 0; i < n_; ++i) {
     const detail::FanoutSlot& s = slots_[i];
     if (release_any_ && s.want && s.outcome == detail::SlotOutcome::kReplied) {
-      servers_[i].maybe_holds = false;
+      maybe_holds_[i] = false;
       deleted += s.value == 1 ? 1 : 0;
     }
-    released_on_ += servers_[i].maybe_holds ? 0 : 1;
+    released_on_ += maybe_holds_[i] ? 0 : 1;
   }
   return deleted;
 }
@@ -127,9 +146,9 @@ size_t QuorumLock::note_owners(int64_t yes_min) {
   for (size_t i = 0; i < n_; ++i) {
     const detail::FanoutSlot& s = slots_[i];
     if (s.want && s.outcome == detail::SlotOutcome::kReplied && s.value < yes_min) {
-      servers_[i].maybe_holds = false;
+      maybe_holds_[i] = false;
     }
-    possible += servers_[i].maybe_holds ? 1 : 0;
+    possible += maybe_holds_[i] ? 1 : 0;
   }
   return possible;
 }
@@ -196,12 +215,10 @@ Status QuorumLock::extend_request(Millis ttl, ExtendMode mode) {
   }
   ms_text_.set(detail::ms_arg(ttl));
   extend_args_[1] = ms_text_.bytes();
-  std::memcpy(mode_text_, mode == ExtendMode::kAdd ? "add" : "set", 4);
-  extend_args_[2] = Bytes(mode_text_, 3);
-  ext_start_ = clock().now();
+  extend_args_[2] = Bytes::from_cstr(mode == ExtendMode::kAdd ? "add" : "set");
   ext_ttl_ = ttl;
   ext_mode_ = mode;
-  want_holders(true, ext_start_);
+  want_holders(true, op_t0_);
   const detail::FanoutRequest req{{&detail::kExtendScript, {keys_, 1}, {extend_args_, 3}}};
   // The round stops at the end of the current validity.
   return begin_round(Stage::kExtend, req, {quorum(), 1, false},
@@ -210,7 +227,7 @@ Status QuorumLock::extend_request(Millis ttl, ExtendMode mode) {
 
 Status QuorumLock::after_extend(const detail::FanoutResult& fr) {
   note_servers(fr.decided_at, fr.timed_out);
-  const Status s = finish_extend(ext_start_, fr.decided_at, ext_ttl_, ext_mode_);
+  const Status s = finish_extend(op_t0_, fr.decided_at, ext_ttl_, ext_mode_);
   return end_op(noted(EventKind::kExtend, op_t0_, s));
 }
 
@@ -220,7 +237,7 @@ Result<bool> QuorumLock::owned() {
   Clock& c = clock();
   want_holders(true, c.now());
   // kOwnedScript: the key's PTTL (>= -1) if ours, -3 if not.
-  const detail::FanoutRequest req{{&detail::kOwnedScript, {keys_, 1}, {token_args_, 1}}};
+  const detail::FanoutRequest req{{&detail::kOwnedScript, keys_, {acquire_args_, 1}}};
   const detail::FanoutGoal goal{quorum(), -2, false};
   const detail::FanoutResult fr =
       detail::run_fanout(conns_, slots_, n_, req, goal, round_deadline(Deadline::never()), c);

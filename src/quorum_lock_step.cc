@@ -127,13 +127,13 @@ void QuorumLock::cancel() {
       break;
     case Stage::kRelease:
       released_on_ = 0;
-      for (size_t i = 0; i < n_; ++i) released_on_ += servers_[i].maybe_holds ? 0 : 1;
+      for (size_t i = 0; i < n_; ++i) released_on_ += maybe_holds_[i] ? 0 : 1;
       noted(EventKind::kRelease, op_t0_, ErrorCode::kTimeout).ignore();
       break;
     case Stage::kExtend:
       // A replace may have shortened the TTL where it landed.
       if (ext_mode_ == ExtendMode::kReplace) {
-        valid_until_ = detail::least_end(valid_until_, ext_start_, ext_ttl_, options_.drift_factor);
+        valid_until_ = detail::least_end(valid_until_, op_t0_, ext_ttl_, options_.drift_factor);
       }
       noted(EventKind::kExtend, op_t0_, ErrorCode::kTimeout).ignore();
       break;

@@ -5,6 +5,7 @@
 
 #include "edgelock/detail/decimal_text.h"
 #include "lease_util.h"
+#include "lock_keys.h"
 #include "reentrant_scripts.h"
 
 namespace edgelock {
@@ -12,6 +13,9 @@ namespace edgelock {
 namespace {
 constexpr size_t kOwnerLen = 32;  // 128 random bits as hex
 constexpr uint32_t kMaxDepth = 1u << 31;
+// KEYS[2] of the acquire: the fence counter.
+constexpr Bytes kFenceCompanion[1] = {detail::kFenceSuffix};
+
 // What the operation in flight is (LeaseCore::op()).
 enum ReentrantOp : uint8_t { kOpTry = 1, kOpAcquire, kOpRelease, kOpExtend };
 }  // namespace
@@ -19,8 +23,9 @@ enum ReentrantOp : uint8_t { kOpTry = 1, kOpAcquire, kOpRelease, kOpExtend };
 Status ReentrantLock::init(Bytes key, const ReentrantLockOptions& options, Bytes owner) {
   if (core_.op() != 0) return ErrorCode::kInvalidArgument;
   if (owner.size > kMaxTokenLen) return ErrorCode::kInvalidArgument;
-  EDGELOCK_TRY(core_.init(
-      key, {options.ttl, options.drift_factor, options.retry_min, options.retry_max}, &fence_key_));
+  EDGELOCK_TRY(core_.init(key,
+                          {options.ttl, options.drift_factor, options.retry_min, options.retry_max},
+                          kFenceCompanion));
   EDGELOCK_TRY(core_.mint(handle_, sizeof handle_));
   if (owner.size == 0) {
     EDGELOCK_TRY(core_.mint(owner_, kOwnerLen));
@@ -52,13 +57,16 @@ Nanos ReentrantLock::remaining() const {
 uint32_t ReentrantLock::depth() const { return remaining() > Nanos::zero() ? depth_ : 0; }
 
 // KEYS[1] = the hash; with `fenced` (acquire) KEYS[2] = the fence counter;
-// ARGV = words().args[0, nargs).
+// ARGV = words_.args[0, nargs).
 Status ReentrantLock::send(const Script& script, bool fenced, size_t nargs, bool writes,
                            Deadline deadline) {
-  detail::RequestWords& w = core_.words();
-  w.keys[0] = key();
-  w.keys[1] = fence_key_.bytes();
-  return core_.send({&script, {w.keys, fenced ? 2u : 1u}, {w.args, nargs}, writes}, deadline);
+  words_.key = key();
+  return core_.send({&script,
+                     {&words_.key, 1},
+                     {words_.args, nargs},
+                     writes,
+                     {kFenceCompanion, fenced ? 1u : 0u}},
+                    deadline);
 }
 
 // The blocking calls: the start/step machine driven to its end.
@@ -123,7 +131,7 @@ Status ReentrantLock::start_attempt(Deadline deadline) {
     retired_ = false;
   }
   want_ = depth_ + 1;
-  detail::RequestWords& w = core_.words();
+  auto& w = words_;
   w.num[0].set(options_.ttl.count());
   w.num[1].set(want_);
   w.num[2].set(most_ > want_ ? most_ : want_);
@@ -201,7 +209,7 @@ Status ReentrantLock::release_request(Req req) {
   // even at depth 0: release() removes it too.
   want_ = depth_ > 0 ? depth_ - 1 : 0;
   if (want_ == 0) retired_ = true;  // this request may delete the grant, whenever it runs
-  detail::RequestWords& w = core_.words();
+  auto& w = words_;
   w.num[0].set(want_);
   w.num[1].set(options_.ttl.count());
   w.num[2].set(most_);
@@ -256,7 +264,7 @@ Status ReentrantLock::begin_extend(Millis ttl, bool nonblocking) {
 Status ReentrantLock::extend_request(Millis ttl) {
   if (ttl < Millis(1) || ttl > kMaxTtl) return ErrorCode::kInvalidArgument;
   if (depth_ == 0) return ErrorCode::kNotHeld;
-  detail::RequestWords& w = core_.words();
+  auto& w = words_;
   w.num[0].set(ttl.count());
   w.args[0] = owner();
   w.args[1] = w.num[0].bytes();

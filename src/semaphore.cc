@@ -160,16 +160,16 @@ Status Semaphore::start_attempt(Deadline deadline) {
     if (!minted.ok()) return core_.end_op(minted);
     permit_->id_len_ = kPermitIdLen;
   }
-  detail::RequestWords& w = core_.words();
+  auto& w = words_;
   w.num[0].set(options_.ttl.count());
   w.num[1].set(options_.permits);
-  w.keys[0] = key();
+  w.key = key();
   w.args[0] = permit_->id();
   w.args[1] = w.num[0].bytes();
   w.args[2] = w.num[1].bytes();
   req_ = Req::kAttempt;
   req_start_ = core_.clock().now();
-  return core_.send({&detail::kSemAcquireScript, {w.keys, 1}, {w.args, 3}, true}, deadline);
+  return core_.send({&detail::kSemAcquireScript, {&w.key, 1}, {w.args, 3}, true}, deadline);
 }
 
 Status Semaphore::on_attempt(const Result<const Reply*>& r) {
@@ -241,11 +241,11 @@ Status Semaphore::begin_release(Permit* permit, Bytes id, bool nonblocking) {
 Status Semaphore::release_request(Bytes id, Req req) {
   if (id.size > kMaxTokenLen) return ErrorCode::kInvalidArgument;
   if (id.size == 0) return ErrorCode::kNotHeld;
-  detail::RequestWords& w = core_.words();
-  w.keys[0] = key();
+  auto& w = words_;
+  w.key = key();
   w.args[0] = id;
   req_ = req;
-  return core_.send({&detail::kSemReleaseScript, {w.keys, 1}, {w.args, 1}}, core_.io_deadline());
+  return core_.send({&detail::kSemReleaseScript, {&w.key, 1}, {w.args, 1}}, core_.io_deadline());
 }
 
 Status Semaphore::on_release(const Result<const Reply*>& r) {
@@ -281,9 +281,9 @@ Status Semaphore::begin_extend(Permit* permit, Millis ttl, bool nonblocking) {
 Status Semaphore::extend_request(Millis ttl) {
   if (ttl < Millis(1) || ttl > kMaxTtl) return ErrorCode::kInvalidArgument;
   if (permit_->id_len_ == 0 || permit_->retired_) return ErrorCode::kNotHeld;
-  detail::RequestWords& w = core_.words();
+  auto& w = words_;
   w.num[0].set(ttl.count());
-  w.keys[0] = key();
+  w.key = key();
   w.args[0] = permit_->id();
   w.args[1] = w.num[0].bytes();
   ext_ttl_ = ttl;
@@ -292,7 +292,7 @@ Status Semaphore::extend_request(Millis ttl) {
   // A renewal is worth waiting for only while the permit is still valid.
   const Deadline deadline =
       core_.renewal_deadline(permit_->granted_ ? permit_->valid_until_ : TimePoint(), req_start_);
-  return core_.send({&detail::kSemExtendScript, {w.keys, 1}, {w.args, 2}, true}, deadline);
+  return core_.send({&detail::kSemExtendScript, {&w.key, 1}, {w.args, 2}, true}, deadline);
 }
 
 Status Semaphore::on_extend(const Result<const Reply*>& r) {

@@ -13,13 +13,16 @@ namespace edgelock {
 class Backoff {
  public:
   /// Delays grow from `min` and are capped at `max` (min > 0, max >= min).
-  Backoff(Nanos min, Nanos max) : min_(min), max_(max) {}
+  /// `attempt`: delays already drawn (next() goes on from there).
+  Backoff(Nanos min, Nanos max, uint32_t attempt = 0)
+      : min_(min), max_(max), attempt_(attempt < kMaxStep ? attempt : kMaxStep) {}
   void reset() { attempt_ = 0; }
   /// The next delay: uniform in [min, min(max, min * 2^attempt)].
   Nanos next(Prng& rng);
   uint32_t attempt() const { return attempt_; }
 
  private:
+  static constexpr uint32_t kMaxStep = 64;  // the cap doubles at most this often
   Nanos min_;
   Nanos max_;
   uint32_t attempt_ = 0;

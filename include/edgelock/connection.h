@@ -196,7 +196,7 @@ class Connection final : public Backend {
   void back_off();
   Status handshake(Deadline deadline);
   Status ready(Deadline deadline);
-  Status encode(Span<const Bytes> args, size_t offset);
+  Status encode(Span<const Bytes> args, size_t offset, const Bytes* suffixes = nullptr);
   Status encode_eval(bool by_sha, size_t offset);
   void begin(uint8_t replies);
   Result<size_t> read(bool may_wait);

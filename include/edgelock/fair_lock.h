@@ -188,18 +188,19 @@ class FairLock final : public Lease {
   Connection& connection() const { return core_.connection(); }
 
  private:
-  /// A waiter's wake list name, "{key}:w:<seq>".
-  struct WakeKey {
-    size_t len = 0;
-    uint8_t data[kMaxKeyLen + 32];
-    Bytes bytes() const { return Bytes(data, len); }
+  /// ":w:<seq>", the suffix of a waiter's wake list "{key}:w:<seq>".
+  struct WakeSuffix {
+    uint8_t text[24];  // ":w:" and 20 digits
+    size_t len;
+    explicit WakeSuffix(uint64_t seq);
+    Bytes bytes() const { return Bytes(text, len); }
   };
 
   Status attempt(Deadline deadline, bool join, Span<const Bytes> blpop = {});
   Status on_acquire_reply(const Result<const Reply*>& r, TimePoint start);
   Status on_busy_reply(const Reply* rep);
   Result<const Reply*> eval(const ScriptCall& call, Deadline deadline);
-  Status wake_key_of(uint64_t seq, WakeKey* out) const;
+  Status wake_key_of(uint64_t seq, detail::CompanionKey* out) const;
   void wake(int64_t seq);
   Status send_release();
   Status send_extend(Millis ttl, ExtendMode mode);
@@ -223,14 +224,10 @@ class FairLock final : public Lease {
   TimePoint valid_until_{};
   uint64_t fence_ = 0;
   FairLockOptions options_;
-  detail::DecimalText ttl_text_;   // options_.ttl as sent
-  detail::DecimalText join_text_;  // +waiter_timeout: join the queue
-  detail::DecimalText try_text_;   // -waiter_timeout: only try
   char token_[kMaxTokenLen] = {};
   detail::LeaseCore core_;
-  detail::CompanionKey fence_key_;  // "{key}:fence"
-  detail::CompanionKey queue_key_;  // "{key}:queue"
-  WakeKey wake_key_;                // "{key}:w:<seq_>": where we wait
+  // The companion keys ("{key}:fence", "{key}:queue", "{key}:w:<seq_>",
+  // where we wait) are named when a request is encoded or sent.
 };
 
 }  // namespace edgelock

@@ -236,7 +236,7 @@ class Lock final : public Lease {
   Status begin_extend(Millis ttl, ExtendMode mode, bool nonblocking);
   Status first_attempt();
   Status new_token();
-  Status start_attempt(Deadline deadline, bool pipelined);
+  Status start_attempt(Deadline deadline, Span<const Bytes> blpop = {});
   Status on_attempt(const Result<const Reply*>& r);
   Status hand_back(Status then);
   Status attempt_done(Status s);
@@ -257,19 +257,20 @@ class Lock final : public Lease {
   bool wake_supported_ = true;  // false after the server refused BLPOP
   bool retired_ = false;        // a release of this token was sent: never granted under it again
   Req req_ = Req::kAttempt;
-  Status last_;  // the attempt that led to the pause, or a hand-back's result
-  size_t token_len_ = 0;
+  Status last_;            // the attempt that led to the pause, or a hand-back's result
+  uint8_t token_len_ = 0;  // up to kMaxTokenLen
   TimePoint valid_until_{};
   TimePoint req_start_{};  // the attempt's or extend's request left after this
   TimePoint op_t0_{};      // when the release or extend was called (metrics)
   Millis ext_ttl_{0};
   uint64_t fence_ = 0;
   LockOptions options_;
-  detail::DecimalText ttl_text_;  // options_.ttl as sent
   char token_[kMaxTokenLen] = {};
+  // The request in flight's words; its companion keys ("{key}:fence", the
+  // fencing counter, and "{key}:wake", the release signal) are named as it
+  // is encoded (ScriptCall::companions).
+  detail::RequestWords<3, 1> words_;
   detail::LeaseCore core_;
-  detail::CompanionKey fence_key_;  // "{key}:fence": the fencing counter
-  detail::CompanionKey wake_key_;   // "{key}:wake": the release signal
 };
 
 }  // namespace edgelock

@@ -209,14 +209,14 @@ class QuorumLock final : public Lease {
   Nanos remaining() const override;
   /// Fencing token of the current grant (0 if none, or fencing is off).
   uint64_t fence() const override { return fence_; }
-  Bytes token() const override { return Bytes(token_, token_len_); }
-  Bytes key() const override { return Bytes(key_, key_len_); }
+  Bytes token() const override { return n_ > 0 ? Bytes(token_, sizeof token_) : Bytes(); }
+  Bytes key() const override { return keys_[0]; }
   size_t size() const { return n_; }
   size_t quorum() const { return n_ / 2 + 1; }
   /// The per-server round budget in use (after the default is applied).
-  Nanos server_timeout() const { return server_timeout_; }
+  Nanos server_timeout() const;
   /// server_timeout(): one round per renewal.
-  Nanos renew_budget() const override { return server_timeout_; }
+  Nanos renew_budget() const override { return server_timeout(); }
   /// The connections' clock (default_clock() before init()).
   Clock& clock() const override { return n_ > 0 ? conns_[0]->clock() : default_clock(); }
   /// From the last acquire attempt: how long until enough holders'
@@ -278,6 +278,10 @@ class QuorumLock final : public Lease {
   Status extend_request(Millis ttl, ExtendMode mode);
   Status after_extend(const detail::FanoutResult& fr);
   Deadline round_deadline(Deadline limit) const;
+  Deadline limit() const;
+  Deadline round_limit() const;
+  TimePoint attempt_end() const;
+  Nanos down_step(uint8_t level) const;
   size_t note_owners(int64_t yes_min);
   Status finish_extend(TimePoint start, TimePoint decided_at, Millis ttl, ExtendMode mode);
   void want_holders(bool skip_down, TimePoint now);
@@ -286,65 +290,58 @@ class QuorumLock final : public Lease {
   void forget();
 
   Connection* conns_[kMaxQuorumServers] = {};
-  size_t n_ = 0;
   QuorumOptions options_;
-  Nanos server_timeout_{0};
   uint8_t key_[kMaxKeyLen] = {};
-  size_t key_len_ = 0;
-  uint8_t fence_key_[kMaxKeyLen + 8] = {};
-  size_t fence_key_len_ = 0;
-  char token_[kMaxTokenLen] = {};
-  size_t token_len_ = 0;
+  char token_[32] = {};  // 128 random bits as hex
   detail::DecimalText ttl_text_;
   detail::DecimalText ms_text_;
-  char mode_text_[4] = {};
   detail::DecimalText fence_text_;
   detail::DecimalText propose_text_;
+  // The key (key()); its companion "{key}:fence" is named as a request is
+  // encoded (ScriptCall::companions).
+  Bytes keys_[1];
   // Request arguments, one array per script: a request left in flight may
-  // be re-sent (NOSCRIPT) from these, so they never change kind.
-  Bytes keys_[2];
+  // be re-sent (NOSCRIPT) from these, so they never change kind. The
+  // release and the ownership check send acquire_args_[0], the token.
   Bytes acquire_args_[3];
   Bytes extend_args_[3];
   Bytes fence_args_[2];
-  Bytes token_args_[1];
-  struct Server {
-    bool maybe_holds = false;  // a request carrying our token may have landed
-    TimePoint down_until{};
-    Nanos down_step{0};
-  };
-  Server servers_[kMaxQuorumServers];
+  uint32_t attempts_ = 0;  // failed attempts of this acquire (the backoff's step)
+  // Per server: skipped until down_until_ after failing to answer, for a
+  // step that doubles per failure in a row (down_level_: how many).
+  TimePoint down_until_[kMaxQuorumServers] = {};
   detail::FanoutSlot slots_[kMaxQuorumServers];
-  bool has_token_ = false;
-  bool granted_ = false;
   TimePoint valid_until_{};
   uint64_t fence_ = 0;
   // The highest fence counter any server reported for this key (grants and
   // busy replies); the next acquire proposes seen_ + 1.
   uint64_t seen_ = 0;
   Millis busy_ttl_{0};
-  size_t released_on_ = 0;
-  size_t last_failed_ = kMaxQuorumServers;
   Prng rng_;
-  Backoff backoff_{Millis(5), Millis(250)};
   Metrics metrics_;
+  Millis ext_ttl_{0};
+  detail::FanoutRound round_;
+  // When the release or extend was called (metrics; an extend's validity
+  // counts from here).
+  TimePoint op_t0_{};
+  TimePoint attempt_start_{};                // before the attempt's first request left
+  TimePoint resume_at_{};                    // the end of the pause between attempts
+  Deadline wait_until_ = Deadline::never();  // the wait's end (limit(): + one round)
+  // Small fields last: no padding between them.
+  uint8_t n_ = 0;
+  uint8_t released_on_ = 0;
+  uint8_t last_failed_ = kMaxQuorumServers;
+  uint8_t agreed_ = 0;  // grants that returned fence_ itself (fence round)
+  uint8_t down_level_[kMaxQuorumServers] = {};
+  bool maybe_holds_[kMaxQuorumServers] = {};  // a request carrying our token may have landed
+  bool has_token_ = false;
+  bool granted_ = false;
   // The operation in flight (start_*()/step()).
   Op op_ = Op::kNone;
   Stage stage_ = Stage::kNone;
   bool release_any_ = false;  // the release round has servers to ask
   ExtendMode ext_mode_ = ExtendMode::kAdd;
-  uint32_t attempts_ = 0;
   Status then_;  // the attempt's result once the clean-up is done
-  Millis ext_ttl_{0};
-  detail::FanoutRound round_;
-  TimePoint op_t0_{};          // when the release or extend was called (metrics)
-  TimePoint attempt_start_{};  // before the attempt's first request left
-  TimePoint attempt_end_{};    // its validity end if granted
-  TimePoint ext_start_{};
-  TimePoint resume_at_{};  // the end of the pause between attempts
-  Deadline wait_until_ = Deadline::never();
-  Deadline limit_ = Deadline::never();        // the wait's end + one round
-  Deadline round_limit_ = Deadline::never();  // the attempt's limit (fence round)
-  size_t agreed_ = 0;                         // grants that returned fence_ itself (fence round)
 };
 
 }  // namespace edgelock

@@ -185,7 +185,9 @@ class ReentrantLock final : public Lease {
   Status send(const Script& script, bool fenced, size_t nargs, bool writes, Deadline deadline);
 
   detail::LeaseCore core_;
-  detail::CompanionKey fence_key_;  // "{key}:fence": the fencing counter
+  // The request in flight's words; "{key}:fence", the fencing counter, is
+  // named as it is encoded (ScriptCall::companions).
+  detail::RequestWords<5, 3> words_;
   ReentrantLockOptions options_;
   char owner_[kMaxTokenLen] = {};
   size_t owner_len_ = 0;

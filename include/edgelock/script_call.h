@@ -23,6 +23,11 @@ struct ScriptCall {
   /// extended a lease: a replicated back end may confirm it with its
   /// replicas (WAIT) before reporting success.
   bool writes_lease = false;
+  /// The library's companion keys, named when the call is encoded: after
+  /// `keys`, one more key per suffix here, the companion of keys[0] with it
+  /// (":fence" makes "{key}:fence"; hash tags keep the slot). Empty for
+  /// other callers' scripts. Needs a non-empty `keys`.
+  Span<const Bytes> companions = {};
 };
 
 }  // namespace edgelock

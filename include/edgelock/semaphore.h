@@ -237,6 +237,7 @@ class Semaphore {
                             Deadline deadline);
 
   detail::LeaseCore core_;
+  detail::RequestWords<3, 2> words_;  // the request in flight's
   SemaphoreOptions options_;
   Permit* permit_ = nullptr;  // the operation's permit (none for release_id())
   Req req_ = Req::kAttempt;

@@ -10,10 +10,14 @@
 namespace edgelock {
 namespace resp {
 
-/// A command: an array of binary-safe arguments.
+/// A command: an array of binary-safe arguments. With `suffixes` (one per
+/// argument), an argument whose suffix is not empty is written as the
+/// companion key of args[i] with that suffix (lock_keys.h), built straight
+/// into the output: a handle keeps its key once, not its companions.
 struct Command {
   const Bytes* args = nullptr;
   size_t count = 0;
+  const Bytes* suffixes = nullptr;
 };
 
 /// Exact number of bytes encode_command() will write for `cmd`.

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "lock_keys.h"
 #include "resp/encoder.h"
 
 namespace edgelock {
@@ -61,6 +62,37 @@ TEST(Encoder, RefusesNoArguments) {
   uint8_t buf[8];
   ByteBuilder out(buf, sizeof buf);
   EXPECT_EQ(encode_command(out, Command{nullptr, 0}).code(), ErrorCode::kInvalidArgument);
+}
+
+// A word with a suffix is written as the key's companion, straight into
+// the output: the same bytes companion_key() names, with an exact length.
+TEST(Encoder, CompanionWordsAreTheCompanionKeys) {
+  for (const char* key : {"foo", "{foo}", "a{b}c", "{}", "site{7}:pump", "{x{y}"}) {
+    for (const char* suffix : {":fence", ":wake", ":w:17", "queue"}) {
+      uint8_t name[64];
+      const Result<size_t> n =
+          detail::companion_key(Bytes::from_cstr(key), suffix, name, sizeof name);
+      ASSERT_TRUE(n.ok()) << key << suffix;
+      const std::string want(reinterpret_cast<char*>(name), n.value());
+      const Bytes args[3] = {Bytes::from_cstr("BLPOP"), Bytes::from_cstr(key),
+                             Bytes::from_cstr("1")};
+      const Bytes suffixes[3] = {Bytes(), Bytes::from_cstr(suffix), Bytes()};
+      const Command cmd{args, 3, suffixes};
+      const std::string wire = "*3\r\n$5\r\nBLPOP\r\n$" + std::to_string(want.size()) + "\r\n" +
+                               want + "\r\n$1\r\n1\r\n";
+      EXPECT_EQ(encoded_length(cmd), wire.size()) << key << suffix;
+      std::vector<uint8_t> buf(wire.size());
+      ByteBuilder exact(buf.data(), buf.size());
+      ASSERT_TRUE(encode_command(exact, cmd).ok()) << key << suffix;
+      EXPECT_EQ(std::string(reinterpret_cast<char*>(buf.data()), exact.size()), wire);
+      ByteBuilder short_by_one(buf.data(), buf.size() - 1);
+      EXPECT_EQ(encode_command(short_by_one, cmd).code(), ErrorCode::kBufferTooSmall);
+      EXPECT_EQ(short_by_one.size(), 0u);
+    }
+  }
+  uint8_t name[32];
+  ASSERT_TRUE(detail::companion_key(Bytes::from_cstr("{X}"), ":fence", name, sizeof name).ok());
+  EXPECT_EQ(std::string(reinterpret_cast<char*>(name), 9), "fence:{X}");
 }
 
 TEST(ByteBuilder, StickyOverflowAndDecimals) {

@@ -14,8 +14,8 @@ namespace edgelock {
 namespace detail {
 
 struct DecimalText {
-  char text[24] = {};  // INT64_MIN is 20 characters
-  size_t len = 0;
+  char text[20] = {};  // INT64_MIN is 20 characters; no terminator
+  uint8_t len = 0;
 
   DecimalText() { set(0); }
   explicit DecimalText(int64_t v) { set(v); }

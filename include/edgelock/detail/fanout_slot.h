@@ -51,7 +51,7 @@ struct FanoutRequest {
 /// when every wanted server has answered or the deadline passed.
 struct FanoutGoal {
   size_t quorum = 1;
-  int64_t yes_min = 1;
+  int32_t yes_min = 1;  // 1 or -2: 4 bytes keep the round small
   bool wait_all = false;
 };
 

@@ -40,12 +40,22 @@ struct LeaseTiming {
   Nanos retry_max = Millis(250);
 };
 
-/// A companion key's name ("{key}:fence"), kept by the primitive using it.
+/// A companion key's name ("{key}:wake", "{key}:w:<seq>") built on the
+/// stack for a command sent at once (BLPOP, a blocking call): a handle
+/// keeps its key only, and a script call names its companions when it is
+/// encoded (ScriptCall::companions).
 struct CompanionKey {
   size_t len = 0;
-  uint8_t data[kMaxKeyLen + 8];
+  uint8_t data[kMaxKeyLen + 32];  // ":w:" and 20 digits fit
+  /// Names the companion of `key` with `suffix`. Errors: kInvalidArgument
+  /// (does not fit).
+  Status set(Bytes key, Bytes suffix);
   Bytes bytes() const { return Bytes(data, len); }
 };
+
+/// Longest companion name init() accepts: every key up to kMaxKeyLen has
+/// its ":fence", ":wake" and ":queue" (eval_capacity.h counts on it).
+constexpr size_t kMaxCompanionLen = kMaxKeyLen + 8;
 
 /// Which failures a wait retries.
 enum class RetryOn : uint8_t {
@@ -60,12 +70,15 @@ enum class OpPhase : uint8_t {
   kPause,    ///< A backoff pause until its end.
 };
 
-/// The words of the request in flight: a started request views them until
-/// its reply is in (a NOSCRIPT fallback encodes them again).
+/// The words of a primitive's request in flight, held by the primitive
+/// (sized for its longest call: `A` arguments, `N` of them numbers): a
+/// started request views them until its reply is in (a NOSCRIPT fallback
+/// encodes them again).
+template <size_t A, size_t N>
 struct RequestWords {
-  Bytes keys[3];
-  Bytes args[5];
-  DecimalText num[3];
+  Bytes key;
+  Bytes args[A];
+  DecimalText num[N];
 };
 
 class LeaseCore {
@@ -75,22 +88,15 @@ class LeaseCore {
   LeaseCore& operator=(const LeaseCore&) = delete;
 
   /// Checks the key (1 .. kMaxKeyLen bytes) and the timing, seeds the
-  /// jitter and keeps them. With `fence` (and `wake`), also writes the
-  /// key's companions ":fence" (":wake") there (lock_keys.h) and checks
-  /// that the back end can serve them with the key (Backend::check_key).
-  /// The core is unchanged on error, but for last_error(), which names an
-  /// argument it refused. Errors: kInvalidArgument, kRandomFailed.
-  Status init(Bytes key, const LeaseTiming& timing, CompanionKey* fence = nullptr,
-              CompanionKey* wake = nullptr);
+  /// jitter and keeps them. With `companions` (suffixes: ":fence", ...),
+  /// also checks that each companion of the key (lock_keys.h) is at most
+  /// kMaxCompanionLen bytes and that the back end can serve them with the
+  /// key (Backend::check_key). The core is unchanged on error, but for
+  /// last_error(), which names an argument it refused. Errors:
+  /// kInvalidArgument, kRandomFailed.
+  Status init(Bytes key, const LeaseTiming& timing, Span<const Bytes> companions = {});
   /// True once init() succeeded.
   bool ready() const { return key_len_ > 0; }
-  /// kInvalidArgument if `key` is empty or longer than kMaxKeyLen, with the
-  /// cause in last_error(): for a primitive that builds its own companion
-  /// keys before init() (which checks the same).
-  Status check_key_size(Bytes key) {
-    init_fault_ = key.size == 0 || !key.data ? 1 : key.size > kMaxKeyLen ? 2 : 0;
-    return init_fault_ != 0 ? Status(ErrorCode::kInvalidArgument) : Status();
-  }
   /// Why the last init() refused its arguments, else the back end's last
   /// error text (never null).
   const char* last_error() const {
@@ -161,7 +167,7 @@ class LeaseCore {
   uint8_t op() const { return op_; }
   OpPhase phase() const { return phase_; }
 
-  /// Starts `call`, whose arrays (words()) must live until its reply is in,
+  /// Starts `call`, whose arrays (RequestWords) must live until its reply is in,
   /// within `deadline`: written at once without blocking on a plain
   /// connection (a connect or reconnect still blocks, up to
   /// connect_timeout), run to its end on another back end. Returns
@@ -182,8 +188,6 @@ class LeaseCore {
   Status pause(Nanos d);
   /// True once the pause is over (then phase kIdle).
   bool pause_over();
-  /// The request's words, kept here while it is in flight.
-  RequestWords& words() { return words_; }
 
   /// What the operation waits on (Lease::wait_fds(), next_deadline()).
   size_t wait_fds(pollfd* out, size_t cap) const;
@@ -247,7 +251,6 @@ class LeaseCore {
   Prng rng_;
   Backoff backoff_{Millis(2), Millis(250)};
   Metrics metrics_;
-  RequestWords words_;
   uint8_t key_[kMaxKeyLen] = {};
 };
 
