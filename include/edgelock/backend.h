@@ -28,13 +28,14 @@ class Backend {
   /// integer reply with its replicas (WAIT) before reporting success. The
   /// reply lives until the back end's next command.
   /// Errors: Connection::command()'s; kInvalidArgument (not set up, no
-  /// script, no keys where routing needs one, more than 13 keys and
-  /// arguments); kNoQuorum (too few replicas acknowledged the write);
-  /// kBufferTooSmall (the EVAL does not fit the command buffer, or a
-  /// redirect needs a node beyond the fixed capacity); kServerError (also:
-  /// more than kMaxRedirects redirects); kTimeout (also: the deadline passed
-  /// while a slot migration or failover settled); kNotConnected (also: no
-  /// sentinel named a reachable primary).
+  /// script, no keys where routing needs one, more than 13 keys (with
+  /// companions) and arguments, companions without a key); kNoQuorum (too
+  /// few replicas acknowledged the write); kBufferTooSmall (the EVAL does
+  /// not fit the command buffer, or a redirect needs a node beyond the
+  /// fixed capacity); kServerError (also: more than kMaxRedirects
+  /// redirects); kTimeout (also: the deadline passed while a slot migration
+  /// or failover settled); kNotConnected (also: no sentinel named a
+  /// reachable primary).
   virtual Result<const Reply*> eval(const ScriptCall& call, Deadline deadline) = 0;
 
   /// Runs the plain command `args` about `key` on the server serving it.

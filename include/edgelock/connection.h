@@ -141,7 +141,8 @@ class Connection final : public Backend {
   /// fit the command buffer as EVAL (checked at build time); a caller's
   /// script whose EVAL does not fit fails with kBufferTooSmall after the
   /// NOSCRIPT, and the connection stays usable. Errors: as command(),
-  /// kInvalidArgument (no script, more than 13 keys and arguments).
+  /// kInvalidArgument (no script, more than 13 keys (with companions) and
+  /// arguments, companions without a key).
   Result<const Reply*> eval(const ScriptCall& call, Deadline deadline) override;
 
   // --- Backend: one server, so every key is fine and served here.

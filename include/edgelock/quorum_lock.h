@@ -297,6 +297,7 @@ class QuorumLock final : public Lease {
   detail::DecimalText ms_text_;
   detail::DecimalText fence_text_;
   detail::DecimalText propose_text_;
+  uint32_t attempts_ = 0;  // failed attempts of this acquire (the backoff's step)
   // The key (key()); its companion "{key}:fence" is named as a request is
   // encoded (ScriptCall::companions).
   Bytes keys_[1];
@@ -306,7 +307,6 @@ class QuorumLock final : public Lease {
   Bytes acquire_args_[3];
   Bytes extend_args_[3];
   Bytes fence_args_[2];
-  uint32_t attempts_ = 0;  // failed attempts of this acquire (the backoff's step)
   // Per server: skipped until down_until_ after failing to answer, for a
   // step that doubles per failure in a row (down_level_: how many).
   TimePoint down_until_[kMaxQuorumServers] = {};

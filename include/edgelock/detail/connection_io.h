@@ -28,7 +28,8 @@ class ConnectionIo {
   /// NOSCRIPT). Connects first (bounded by `deadline`).
   /// Errors: as Connection::connect(), kNotConnected, kBufferTooSmall,
   /// kInvalidArgument (a request in flight, not set up, no script, more
-  /// than 13 keys and arguments).
+  /// than 13 keys (with companions) and arguments, companions without a
+  /// key).
   Status start_eval(const ScriptCall& call, Deadline deadline) {
     return c_->start_eval(call, deadline);
   }
@@ -50,9 +51,10 @@ class ConnectionIo {
   /// unanswered by a frozen server. Read the replies, oldest first, with
   /// advance_pipeline(). No allocation. Errors: kInvalidArgument (nothing
   /// in flight, the request in flight not yet written whole,
-  /// kMaxPipelined replies already due, no script, more than 13 keys and
-  /// arguments), kBufferTooSmall (the EVAL does not fit the command
-  /// buffer). On error nothing was queued.
+  /// kMaxPipelined replies already due, no script, more than 13 keys (with
+  /// companions) and arguments, companions without a key),
+  /// kBufferTooSmall (the EVAL does not fit the command buffer). On error
+  /// nothing was queued.
   Status pipeline_eval(const ScriptCall& call) { return c_->pipeline_eval(call); }
   /// advance() that returns each reply of a pipeline in turn: busy() stays
   /// true until the last is in. An error reply to an earlier request is
