@@ -96,8 +96,11 @@ bool ServerCore::execute(int id, Conn& c, const std::vector<std::string>& argv, 
     block_order_.push_back(id);
     return false;
   }
+  // send() may close the connection (a reset that loses the reply): c is
+  // gone then, so nothing of it is read after.
+  const int db = c.db;
   send(id, r);
-  serve_pushed(c.db, now_us);
+  serve_pushed(db, now_us);
   return true;
 }
 
@@ -261,9 +264,10 @@ size_t ServerCore::expire_blocked(int64_t now_us) {
       continue;
     }
     block_order_.erase(block_order_.begin() + static_cast<long>(k));
+    const bool was_wait = c.blocked_wait;
     c.blocked = false;
-    send(id, c.blocked_wait ? RVal::integer(0) : RVal::nil_array());
     c.blocked_wait = false;
+    send(id, was_wait ? RVal::integer(0) : RVal::nil_array());  // may close it: c unused after
     ++expired;
     run(id);
   }
