@@ -95,6 +95,8 @@ void Connection::drop() {
   transport_->close();
   rx_.clear();
   replies_due_ = 0;
+  head_sha_ = nullptr;
+  loaded_n_ = 0;  // the next stream may reach a restarted server
   if (state_ >= State::kConnecting) state_ = State::kDisconnected;
 }
 
@@ -196,7 +198,10 @@ Status Connection::encode(Span<const Bytes> args, size_t offset, const Bytes* su
 }
 
 Status Connection::encode_eval(bool by_sha, size_t offset) {
+  if (by_body_next_) by_sha = false;
+  by_body_next_ = false;
   eval_by_sha_ = by_sha;
+  if (by_sha && offset == 0 && replies_due_ == 0) head_sha_ = eval_.script;
   if (!eval_.script) {
     set_error(error_, "eval without a script");
     return ErrorCode::kInvalidArgument;
@@ -247,11 +252,11 @@ Status Connection::start_command(Span<const Bytes> args, Deadline deadline) {
   return Status();
 }
 
-Status Connection::start_eval(const ScriptCall& call, Deadline deadline) {
+Status Connection::start_eval(const ScriptCall& call, Deadline deadline, bool by_sha) {
   if (busy()) return ErrorCode::kInvalidArgument;
   EDGELOCK_TRY(ready(deadline));
   eval_ = call;
-  const Status s = encode_eval(true, 0);
+  const Status s = encode_eval(by_sha, 0);
   if (!s.ok()) return leave(s);
   begin(1);
   return Status();
@@ -331,6 +336,28 @@ Result<const Reply*> Connection::receive() {
   return static_cast<const Reply*>(nullptr);
 }
 
+// Scripts this stream's server has run: a request may be queued behind
+// one of them sent by SHA-1, as it cannot come back NOSCRIPT (short of a
+// SCRIPT FLUSH), and so never needs a re-send that would land out of order.
+void Connection::note_loaded(const Reply* reply) {
+  // Only a reply the script itself made proves it (an error may come
+  // before the lookup: LOADING, BUSY, NOPERM).
+  const Script* ran = head_sha_ ? head_sha_ : (replies_due_ == 1 ? eval_.script : nullptr);
+  head_sha_ = nullptr;
+  if (reply->type == ReplyType::kError || !ran || script_loaded(ran) ||
+      loaded_n_ == kLoadedScripts) {
+    return;
+  }
+  loaded_[loaded_n_++] = ran;
+}
+
+bool Connection::script_loaded(const Script* script) const {
+  for (uint8_t i = 0; i < loaded_n_; ++i) {
+    if (loaded_[i] == script) return true;
+  }
+  return false;
+}
+
 Result<const Reply*> Connection::on_reply(const Reply* reply) {
   // The last reply due, and more bytes behind it: unsolicited, a sign we
   // may be reading someone else's answer.
@@ -338,6 +365,7 @@ Result<const Reply*> Connection::on_reply(const Reply* reply) {
     set_error(error_, "server sent more than one reply");
     return leave(ErrorCode::kProtocol);
   }
+  note_loaded(reply);
   if (--replies_due_ == 0) state_ = State::kIdle;
   if (reply->type != ReplyType::kError) {
     // The text describes the last failure; once a request has succeeded
@@ -356,6 +384,7 @@ Result<const Reply*> Connection::on_reply(const Reply* reply) {
     begin(1);
     return send_some();  // now: a non-blocking caller may not look again soon
   }
+  if (code == ErrorCode::kNoScript) by_body_next_ = true;
   set_error(error_, "%.*s", static_cast<int>(reply->len), reply->str);
   return code;
 }

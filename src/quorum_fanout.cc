@@ -78,7 +78,12 @@ void step(Round& r, size_t i) {
 
 void start(Round& r, size_t i) {
   FanoutSlot& s = r.slots[i];
-  const Status st = detail::io(*r.conns[i]).start_eval(r.req.call, r.deadline);
+  // By body until this stream has seen the script run: the next round may
+  // queue its request behind this one (see ConnectionIo::script_loaded()).
+  ConnectionIo io = detail::io(*r.conns[i]);
+  const bool by_body = r.req.by_body || !io.script_loaded(r.req.call.script);
+  const Status st = by_body ? io.start_eval_by_body(r.req.call, r.deadline)
+                            : io.start_eval(r.req.call, r.deadline);
   if (!st.ok()) {
     s.error = st.code();
     s.outcome = SlotOutcome::kFailed;
@@ -116,7 +121,11 @@ void drop_dead_idle(Round& r, Clock& clock) {
 // server runs both in order even if it never answers within the round.
 // False if it cannot (then the old reply is drained first).
 bool queue_behind(Round& r, size_t i) {
-  const Status st = detail::io(*r.conns[i]).pipeline_eval(r.req.call);
+  ConnectionIo io = detail::io(*r.conns[i]);
+  // The last place is kept for a release: whatever was queued on a slow
+  // server, its release can follow it there.
+  if (!r.req.by_body && io.replies_due() + 1 >= ConnectionIo::kMaxPipelined) return false;
+  const Status st = io.pipeline_eval(r.req.call);
   if (!st.ok()) return false;
   r.slots[i].sent = true;
   step(r, i);  // write now
@@ -134,7 +143,15 @@ void begin(Round& r, Clock& clock) {
     s.outcome = SlotOutcome::kNone;
     s.in_flight = detail::io(*r.conns[i]).busy();
     s.draining = s.in_flight;
-    if (s.want && s.draining && r.req.pipeline) queue_behind(r, i);
+    if (!s.want || !s.draining) continue;
+    // Old replies already here are read first (a round decided at its
+    // majority leaves a straggler's behind, and nothing reads them between
+    // rounds); once all are in, step() sends ours. Otherwise ours is queued
+    // behind the old request, or, if it cannot be (written only in part, or
+    // the pipeline full), goes out once they are drained: the round is not
+    // decided before it has.
+    step(r, i);
+    if (s.draining) queue_behind(r, i);
   }
   // Connected servers first: a (re)connect blocks, and must not delay the
   // requests to servers that are ready.
@@ -150,14 +167,16 @@ void begin(Round& r, Clock& clock) {
 bool settled(const FanoutSlot* slots, size_t n, const FanoutGoal& goal) {
   size_t yes = 0;
   size_t waiting = 0;
+  size_t unsent = 0;  // still reading an older reply before sending ours
   for (size_t i = 0; i < n; ++i) {
     const FanoutSlot& s = slots[i];
     if (!s.want) continue;
     if (s.in_flight) ++waiting;
+    if (s.in_flight && !s.sent) ++unsent;
     if (s.outcome == SlotOutcome::kReplied && s.value >= goal.yes_min) ++yes;
   }
   if (waiting == 0) return true;
-  return !goal.wait_all && round_decided(goal.quorum, yes, waiting);
+  return !goal.wait_all && unsent == 0 && round_decided(goal.quorum, yes, waiting);
 }
 
 // Marks what is still in flight when the round ends. An old reply still

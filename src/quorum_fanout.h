@@ -5,15 +5,15 @@
 // one deadline, so a round costs about one round trip, not one per server.
 //
 // A request still unanswered when a round ends (decided early, or deadline)
-// stays in flight: the next round first reads ("drains") that old reply on
-// the same connection, then sends its own. That keeps a healthy but slower
-// server's socket (no reconnect, no heap) and keeps a release ordered after
-// an acquire that may still land. A drain that outlives a whole round is
-// given up (the connection is closed). A release is not made to wait for the
-// drain: it is queued behind the request in flight (pipelined), so a frozen
-// server runs the acquire and then the release when it resumes; its
-// connection stays open and the late replies are drained before the next
-// request.
+// stays in flight. The next round first reads the old replies already
+// received ("drains"), then queues its request behind what is still owed
+// on the same connection (pipelined, up to ConnectionIo::kMaxPipelined
+// replies due): a frozen server runs both in order when it resumes, and a
+// straggler of a round decided at its majority still gets the next
+// request. That keeps a healthy but slower server's socket (no reconnect,
+// no heap) and every request in the order sent. When the pipeline is full
+// the old replies are drained first, and a drain that outlives a whole
+// round is given up (the connection is closed).
 
 #include <poll.h>
 

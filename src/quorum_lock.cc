@@ -169,14 +169,14 @@ Status QuorumLock::attempt_begin(Deadline limit) {
   for (size_t i = 0; i < n_; ++i) slots_[i].want = attempt_start_ >= down_until_[i];
   const detail::FanoutRequest req{
       {&detail::kQuorumAcquireScript, keys_, acquire_args_, false, kFenceCompanion}};
-  return begin_round(Stage::kAcquire, req, {quorum(), 1, false},
+  return begin_round(Stage::kAcquire, req, {quorum(), 1},
                      round_deadline(limit).min(Deadline::at(attempt_end())));
 }
 
 Status QuorumLock::after_acquire(const detail::FanoutResult& fr) {
   note_servers(fr.decided_at, fr.timed_out);
   note_acquire();
-  const detail::Tally t = detail::tally_of(slots_, n_, {quorum(), 1, false});
+  const detail::Tally t = detail::tally_of(slots_, n_, {quorum(), 1});
   if (t.yes < quorum()) return cleanup(detail::acquire_failure(t));
   if (!detail::still_valid(attempt_end(), fr.decided_at)) return cleanup(ErrorCode::kExpired);
   granted_ = true;
@@ -247,13 +247,13 @@ Status QuorumLock::fence_begin() {
   }
   const detail::FanoutRequest req{
       {&detail::kFenceRaiseScript, keys_, fence_args_, false, kFenceCompanion}};
-  return begin_round(Stage::kFence, req, {quorum() - agreed_, 1, false},
+  return begin_round(Stage::kFence, req, {quorum() - agreed_, 1},
                      round_deadline(round_limit()).min(Deadline::at(valid_until_)));
 }
 
 Status QuorumLock::after_fence(const detail::FanoutResult& fr) {
   note_servers(fr.decided_at, fr.timed_out);
-  const detail::Tally t = detail::tally_of(slots_, n_, {quorum() - agreed_, 1, false});
+  const detail::Tally t = detail::tally_of(slots_, n_, {quorum() - agreed_, 1});
   Status s;
   if (!detail::still_valid(valid_until_, fr.decided_at)) {
     s = ErrorCode::kExpired;

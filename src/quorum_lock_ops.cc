@@ -73,20 +73,27 @@ Deadline QuorumLock::round_deadline(Deadline limit) const {
   return Deadline::after(clock(), server_timeout()).min(limit);
 }
 
-// Starts the release round on every server that may hold our token,
-// waiting for all of them within one deadline of server_timeout for the
-// whole round. On a server still working on an earlier request the release
-// is queued behind it (it runs after that request, even if the round ends
-// first). False if no server may hold it (no round).
+// Starts the release round on every server that may hold our token, with
+// one deadline of server_timeout for the whole round. A release is decided
+// once a majority is known not to hold the token (any reply counts;
+// servers never granted count already) and every request is out: the
+// stragglers' replies are read before the next request on their
+// connections. A failed acquire's hand-back waits for every server, so the
+// attempt leaves nothing behind that it could have read. On a server still
+// working on an earlier request the release is queued behind it (it runs
+// after that request, even if the round ends first). False if no server
+// may hold it (no round).
 bool QuorumLock::release_begin(Stage stage) {
   const Deadline deadline = Deadline::after(clock(), server_timeout());  // before any I/O
   want_holders(false, TimePoint());
-  release_any_ = false;
-  for (size_t i = 0; i < n_; ++i) release_any_ = release_any_ || slots_[i].want;
+  size_t asked = 0;
+  for (size_t i = 0; i < n_; ++i) asked += slots_[i].want ? 1 : 0;
+  release_any_ = asked > 0;
   if (!release_any_) return false;
-  detail::FanoutRequest req{{&detail::kReleaseScript, keys_, {acquire_args_, 1}}};
-  req.pipeline = true;
-  begin_round(stage, req, {quorum(), 1, true}, deadline).ignore();
+  const size_t known_free = n_ - asked;
+  const size_t goal = known_free >= quorum() ? 0 : quorum() - known_free;
+  const detail::FanoutRequest req{{&detail::kReleaseScript, keys_, {acquire_args_, 1}}, true};
+  begin_round(stage, req, {goal, 0, stage != Stage::kRelease}, deadline).ignore();
   return true;
 }
 
@@ -155,7 +162,7 @@ size_t QuorumLock::note_owners(int64_t yes_min) {
 
 Status QuorumLock::finish_extend(TimePoint start, TimePoint decided_at, Millis ttl,
                                  ExtendMode mode) {
-  const detail::FanoutGoal goal{quorum(), 1, false};
+  const detail::FanoutGoal goal{quorum(), 1};
   const detail::Tally t = detail::tally_of(slots_, n_, goal);
   const size_t possible = note_owners(1);
   if (t.yes >= quorum() && detail::still_valid(valid_until_, decided_at)) {
@@ -221,7 +228,7 @@ Status QuorumLock::extend_request(Millis ttl, ExtendMode mode) {
   want_holders(true, op_t0_);
   const detail::FanoutRequest req{{&detail::kExtendScript, {keys_, 1}, {extend_args_, 3}}};
   // The round stops at the end of the current validity.
-  return begin_round(Stage::kExtend, req, {quorum(), 1, false},
+  return begin_round(Stage::kExtend, req, {quorum(), 1},
                      round_deadline(Deadline::at(valid_until_)));
 }
 
@@ -238,7 +245,7 @@ Result<bool> QuorumLock::owned() {
   want_holders(true, c.now());
   // kOwnedScript: the key's PTTL (>= -1) if ours, -3 if not.
   const detail::FanoutRequest req{{&detail::kOwnedScript, keys_, {acquire_args_, 1}}};
-  const detail::FanoutGoal goal{quorum(), -2, false};
+  const detail::FanoutGoal goal{quorum(), -2};
   const detail::FanoutResult fr =
       detail::run_fanout(conns_, slots_, n_, req, goal, round_deadline(Deadline::never()), c);
   note_servers(fr.decided_at, fr.timed_out);

@@ -107,11 +107,12 @@ Deadline QuorumLock::next_deadline() const {
   return round_.deadline;
 }
 
-// Every connection with a request in flight is closed; what was sent may
-// have landed, so it counts as a round that ended without answers.
+// What was sent may have landed, so it counts as a round that ended
+// without answers. The requests stay in flight: the next round queues its
+// own behind them (a release after an extend runs after it), and reads
+// their replies first.
 void QuorumLock::cancel() {
   if (op_ == Op::kNone) return;
-  abandon_in_flight();
   switch (stage_) {
     case Stage::kAcquire:
       note_acquire();  // every server sent to may hold the token

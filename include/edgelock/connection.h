@@ -204,11 +204,13 @@ class Connection final : public Backend {
   Result<const Reply*> send_some();
   Result<const Reply*> receive();
   Result<const Reply*> on_reply(const Reply* reply);
+  void note_loaded(const Reply* reply);
+  bool script_loaded(const Script* script) const;
   Status await(Deadline deadline);
   Result<const Reply*> wait(Deadline deadline);
   // The engine behind detail::ConnectionIo.
   Status start_command(Span<const Bytes> args, Deadline deadline);
-  Status start_eval(const ScriptCall& call, Deadline deadline);
+  Status start_eval(const ScriptCall& call, Deadline deadline, bool by_sha = true);
   Result<const Reply*> advance();
   Result<const Reply*> advance_pipeline();
   Status pipeline_eval(const ScriptCall& call);
@@ -230,7 +232,15 @@ class Connection final : public Backend {
   State state_ = State::kUnconfigured;
   uint8_t replies_due_ = 0;   // replies still to read for what was sent
   bool eval_by_sha_ = false;  // the eval in flight was sent as EVALSHA
-  bool may_block_ = true;     // await() may still wait in the read itself
+  // A NOSCRIPT came back for a request that could not be re-sent (another
+  // was queued behind it): the next eval goes by body, loading its script.
+  bool by_body_next_ = false;
+  // The oldest reply due answers an EVALSHA of this script (else null).
+  const Script* head_sha_ = nullptr;
+  static constexpr uint8_t kLoadedScripts = 8;
+  const Script* loaded_[kLoadedScripts] = {};  // see note_loaded()
+  uint8_t loaded_n_ = 0;
+  bool may_block_ = true;  // await() may still wait in the read itself
   uint32_t failed_connects_ = 0;
   TimePoint next_connect_at_{};
   size_t tx_len_ = 0;

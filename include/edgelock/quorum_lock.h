@@ -199,9 +199,10 @@ class QuorumLock final : public Lease {
   size_t wait_fds(pollfd* out, size_t cap) const override;
   /// The round's deadline or the pause's end.
   Deadline next_deadline() const override;
-  /// See Lease::cancel(): every connection with a request in flight is
-  /// closed; an acquire's servers that may hold the token keep it for
-  /// release().
+  /// See Lease::cancel(). Requests in flight stay so: the next round's
+  /// request is queued behind them on their connections (a release runs
+  /// after a cancelled extend, never before it); an acquire's servers that
+  /// may hold the token keep it for release().
   void cancel() override;
 
   /// Conservative validity left (0 if not held): held() while we hold it

@@ -93,6 +93,14 @@ TEST(QuorumLock, InitValidates) {
   EXPECT_EQ(q.release().code(), ErrorCode::kNotHeld);
 }
 
+// A release is decided at its majority: the last server runs it a moment
+// later. Bounded poll.
+bool released_soon(Cluster& c, Bytes token) {
+  const TimePoint limit = default_clock().now() + slow(Millis(500));
+  while (c.holders(token) != 0 && default_clock().now() < limit) SystemClock().sleep_for(Millis(2));
+  return c.holders(token) == 0;
+}
+
 void full_cycle(Cluster& c) {
   QuorumLock lock;
   ASSERT_TRUE(lock.init(c.conns(), c.size(), Bytes::from_cstr(kKey), opts()).ok());
@@ -114,7 +122,7 @@ void full_cycle(Cluster& c) {
   const Bytes token = lock.token();
   ASSERT_TRUE(lock.release().ok());
   EXPECT_FALSE(lock.held());
-  EXPECT_EQ(c.holders(token), 0u);
+  EXPECT_TRUE(released_soon(c, token));
   EXPECT_EQ(lock.release().code(), ErrorCode::kNotHeld);
   EXPECT_EQ(lock.extend(Millis(100)).code(), ErrorCode::kNotHeld);
 }
@@ -178,7 +186,7 @@ TEST(QuorumLock, FiveServersBusyGuardAndFences) {
       EXPECT_GT(b.busy_ttl(), Millis(0));
       EXPECT_EQ(c.holders(b.token()), 0u) << "no partial grant left behind";
     }
-    EXPECT_EQ(c.holders(a.token()), 0u) << "the guard released it";
+    EXPECT_TRUE(released_soon(c, a.token())) << "the guard released it";
     ASSERT_TRUE(b.try_acquire().ok());
     EXPECT_GT(b.fence(), last);
     last = b.fence();
@@ -263,10 +271,13 @@ TEST(QuorumLock, StoppedServerCostsAtMostItsTimeout) {
   // of five released it: that is a release.
   const Status s = lock.release();
   EXPECT_TRUE(s.ok()) << s.to_string();
-  EXPECT_EQ(lock.released_on(), 4u);
+  EXPECT_GE(lock.released_on(), 3u) << "decided at its majority";
   EXPECT_LT(elapsed_since(t0), lock.server_timeout() + margin);
+  const TimePoint soon = default_clock().now() + slow(Millis(500));
+  while (c.holders(lock.token(), 0) != 0 && default_clock().now() < soon) {
+    SystemClock().sleep_for(Millis(5));
+  }
   EXPECT_EQ(c.holders(lock.token(), 0), 0u) << "server 0 is paused, the rest released";
-  EXPECT_TRUE(lock.server_down(0));
   c.server(0).resume();
   // The release queued behind the SET runs right after it on resume.
   const TimePoint limit = default_clock().now() + slow(Millis(500));
@@ -304,7 +315,7 @@ TEST(QuorumLock, ServerRestartedBetweenAcquireAndExtend) {
   ASSERT_TRUE(own.ok() && own.value());
   EXPECT_EQ(c.holders(lock.token()), 2u);
   ASSERT_TRUE(lock.release().ok());
-  EXPECT_EQ(c.holders(lock.token()), 0u);
+  EXPECT_TRUE(released_soon(c, lock.token()));
   SystemClock().sleep_for(2 * opts().down_min);  // let server 1 out of its backoff
   ASSERT_TRUE(lock.try_acquire().ok());
   EXPECT_GT(lock.fence(), first) << "the majority's counters carry the order";

@@ -22,9 +22,11 @@ using test::resp_ints;
 
 constexpr Millis kTtl{1000};
 
+// By SHA-1, or by body (a release, or a request queued behind another).
 bool runs(const std::vector<std::string>& request, const Script& script) {
-  return request.size() > 1 && request[0] == "EVALSHA" &&
-         request[1] == std::string(script.sha1, 40);
+  if (request.size() < 2) return false;
+  return (request[0] == "EVALSHA" && request[1] == std::string(script.sha1, 40)) ||
+         (request[0] == "EVAL" && request[1] == std::string(script.body, script.len));
 }
 
 bool ran(const FakeTransport& server, const Script& script, const std::string& word) {
@@ -100,7 +102,7 @@ TEST_F(FakeQuorum, AMajorityOnTheFenceIsFinalAfterOneRound) {
   server(1).reply(resp_int(10));
   server(2).reply(resp_int(10));
   ASSERT_TRUE(lock_.try_acquire().ok()) << lock_.last_error();
-  EXPECT_EQ(proposal(server(2).requests().back()), "10");
+  EXPECT_EQ(proposal(server(0).requests().back()), "10");
   EXPECT_EQ(lock_.fence(), 10u);
 }
 
@@ -151,8 +153,11 @@ TEST_F(FakeQuorum, FrozenServerGetsTheReleaseQueuedBehindItsAcquire) {
   EXPECT_TRUE(lock_.release().ok()) << "released on a majority";
   EXPECT_FALSE(lock_.held());
   EXPECT_TRUE(ran(server(2), detail::kQuorumAcquireScript, token()));
-  ASSERT_EQ(server(2).requests().size(), 2u);
-  EXPECT_EQ(server(2).requests()[1][0], "EVAL") << "pipelined behind the acquire, by body";
+  ASSERT_GE(server(2).requests().size(), 2u);
+  EXPECT_TRUE(runs(server(2).requests().front(), detail::kQuorumAcquireScript));
+  const std::vector<std::string>& last = server(2).requests().back();
+  EXPECT_TRUE(runs(last, detail::kReleaseScript) && last[0] == "EVAL")
+      << "pipelined behind the acquire (and the fence write-back), by body";
   EXPECT_EQ(server(2).opens(), 1u) << "the stream was kept, so the server runs both in order";
 }
 

@@ -33,6 +33,11 @@ class ConnectionIo {
   Status start_eval(const ScriptCall& call, Deadline deadline) {
     return c_->start_eval(call, deadline);
   }
+  /// start_eval() by body (EVAL): the request can never come back NOSCRIPT,
+  /// so another may be queued behind it (pipeline_eval()) and it still runs.
+  Status start_eval_by_body(const ScriptCall& call, Deadline deadline) {
+    return c_->start_eval(call, deadline, false);
+  }
   /// As start_eval() for a plain command. Errors: as connect(),
   /// kNotConnected, kBufferTooSmall, kInvalidArgument (a request in flight).
   Status start_command(Span<const Bytes> args, Deadline deadline) {
@@ -105,6 +110,13 @@ class ConnectionIo {
     c_->note_event(kind, status, key, latency);
   }
 
+  /// This stream has seen `script` run (a reply it made): an EVALSHA of it
+  /// cannot come back NOSCRIPT short of a SCRIPT FLUSH. Until then a request
+  /// another may be queued behind goes by body: a NOSCRIPT then could not
+  /// be re-sent in order, and the request would never run.
+  bool script_loaded(const Script* script) const { return c_->script_loaded(script); }
+  /// Replies still to read for what was sent.
+  uint8_t replies_due() const { return c_->replies_due_; }
   /// A request is in flight (being written, or replies due).
   bool busy() const { return c_->busy(); }
   /// The stream to wait on, and the events the request in flight waits for.

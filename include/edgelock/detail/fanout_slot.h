@@ -36,22 +36,26 @@ struct FanoutSlot {
 
 /// The script call; the script and the arrays its spans view must stay
 /// valid while any request of the round may still be in flight (the lock
-/// keeps them as members).
+/// keeps them as members). On a connection still owing an older reply it
+/// is queued behind that request (Connection::pipeline_eval): the server
+/// runs it next even if the older one never answers in time, and a release
+/// decided at its majority does not keep the next request from a
+/// straggler.
 struct FanoutRequest {
   ScriptCall call;
-  /// Queue the request behind one still in flight on the same connection
-  /// (Connection::pipeline_eval) instead of first draining its reply: the
-  /// server runs it after that request even if it never answers in time.
-  /// For releases, which must reach a server that may still run an acquire.
-  bool pipeline = false;
+  /// Sent by body (EVAL), never by SHA-1: a request whose loss matters
+  /// (a release) must not come back NOSCRIPT with another queued behind
+  /// it, when the connection can no longer re-send it in order.
+  bool by_body = false;
 };
 
 /// When a round may stop: a reply value >= yes_min is a yes; the round
-/// stops once round_decided(quorum, ...) holds, or, with wait_all, only
-/// when every wanted server has answered or the deadline passed.
+/// stops once every wanted request is out (a straggler still owing an older
+/// reply gets ours too) and round_decided(quorum, ...) holds, or, with
+/// wait_all, when every wanted server has answered; or at its deadline.
 struct FanoutGoal {
   size_t quorum = 1;
-  int32_t yes_min = 1;  // 1 or -2: 4 bytes keep the round small
+  int32_t yes_min = 1;  // 1, 0 (any reply) or -2: 4 bytes keep the round small
   bool wait_all = false;
 };
 
