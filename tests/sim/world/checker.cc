@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <iterator>
 
+#include "fair_scripts.h"
 #include "lock_scripts.h"
 #include "model/scripts.h"
 #include "reentrant_scripts.h"
@@ -28,6 +29,7 @@ Checker::Checker(World& w) : w_(w) {
   acquire_sha_[1] = detail::kSemAcquireScript.sha1;
   acquire_sha_[2] = detail::kReentrantAcquireScript.sha1;
   acquire_sha_[3] = detail::kQuorumAcquireScript.sha1;
+  acquire_sha_[4] = detail::kFairAcquireScript.sha1;
 }
 
 void Checker::violation(const char* kind, const char* fmt, ...) {
@@ -109,6 +111,10 @@ void Checker::admitted(int client, const std::string& key) {
 
 void Checker::waiting(int client, const std::string& key, bool on) { waiters_[key][client] = on; }
 
+void Checker::died(int client) {
+  for (auto& k : waiters_) k.second[client] = false;
+}
+
 void Checker::keeper_report(int client, int slot, bool lost, int64_t belief_end,
                             bool paused_since) {
   (void)slot;
@@ -131,6 +137,11 @@ std::string first_arg(const std::vector<std::string>& argv) {
   return at < argv.size() ? argv[at] : "";
 }
 
+// A script that releases a lease (its owner-checked delete).
+bool is_release(const std::string& name) {
+  return name == "kReleaseScript" || name == "kSemReleaseScript" || name == "kFairReleaseScript";
+}
+
 // The library script a request runs (its constant's name), or nullptr.
 const char* script_of(const std::vector<std::string>& argv) {
   if ((argv[0] != "EVALSHA" && argv[0] != "EVAL") || argv.size() < 3) return nullptr;
@@ -145,7 +156,7 @@ void Checker::on_request(int server, int client, const std::vector<std::string>&
   const char* n = script_of(argv);
   if (!n) return;
   const std::string name = n;
-  const bool release = name == "kReleaseScript" || name == "kSemReleaseScript";
+  const bool release = is_release(name);
   if (release && reply.is_error()) releases_[{client, server}][first_arg(argv)].refused = true;
   if (!reply.is_error()) on_script(server, client, name, argv, reply, closed_at);
   if (closed_at < 0) fresh_exec_[{client, first_arg(argv)}] = w_.now();
@@ -193,6 +204,9 @@ void Checker::on_script(int server, int client, const std::string& name,
   bool busy = false;
   if (name == "kAcquireScript") busy = reply.type == RType::kInt && reply.i <= 0;
   if (name == "kQuorumAcquireScript") busy = reply.type == RType::kArray;  // {-pttl, counter}
+  if (name == "kFairAcquireScript") {  // {fence, next} or {-wait_ms, position, seq}
+    busy = reply.type == RType::kArray && !reply.a.empty() && reply.a[0].i <= 0;
+  }
   if (name == "kSemAcquireScript" || name == "kReentrantAcquireScript") {
     busy = reply.type == RType::kArray && !reply.a.empty() && reply.a[0].i == 0;
   }
@@ -216,7 +230,7 @@ void Checker::on_client_send(int client, int server, int conn, const std::string
     const char* n = script_of(argv);
     if (n) token_first_sent_.emplace(std::make_pair(client, first_arg(argv)), w_.now());
     const std::string name = n ? n : "";
-    if (name == "kReleaseScript" || name == "kSemReleaseScript") {
+    if (is_release(name)) {
       releases_[{client, server}][first_arg(argv)].last_written = w_.now();
       last_release_[{client, first_arg(argv)}] = w_.now();
       note_release_written(client, server, conn, first_arg(argv));
@@ -230,7 +244,8 @@ void Checker::on_client_send(int client, int server, int conn, const std::string
   const bool attempt = bytes.find(acquire_sha_[0]) != std::string::npos ||
                        bytes.find(acquire_sha_[1]) != std::string::npos ||
                        bytes.find(acquire_sha_[2]) != std::string::npos ||
-                       bytes.find(acquire_sha_[3]) != std::string::npos;
+                       bytes.find(acquire_sha_[3]) != std::string::npos ||
+                       bytes.find(acquire_sha_[4]) != std::string::npos;
   if (!attempt) return;
   if (p.busy_at < 0 || p.woken) {
     p.busy_at = -1;
@@ -360,6 +375,11 @@ void Checker::check_liveness() {
   int64_t bound = 3000 * kMs + 2 * cfg.command_timeout_ms * kMs + cfg.ttl_ms * kMs;
   if (cfg.quorum()) bound += 5000 * kMs;
   for (const auto& k : waiters_) {
+    // FairLock (fair_lock.h): + one waiter timeout, a dead waiter's slack
+    // at the head of the queue; the TTL of a frozen waiter granted while
+    // it could not claim is in the bound already.
+    auto slack = wait_slack_.find(k.first);
+    const int64_t key_bound = bound + (slack == wait_slack_.end() ? 0 : slack->second);
     int n = 0;
     for (const auto& c : k.second) n += c.second ? 1 : 0;
     int held = 0;
@@ -372,11 +392,11 @@ void Checker::check_liveness() {
     auto it = starved_since_.find(k.first);
     if (it == starved_since_.end()) {
       starved_since_[k.first] = now;
-    } else if (now - it->second > bound) {
+    } else if (now - it->second > key_bound) {
       violation("liveness",
                 "%s free for %.1f ms with %d waiting clients (faults stopped; bound %.1f ms)",
                 k.first.c_str(), static_cast<double>(now - it->second) / 1e6, n,
-                static_cast<double>(bound) / 1e6);
+                static_cast<double>(key_bound) / 1e6);
     }
   }
 }

@@ -82,6 +82,13 @@ class Checker {
   void keeper_report(int client, int slot, bool lost, int64_t belief_end, bool paused_since);
   /// The minimum retry delay of this client's primitive (polling check).
   void set_retry_min(int client, int64_t ns) { retry_min_[client] = ns; }
+  /// Waiters on `key` may keep it free this much longer (FairLock: a dead
+  /// waiter at the head of the queue keeps its place for its waiter timeout).
+  void set_wait_slack(const std::string& key, int64_t ns) {
+    if (ns > wait_slack_[key]) wait_slack_[key] = ns;
+  }
+  /// The process died: it waits for nothing any more.
+  void died(int client);
 
   // --- From the world.
   /// `closed_at` >= 0: it came on a connection the client had closed then
@@ -145,7 +152,8 @@ class Checker {
   std::map<std::string, std::map<int, bool>> waiters_;
   std::map<std::string, int64_t> starved_since_;
   std::map<int, Poll> polls_;
-  std::string acquire_sha_[4];
+  std::string acquire_sha_[5];
+  std::map<std::string, int64_t> wait_slack_;
   std::map<int, int64_t> retry_min_;
   std::vector<Obligation> obligations_;
   // Releases written per (client, server), by token; and those the server
