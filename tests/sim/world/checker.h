@@ -135,6 +135,7 @@ class Checker {
   bool straggler(const Obligation& o, int server) const;
   void note_release_written(int client, int server, int conn, const std::string& token);
   void check_liveness();
+  void check_starving(const std::string& key, int waiting, bool free, int64_t bound);
   void on_script(int server, int client, const std::string& name,
                  const std::vector<std::string>& argv, const RVal& reply, int64_t closed_at);
   // Counts a cleanup the checker excused, by kind (RunStats::excused).
@@ -151,6 +152,7 @@ class Checker {
       quota_window_;  // (key, window end ms) -> admissions
   std::map<std::string, std::map<int, bool>> waiters_;
   std::map<std::string, int64_t> starved_since_;
+  std::map<std::string, int64_t> asked_at_;  // last instant a client waited on the key
   std::map<int, Poll> polls_;
   std::string acquire_sha_[5];
   std::map<std::string, int64_t> wait_slack_;
