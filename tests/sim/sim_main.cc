@@ -71,7 +71,7 @@ std::string work_summary(uint64_t seed, const Options& opt) {
 }
 
 int work_index(const char* name) {
-  for (int i = 0; i <= static_cast<int>(Work::kQuota); ++i) {
+  for (int i = 0; i <= static_cast<int>(Work::kFair); ++i) {
     if (std::strcmp(work_name(static_cast<Work>(i)), name) == 0) return i;
   }
   return -2;
@@ -148,6 +148,7 @@ struct Totals {
   uint64_t runs = 0, events = 0, requests = 0, grants = 0, resets = 0, long_delays = 0,
            violations = 0;
   uint64_t excused[5] = {}, fence_regressions = 0, holder_crashes = 0, server_timeouts = 0;
+  uint64_t waiter_crashes = 0, waiter_freezes = 0;
   uint64_t faults[8] = {};
   double sim_s = 0;
 };
@@ -155,7 +156,7 @@ struct Totals {
 const char kUsage[] =
     "usage: edgelock_sim [--seed S | --seeds N [--from S] [--max-seconds T] [--min-events N]]\n"
     "  [--clients N] [--servers N] [--work lock|lock+keeper|quorum|quorum+keeper|semaphore|\n"
-    "   reentrant|cooldown|quota] [--data-loss [--delayed-restart]] [--no-faults]\n"
+    "   reentrant|cooldown|quota|fair] [--data-loss [--delayed-restart]] [--no-faults]\n"
     "  [--fault-scale X] [--late-replies] [--strict] [--strict-cleanup] [--trace]\n"
     "  [--expect-violation] [--determinism] [--hashes] [--keep-going] [--quiet]\n";
 
@@ -187,6 +188,8 @@ uint64_t run_one(uint64_t seed, const Options& opt, std::vector<std::unique_ptr<
   for (int k = 0; k < 5; ++k) t->excused[k] += s.excused[k];
   t->fence_regressions += s.fence_regressions;
   t->holder_crashes += s.holder_crashes;
+  t->waiter_crashes += s.waiter_crashes;
+  t->waiter_freezes += s.waiter_freezes;
   t->server_timeouts += s.server_timeouts;
   for (int k = 0; k < 8; ++k) t->faults[k] += s.faults[k];
   t->sim_s += static_cast<double>(s.sim_ns) / 1e9;
@@ -235,6 +238,11 @@ void print_summary(const Totals& t, const Options& opt, double wall, Outcome& ou
       static_cast<unsigned long long>(t.resets), static_cast<unsigned long long>(t.long_delays),
       static_cast<unsigned long long>(t.holder_crashes),
       static_cast<unsigned long long>(t.server_timeouts));
+  if (t.waiter_crashes || t.waiter_freezes) {
+    std::printf("fair waiters: %llu died mid-wait, %llu frozen past their waiter timeout\n",
+                static_cast<unsigned long long>(t.waiter_crashes),
+                static_cast<unsigned long long>(t.waiter_freezes));
+  }
   if (t.fence_regressions) {
     std::printf("fences that went back after a restart lost the counters: %llu\n",
                 static_cast<unsigned long long>(t.fence_regressions));

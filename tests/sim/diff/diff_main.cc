@@ -101,6 +101,12 @@ void settle(ServerCore& model, int64_t margin_ms) {
       std::vector<int64_t> edges;
       if (e->expire_at_ms >= 0) edges.push_back(e->expire_at_ms);
       for (const auto& sc : e->ordered) edges.push_back(static_cast<int64_t>(sc.first));
+      // FairLock's waiters: "w:<token>" = "<seq>:<deadline ms>".
+      for (const auto& f : e->hash) {
+        const size_t colon = f.second.find(':');
+        if (f.first.compare(0, 2, "w:") == 0 && colon != std::string::npos)
+          edges.push_back(std::atoll(f.second.c_str() + colon + 1));
+      }
       for (int64_t t : edges) {
         if (t >= now - margin_ms && t <= now + margin_ms && t + margin_ms > wait_until) {
           wait_until = t + margin_ms;

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "fair_scripts.h"
 #include "lock_scripts.h"
 #include "rate_scripts.h"
 #include "reentrant_scripts.h"
@@ -138,6 +139,57 @@ DiffOp reentrant_op(uint64_t* s) {
   }
 }
 
+std::string queue_of(const std::string& k) {
+  return k[0] == '{' ? "queue:" + k : "{" + k + "}:queue";
+}
+std::string wake_list(const std::string& k, const std::string& seq) {
+  return k[0] == '{' ? "w:" + seq + ":" + k : "{" + k + "}:w:" + seq;
+}
+
+// FairLock's steps, and the commands its scripts use on queues in any state.
+DiffOp fair_op(uint64_t* s) {
+  const std::string k = one_of(s, kLockKeys), q = queue_of(k);
+  const std::string tok = one_of(s, kTokens);
+  const char* const seqs[] = {"0", "1", "2", "3"};
+  const char* const wts[] = {"1", "7", "400", "60000"};
+  const std::string seq = one_of(s, seqs), wt = one_of(s, wts);
+  switch (pick(s, 8)) {
+    case 0:
+    case 1:
+      return script_op("fair-acquire", detail::kFairAcquireScript, {k, fence_of(k), q},
+                       {tok, one_of(s, kTtls), pick(s, 4) ? wt : "-" + wt},
+                       Timed::kFirstIfNotPositive);
+    case 2:
+      return script_op("fair-release", detail::kFairReleaseScript, {k, q, wake_list(k, seq)},
+                       {tok, seq, wt}, Timed::kNone);
+    case 3: return script_op("fair-leave", detail::kFairLeaveScript, {k, q}, {tok, wt}, Timed::kNone);
+    case 4:
+      return script_op("fair-wake", detail::kFairWakeScript, {wake_list(k, seq)}, {wt},
+                       Timed::kNone);
+    case 5: {
+      // (A huge "seq" would make every script walk that many arrivals.)
+      const char* const incrs[] = {"1", "-1", "abc", "9223372036854775807"};
+      const char* const fields[] = {"head", "s:1"};
+      if (pick(s, 2)) return plain("HINCRBY", {"HINCRBY", q, "seq", pick(s, 2) ? "1" : "-1"});
+      return plain("HINCRBY", {"HINCRBY", q, one_of(s, fields), one_of(s, incrs)});
+    }
+    case 6: return plain("HDEL", {"HDEL", q, "w:" + tok, "s:" + seq, "seq"});
+    default: return plain("EXISTS", {"EXISTS", k, q, k, wake_list(k, seq)});
+  }
+}
+
+// A queue in a state the scripts must cope with.
+DiffOp fair_state_op(uint64_t* s) {
+  const std::string q = queue_of(one_of(s, kLockKeys));
+  const char* const seqs[] = {"abc", "5", "-2", "1.5"};
+  switch (pick(s, 4)) {
+    case 0: return setup("queue-seq", {"HSET", q, pick(s, 2) ? "seq" : "head", one_of(s, seqs)});
+    case 1: return setup("queue-entry", {"HSET", q, "w:tokB", pick(s, 2) ? "1:x" : "9:1", "s:1", "tokC"});
+    case 2: return setup("wrongtype-queue", {"RPUSH", q, "x"});
+    default: return setup("wrongtype-wake", {"HSET", "{lk}:w:1", "f", "v"});
+  }
+}
+
 DiffOp rate_op(uint64_t* s) {
   const char* const ms[] = {"1", "2", "3"};
   switch (pick(s, 5)) {
@@ -234,7 +286,9 @@ DiffOp binding_op(uint64_t* s) {
 }  // namespace
 
 DiffOp next_op(uint64_t* s) {
-  switch (pick(s, 11)) {
+  switch (pick(s, 13)) {
+    case 11: return fair_op(s);
+    case 12: return pick(s, 3) ? fair_op(s) : fair_state_op(s);
     case 10: return binding_op(s);
     case 0:
     case 1:
@@ -297,6 +351,9 @@ bool replies_agree(const RVal& m, const RVal& r, Timed timed, int64_t tol) {
       return m.type == RType::kArray && !m.a.empty() && m.a[0].type == RType::kInt &&
              m.a[0].i == 0 && elem_timed(m, r, 1, tol);
     case Timed::kFirst: return elem_timed(m, r, 0, tol);
+    case Timed::kFirstIfNotPositive:
+      return m.type == RType::kArray && !m.a.empty() && m.a[0].type == RType::kInt &&
+             m.a[0].i <= 0 && elem_timed(m, r, 0, tol);
     case Timed::kThird: return elem_timed(m, r, 2, tol);
   }
   return false;

@@ -24,6 +24,7 @@ enum class Timed : uint8_t {
   kWhole,          // a lone integer (extend in 'add' mode)
   kSecondIfZero,   // {0, ms}
   kFirst,          // {pttl, n}
+  kFirstIfNotPositive,  // {-wait_ms <= 0, ...} (fair acquire; a grant's fence exact)
   kThird,          // {ok, left, pttl}
 };
 

@@ -158,6 +158,9 @@ RVal Keyspace::call(const std::vector<std::string>& argv, int64_t now, int64_t n
   if (cmd == "HSET") return hset(argv, now);
   if (cmd == "HGET") return hget(argv, now);
   if (cmd == "HMGET") return hmget(argv, now);
+  if (cmd == "HDEL") return hdel(argv, now);
+  if (cmd == "HINCRBY") return hincrby(argv, now);
+  if (cmd == "EXISTS") return exists(argv, now);
   if (cmd == "ZADD") return zadd(argv, now);
   if (cmd == "ZSCORE") return zscore(argv, now);
   if (cmd == "ZCARD") return zcard(argv, now);

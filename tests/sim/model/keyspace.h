@@ -77,6 +77,9 @@ class Keyspace {
   RVal hset(const std::vector<std::string>& a, int64_t now);
   RVal hget(const std::vector<std::string>& a, int64_t now);
   RVal hmget(const std::vector<std::string>& a, int64_t now);
+  RVal hdel(const std::vector<std::string>& a, int64_t now);
+  RVal hincrby(const std::vector<std::string>& a, int64_t now);
+  RVal exists(const std::vector<std::string>& a, int64_t now);
   RVal zadd(const std::vector<std::string>& a, int64_t now);
   RVal zscore(const std::vector<std::string>& a, int64_t now);
   RVal zcard(const std::vector<std::string>& a, int64_t now);

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <iterator>
 
+#include "fair_scripts.h"
 #include "lock_scripts.h"
 #include "model/scripts.h"
 #include "reentrant_scripts.h"
@@ -28,6 +29,7 @@ Checker::Checker(World& w) : w_(w) {
   acquire_sha_[1] = detail::kSemAcquireScript.sha1;
   acquire_sha_[2] = detail::kReentrantAcquireScript.sha1;
   acquire_sha_[3] = detail::kQuorumAcquireScript.sha1;
+  acquire_sha_[4] = detail::kFairAcquireScript.sha1;
 }
 
 void Checker::violation(const char* kind, const char* fmt, ...) {
@@ -109,6 +111,10 @@ void Checker::admitted(int client, const std::string& key) {
 
 void Checker::waiting(int client, const std::string& key, bool on) { waiters_[key][client] = on; }
 
+void Checker::died(int client) {
+  for (auto& k : waiters_) k.second[client] = false;
+}
+
 void Checker::keeper_report(int client, int slot, bool lost, int64_t belief_end,
                             bool paused_since) {
   (void)slot;
@@ -131,6 +137,11 @@ std::string first_arg(const std::vector<std::string>& argv) {
   return at < argv.size() ? argv[at] : "";
 }
 
+// A script that releases a lease (its owner-checked delete).
+bool is_release(const std::string& name) {
+  return name == "kReleaseScript" || name == "kSemReleaseScript" || name == "kFairReleaseScript";
+}
+
 // The library script a request runs (its constant's name), or nullptr.
 const char* script_of(const std::vector<std::string>& argv) {
   if ((argv[0] != "EVALSHA" && argv[0] != "EVAL") || argv.size() < 3) return nullptr;
@@ -145,7 +156,7 @@ void Checker::on_request(int server, int client, const std::vector<std::string>&
   const char* n = script_of(argv);
   if (!n) return;
   const std::string name = n;
-  const bool release = name == "kReleaseScript" || name == "kSemReleaseScript";
+  const bool release = is_release(name);
   if (release && reply.is_error()) releases_[{client, server}][first_arg(argv)].refused = true;
   if (!reply.is_error()) on_script(server, client, name, argv, reply, closed_at);
   if (closed_at < 0) fresh_exec_[{client, first_arg(argv)}] = w_.now();
@@ -193,6 +204,9 @@ void Checker::on_script(int server, int client, const std::string& name,
   bool busy = false;
   if (name == "kAcquireScript") busy = reply.type == RType::kInt && reply.i <= 0;
   if (name == "kQuorumAcquireScript") busy = reply.type == RType::kArray;  // {-pttl, counter}
+  if (name == "kFairAcquireScript") {  // {fence, next} or {-wait_ms, position, seq}
+    busy = reply.type == RType::kArray && !reply.a.empty() && reply.a[0].i <= 0;
+  }
   if (name == "kSemAcquireScript" || name == "kReentrantAcquireScript") {
     busy = reply.type == RType::kArray && !reply.a.empty() && reply.a[0].i == 0;
   }
@@ -216,7 +230,7 @@ void Checker::on_client_send(int client, int server, int conn, const std::string
     const char* n = script_of(argv);
     if (n) token_first_sent_.emplace(std::make_pair(client, first_arg(argv)), w_.now());
     const std::string name = n ? n : "";
-    if (name == "kReleaseScript" || name == "kSemReleaseScript") {
+    if (is_release(name)) {
       releases_[{client, server}][first_arg(argv)].last_written = w_.now();
       last_release_[{client, first_arg(argv)}] = w_.now();
       note_release_written(client, server, conn, first_arg(argv));
@@ -230,7 +244,8 @@ void Checker::on_client_send(int client, int server, int conn, const std::string
   const bool attempt = bytes.find(acquire_sha_[0]) != std::string::npos ||
                        bytes.find(acquire_sha_[1]) != std::string::npos ||
                        bytes.find(acquire_sha_[2]) != std::string::npos ||
-                       bytes.find(acquire_sha_[3]) != std::string::npos;
+                       bytes.find(acquire_sha_[3]) != std::string::npos ||
+                       bytes.find(acquire_sha_[4]) != std::string::npos;
   if (!attempt) return;
   if (p.busy_at < 0 || p.woken) {
     p.busy_at = -1;
@@ -343,40 +358,6 @@ void Checker::check_claims() {
     if (h.second > limit) {
       violation("exclusion", "%d clients hold %s at once (limit %d)", h.second, h.first.c_str(),
                 limit);
-    }
-  }
-}
-
-void Checker::check_liveness() {
-  const RunConfig& cfg = w_.config();
-  const int64_t now = w_.now();
-  const int64_t start = w_.calm_at() + 2 * cfg.ttl_ms * kMs + 1000 * kMs;
-  if (!w_.calm() || now < start) return;
-  // Backoff (retry_max 250 ms), a wake-up cap (500 ms), a reconnect's
-  // backoff (up to 2 s) and a few round trips; plus one TTL: a lease nobody
-  // claims any more (a short extend never cuts the server's TTL, a late
-  // grant, a hand-back that never landed) lapses by then
-  // (docs/late-requests.md).
-  int64_t bound = 3000 * kMs + 2 * cfg.command_timeout_ms * kMs + cfg.ttl_ms * kMs;
-  if (cfg.quorum()) bound += 5000 * kMs;
-  for (const auto& k : waiters_) {
-    int n = 0;
-    for (const auto& c : k.second) n += c.second ? 1 : 0;
-    int held = 0;
-    for (const auto& c : claims_) held += c.second.ref.key == k.first && c.second.end > now ? 1 : 0;
-    const int limit = k.first == "S" ? cfg.permits : 1;
-    if (n == 0 || held >= limit || k.first == "C" || k.first == "QT") {
-      starved_since_.erase(k.first);
-      continue;
-    }
-    auto it = starved_since_.find(k.first);
-    if (it == starved_since_.end()) {
-      starved_since_[k.first] = now;
-    } else if (now - it->second > bound) {
-      violation("liveness",
-                "%s free for %.1f ms with %d waiting clients (faults stopped; bound %.1f ms)",
-                k.first.c_str(), static_cast<double>(now - it->second) / 1e6, n,
-                static_cast<double>(bound) / 1e6);
     }
   }
 }

@@ -82,6 +82,13 @@ class Checker {
   void keeper_report(int client, int slot, bool lost, int64_t belief_end, bool paused_since);
   /// The minimum retry delay of this client's primitive (polling check).
   void set_retry_min(int client, int64_t ns) { retry_min_[client] = ns; }
+  /// Waiters on `key` may keep it free this much longer (FairLock: a dead
+  /// waiter at the head of the queue keeps its place for its waiter timeout).
+  void set_wait_slack(const std::string& key, int64_t ns) {
+    if (ns > wait_slack_[key]) wait_slack_[key] = ns;
+  }
+  /// The process died: it waits for nothing any more.
+  void died(int client);
 
   // --- From the world.
   /// `closed_at` >= 0: it came on a connection the client had closed then
@@ -128,6 +135,7 @@ class Checker {
   bool straggler(const Obligation& o, int server) const;
   void note_release_written(int client, int server, int conn, const std::string& token);
   void check_liveness();
+  void check_starving(const std::string& key, int waiting, bool free, int64_t bound);
   void on_script(int server, int client, const std::string& name,
                  const std::vector<std::string>& argv, const RVal& reply, int64_t closed_at);
   // Counts a cleanup the checker excused, by kind (RunStats::excused).
@@ -144,8 +152,10 @@ class Checker {
       quota_window_;  // (key, window end ms) -> admissions
   std::map<std::string, std::map<int, bool>> waiters_;
   std::map<std::string, int64_t> starved_since_;
+  std::map<std::string, int64_t> asked_at_;  // last instant a client waited on the key
   std::map<int, Poll> polls_;
-  std::string acquire_sha_[4];
+  std::string acquire_sha_[5];
+  std::map<std::string, int64_t> wait_slack_;
   std::map<int, int64_t> retry_min_;
   std::vector<Obligation> obligations_;
   // Releases written per (client, server), by token; and those the server

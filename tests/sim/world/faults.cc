@@ -74,6 +74,18 @@ void World::plan_faults() {
   }
 }
 
+void World::freeze(int client, int64_t start, int64_t end) {
+  Fault f;
+  f.kind = FaultKind::kClientPause;
+  f.a = client;
+  f.start = start;
+  f.end = end;
+  faults_.push_back(f);
+  const int idx = static_cast<int>(faults_.size()) - 1;
+  schedule(f.start, Ev::kFaultStart, idx);
+  schedule(f.end, Ev::kFaultEnd, idx);
+}
+
 // True if another fault of this kind on this target still runs (overlapping
 // pauses and restarts end with the last one).
 bool World::still_faulted(const Fault& f) const {
@@ -94,7 +106,7 @@ void World::unreachable_until(int client, int server, int64_t end) {
 // Another client (an older library, a hand-made key) holding the lock key
 // with no TTL: waiters must back off, not poll.
 void World::rogue(bool on) {
-  const char* key = cfg_.quorum() ? "Q" : "L";
+  const char* key = cfg_.quorum() ? "Q" : (cfg_.work[0] == Work::kFair ? "F" : "L");
   for (int i = 0; i < cfg_.servers; ++i) {
     // On the data itself, whatever the process is doing: the rogue client
     // got its command in just before a pause or crash, or just after.

@@ -17,6 +17,7 @@ const char* work_name(Work w) {
     case Work::kReentrant: return "reentrant";
     case Work::kCooldown: return "cooldown";
     case Work::kQuota: return "quota";
+    case Work::kFair: return "fair";
   }
   return "?";
 }
@@ -39,8 +40,15 @@ void pick_work(RunConfig& c, Prng& r, const RunOverrides& o) {
   }
   const Work single[] = {Work::kLock,      Work::kLock,     Work::kLockKeeper, Work::kSemaphore,
                          Work::kReentrant, Work::kCooldown, Work::kQuota};
-  const Work a = r.pick(single);
-  const Work b = r.chance(0.4) ? r.pick(single) : a;
+  Work a = r.pick(single);
+  Work b = r.chance(0.4) ? r.pick(single) : a;
+  // FairLock from a stream of its own, so the other draws (and every run
+  // without it) stay as they were.
+  Prng fair(stream_seed(c.seed, 6));
+  if (fair.chance(0.15)) {
+    b = b == a ? Work::kFair : b;
+    a = Work::kFair;
+  }
   for (int i = 0; i < c.clients; ++i) {
     Work w = (i % 2 == 0) ? a : b;
     // Lock and its keeper form share the key: mix them freely.

@@ -18,6 +18,7 @@ enum class Work : uint8_t {
   kReentrant,     // ReentrantLock, entered twice at times
   kCooldown,      // Cooldown::enter / try_enter
   kQuota,         // Quota::take / try_take
+  kFair,          // FairLock: queued waits, waiters that die or freeze
 };
 const char* work_name(Work w);
 

@@ -20,6 +20,10 @@ Status SimTransport::open(const Endpoint& ep, const ResolvedHost& addrs, const T
   (void)clock;
   close();
   const int server = static_cast<int>(ep.port) - kSimPortBase;
+  if (w_->client(client_).dead) {
+    std::snprintf(err, sizeof(ErrorText), "sim: the process is dead");
+    return ErrorCode::kConnectFailed;
+  }
   if (server < 0 || server >= static_cast<int>(w_->server_count())) {
     std::snprintf(err, sizeof(ErrorText), "sim: no server at port %d", ep.port);
     return ErrorCode::kConnectFailed;
@@ -43,6 +47,7 @@ void SimTransport::close() {
 
 bool SimTransport::readable() const {
   if (conn_ < 0) return false;
+  if (w_->client(client_).dead) return true;  // the read fails at once
   const SimConn& c = w_->conn(conn_);
   return !c.rx.empty() || c.state != SimConn::State::kOpen || c.server_fin;
 }
@@ -50,7 +55,7 @@ bool SimTransport::readable() const {
 Result<size_t> SimTransport::write_some(const uint8_t* data, size_t n, ErrorText& err) {
   if (conn_ < 0) return ErrorCode::kConnectionClosed;
   const SimConn& c = w_->conn(conn_);
-  if (c.state != SimConn::State::kOpen || c.server_fin) {
+  if (c.state != SimConn::State::kOpen || c.server_fin || c.client_closed) {
     std::snprintf(err, sizeof(ErrorText), "sim: send: connection reset by peer");
     return ErrorCode::kConnectionClosed;
   }
@@ -69,6 +74,7 @@ Result<size_t> SimTransport::read_some(uint8_t* dst, size_t cap, bool may_wait, 
     }
   }
   SimConn& c = w_->conn(conn_);
+  if (c.client_closed) return ErrorCode::kConnectionClosed;  // the process died
   if (!c.rx.empty()) {
     const size_t k = c.rx.size() < cap ? c.rx.size() : cap;
     std::memcpy(dst, c.rx.data(), k);

@@ -253,6 +253,7 @@ void run_semaphore(Env& e);
 void run_reentrant(Env& e);
 void run_cooldown(Env& e);
 void run_quota(Env& e);
+void run_fair(Env& e);
 
 }  // namespace sim
 }  // namespace edgelock

@@ -124,6 +124,7 @@ void client_main(World& w, int client) {
     case Work::kReentrant: run_reentrant(e); break;
     case Work::kCooldown: run_cooldown(e); break;
     case Work::kQuota: run_quota(e); break;
+    case Work::kFair: run_fair(e); break;
   }
 }
 

@@ -94,9 +94,22 @@ void World::block(int client, int64_t until) {
   if (Fiber::current() != c.fiber) model_fail("client %d blocked from another context", client);
   ++c.wait_gen;
   c.blocked = true;
+  if (c.dies_at >= 0 && (until < 0 || until > c.dies_at)) until = c.dies_at;
   if (until >= 0) schedule(until, Ev::kWake, client, 0, static_cast<int64_t>(c.wait_gen));
   c.fiber->yield();
   c.blocked = false;
+  if (c.dies_at >= 0 && now_ >= c.dies_at) die(client);
+}
+
+void World::die(int client) {
+  ClientProc& c = clients_[static_cast<size_t>(client)];
+  c.dies_at = -1;
+  c.dead = true;
+  trace("c%d died", client);
+  for (auto& p : conns_) {
+    if (p->client == client && !p->client_closed) client_close(p->id);
+  }
+  checker_->died(client);
 }
 
 void World::wake(int client) {

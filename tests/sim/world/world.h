@@ -134,6 +134,8 @@ struct ClientProc {
   bool wake_pending = false;
   uint64_t steps_at_instant = 0;  // resumes without time moving (spin guard)
   int64_t last_resume_t = -1;
+  int64_t dies_at = -1;  // the process dies at its first wait past this true time
+  bool dead = false;     // died: its sockets are closed, nothing it sends arrives
 };
 
 /// Counters of one run (summed over runs for the report).
@@ -146,6 +148,8 @@ struct RunStats {
   uint64_t server_timeouts = 0;  // blocked BLPOP/WAIT timed out by a server
   uint64_t grants = 0;           // acquire/enter/take ok (workloads)
   uint64_t holder_crashes = 0;   // quorum holders dead right after a grant (workloads)
+  uint64_t waiter_crashes = 0;   // FairLock waiters dead mid-wait (workloads)
+  uint64_t waiter_freezes = 0;   // FairLock waiters frozen past their waiter timeout
   uint64_t violations = 0;
   uint64_t excused[5] = {};        // cleanups excused, by Excuse
   uint64_t fence_regressions = 0;  // after a restart that lost the counters
@@ -179,6 +183,8 @@ class World {
   void client_send(int conn, const uint8_t* data, size_t n);
   SimConn& conn(int id) { return *conns_[static_cast<size_t>(id)]; }
   int current_client() const;
+  /// Freezes `client` (as a client-pause fault) over true times [start, end).
+  void freeze(int client, int64_t start, int64_t end);
 
   // --- For workloads and the checker.
   const RunConfig& config() const { return cfg_; }
@@ -237,6 +243,8 @@ class World {
   void resume(int client);
   void wake(int client);
   void wake_conn_owner(int conn);
+  // The process dies (ClientProc::dies_at): the kernel closes its sockets.
+  void die(int client);
 
   // Network (net.cc).
   int64_t one_way_delay(bool to_server);
