@@ -71,7 +71,7 @@ std::string work_summary(uint64_t seed, const Options& opt) {
 }
 
 int work_index(const char* name) {
-  for (int i = 0; i <= static_cast<int>(Work::kQuota); ++i) {
+  for (int i = 0; i <= static_cast<int>(kLastWork); ++i) {
     if (std::strcmp(work_name(static_cast<Work>(i)), name) == 0) return i;
   }
   return -2;

@@ -112,7 +112,16 @@ void Checker::waiting(int client, const std::string& key, bool on) { waiters_[ke
 void Checker::keeper_report(int client, int slot, bool lost, int64_t belief_end,
                             bool paused_since) {
   (void)slot;
-  if (paused_since || belief_end <= 0) return;
+  if (belief_end <= 0) return;
+  // Past the end it relied on, only the loss is left to report: a renewal
+  // that comes back later is too late to count (lease_keeper.h), frozen or
+  // not.
+  if (!lost && w_.now() >= belief_end) {
+    violation("keeper", "c%d's keeper reported keeping %.3f ms after the validity it relied on ended",
+              client, static_cast<double>(w_.now() - belief_end) / 1e6);
+    return;
+  }
+  if (paused_since) return;
   if (w_.now() > belief_end + kSlack) {
     violation("keeper", "c%d's keeper reported %s %.3f ms after the validity it relied on ended",
               client, lost ? "the loss" : "keeping",
@@ -339,7 +348,7 @@ void Checker::check_claims() {
     check_truth(std::prev(it)->first.first, c);
   }
   for (const auto& h : holders) {
-    const int limit = h.first == "S" ? w_.config().permits : 1;
+    const int limit = semaphore_key(h.first) ? w_.config().permits : 1;
     if (h.second > limit) {
       violation("exclusion", "%d clients hold %s at once (limit %d)", h.second, h.first.c_str(),
                 limit);
@@ -364,7 +373,7 @@ void Checker::check_liveness() {
     for (const auto& c : k.second) n += c.second ? 1 : 0;
     int held = 0;
     for (const auto& c : claims_) held += c.second.ref.key == k.first && c.second.end > now ? 1 : 0;
-    const int limit = k.first == "S" ? cfg.permits : 1;
+    const int limit = semaphore_key(k.first) ? cfg.permits : 1;
     if (n == 0 || held >= limit || k.first == "C" || k.first == "QT") {
       starved_since_.erase(k.first);
       continue;

@@ -1,7 +1,7 @@
 #include "world/workloads.h"
 
 #include "edgelock/quorum_lock.h"
-#include "world/workload_env.h"
+#include "world/loop_env.h"
 
 namespace edgelock {
 namespace sim {
@@ -43,6 +43,8 @@ void run_lock(Env& e, bool with_keeper) {
   }
 }
 
+}  // namespace
+
 QuorumOptions quorum_options(Env& e) {
   QuorumOptions o;
   o.ttl = Millis(e.w().config().ttl_ms);
@@ -54,6 +56,8 @@ QuorumOptions quorum_options(Env& e) {
   o.server_timeout = Millis(budget);
   return o;
 }
+
+namespace {
 
 // One life of a QuorumLock process; true if it crashed right after a
 // grant (no release: its keys are left to expire). The next life starts
@@ -124,6 +128,12 @@ void client_main(World& w, int client) {
     case Work::kReentrant: run_reentrant(e); break;
     case Work::kCooldown: run_cooldown(e); break;
     case Work::kQuota: run_quota(e); break;
+    case Work::kLockLoop: run_lock_loop(e); break;
+    case Work::kQuorumLoop: run_quorum_loop(e); break;
+    case Work::kSemaphoreLoop: run_semaphore_loop(e); break;
+    case Work::kReentrantLoop: run_reentrant_loop(e); break;
+    case Work::kSemaphoreKeeper: run_semaphore_keeper(e); break;
+    case Work::kReentrantKeeper: run_reentrant_keeper(e); break;
   }
 }
 
