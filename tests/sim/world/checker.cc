@@ -112,16 +112,14 @@ void Checker::waiting(int client, const std::string& key, bool on) { waiters_[ke
 void Checker::keeper_report(int client, int slot, bool lost, int64_t belief_end,
                             bool paused_since) {
   (void)slot;
-  if (belief_end <= 0) return;
+  if (paused_since || belief_end <= 0) return;
   // Past the end it relied on, only the loss is left to report: a renewal
-  // that comes back later is too late to count (lease_keeper.h), frozen or
-  // not.
+  // that comes back later is too late to count (lease_keeper.h).
   if (!lost && w_.now() >= belief_end) {
     violation("keeper", "c%d's keeper reported keeping %.3f ms after the validity it relied on ended",
               client, static_cast<double>(w_.now() - belief_end) / 1e6);
     return;
   }
-  if (paused_since) return;
   if (w_.now() > belief_end + kSlack) {
     violation("keeper", "c%d's keeper reported %s %.3f ms after the validity it relied on ended",
               client, lost ? "the loss" : "keeping",

@@ -22,12 +22,23 @@ KeeperOptions pick_keeper_options(Env& e) {
   return o;
 }
 
-// The end the loop relies on: the keeper reports the loss lose_before
-// ahead of the validity's end.
+// The true instant `before` ahead of the lease's validity end (0: none left).
 template <typename L>
-int64_t belief(Env& e, const L& lease, const KeeperOptions& ko) {
-  const Nanos left = lease.remaining() - ko.lose_before;
+int64_t end_of(Env& e, const L& lease, Nanos before) {
+  const Nanos left = lease.remaining() - before;
   return left > Nanos::zero() ? e.end_after(left) : 0;
+}
+
+// What the keeper said, against the ends it relied on: kKeeping only
+// before the keeper's end (lose_before ahead of the validity's), any report
+// by the validity's end (a reconnect inside start_renew may block up to
+// that end, past the keeper's: docs/simulation.md).
+void judge(Env& e, int slot, bool lost, int64_t keeper_end, int64_t valid_end, bool paused) {
+  if (!lost && !paused && keeper_end > 0 && e.w().now() >= keeper_end) {
+    e.checker().violation("keeper", "c%d's keeper reported keeping %.3f ms after its end", e.id(),
+                          static_cast<double>(e.w().now() - keeper_end) / 1e6);
+  }
+  e.checker().keeper_report(e.id(), slot, lost, valid_end, paused);
 }
 
 // Keeps `lease` for a while from the loop; false if the keeper lost it.
@@ -38,7 +49,7 @@ bool keep_loop(Env& e, L& lease, const LeaseRef& ref, int slot, const KeeperOpti
   if (!keeper.start().ok()) return true;
   const int64_t stop = e.w().now() + e.rng().log_uniform(e.ttl_ns() / 2, 6 * e.ttl_ns());
   uint32_t pauses = e.pauses();
-  int64_t believed = belief(e, lease, ko);
+  int64_t keeper_end = end_of(e, lease, ko.lose_before), valid_end = end_of(e, lease, Nanos(0));
   for (int i = 0; i < 200000 && e.w().now() < stop; ++i) {
     pollfd fds[kMaxWaitFds];
     const size_t n = watch ? keeper.wait_fds(fds, kMaxWaitFds) : 0;
@@ -49,13 +60,14 @@ bool keep_loop(Env& e, L& lease, const LeaseRef& ref, int slot, const KeeperOpti
     // A process frozen since it last looked cannot hear of a loss in time.
     const bool paused = e.pauses() != pauses;
     pauses = e.pauses();
-    e.checker().keeper_report(e.id(), slot, st == LeaseState::kLost, believed, paused);
+    judge(e, slot, st == LeaseState::kLost, keeper_end, valid_end, paused);
     if (st == LeaseState::kLost) {
       e.checker().unclaim(e.id(), slot);
       return false;
     }
     report(e, lease, ref, slot);
-    believed = belief(e, lease, ko);
+    keeper_end = end_of(e, lease, ko.lose_before);
+    valid_end = end_of(e, lease, Nanos(0));
   }
   keeper.stop();  // a renewal given up: the lesser validity
   report(e, lease, ref, slot);
