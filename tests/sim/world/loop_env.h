@@ -42,6 +42,7 @@ Status drive(Env& e, H& h, Status s, int64_t cancel_at = -1, bool* cancelled = n
   for (int turn = 0; turn < 2000000 && s.code() == ErrorCode::kInProgress; ++turn) {
     loop_wait(e, h, cancel);
     if (cancel.expired(e.clock())) {
+      e.gave_up_at = e.w().now();
       h.cancel();
       if (cancelled) *cancelled = true;
       return ErrorCode::kTimeout;
@@ -57,6 +58,15 @@ Status drive(Env& e, H& h, Status s, int64_t cancel_at = -1, bool* cancelled = n
     }
   }
   return s;
+}
+
+/// Before the process ends: a request given up on may still run after the
+/// release that followed it (the release went on a new connection) and
+/// leave a key behind until its TTL: the run ends with no key left.
+inline void settle(Env& e) {
+  if (e.gave_up_at < 0) return;
+  const int64_t gone = e.gave_up_at + 2 * e.ttl_ns() + e.w().config().command_timeout_ms * kWorkMs;
+  if (e.w().now() < gone) e.sleep(gone - e.w().now());
 }
 
 /// When to give an acquire up from the loop (true time), or -1: a share of

@@ -96,6 +96,8 @@ class Env {
     return rng_.log_uniform(kWorkMs / 2, rng_.chance(0.1) ? 3 * ttl_ns() : ttl_ns() / 2);
   }
   uint32_t pauses() const { return w_.client(c_).pause_count; }
+  /// When the process last gave a request up from its loop (cancel()); -1: never.
+  int64_t gave_up_at = -1;
 
  private:
   World& w_;

@@ -123,6 +123,7 @@ void run_lock_loop(Env& e) {
     e.checker().set_retry_min(e.id(), o.retry_min.count());
     loop_cycle(e, lock, LeaseKind::kLock, key);
   }
+  settle(e);
 }
 
 void run_quorum_loop(Env& e) {
@@ -137,6 +138,7 @@ void run_quorum_loop(Env& e) {
     if (e.w().stopping()) break;
     loop_cycle(e, lock, LeaseKind::kQuorum, "Q");
   }
+  settle(e);
 }
 
 namespace {
@@ -201,6 +203,7 @@ void run_semaphore_loop(Env& e) {
     }
     permit_release(e, p, ref, start);
   }
+  settle(e);
 }
 
 }  // namespace sim

@@ -162,6 +162,7 @@ void run_reentrant_loop(Env& e) {
     release_levels(e, *firsts[k]);
     release_levels(e, *seconds[k]);
   }
+  settle(e);
 }
 
 }  // namespace sim
