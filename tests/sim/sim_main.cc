@@ -155,7 +155,8 @@ struct Totals {
 const char kUsage[] =
     "usage: edgelock_sim [--seed S | --seeds N [--from S] [--max-seconds T] [--min-events N]]\n"
     "  [--clients N] [--servers N] [--work lock|lock+keeper|quorum|quorum+keeper|semaphore|\n"
-    "   reentrant|cooldown|quota] [--data-loss [--delayed-restart]] [--no-faults]\n"
+    "   reentrant|cooldown|quota|lock-loop|quorum-loop|semaphore-loop|reentrant-loop|\n"
+    "   semaphore+keeper|reentrant+keeper] [--data-loss [--delayed-restart]] [--no-faults]\n"
     "  [--fault-scale X] [--late-replies] [--strict] [--strict-cleanup] [--trace]\n"
     "  [--expect-violation] [--determinism] [--hashes] [--keep-going] [--quiet]\n";
 

@@ -116,8 +116,9 @@ void Checker::keeper_report(int client, int slot, bool lost, int64_t belief_end,
   // Past the end it relied on, only the loss is left to report: a renewal
   // that comes back later is too late to count (lease_keeper.h).
   if (!lost && w_.now() >= belief_end) {
-    violation("keeper", "c%d's keeper reported keeping %.3f ms after the validity it relied on ended",
-              client, static_cast<double>(w_.now() - belief_end) / 1e6);
+    violation("keeper",
+              "c%d's keeper reported keeping %.3f ms after the validity it relied on ended", client,
+              static_cast<double>(w_.now() - belief_end) / 1e6);
     return;
   }
   if (w_.now() > belief_end + kSlack) {

@@ -44,10 +44,10 @@ void pick_work(RunConfig& c, Prng& r, const RunOverrides& o) {
     }
     return;
   }
-  const Work single[] = {Work::kLock,          Work::kLock,           Work::kLockKeeper,
-                         Work::kSemaphore,     Work::kReentrant,      Work::kCooldown,
-                         Work::kQuota,         Work::kLockLoop,       Work::kSemaphoreLoop,
-                         Work::kReentrantLoop, Work::kSemaphoreKeeper, Work::kReentrantKeeper};
+  const Work single[] = {
+      Work::kLock,          Work::kLock,          Work::kLockKeeper,      Work::kSemaphore,
+      Work::kReentrant,     Work::kCooldown,      Work::kQuota,           Work::kLockLoop,
+      Work::kSemaphoreLoop, Work::kReentrantLoop, Work::kSemaphoreKeeper, Work::kReentrantKeeper};
   const Work a = r.pick(single);
   const Work b = r.chance(0.4) ? r.pick(single) : a;
   for (int i = 0; i < c.clients; ++i) {

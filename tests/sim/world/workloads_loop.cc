@@ -47,7 +47,8 @@ void loop_renewal(Env& e, L& lease, Millis ttl, F start) {
   may_shorten(e, ttl);
   const int64_t cancel_at = pick_late_cancel(e);
   bool cancelled = false;
-  const Status s = renewal(e, lease, [&] { return drive(e, lease, start(), cancel_at, &cancelled); });
+  const Status s =
+      renewal(e, lease, [&] { return drive(e, lease, start(), cancel_at, &cancelled); });
   if (!cancelled) after_ok(e, lease, s, "extend");
 }
 
@@ -79,8 +80,8 @@ void loop_release(Env& e, L& lock, const LeaseRef& ref, int64_t op_start) {
     const int64_t cancel_at = i < 2 ? pick_late_cancel(e) : -1;
     const Status s = drive(e, lock, lock.start_release(), cancel_at, &cancelled);
     after_release(e, lock);
-    if (!cancelled && (s.ok() || s.code() == ErrorCode::kNotHeld ||
-                       s.code() == ErrorCode::kNotOwner)) {
+    if (!cancelled &&
+        (s.ok() || s.code() == ErrorCode::kNotHeld || s.code() == ErrorCode::kNotOwner)) {
       break;
     }
     e.sleep(e.rng().log_uniform(kMs, e.ttl_ns() / 2));
@@ -165,8 +166,9 @@ void permit_release(Env& e, Permit& p, const LeaseRef& ref, int64_t start) {
     bool cancelled = false;
     const int64_t cancel_at = i < 2 ? pick_late_cancel(e) : -1;
     const Status r = drive(e, p, p.start_release(), cancel_at, &cancelled);
-    if (!cancelled && (r.ok() || r.code() == ErrorCode::kNotOwner ||
-                       r.code() == ErrorCode::kNotHeld || r.code() == ErrorCode::kInvalidArgument)) {
+    if (!cancelled &&
+        (r.ok() || r.code() == ErrorCode::kNotOwner || r.code() == ErrorCode::kNotHeld ||
+         r.code() == ErrorCode::kInvalidArgument)) {
       break;
     }
     e.sleep(e.rng().log_uniform(kMs, e.ttl_ns() / 2));

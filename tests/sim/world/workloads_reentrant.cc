@@ -64,8 +64,7 @@ Status enter(Env& e, Handle& h, bool try_only) {
 void extend_from_loop(Env& e, Handle& h) {
   const Millis ttl(e.rng().log_uniform(1, 2 * e.w().config().ttl_ms));
   may_shorten(e, ttl, h.slot);
-  const Status s =
-      renewal(e, h.lock, [&] { return drive(e, h.lock, h.lock.start_extend(ttl)); });
+  const Status s = renewal(e, h.lock, [&] { return drive(e, h.lock, h.lock.start_extend(ttl)); });
   after_ok(e, h.lock, s, "extend");
   note(e, h);
 }
