@@ -236,6 +236,7 @@ void keep(Env& e, L& lock, const LeaseRef& ref, LeaseKeeper& keeper) {
     pauses = e.pauses();
     e.checker().keeper_report(e.id(), 0, st == LeaseState::kLost, believed, paused);
     if (st == LeaseState::kLost) {
+      e.gave_up_at = e.w().now();  // a renewal out may have been given up
       e.checker().unclaim(e.id(), 0);
       return;
     }
@@ -248,6 +249,7 @@ void keep(Env& e, L& lock, const LeaseRef& ref, LeaseKeeper& keeper) {
     }
     if (left > Nanos::zero()) e.checker().claim(e.id(), 0, ref, e.end_after(left));
   }
+  if (keeper.renewing()) e.gave_up_at = e.w().now();
   keeper.stop();
 }
 

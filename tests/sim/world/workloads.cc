@@ -41,6 +41,7 @@ void run_lock(Env& e, bool with_keeper) {
     }
     release_all(e, lock, ref, start);
   }
+  settle(e);
 }
 
 }  // namespace
@@ -112,6 +113,7 @@ void run_quorum(Env& e, bool with_keeper) {
   // The run ends with no key left: a crashed holder's keys must expire first.
   const int64_t gone = crashed_at + 2 * e.ttl_ns();
   if (crashed_at >= 0 && e.w().now() < gone) e.sleep(gone - e.w().now());
+  settle(e);
 }
 
 }  // namespace

@@ -62,6 +62,7 @@ bool keep_loop(Env& e, L& lease, const LeaseRef& ref, int slot, const KeeperOpti
     pauses = e.pauses();
     judge(e, slot, st == LeaseState::kLost, keeper_end, valid_end, paused);
     if (st == LeaseState::kLost) {
+      e.gave_up_at = e.w().now();  // a renewal out may have been given up
       e.checker().unclaim(e.id(), slot);
       return false;
     }
@@ -69,6 +70,7 @@ bool keep_loop(Env& e, L& lease, const LeaseRef& ref, int slot, const KeeperOpti
     keeper_end = end_of(e, lease, ko.lose_before);
     valid_end = end_of(e, lease, Nanos(0));
   }
+  if (keeper.renewing()) e.gave_up_at = e.w().now();
   keeper.stop();  // a renewal given up: the lesser validity
   report(e, lease, ref, slot);
   return true;
@@ -115,6 +117,7 @@ void run_semaphore_keeper(Env& e) {
     }
     if (!ref.token.empty()) e.checker().must_clean(e.id(), ref, start);
   }
+  settle(e);
 }
 
 namespace {
@@ -168,6 +171,7 @@ void run_reentrant_keeper(Env& e) {
       e.sleep(e.rng().log_uniform(kMs, e.ttl_ns() / 4));
     }
   }
+  settle(e);
 }
 
 }  // namespace sim
