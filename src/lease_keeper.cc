@@ -137,6 +137,10 @@ LeaseState LeaseKeeper::service() {
   if (s.code() != ErrorCode::kInProgress) return renewed(s, clock.now());
   renewing_ = true;
   renew_started_ = now;
+  // Starting may block (a reconnect, up to the validity's end): past the
+  // keeper's end only the loss is left to report, not kKeeping.
+  const TimePoint started = clock.now();
+  if (started >= keep_until_ || usable_left() <= Nanos::zero()) lose(ErrorCode::kExpired, started);
   return state_;
 }
 

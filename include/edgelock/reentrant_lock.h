@@ -98,7 +98,8 @@ class ReentrantLock final : public Lease {
   /// kProtocol, Connection::command()'s. After kProtocol and the errors
   /// that leave the outcome unknown the level is no longer counted (at
   /// depth 1 the lock is no longer held) but remembered: call release()
-  /// again to make sure it is gone.
+  /// again to make sure it is gone; the levels left are then claimed for
+  /// the lesser of the old validity and start + ttl - drift.
   Status release() override;
   /// Owner-checked TTL raise to at least `ttl` (> 0; never shorter: a
   /// request given up on may run after a later one); keeps the depth. Waits no

@@ -216,6 +216,28 @@ TEST_F(LateRequest, ReentrantReleaseOfAnEarlierGrant) {
   EXPECT_TRUE(lock.release().ok());
 }
 
+// A partial release of unknown outcome: the levels left are claimed for
+// no more than the release's own TTL from its start, however long the old
+// validity was (reentrant_lock.h), as after an extend of unknown outcome.
+TEST_F(LateRequest, ReentrantPartialReleaseOfUnknownOutcome) {
+  open_proxied(slow(Millis(250)));
+  ReentrantLock lock(conn_);
+  ReentrantLockOptions o;
+  o.ttl = slow_ms(2000);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr(kKey), o).ok());
+  ASSERT_TRUE(lock.try_acquire().ok()) << lock.last_error();
+  ASSERT_TRUE(lock.acquire(Nanos(0)).ok()) << lock.last_error();
+  ASSERT_TRUE(lock.extend(slow_ms(20000)).ok()) << lock.last_error();
+  proxy_->hold_next(kToServer, detail::kReentrantReleaseScript.sha1, slow(Millis(1500)));
+  EXPECT_FALSE(lock.release().ok()) << "the held release must time out";
+  EXPECT_EQ(lock.depth(), 1u);
+  EXPECT_LE(lock.remaining(), Nanos(o.ttl)) << "the old validity was kept";
+  landed();
+  expect_truth(lock, grant_left(lock));
+  for (int i = 0; i < 4 && lock.release().code() != ErrorCode::kNotHeld; ++i) {
+  }
+}
+
 // --- A late grant is handed back; that release is held past its timeout
 // and lands after the retry was granted. TTL < the grant's reply delay <
 // command timeout < the release's hold, and the hold ends within the

@@ -71,7 +71,7 @@ std::string work_summary(uint64_t seed, const Options& opt) {
 }
 
 int work_index(const char* name) {
-  for (int i = 0; i <= static_cast<int>(Work::kFair); ++i) {
+  for (int i = 0; i <= static_cast<int>(kLastWork); ++i) {
     if (std::strcmp(work_name(static_cast<Work>(i)), name) == 0) return i;
   }
   return -2;
@@ -156,7 +156,8 @@ struct Totals {
 const char kUsage[] =
     "usage: edgelock_sim [--seed S | --seeds N [--from S] [--max-seconds T] [--min-events N]]\n"
     "  [--clients N] [--servers N] [--work lock|lock+keeper|quorum|quorum+keeper|semaphore|\n"
-    "   reentrant|cooldown|quota|fair] [--data-loss [--delayed-restart]] [--no-faults]\n"
+    "   reentrant|cooldown|quota|fair|lock-loop|quorum-loop|semaphore-loop|reentrant-loop|\n"
+    "   semaphore+keeper|reentrant+keeper] [--data-loss [--delayed-restart]] [--no-faults]\n"
     "  [--fault-scale X] [--late-replies] [--strict] [--strict-cleanup] [--trace]\n"
     "  [--expect-violation] [--determinism] [--hashes] [--keep-going] [--quiet]\n";
 

@@ -119,6 +119,14 @@ void Checker::keeper_report(int client, int slot, bool lost, int64_t belief_end,
                             bool paused_since) {
   (void)slot;
   if (paused_since || belief_end <= 0) return;
+  // Past the end it relied on, only the loss is left to report: a renewal
+  // that comes back later is too late to count (lease_keeper.h).
+  if (!lost && w_.now() >= belief_end) {
+    violation("keeper",
+              "c%d's keeper reported keeping %.3f ms after the validity it relied on ended", client,
+              static_cast<double>(w_.now() - belief_end) / 1e6);
+    return;
+  }
   if (w_.now() > belief_end + kSlack) {
     violation("keeper", "c%d's keeper reported %s %.3f ms after the validity it relied on ended",
               client, lost ? "the loss" : "keeping",
@@ -354,7 +362,7 @@ void Checker::check_claims() {
     check_truth(std::prev(it)->first.first, c);
   }
   for (const auto& h : holders) {
-    const int limit = h.first == "S" ? w_.config().permits : 1;
+    const int limit = semaphore_key(h.first) ? w_.config().permits : 1;
     if (h.second > limit) {
       violation("exclusion", "%d clients hold %s at once (limit %d)", h.second, h.first.c_str(),
                 limit);

@@ -47,6 +47,11 @@ enum class Excuse : uint8_t {
 constexpr const char* kExcuseNames[] = {"unreachable", "late acquire", "timeout gap",
                                         "quorum minority", "refused release"};
 
+/// Every lease key a workload may use (a client picks among a primitive's
+/// keys: "L", "L1", "L2" ...); a key starting with 'S' is a semaphore's.
+constexpr const char* kLeaseKeys[] = {"L", "L1", "L2", "S", "S1", "S2", "R", "R1", "R2", "Q", "F"};
+inline bool semaphore_key(const std::string& key) { return !key.empty() && key[0] == 'S'; }
+
 /// What a lease is on the server: the key and our token in it.
 struct LeaseRef {
   LeaseKind kind = LeaseKind::kLock;

@@ -150,7 +150,7 @@ void Checker::at_end() {
   for (size_t s = 0; s < w_.server_count(); ++s) {
     ServerProc& sp = w_.server(static_cast<int>(s));
     const int64_t now_ms = w_.server_us(static_cast<int>(s), w_.now()) / 1000;
-    for (const char* key : {"L", "S", "R", "Q", "F"}) {
+    for (const char* key : kLeaseKeys) {
       const Entry* e = sp.core->db(w_.config().db).peek(key, now_ms);
       if (e && !data_lost_) {
         violation("cleanup", "%s still on s%zu at the end (%lld ms left)", key, s,

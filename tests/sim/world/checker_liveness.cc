@@ -63,7 +63,7 @@ void Checker::check_liveness() {
     for (const auto& c : k.second) n += c.second ? 1 : 0;
     int held = 0;
     for (const auto& c : claims_) held += c.second.ref.key == k.first && c.second.end > now ? 1 : 0;
-    const int limit = k.first == "S" ? cfg.permits : 1;
+    const int limit = semaphore_key(k.first) ? cfg.permits : 1;
     check_starving(k.first, n, held < limit, key_bound);
   }
 }

@@ -18,6 +18,12 @@ const char* work_name(Work w) {
     case Work::kCooldown: return "cooldown";
     case Work::kQuota: return "quota";
     case Work::kFair: return "fair";
+    case Work::kLockLoop: return "lock-loop";
+    case Work::kQuorumLoop: return "quorum-loop";
+    case Work::kSemaphoreLoop: return "semaphore-loop";
+    case Work::kReentrantLoop: return "reentrant-loop";
+    case Work::kSemaphoreKeeper: return "semaphore+keeper";
+    case Work::kReentrantKeeper: return "reentrant+keeper";
   }
   return "?";
 }
@@ -34,16 +40,18 @@ void pick_work(RunConfig& c, Prng& r, const RunOverrides& o) {
   }
   if (c.quorum()) {
     for (int i = 0; i < c.clients; ++i) {
-      c.work.push_back(r.chance(0.3) ? Work::kQuorumKeeper : Work::kQuorum);
+      const Work q[] = {Work::kQuorum, Work::kQuorum, Work::kQuorumKeeper, Work::kQuorumLoop};
+      c.work.push_back(r.pick(q));
     }
     return;
   }
-  const Work single[] = {Work::kLock,      Work::kLock,     Work::kLockKeeper, Work::kSemaphore,
-                         Work::kReentrant, Work::kCooldown, Work::kQuota};
+  const Work single[] = {
+      Work::kLock,          Work::kLock,          Work::kLockKeeper,      Work::kSemaphore,
+      Work::kReentrant,     Work::kCooldown,      Work::kQuota,           Work::kLockLoop,
+      Work::kSemaphoreLoop, Work::kReentrantLoop, Work::kSemaphoreKeeper, Work::kReentrantKeeper};
   Work a = r.pick(single);
   Work b = r.chance(0.4) ? r.pick(single) : a;
-  // FairLock from a stream of its own, so the other draws (and every run
-  // without it) stay as they were.
+  // FairLock from a stream of its own, so the other draws stay as they were.
   Prng fair(stream_seed(c.seed, 6));
   if (fair.chance(0.15)) {
     b = b == a ? Work::kFair : b;
@@ -65,7 +73,8 @@ void pick_topology(RunConfig& c, Prng& r, const RunOverrides& o) {
   c.clients = o.clients > 0 ? o.clients : static_cast<int>(r.uniform(2, 8));
   if (o.work >= 0) {
     const Work w = static_cast<Work>(o.work);
-    const bool wants_quorum = w == Work::kQuorum || w == Work::kQuorumKeeper;
+    const bool wants_quorum =
+        w == Work::kQuorum || w == Work::kQuorumKeeper || w == Work::kQuorumLoop;
     if (wants_quorum && c.servers == 1 && o.servers == 0) c.servers = 3;
     if (!wants_quorum && o.servers == 0) c.servers = 1;
   }

@@ -19,7 +19,15 @@ enum class Work : uint8_t {
   kCooldown,      // Cooldown::enter / try_enter
   kQuota,         // Quota::take / try_take
   kFair,          // FairLock: queued waits, waiters that die or freeze
+  // From a poll loop on the non-blocking face (start_*, step, cancel):
+  kLockLoop,         // Lock, 2-3 keys
+  kQuorumLoop,       // QuorumLock
+  kSemaphoreLoop,    // Semaphore permits, 2-3 keys
+  kReentrantLoop,    // ReentrantLock: depth 2, partial release, a shared owner
+  kSemaphoreKeeper,  // Semaphore permits renewed by a LeaseKeeper
+  kReentrantKeeper,  // ReentrantLock renewed by a LeaseKeeper
 };
+constexpr Work kLastWork = Work::kReentrantKeeper;
 const char* work_name(Work w);
 
 struct RunOverrides {

@@ -113,5 +113,43 @@ Result<size_t> SimTransport::wait(TransportWait* items, size_t n, Deadline deadl
 
 bool SimTransport::has_stale_input() const { return readable(); }
 
+namespace {
+
+short poll_ready(World& w, const pollfd& p) {
+  const int id = p.fd - kSimFdBase;
+  if (p.fd < kSimFdBase || id >= static_cast<int>(w.conn_count())) return POLLNVAL;
+  const SimConn& c = w.conn(id);
+  if (c.state != SimConn::State::kOpen) return static_cast<short>(POLLERR | POLLHUP);
+  short r = 0;
+  if ((p.events & POLLIN) && (!c.rx.empty() || c.server_fin)) r |= POLLIN;
+  if (c.server_fin) r |= POLLHUP;
+  if (p.events & POLLOUT) r |= POLLOUT;
+  return r;
+}
+
+}  // namespace
+
+size_t sim_poll(World& w, int client, pollfd* fds, size_t n, Deadline deadline) {
+  // A deadline already past (kNow is the clock's origin) is due at once.
+  int64_t until = -1;
+  if (!deadline.is_never()) {
+    const int64_t local = deadline.when().time_since_epoch().count();
+    until = local <= w.local_now(client) ? w.now() : w.true_at_local(client, local);
+  }
+  for (int round = 0; round < 1000000; ++round) {
+    size_t ready = 0;
+    for (size_t i = 0; i < n; ++i) {
+      fds[i].revents = poll_ready(w, fds[i]);
+      if (fds[i].revents) ++ready;
+    }
+    if (ready > 0 || (until >= 0 && w.now() >= until)) return ready;
+    if (until < 0 && n == 0) {
+      model_fail("sim_poll: c%d waits on no descriptor and no deadline", client);
+    }
+    w.block(client, until);
+  }
+  model_fail("sim_poll: wait did not end");
+}
+
 }  // namespace sim
 }  // namespace edgelock

@@ -5,6 +5,8 @@
 // to the scheduler, which runs the rest of the world until the bytes come
 // or the deadline passes on the client's own clock.
 
+#include <poll.h>
+
 #include "edgelock/transport.h"
 #include "world/world.h"
 
@@ -13,6 +15,9 @@ namespace sim {
 
 /// Servers are addressed as 127.0.0.1:(kSimPortBase + index).
 constexpr int kSimPortBase = 7000;
+/// A connection's "descriptor" (Transport::fd(), what wait_fds() hands a
+/// poll loop) is kSimFdBase + its connection id.
+constexpr int kSimFdBase = 1 << 20;
 
 class SimTransport final : public Transport {
  public:
@@ -30,6 +35,7 @@ class SimTransport final : public Transport {
   Result<size_t> wait(TransportWait* items, size_t n, Deadline deadline, Clock& clock,
                       ErrorText& err) override;
   bool has_stale_input() const override;
+  int fd() const override { return conn_ >= 0 ? kSimFdBase + conn_ : -1; }
 
  private:
   bool readable() const;
@@ -39,6 +45,11 @@ class SimTransport final : public Transport {
   int client_;
   int conn_ = -1;
 };
+
+/// poll() of a simulated process: hands the fiber back until one of
+/// `fds` (simulated descriptors) is ready or `deadline` (on the client's
+/// clock) passes; sets revents. Returns how many are ready.
+size_t sim_poll(World& w, int client, pollfd* fds, size_t n, Deadline deadline);
 
 }  // namespace sim
 }  // namespace edgelock

@@ -96,6 +96,8 @@ class Env {
     return rng_.log_uniform(kWorkMs / 2, rng_.chance(0.1) ? 3 * ttl_ns() : ttl_ns() / 2);
   }
   uint32_t pauses() const { return w_.client(c_).pause_count; }
+  /// When the process last gave a request up from its loop (cancel()); -1: never.
+  int64_t gave_up_at = -1;
 
  private:
   World& w_;
@@ -234,6 +236,7 @@ void keep(Env& e, L& lock, const LeaseRef& ref, LeaseKeeper& keeper) {
     pauses = e.pauses();
     e.checker().keeper_report(e.id(), 0, st == LeaseState::kLost, believed, paused);
     if (st == LeaseState::kLost) {
+      e.gave_up_at = e.w().now();  // a renewal out may have been given up
       e.checker().unclaim(e.id(), 0);
       return;
     }
@@ -246,6 +249,7 @@ void keep(Env& e, L& lock, const LeaseRef& ref, LeaseKeeper& keeper) {
     }
     if (left > Nanos::zero()) e.checker().claim(e.id(), 0, ref, e.end_after(left));
   }
+  if (keeper.renewing()) e.gave_up_at = e.w().now();
   keeper.stop();
 }
 

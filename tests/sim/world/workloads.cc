@@ -1,7 +1,7 @@
 #include "world/workloads.h"
 
 #include "edgelock/quorum_lock.h"
-#include "world/workload_env.h"
+#include "world/loop_env.h"
 
 namespace edgelock {
 namespace sim {
@@ -41,7 +41,10 @@ void run_lock(Env& e, bool with_keeper) {
     }
     release_all(e, lock, ref, start);
   }
+  settle(e);
 }
+
+}  // namespace
 
 QuorumOptions quorum_options(Env& e) {
   QuorumOptions o;
@@ -54,6 +57,8 @@ QuorumOptions quorum_options(Env& e) {
   o.server_timeout = Millis(budget);
   return o;
 }
+
+namespace {
 
 // One life of a QuorumLock process; true if it crashed right after a
 // grant (no release: its keys are left to expire). The next life starts
@@ -108,6 +113,7 @@ void run_quorum(Env& e, bool with_keeper) {
   // The run ends with no key left: a crashed holder's keys must expire first.
   const int64_t gone = crashed_at + 2 * e.ttl_ns();
   if (crashed_at >= 0 && e.w().now() < gone) e.sleep(gone - e.w().now());
+  settle(e);
 }
 
 }  // namespace
@@ -125,6 +131,12 @@ void client_main(World& w, int client) {
     case Work::kCooldown: run_cooldown(e); break;
     case Work::kQuota: run_quota(e); break;
     case Work::kFair: run_fair(e); break;
+    case Work::kLockLoop: run_lock_loop(e); break;
+    case Work::kQuorumLoop: run_quorum_loop(e); break;
+    case Work::kSemaphoreLoop: run_semaphore_loop(e); break;
+    case Work::kReentrantLoop: run_reentrant_loop(e); break;
+    case Work::kSemaphoreKeeper: run_semaphore_keeper(e); break;
+    case Work::kReentrantKeeper: run_reentrant_keeper(e); break;
   }
 }
 

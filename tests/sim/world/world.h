@@ -182,6 +182,7 @@ class World {
   /// Sends bytes (always all of them: the simulated socket buffer is large).
   void client_send(int conn, const uint8_t* data, size_t n);
   SimConn& conn(int id) { return *conns_[static_cast<size_t>(id)]; }
+  size_t conn_count() const { return conns_.size(); }
   int current_client() const;
   /// Freezes `client` (as a client-pause fault) over true times [start, end).
   void freeze(int client, int64_t start, int64_t end);
