@@ -1,7 +1,9 @@
 // Connection: one state machine over a byte transport.
 //
-//   kUnconfigured --setup--> kDisconnected --connect--> kConnecting --open--> kIdle
-//   kConnecting --open fails / AUTH, SELECT fail--> kBackingOff (connects wait
+//   kUnconfigured --setup--> kDisconnected --connect/start--> kConnecting
+//   kConnecting --open--> kHandshaking --AUTH, SELECT +OK--> kIdle (or, for a
+//       request started while disconnected, straight on to kSending)
+//   kConnecting, kHandshaking --any failure--> kBackingOff (connects wait
 //       until next_connect_at_, then --connect--> as from kDisconnected)
 //   kIdle --start--> kSending --written--> kReceiving --last reply due--> kIdle
 //   kReceiving --NOSCRIPT to our EVALSHA--> kSending (the EVAL, once)
@@ -12,7 +14,8 @@
 // it is idle and the failure never touched it (a request refused while
 // encoding); otherwise it is closed and the next command reconnects. So no
 // failure can leave a request "in flight" for good. Calls refused up front
-// (a request already in flight, a null argument) change nothing.
+// (a request already in flight, a null argument) change nothing. The
+// connect's steps are in connection_connect.cc.
 #include "edgelock/connection.h"
 
 #include <cstdio>
@@ -95,12 +98,15 @@ void Connection::drop() {
   transport_->close();
   rx_.clear();
   replies_due_ = 0;
+  queued_replies_ = 0;
+  connect_deadline_ = Deadline::never();
   if (state_ >= State::kConnecting) state_ = State::kDisconnected;
 }
 
 void Connection::close() { drop(); }
 
 Status Connection::leave(Status s) {
+  if (connecting()) return fail_connect(s);
   const bool untouched = state_ == State::kIdle && (s.code() == ErrorCode::kBufferTooSmall ||
                                                     s.code() == ErrorCode::kInvalidArgument);
   if (untouched) return s;
@@ -119,65 +125,30 @@ void Connection::back_off() {
   state_ = State::kBackingOff;
 }
 
-Status Connection::connect(Deadline deadline) {
-  if (state_ == State::kUnconfigured) return not_set_up();
-  drop();
-  state_ = State::kConnecting;
-  // The connect budget caps the caller's deadline: a dead server must not
-  // hold an operation longer than connect_timeout.
-  const Deadline d = deadline.min(Deadline::after(*clock_, options_.connect_timeout));
-  Status s = transport_->open(endpoint_, addresses_, options_.tls, d, *clock_, error_);
-  if (s.ok()) {
-    state_ = State::kIdle;
-    s = handshake(d);
-  }
-  if (!s.ok()) {
-    drop();
-    back_off();
-    return s;
-  }
-  failed_connects_ = 0;
-  if (stats_.connects++ > 0) note_event(EventKind::kReconnect, Status(), Bytes(), Nanos::zero());
-  return Status();
-}
-
-Status Connection::handshake(Deadline deadline) {
-  Bytes words[3];
-  char db[12];
-  for (int step = 0; step < 2; ++step) {
-    size_t n = 0;
-    if (step == 0 && endpoint_.has_password) {
-      words[n++] = Bytes::from_cstr("AUTH");
-      if (endpoint_.user[0] != '\0') words[n++] = Bytes::from_cstr(endpoint_.user);
-      words[n++] = Bytes::from_cstr(endpoint_.password);
-    } else if (step == 1 && endpoint_.db != 0) {
-      words[n++] = Bytes::from_cstr("SELECT");
-      words[n++] = Bytes(db, static_cast<size_t>(std::snprintf(db, sizeof db, "%d", endpoint_.db)));
-    }
-    if (n == 0) continue;
-    const Result<const Reply*> r = command(Span<const Bytes>(words, n), deadline);
-    if (!r.ok()) return r.status();
-    if (r.value()->type != ReplyType::kStatus) return reject_reply("AUTH/SELECT wants +OK");
-  }
-  return Status();
-}
-
-// Connected and in step before a request: an idle stream with input
-// waiting (or closed by the peer) would answer with someone else's reply.
-Status Connection::ready(Deadline deadline) {
+// Ready for a request, before encoding it: an idle stream with input
+// waiting (or closed by the peer) would answer with someone else's reply,
+// so it is dropped and the request connects anew.
+Status Connection::prepare() {
   if (state_ == State::kIdle && (rx_.unread() > 0 || transport_->has_stale_input())) {
     set_error(error_, "idle connection had unexpected input or was closed; reconnecting");
     leave(ErrorCode::kProtocol).ignore();
   }
-  switch (state_) {
-    case State::kUnconfigured: return not_set_up();
-    case State::kBackingOff:
-      // Keep the last connect error's text; say why we did not try.
-      if (clock_->now() < next_connect_at_) return ErrorCode::kNotConnected;
-      return connect(deadline);
-    case State::kDisconnected: return connect(deadline);
-    default: return Status();
+  if (state_ == State::kUnconfigured) return not_set_up();
+  // Keep the last connect error's text; say why we did not try.
+  if (state_ == State::kBackingOff && clock_->now() < next_connect_at_) {
+    return ErrorCode::kNotConnected;
   }
+  return Status();
+}
+
+// The request encoded in tx_ begins now, or once the connect it starts is
+// done (advance() takes both on).
+Status Connection::launch(uint8_t replies, Deadline deadline) {
+  if (state_ == State::kIdle) {
+    begin(replies);
+    return Status();
+  }
+  return start_connect(deadline, replies);
 }
 
 // --- Encoding into the fixed command buffer.
@@ -239,22 +210,20 @@ void Connection::begin(uint8_t replies) {
 
 Status Connection::start_command(Span<const Bytes> args, Deadline deadline) {
   if (busy()) return ErrorCode::kInvalidArgument;
-  EDGELOCK_TRY(ready(deadline));
+  EDGELOCK_TRY(prepare());
   eval_ = ScriptCall();
   const Status s = encode(args, 0);
   if (!s.ok()) return leave(s);
-  begin(1);
-  return Status();
+  return launch(1, deadline);
 }
 
 Status Connection::start_eval(const ScriptCall& call, Deadline deadline) {
   if (busy()) return ErrorCode::kInvalidArgument;
-  EDGELOCK_TRY(ready(deadline));
+  EDGELOCK_TRY(prepare());
   eval_ = call;
   const Status s = encode_eval(true, 0);
   if (!s.ok()) return leave(s);
-  begin(1);
-  return Status();
+  return launch(1, deadline);
 }
 
 Status Connection::pipeline_eval(const ScriptCall& call) {
@@ -363,7 +332,12 @@ Result<const Reply*> Connection::on_reply(const Reply* reply) {
 Result<const Reply*> Connection::advance() {
   if (state_ == State::kSending) return send_some();
   if (state_ == State::kReceiving) return receive();
-  return ErrorCode::kInvalidArgument;
+  if (!connecting()) return ErrorCode::kInvalidArgument;
+  const Result<const Reply*> r = advance_connect();
+  // Connected just now: the request waiting for it is written at once (a
+  // non-blocking caller may not look again soon).
+  if (!r.ok() || state_ != State::kSending) return r;
+  return send_some();
 }
 
 Result<const Reply*> Connection::advance_pipeline() {
@@ -378,11 +352,15 @@ Result<const Reply*> Connection::advance_pipeline() {
 }
 
 short Connection::wait_events() const {
-  const short base = state_ == State::kSending ? kWantWrite : kWantRead;
-  return static_cast<short>(base | transport_->extra_events());
+  // Opening: what the socket connect or the TLS handshake waits for.
+  if (state_ == State::kConnecting) return transport_->extra_events();
+  const bool write =
+      state_ == State::kSending || (state_ == State::kHandshaking && hs_sent_ < hs_len_);
+  return static_cast<short>((write ? kWantWrite : kWantRead) | transport_->extra_events());
 }
 
 Status Connection::abandon() {
+  if (connecting()) return abandon_connect();
   set_error(error_, "no reply within the deadline");
   return leave(ErrorCode::kTimeout);
 }
@@ -392,9 +370,11 @@ Status Connection::reject_reply(const char* what) {
   return leave(ErrorCode::kProtocol);
 }
 
-// --- Blocking calls: the engine driven to the next reply within one deadline.
+// --- Blocking calls: the engine driven to the next reply (or, for
+// connect(), to the end of the connect) within one deadline: one wait.
 
-// Blocks until the request in flight can move or `deadline` passes.
+// Blocks until the request in flight (or the connect before it) can move
+// or `deadline` passes.
 // Waiting for a reply in the read itself saves the wait's syscall: only
 // with a slice's worth of deadline left, and once a slice passes empty the
 // rest of the request's waits are the transport's (an injected clock may
@@ -412,17 +392,22 @@ Status Connection::await(Deadline deadline) {
     may_block_ = n.value() > 0;
     return Status();
   }
+  // A connect phase may give up before `deadline`: then the next advance()
+  // says so.
   TransportWait w{transport_, wait_events(), 0};
-  const Result<size_t> ready = transport_->wait(&w, 1, deadline, *clock_, error_);
+  const Result<size_t> ready =
+      transport_->wait(&w, 1, deadline.min(step_deadline()), *clock_, error_);
   if (!ready.ok()) return leave(ready.status());
-  return ready.value() == 0 ? Status(ErrorCode::kTimeout) : Status();
+  if (ready.value() > 0 || (connecting() && !deadline.expired(*clock_))) return Status();
+  return ErrorCode::kTimeout;
 }
 
 Result<const Reply*> Connection::wait(Deadline deadline) {
   may_block_ = true;
   for (int round = 0; round < kMaxRounds; ++round) {
     const Result<const Reply*> r = advance();
-    if (!r.ok() || r.value()) return r;
+    // Not busy after a step that returned no reply: a bare connect is done.
+    if (!r.ok() || r.value() || !busy()) return r;
     if (deadline.expired(*clock_)) return abandon();
     const Status s = await(deadline);
     if (s.code() == ErrorCode::kTimeout) return abandon();
@@ -446,13 +431,12 @@ Result<const Reply*> Connection::eval(const ScriptCall& call, Deadline deadline)
 Status Connection::start_command_then_eval(Span<const Bytes> args, const ScriptCall& call,
                                            Deadline deadline) {
   if (busy()) return ErrorCode::kInvalidArgument;
-  EDGELOCK_TRY(ready(deadline));
+  EDGELOCK_TRY(prepare());
   eval_ = call;
   Status s = encode(args, 0);
   if (s.ok()) s = encode_eval(true, tx_len_);
   if (!s.ok()) return leave(s);
-  begin(2);
-  return Status();
+  return launch(2, deadline);
 }
 
 Result<const Reply*> Connection::command_then_eval(Span<const Bytes> args, const ScriptCall& call,

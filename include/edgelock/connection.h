@@ -180,23 +180,39 @@ class Connection final : public Backend {
  private:
   friend class detail::ConnectionIo;
 
-  // Where the connection is (src/connection.cc has the transitions).
+  // Where the connection is (src/connection.cc and src/connection_connect.cc
+  // have the transitions).
   enum class State : uint8_t {
     kUnconfigured,  // before setup()
     kDisconnected,  // no stream; the next command connects
     kBackingOff,    // the last connect failed: none before next_connect_at_
-    kConnecting,    // opening the stream (AUTH/SELECT run as kIdle..kReceiving)
+    kConnecting,    // the transport opens (socket connect, TLS handshake)
+    kHandshaking,   // AUTH/SELECT written from hs_, their replies read
     kIdle,          // connected, nothing owed either way
     kSending,       // writing tx_[tx_sent_, tx_len_); replies_due_ follow it
     kReceiving,     // reading replies_due_ replies (more than one: pipelined)
   };
+  // AUTH user password and SELECT db, encoded.
+  static constexpr size_t kHandshakeSize = kMaxUserLen + kMaxPasswordLen + 96;
 
   Status not_set_up();
   Status leave(Status s);
   void drop();
   void back_off();
-  Status handshake(Deadline deadline);
-  Status ready(Deadline deadline);
+  Status prepare();
+  Status launch(uint8_t replies, Deadline deadline);
+  // The connect in steps (src/connection_connect.cc).
+  Status start_connect(Deadline deadline, uint8_t queued);
+  Result<const Reply*> advance_connect();
+  Result<const Reply*> start_handshake();
+  Result<const Reply*> step_handshake();
+  Result<const Reply*> read_handshake();
+  Status check_handshake_reply(const Reply& reply);
+  Result<const Reply*> connected();
+  Status fail_connect(Status s);
+  Status abandon_connect();
+  bool connecting() const { return state_ == State::kConnecting || state_ == State::kHandshaking; }
+  Deadline step_deadline() const;
   Status encode(Span<const Bytes> args, size_t offset, const Bytes* suffixes = nullptr);
   Status encode_eval(bool by_sha, size_t offset);
   void begin(uint8_t replies);
@@ -218,7 +234,7 @@ class Connection final : public Backend {
   Status abandon();
   Status reject_reply(const char* what);
   short wait_events() const;
-  bool busy() const { return state_ == State::kSending || state_ == State::kReceiving; }
+  bool busy() const { return state_ >= State::kConnecting && state_ != State::kIdle; }
   void note_event(EventKind kind, Status status, Bytes key, Nanos latency);
 
   Endpoint endpoint_;
@@ -233,6 +249,12 @@ class Connection final : public Backend {
   bool may_block_ = true;     // await() may still wait in the read itself
   uint32_t failed_connects_ = 0;
   TimePoint next_connect_at_{};
+  Deadline connect_deadline_ = Deadline::never();  // the connect under way
+  uint8_t queued_replies_ = 0;  // replies of the request waiting for the connect
+  uint8_t hs_due_ = 0;          // AUTH/SELECT replies still to read
+  size_t hs_len_ = 0;
+  size_t hs_sent_ = 0;
+  uint8_t hs_[kHandshakeSize];
   size_t tx_len_ = 0;
   size_t tx_sent_ = 0;
   uint8_t tx_[kTxBufferSize];
