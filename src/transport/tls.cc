@@ -1,7 +1,8 @@
 // TLS over the hiredis-connected socket: mbedTLS 2.28 (TLS 1.2) or 3.6
 // (TLS 1.3, 1.2 allowed) with non-blocking BIO callbacks; the handshake
-// runs in steps (one mbedtls_ssl_handshake() each, never waiting) that the
-// connection takes when the socket is ready for what mbedTLS asked.
+// runs in steps (one mbedtls_ssl_handshake_step() each, never waiting)
+// that the connection takes when the socket is ready for what mbedTLS
+// asked.
 #include <mbedtls/error.h>
 #include <mbedtls/net_sockets.h>
 #include <poll.h>
@@ -131,6 +132,14 @@ Status session_setup(TlsSession& s, const Endpoint& ep, const TlsOptions& opts, 
   return Status();
 }
 
+bool handshake_over(mbedtls_ssl_context& ssl) {
+#if MBEDTLS_VERSION_NUMBER >= 0x03000000
+  return mbedtls_ssl_is_handshake_over(&ssl) != 0;
+#else
+  return ssl.state == MBEDTLS_SSL_HANDSHAKE_OVER;
+#endif
+}
+
 }  // namespace
 
 Status tls_start(TransportState& t, const Endpoint& ep, const TlsOptions& opts, Clock& clock,
@@ -157,17 +166,22 @@ Status tls_start(TransportState& t, const Endpoint& ep, const TlsOptions& opts, 
 
 Result<bool> tls_step(TransportState& t, Clock& clock, ErrorText& err) {
   TlsSession& s = *t.tls;
-  const int ret = mbedtls_ssl_handshake(&s.ssl);
-  // Insecure mode with a pin verifies OPTIONAL-ly: the pin still decides.
-  if (ret == 0) {
+  // One handshake message per call: a flight's crypto (certificate checks,
+  // key exchange) is spread over several short calls, not one long one.
+  const int ret = handshake_over(s.ssl) ? 0 : mbedtls_ssl_handshake_step(&s.ssl);
+  if (ret == 0 && handshake_over(s.ssl)) {
+    // Insecure mode with a pin verifies OPTIONAL-ly: the pin still decides.
     if (s.pin_failed) return tls_handshake_error(s, ret, err);
     t.want_events = 0;
     return true;
   }
-  if (ret != MBEDTLS_ERR_SSL_WANT_READ && ret != MBEDTLS_ERR_SSL_WANT_WRITE) {
+  if (ret == 0) {
+    t.want_events = POLLOUT;  // more to do at once: a writable socket wakes the caller now
+  } else if (ret == MBEDTLS_ERR_SSL_WANT_READ || ret == MBEDTLS_ERR_SSL_WANT_WRITE) {
+    t.want_events = ret == MBEDTLS_ERR_SSL_WANT_READ ? POLLIN : POLLOUT;
+  } else {
     return tls_handshake_error(s, ret, err);
   }
-  t.want_events = ret == MBEDTLS_ERR_SSL_WANT_READ ? POLLIN : POLLOUT;
   if (!t.deadline.expired(clock)) return false;
   set_error(err, s.bytes_received == 0 ? "TLS: handshake timed out, server sent nothing (not TLS?)"
                                        : "TLS: handshake timed out");
