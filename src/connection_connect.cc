@@ -1,4 +1,5 @@
-// Connection: the connect as steps of the same machine that moves requests.
+// Connection: set-up, name resolution, and the connect as steps of the
+// same machine that moves requests (connection.cc).
 //
 //   kDisconnected / kBackingOff --start_connect--> kConnecting
 //   kConnecting --transport open (socket connect, TLS handshake)--> kHandshaking
@@ -16,6 +17,7 @@
 #include "edgelock/connection.h"
 #include "error_text.h"
 #include "resp/encoder.h"
+#include "transport/transport.h"
 
 namespace edgelock {
 
@@ -26,6 +28,59 @@ Status encode_words(ByteBuilder& out, const Bytes* words, size_t n) {
 }
 
 }  // namespace
+
+Status Connection::not_set_up() {
+  set_error(error_, "connection used before setup()");
+  return ErrorCode::kInvalidArgument;
+}
+
+Status Connection::setup(const char* url, const ConnectionOptions& options) {
+  Endpoint ep;
+  const char* why = nullptr;
+  const Status s = parse_url(url, &ep, &why);
+  if (!s.ok()) {
+    set_error(error_, "bad URL: %s", why ? why : "invalid");
+    return s;
+  }
+  return setup(ep, options);
+}
+
+Status Connection::setup(const Endpoint& endpoint, const ConnectionOptions& options) {
+  close();
+  if (endpoint.scheme == Scheme::kTls && !options.transport && !detail::tls_available()) {
+    set_error(error_, "rediss:// needs TLS, and this build has none");
+    return ErrorCode::kTlsUnavailable;
+  }
+  if (options.connect_timeout <= Nanos::zero() || options.command_timeout <= Nanos::zero() ||
+      options.reconnect_min <= Nanos::zero() || options.reconnect_max < options.reconnect_min) {
+    set_error(error_, "timeouts must be positive");
+    return ErrorCode::kInvalidArgument;
+  }
+  endpoint_ = endpoint;
+  options_ = options;
+  clock_ = options.clock ? options.clock : &default_clock();
+  transport_ = options.transport ? options.transport : &socket_;
+  failed_connects_ = 0;
+  next_connect_at_ = TimePoint();
+  state_ = State::kDisconnected;
+  error_[0] = '\0';
+  addresses_ = ResolvedHost();
+  // A name that does not resolve now still makes a valid setup (DNS may
+  // come up later): connects fail fast until resolve() succeeds.
+  resolve().ignore();
+  return Status();
+}
+
+Status Connection::resolve() {
+  if (state_ == State::kUnconfigured) return not_set_up();
+  if (options_.transport) return Status();  // it gets the endpoint as parsed
+  bool looked_up = false;
+  const Status s = detail::transport_resolve(endpoint_, &addresses_, &looked_up, error_);
+  if (looked_up) ++stats_.lookups;
+  return s;
+}
+
+// --- The connect.
 
 Status Connection::connect(Deadline deadline) {
   if (state_ == State::kUnconfigured) return not_set_up();
@@ -155,6 +210,16 @@ Result<const Reply*> Connection::connected() {
   queued_replies_ = 0;
   if (queued > 0) begin(queued);
   return static_cast<const Reply*>(nullptr);
+}
+
+void Connection::back_off() {
+  ++stats_.connect_failures;
+  Nanos backoff = options_.reconnect_min;
+  for (uint32_t i = 0; i < failed_connects_ && backoff < options_.reconnect_max; ++i) backoff *= 2;
+  next_connect_at_ =
+      clock_->now() + (backoff < options_.reconnect_max ? backoff : options_.reconnect_max);
+  ++failed_connects_;
+  state_ = State::kBackingOff;
 }
 
 Status Connection::fail_connect(Status s) {

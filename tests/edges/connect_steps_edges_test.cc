@@ -124,8 +124,8 @@ void keep_through_kill_and_pause(const std::string& url, const ConnectionOptions
               what, static_cast<long long>(test::ms(st.longest_call)),
               static_cast<long long>(test::ms(st.longest_gap)), st.calls, c.stats().connects,
               c.stats().connect_failures, c.last_error());
-  EXPECT_LE(st.longest_call, step_bound()) << "a step blocked on the reconnect";
-  EXPECT_LE(st.longest_gap, step_bound() + Millis(10)) << "the tick was held up";
+  EXPECT_LE(test::ms(st.longest_call), test::ms(step_bound())) << "a step blocked on the reconnect";
+  EXPECT_LE(test::ms(st.longest_gap), test::ms(step_bound() + Millis(10))) << "the tick was held up";
   EXPECT_GT(c.stats().connects, connects_before) << "the test never reconnected";
   EXPECT_GT(c.stats().connect_failures, 0u) << "no reconnect met the stopped server";
   EXPECT_EQ(keeper.state(), LeaseState::kKeeping) << keeper.last_status().to_string();
@@ -241,9 +241,9 @@ TEST(ConnectSteps, UnansweredSynTimesOutWithoutBlockingStep) {
               static_cast<long long>(test::ms(longest)), c.last_error());
   EXPECT_EQ(s.code(), ErrorCode::kTimeout) << c.last_error();
   EXPECT_NE(std::string(c.last_error()).find("timed out"), std::string::npos) << c.last_error();
-  EXPECT_LE(longest, step_bound()) << "a step waited on the SYN";
-  EXPECT_GE(took, o.connect_timeout - Millis(5));
-  EXPECT_LE(took, o.connect_timeout + Millis(200) * test::slowdown());
+  EXPECT_LE(test::ms(longest), test::ms(step_bound())) << "a step waited on the SYN";
+  EXPECT_GE(test::ms(took), test::ms(o.connect_timeout - Millis(5)));
+  EXPECT_LE(test::ms(took), test::ms(o.connect_timeout + Millis(200) * test::slowdown()));
   EXPECT_GT(steps, 0);
   EXPECT_EQ(c.stats().connect_failures, 1u);
   EXPECT_FALSE(lock.held());
@@ -262,8 +262,8 @@ TEST(ConnectSteps, BlockingConnectToUnansweredSynTimesOut) {
   const Status s = c.connect();
   const Nanos took = now() - t0;
   EXPECT_EQ(s.code(), ErrorCode::kTimeout) << c.last_error();
-  EXPECT_GE(took, o.connect_timeout - Millis(5));
-  EXPECT_LE(took, o.connect_timeout + Millis(200) * test::slowdown());
+  EXPECT_GE(test::ms(took), test::ms(o.connect_timeout - Millis(5)));
+  EXPECT_LE(test::ms(took), test::ms(o.connect_timeout + Millis(200) * test::slowdown()));
   EXPECT_FALSE(c.is_connected());
 }
 
