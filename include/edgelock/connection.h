@@ -5,24 +5,34 @@
 ///
 /// Lifecycle (Mbed TLS style): construct, setup() (parses; looks a host
 /// name up once), then use; the first command connects. Connect/reconnect
-/// allocate (hiredis's context, freed before connect returns; the TLS
-/// session); commands after that allocate nothing. A reply returned by a
-/// command stays valid until the next command on this connection.
+/// allocate (hiredis's context while a socket connect starts, freed before
+/// that step returns; the TLS session, kept until the connection closes);
+/// commands after that allocate nothing. A reply returned by a command
+/// stays valid until the next command on this connection.
 ///
-/// Name resolution: a host name is looked up in setup() (getaddrinfo,
-/// which has no timeout of ours and allocates) and again only when you call
-/// resolve() or setup(). Every connect and reconnect goes to the addresses
-/// found then, within its deadline, and never calls the resolver, so a
-/// reconnect during a renewal cannot block on DNS. TLS still verifies (and
-/// sends as SNI) the host name from the URL. After the server moves to a
-/// new address, call resolve().
+/// What may block: only the host name lookup, in setup() and resolve()
+/// (getaddrinfo, which has no timeout of ours and allocates). Every connect
+/// and reconnect goes to the addresses found then and never calls the
+/// resolver. A connect is a sequence of steps of the same state machine
+/// that moves requests, none of which waits: a non-blocking socket connect
+/// to each address in turn (the next one when one fails), the TLS
+/// handshake one message per step, then AUTH and SELECT written together
+/// (one round trip) and their replies read, all within min(deadline,
+/// connect_timeout). The non-blocking engine (detail/connection_io.h)
+/// takes these steps in advance() when the socket is ready for
+/// wait_events() or step_deadline() passed, so a reconnect inside a
+/// primitive's step() or a keeper's service() never holds up the caller's
+/// loop. The blocking calls (connect(), command(), eval()) are loops over
+/// the same steps with one wait. TLS still verifies (and sends as SNI) the
+/// host name from the URL. After the server moves to a new address, call
+/// resolve().
 ///
 /// Sockets are close-on-exec from their creation, on every connect and
 /// reconnect: a child started with fork+exec never inherits one.
 ///
 /// Every failure leaves the connection usable: idle, or closed (the next
-/// command reconnects). The non-blocking engine the quorum lock and the
-/// lock's wait use is not part of this face: see detail/connection_io.h.
+/// command reconnects). The non-blocking engine the primitives' start/step
+/// face uses is not part of this face: see detail/connection_io.h.
 
 #include <cstdint>
 
@@ -107,7 +117,8 @@ class Connection final : public Backend {
 
   /// Connects now: socket, TLS, AUTH, SELECT, all within `deadline` (and
   /// connect_timeout), to the addresses resolved at setup()/resolve(); it
-  /// never looks a name up.
+  /// never looks a name up. Blocks: the connect's steps with a wait
+  /// between them.
   /// Errors: kConnectFailed (refused, unreachable, or the host name never
   /// resolved), kTimeout, kTls, kTlsUntrusted, kTlsCertTime,
   /// kTlsHostMismatch, kTlsUnavailable, kAuthFailed,

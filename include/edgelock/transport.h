@@ -6,10 +6,12 @@
 ///
 /// The built-in transport (TCP, unix socket, TLS; src/transport/) lives
 /// inside every Connection; its open runs in steps (open_start(),
-/// open_step()), so a connect never blocks the caller's loop. Another one is plugged in per connection with
-/// ConnectionOptions::transport, e.g. a scripted fake for unit tests or a
-/// simulated network: no heap, no exceptions, and the rest of the library
-/// (locks, quorum fan-out) runs over it unchanged.
+/// open_step()), so a connect never blocks the caller's loop. Another one
+/// is plugged in per connection with ConnectionOptions::transport, e.g. a
+/// scripted fake for unit tests or a simulated network: no heap, no
+/// exceptions, and the rest of the library (locks, quorum fan-out) runs
+/// over it unchanged. A transport whose open() may wait should override
+/// the open steps too; the default open_start() runs open() at once.
 
 #include <cstddef>
 #include <cstdint>
