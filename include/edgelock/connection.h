@@ -260,9 +260,11 @@ class Connection final : public Backend {
   bool may_block_ = true;     // await() may still wait in the read itself
   uint32_t failed_connects_ = 0;
   TimePoint next_connect_at_{};
-  Deadline connect_deadline_ = Deadline::never();  // the connect under way
-  uint8_t queued_replies_ = 0;  // replies of the request waiting for the connect
-  uint8_t hs_due_ = 0;          // AUTH/SELECT replies still to read
+  // The connect under way: its deadline, the replies of the request
+  // waiting for it, and the AUTH/SELECT replies still to read.
+  Deadline connect_deadline_ = Deadline::never();
+  uint8_t queued_replies_ = 0;
+  uint8_t hs_due_ = 0;
   size_t hs_len_ = 0;
   size_t hs_sent_ = 0;
   uint8_t hs_[kHandshakeSize];

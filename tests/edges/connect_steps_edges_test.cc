@@ -50,8 +50,7 @@ class KeeperLoop {
   KeeperLoop(LeaseKeeper& keeper, Clock& clock) : keeper_(keeper), clock_(clock) {}
 
   template <typename AtPause, typename AtResume>
-  LoopStats run(Nanos pause_at, Nanos resume_at, Nanos end, AtPause at_pause,
-                AtResume at_resume) {
+  LoopStats run(Nanos pause_at, Nanos resume_at, Nanos end, AtPause at_pause, AtResume at_resume) {
     LoopStats st;
     const TimePoint t0 = clock_.now();
     TimePoint last_tick = t0;
@@ -119,13 +118,15 @@ void keep_through_kill_and_pause(const std::string& url, const ConnectionOptions
         server.pause();
       },
       [&] { server.resume(); });
-  std::printf("  %s: longest service() %lld ms, longest tick gap %lld ms, %d calls, %u "
-              "connects, %u connect failures: %s\n",
-              what, static_cast<long long>(test::ms(st.longest_call)),
-              static_cast<long long>(test::ms(st.longest_gap)), st.calls, c.stats().connects,
-              c.stats().connect_failures, c.last_error());
+  std::printf(
+      "  %s: longest service() %lld ms, longest tick gap %lld ms, %d calls, %u "
+      "connects, %u connect failures: %s\n",
+      what, static_cast<long long>(test::ms(st.longest_call)),
+      static_cast<long long>(test::ms(st.longest_gap)), st.calls, c.stats().connects,
+      c.stats().connect_failures, c.last_error());
   EXPECT_LE(test::ms(st.longest_call), test::ms(step_bound())) << "a step blocked on the reconnect";
-  EXPECT_LE(test::ms(st.longest_gap), test::ms(step_bound() + Millis(10))) << "the tick was held up";
+  EXPECT_LE(test::ms(st.longest_gap), test::ms(step_bound() + Millis(10)))
+      << "the tick was held up";
   EXPECT_GT(c.stats().connects, connects_before) << "the test never reconnected";
   EXPECT_GT(c.stats().connect_failures, 0u) << "no reconnect met the stopped server";
   EXPECT_EQ(keeper.state(), LeaseState::kKeeping) << keeper.last_status().to_string();
