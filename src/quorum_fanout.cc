@@ -172,8 +172,9 @@ void leave(Round& r, bool deadline_passed) {
     FanoutSlot& s = r.slots[i];
     if (!s.want || !s.in_flight) continue;
     s.error = ErrorCode::kTimeout;
-    // Still connecting: the request was never written.
-    if (s.sent && !detail::io(*r.conns[i]).connecting()) {
+    // Sent includes a request still waiting for its connect: it is written
+    // once connected, so its fate is as unknown as an unanswered one.
+    if (s.sent) {
       s.outcome = SlotOutcome::kUnknown;
       continue;
     }
