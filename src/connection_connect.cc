@@ -116,13 +116,18 @@ Result<const Reply*> Connection::advance_connect() {
   return start_handshake();
 }
 
-// Encodes AUTH and SELECT (those the URL asks for) into hs_ and writes what
-// it can now.
+// Encodes AUTH and SELECT (those the URL asks for) into the empty receive
+// buffer and writes what it can now. Nothing is read into that buffer
+// before they are written whole.
 Result<const Reply*> Connection::start_handshake() {
   state_ = State::kHandshaking;
   hs_sent_ = 0;
   hs_due_ = 0;
-  ByteBuilder out(hs_, sizeof hs_);
+  rx_.clear();
+  size_t avail = 0;
+  uint8_t* buf = rx_.space(&avail);
+  hs_ = buf;
+  ByteBuilder out(buf, avail < kHandshakeSize ? avail : kHandshakeSize);
   Bytes words[3];
   Status s;
   if (endpoint_.has_password) {
@@ -141,10 +146,10 @@ Result<const Reply*> Connection::start_handshake() {
     ++hs_due_;
   }
   if (!s.ok()) {
-    set_error(error_, "AUTH/SELECT do not fit the %zu-byte buffer", sizeof hs_);
+    set_error(error_, "AUTH/SELECT do not fit the %zu-byte buffer", kHandshakeSize);
     return fail_connect(s);
   }
-  hs_len_ = out.size();
+  hs_len_ = static_cast<uint16_t>(out.size());
   if (hs_due_ == 0) return connected();
   return step_handshake();
 }
@@ -154,7 +159,7 @@ Result<const Reply*> Connection::step_handshake() {
     // Written whole, the replies are a round trip away: no read now.
     const Result<size_t> w = transport_->write_some(hs_ + hs_sent_, hs_len_ - hs_sent_, error_);
     if (!w.ok()) return fail_connect(w.status());
-    hs_sent_ += w.value();
+    hs_sent_ = static_cast<uint16_t>(hs_sent_ + w.value());
   } else {
     const Result<const Reply*> r = read_handshake();
     if (!r.ok() || state_ != State::kHandshaking) return r;

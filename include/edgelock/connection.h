@@ -198,13 +198,16 @@ class Connection final : public Backend {
     kDisconnected,  // no stream; the next command connects
     kBackingOff,    // the last connect failed: none before next_connect_at_
     kConnecting,    // the transport opens (socket connect, TLS handshake)
-    kHandshaking,   // AUTH/SELECT written from hs_, their replies read
+    kHandshaking,   // AUTH/SELECT written from hs_, then their replies read
     kIdle,          // connected, nothing owed either way
     kSending,       // writing tx_[tx_sent_, tx_len_); replies_due_ follow it
     kReceiving,     // reading replies_due_ replies (more than one: pipelined)
   };
-  // AUTH user password and SELECT db, encoded.
+  // AUTH user password and SELECT db, encoded (into the receive buffer's
+  // free space: it is empty while they are written, and their replies are
+  // read only once they are written whole).
   static constexpr size_t kHandshakeSize = kMaxUserLen + kMaxPasswordLen + 96;
+  static_assert(kHandshakeSize <= kRxBufferSize, "AUTH and SELECT fit the receive buffer");
 
   Status not_set_up();
   Status leave(Status s);
@@ -261,13 +264,14 @@ class Connection final : public Backend {
   uint32_t failed_connects_ = 0;
   TimePoint next_connect_at_{};
   // The connect under way: its deadline, the replies of the request
-  // waiting for it, and the AUTH/SELECT replies still to read.
+  // waiting for it, and AUTH/SELECT: their bytes, what of them is written,
+  // the replies still to read.
   Deadline connect_deadline_ = Deadline::never();
   uint8_t queued_replies_ = 0;
   uint8_t hs_due_ = 0;
-  size_t hs_len_ = 0;
-  size_t hs_sent_ = 0;
-  uint8_t hs_[kHandshakeSize];
+  uint16_t hs_len_ = 0;
+  uint16_t hs_sent_ = 0;
+  const uint8_t* hs_ = nullptr;
   size_t tx_len_ = 0;
   size_t tx_sent_ = 0;
   uint8_t tx_[kTxBufferSize];
