@@ -172,8 +172,11 @@ void leave(Round& r, bool deadline_passed) {
     FanoutSlot& s = r.slots[i];
     if (!s.want || !s.in_flight) continue;
     s.error = ErrorCode::kTimeout;
-    // Sent includes a request still waiting for its connect: it is written
-    // once connected, so its fate is as unknown as an unanswered one.
+    // A request still waiting for its connect when the deadline passed is
+    // given up with the connect: never written. Left behind by an early
+    // decision it is written once connected, as unknown as an unanswered
+    // one (the clean-up covers it).
+    if (deadline_passed && detail::io(*r.conns[i]).connecting()) s.sent = false;
     if (s.sent) {
       s.outcome = SlotOutcome::kUnknown;
       continue;
