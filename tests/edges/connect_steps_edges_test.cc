@@ -125,7 +125,9 @@ void keep_through_kill_and_pause(const std::string& url, const ConnectionOptions
       static_cast<long long>(test::ms(st.longest_gap)), st.calls, c.stats().connects,
       c.stats().connect_failures, c.last_error());
   EXPECT_LE(test::ms(st.longest_call), test::ms(step_bound())) << "a step blocked on the reconnect";
-  EXPECT_LE(test::ms(st.longest_gap), test::ms(step_bound() + Millis(10)))
+  // The tick's gap also holds the machine's scheduling noise: the period
+  // plus 90 ms, as the non-blocking loop test allows a busy shared machine.
+  EXPECT_LE(test::ms(st.longest_gap), test::ms((Millis(10) + Millis(90)) * test::slowdown()))
       << "the tick was held up";
   EXPECT_GT(c.stats().connects, connects_before) << "the test never reconnected";
   EXPECT_GT(c.stats().connect_failures, 0u) << "no reconnect met the stopped server";
