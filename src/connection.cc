@@ -1,7 +1,9 @@
 // Connection: one state machine over a byte transport.
 //
-//   kUnconfigured --setup--> kDisconnected --connect--> kConnecting --open--> kIdle
-//   kConnecting --open fails / AUTH, SELECT fail--> kBackingOff (connects wait
+//   kUnconfigured --setup--> kDisconnected --connect/start--> kConnecting
+//   kConnecting --open--> kHandshaking --AUTH, SELECT +OK--> kIdle (or, for a
+//       request started while disconnected, straight on to kSending)
+//   kConnecting, kHandshaking --any failure--> kBackingOff (connects wait
 //       until next_connect_at_, then --connect--> as from kDisconnected)
 //   kIdle --start--> kSending --written--> kReceiving --last reply due--> kIdle
 //   kReceiving --NOSCRIPT to our EVALSHA--> kSending (the EVAL, once)
@@ -12,7 +14,8 @@
 // it is idle and the failure never touched it (a request refused while
 // encoding); otherwise it is closed and the next command reconnects. So no
 // failure can leave a request "in flight" for good. Calls refused up front
-// (a request already in flight, a null argument) change nothing.
+// (a request already in flight, a null argument) change nothing. The
+// connect's steps are in connection_connect.cc.
 #include "edgelock/connection.h"
 
 #include <cstdio>
@@ -22,7 +25,6 @@
 #include "error_text.h"
 #include "eval_capacity.h"  // the build fails if the longest EVAL cannot fit tx_
 #include "resp/encoder.h"
-#include "transport/transport.h"
 
 namespace edgelock {
 
@@ -36,58 +38,7 @@ constexpr size_t kMaxEvalWords = 16;
 
 Connection::~Connection() { transport_->close(); }
 
-// --- Set-up and connect.
-
-Status Connection::not_set_up() {
-  set_error(error_, "connection used before setup()");
-  return ErrorCode::kInvalidArgument;
-}
-
-Status Connection::setup(const char* url, const ConnectionOptions& options) {
-  Endpoint ep;
-  const char* why = nullptr;
-  const Status s = parse_url(url, &ep, &why);
-  if (!s.ok()) {
-    set_error(error_, "bad URL: %s", why ? why : "invalid");
-    return s;
-  }
-  return setup(ep, options);
-}
-
-Status Connection::setup(const Endpoint& endpoint, const ConnectionOptions& options) {
-  close();
-  if (endpoint.scheme == Scheme::kTls && !options.transport && !detail::tls_available()) {
-    set_error(error_, "rediss:// needs TLS, and this build has none");
-    return ErrorCode::kTlsUnavailable;
-  }
-  if (options.connect_timeout <= Nanos::zero() || options.command_timeout <= Nanos::zero() ||
-      options.reconnect_min <= Nanos::zero() || options.reconnect_max < options.reconnect_min) {
-    set_error(error_, "timeouts must be positive");
-    return ErrorCode::kInvalidArgument;
-  }
-  endpoint_ = endpoint;
-  options_ = options;
-  clock_ = options.clock ? options.clock : &default_clock();
-  transport_ = options.transport ? options.transport : &socket_;
-  failed_connects_ = 0;
-  next_connect_at_ = TimePoint();
-  state_ = State::kDisconnected;
-  error_[0] = '\0';
-  addresses_ = ResolvedHost();
-  // A name that does not resolve now still makes a valid setup (DNS may
-  // come up later): connects fail fast until resolve() succeeds.
-  resolve().ignore();
-  return Status();
-}
-
-Status Connection::resolve() {
-  if (state_ == State::kUnconfigured) return not_set_up();
-  if (options_.transport) return Status();  // it gets the endpoint as parsed
-  bool looked_up = false;
-  const Status s = detail::transport_resolve(endpoint_, &addresses_, &looked_up, error_);
-  if (looked_up) ++stats_.lookups;
-  return s;
-}
+// --- Set-up (setup(), resolve()) and the connect: connection_connect.cc.
 
 // Closes the stream; a set-up connection becomes kDisconnected (or stays
 // kBackingOff), an unconfigured one stays so.
@@ -97,12 +48,15 @@ void Connection::drop() {
   replies_due_ = 0;
   head_sha_ = nullptr;
   loaded_n_ = 0;  // the next stream may reach a restarted server
+  queued_replies_ = 0;
+  connect_deadline_ = Deadline::never();
   if (state_ >= State::kConnecting) state_ = State::kDisconnected;
 }
 
 void Connection::close() { drop(); }
 
 Status Connection::leave(Status s) {
+  if (connecting()) return fail_connect(s);
   const bool untouched = state_ == State::kIdle && (s.code() == ErrorCode::kBufferTooSmall ||
                                                     s.code() == ErrorCode::kInvalidArgument);
   if (untouched) return s;
@@ -111,75 +65,30 @@ Status Connection::leave(Status s) {
   return s;
 }
 
-void Connection::back_off() {
-  ++stats_.connect_failures;
-  Nanos backoff = options_.reconnect_min;
-  for (uint32_t i = 0; i < failed_connects_ && backoff < options_.reconnect_max; ++i) backoff *= 2;
-  next_connect_at_ =
-      clock_->now() + (backoff < options_.reconnect_max ? backoff : options_.reconnect_max);
-  ++failed_connects_;
-  state_ = State::kBackingOff;
-}
-
-Status Connection::connect(Deadline deadline) {
-  if (state_ == State::kUnconfigured) return not_set_up();
-  drop();
-  state_ = State::kConnecting;
-  // The connect budget caps the caller's deadline: a dead server must not
-  // hold an operation longer than connect_timeout.
-  const Deadline d = deadline.min(Deadline::after(*clock_, options_.connect_timeout));
-  Status s = transport_->open(endpoint_, addresses_, options_.tls, d, *clock_, error_);
-  if (s.ok()) {
-    state_ = State::kIdle;
-    s = handshake(d);
-  }
-  if (!s.ok()) {
-    drop();
-    back_off();
-    return s;
-  }
-  failed_connects_ = 0;
-  if (stats_.connects++ > 0) note_event(EventKind::kReconnect, Status(), Bytes(), Nanos::zero());
-  return Status();
-}
-
-Status Connection::handshake(Deadline deadline) {
-  Bytes words[3];
-  char db[12];
-  for (int step = 0; step < 2; ++step) {
-    size_t n = 0;
-    if (step == 0 && endpoint_.has_password) {
-      words[n++] = Bytes::from_cstr("AUTH");
-      if (endpoint_.user[0] != '\0') words[n++] = Bytes::from_cstr(endpoint_.user);
-      words[n++] = Bytes::from_cstr(endpoint_.password);
-    } else if (step == 1 && endpoint_.db != 0) {
-      words[n++] = Bytes::from_cstr("SELECT");
-      words[n++] = Bytes(db, static_cast<size_t>(std::snprintf(db, sizeof db, "%d", endpoint_.db)));
-    }
-    if (n == 0) continue;
-    const Result<const Reply*> r = command(Span<const Bytes>(words, n), deadline);
-    if (!r.ok()) return r.status();
-    if (r.value()->type != ReplyType::kStatus) return reject_reply("AUTH/SELECT wants +OK");
-  }
-  return Status();
-}
-
-// Connected and in step before a request: an idle stream with input
-// waiting (or closed by the peer) would answer with someone else's reply.
-Status Connection::ready(Deadline deadline) {
+// Ready for a request, before encoding it: an idle stream with input
+// waiting (or closed by the peer) would answer with someone else's reply,
+// so it is dropped and the request connects anew.
+Status Connection::prepare() {
   if (state_ == State::kIdle && (rx_.unread() > 0 || transport_->has_stale_input())) {
     set_error(error_, "idle connection had unexpected input or was closed; reconnecting");
     leave(ErrorCode::kProtocol).ignore();
   }
-  switch (state_) {
-    case State::kUnconfigured: return not_set_up();
-    case State::kBackingOff:
-      // Keep the last connect error's text; say why we did not try.
-      if (clock_->now() < next_connect_at_) return ErrorCode::kNotConnected;
-      return connect(deadline);
-    case State::kDisconnected: return connect(deadline);
-    default: return Status();
+  if (state_ == State::kUnconfigured) return not_set_up();
+  // Keep the last connect error's text; say why we did not try.
+  if (state_ == State::kBackingOff && clock_->now() < next_connect_at_) {
+    return ErrorCode::kNotConnected;
   }
+  return Status();
+}
+
+// The request encoded in tx_ begins now, or once the connect it starts is
+// done (advance() takes both on).
+Status Connection::launch(uint8_t replies, Deadline deadline) {
+  if (state_ == State::kIdle) {
+    begin(replies);
+    return Status();
+  }
+  return start_connect(deadline, replies);
 }
 
 // --- Encoding into the fixed command buffer.
@@ -244,22 +153,20 @@ void Connection::begin(uint8_t replies) {
 
 Status Connection::start_command(Span<const Bytes> args, Deadline deadline) {
   if (busy()) return ErrorCode::kInvalidArgument;
-  EDGELOCK_TRY(ready(deadline));
+  EDGELOCK_TRY(prepare());
   eval_ = ScriptCall();
   const Status s = encode(args, 0);
   if (!s.ok()) return leave(s);
-  begin(1);
-  return Status();
+  return launch(1, deadline);
 }
 
 Status Connection::start_eval(const ScriptCall& call, Deadline deadline, bool by_sha) {
   if (busy()) return ErrorCode::kInvalidArgument;
-  EDGELOCK_TRY(ready(deadline));
+  EDGELOCK_TRY(prepare());
   eval_ = call;
   const Status s = encode_eval(by_sha, 0);
   if (!s.ok()) return leave(s);
-  begin(1);
-  return Status();
+  return launch(1, deadline);
 }
 
 Status Connection::pipeline_eval(const ScriptCall& call) {
@@ -392,7 +299,12 @@ Result<const Reply*> Connection::on_reply(const Reply* reply) {
 Result<const Reply*> Connection::advance() {
   if (state_ == State::kSending) return send_some();
   if (state_ == State::kReceiving) return receive();
-  return ErrorCode::kInvalidArgument;
+  if (!connecting()) return ErrorCode::kInvalidArgument;
+  const Result<const Reply*> r = advance_connect();
+  // Connected just now: the request waiting for it is written at once (a
+  // non-blocking caller may not look again soon).
+  if (!r.ok() || state_ != State::kSending) return r;
+  return send_some();
 }
 
 Result<const Reply*> Connection::advance_pipeline() {
@@ -407,11 +319,15 @@ Result<const Reply*> Connection::advance_pipeline() {
 }
 
 short Connection::wait_events() const {
-  const short base = state_ == State::kSending ? kWantWrite : kWantRead;
-  return static_cast<short>(base | transport_->extra_events());
+  // Opening: what the socket connect or the TLS handshake waits for.
+  if (state_ == State::kConnecting) return transport_->extra_events();
+  const bool write =
+      state_ == State::kSending || (state_ == State::kHandshaking && hs_sent_ < hs_len_);
+  return static_cast<short>((write ? kWantWrite : kWantRead) | transport_->extra_events());
 }
 
 Status Connection::abandon() {
+  if (connecting()) return abandon_connect();
   set_error(error_, "no reply within the deadline");
   return leave(ErrorCode::kTimeout);
 }
@@ -421,9 +337,11 @@ Status Connection::reject_reply(const char* what) {
   return leave(ErrorCode::kProtocol);
 }
 
-// --- Blocking calls: the engine driven to the next reply within one deadline.
+// --- Blocking calls: the engine driven to the next reply (or, for
+// connect(), to the end of the connect) within one deadline: one wait.
 
-// Blocks until the request in flight can move or `deadline` passes.
+// Blocks until the request in flight (or the connect before it) can move
+// or `deadline` passes.
 // Waiting for a reply in the read itself saves the wait's syscall: only
 // with a slice's worth of deadline left, and once a slice passes empty the
 // rest of the request's waits are the transport's (an injected clock may
@@ -441,17 +359,22 @@ Status Connection::await(Deadline deadline) {
     may_block_ = n.value() > 0;
     return Status();
   }
+  // A connect phase may give up before `deadline`: then the next advance()
+  // says so.
   TransportWait w{transport_, wait_events(), 0};
-  const Result<size_t> ready = transport_->wait(&w, 1, deadline, *clock_, error_);
+  const Result<size_t> ready =
+      transport_->wait(&w, 1, deadline.min(step_deadline()), *clock_, error_);
   if (!ready.ok()) return leave(ready.status());
-  return ready.value() == 0 ? Status(ErrorCode::kTimeout) : Status();
+  if (ready.value() > 0 || (connecting() && !deadline.expired(*clock_))) return Status();
+  return ErrorCode::kTimeout;
 }
 
 Result<const Reply*> Connection::wait(Deadline deadline) {
   may_block_ = true;
   for (int round = 0; round < kMaxRounds; ++round) {
     const Result<const Reply*> r = advance();
-    if (!r.ok() || r.value()) return r;
+    // Not busy after a step that returned no reply: a bare connect is done.
+    if (!r.ok() || r.value() || !busy()) return r;
     if (deadline.expired(*clock_)) return abandon();
     const Status s = await(deadline);
     if (s.code() == ErrorCode::kTimeout) return abandon();
@@ -475,13 +398,12 @@ Result<const Reply*> Connection::eval(const ScriptCall& call, Deadline deadline)
 Status Connection::start_command_then_eval(Span<const Bytes> args, const ScriptCall& call,
                                            Deadline deadline) {
   if (busy()) return ErrorCode::kInvalidArgument;
-  EDGELOCK_TRY(ready(deadline));
+  EDGELOCK_TRY(prepare());
   eval_ = call;
   Status s = encode(args, 0);
   if (s.ok()) s = encode_eval(true, tx_len_);
   if (!s.ok()) return leave(s);
-  begin(2);
-  return Status();
+  return launch(2, deadline);
 }
 
 Result<const Reply*> Connection::command_then_eval(Span<const Bytes> args, const ScriptCall& call,

@@ -164,7 +164,8 @@ Deadline LeaseCore::next_deadline() const {
       Connection* c = backend_->direct();
       // Decrypted TLS bytes wait where a poll() cannot see them.
       if (c && io(*c).has_pending_input()) return kNow;
-      return deadline_;
+      // A connect phase may give up before the request's deadline.
+      return c ? deadline_.min(io(*c).step_deadline()) : deadline_;
     }
     default: return op_ != 0 ? kNow : Deadline::never();
   }

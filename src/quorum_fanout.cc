@@ -61,6 +61,9 @@ void step(Round& r, size_t i) {
   FanoutSlot& s = r.slots[i];
   ConnectionIo io = detail::io(*r.conns[i]);
   for (int k = 0; k <= ConnectionIo::kMaxPipelined; ++k) {
+    // A connect that fails (or a first write that fails right after it)
+    // leaves the request unwritten: the server never saw it.
+    const bool unwritten = io.connecting();
     const Result<const Reply*> res = io.advance_pipeline();
     if (res.ok() && !res.value()) return;
     if (io.busy()) continue;  // an older round's reply: more to come
@@ -69,6 +72,7 @@ void step(Round& r, size_t i) {
     s.in_flight = false;
     if (ours) {
       finish(s, res);
+      if (unwritten && !res.ok()) s.outcome = SlotOutcome::kFailed;
     } else {
       start(r, i);  // the old replies (or their failure) are in: send ours
     }
@@ -153,8 +157,8 @@ void begin(Round& r, Clock& clock) {
     step(r, i);
     if (s.draining) queue_behind(r, i);
   }
-  // Connected servers first: a (re)connect blocks, and must not delay the
-  // requests to servers that are ready.
+  // Connected servers first: their requests are written before any
+  // (re)connect starts.
   for (int pass = 0; pass < 2; ++pass) {
     for (size_t i = 0; i < r.n; ++i) {
       FanoutSlot& s = r.slots[i];
@@ -187,6 +191,11 @@ void leave(Round& r, bool deadline_passed) {
     FanoutSlot& s = r.slots[i];
     if (!s.want || !s.in_flight) continue;
     s.error = ErrorCode::kTimeout;
+    // A request still waiting for its connect when the deadline passed is
+    // given up with the connect: never written. Left behind by an early
+    // decision it is written once connected, as unknown as an unanswered
+    // one (the clean-up covers it).
+    if (deadline_passed && detail::io(*r.conns[i]).connecting()) s.sent = false;
     if (s.sent) {
       s.outcome = SlotOutcome::kUnknown;
       continue;
@@ -243,6 +252,14 @@ size_t fanout_wait_fds(Connection* const* conns, const FanoutSlot* slots, size_t
   return k;
 }
 
+Deadline fanout_step_deadline(Connection* const* conns, const FanoutSlot* slots, size_t n) {
+  Deadline d = Deadline::never();
+  for (size_t i = 0; i < capped(n); ++i) {
+    if (slots[i].want && slots[i].in_flight) d = d.min(detail::io(*conns[i]).step_deadline());
+  }
+  return d;
+}
+
 bool fanout_await(Connection* const* conns, const FanoutSlot* slots, size_t n,
                   const FanoutRound& round, Clock& clock, short* ready) {
   TransportWait items[kMaxQuorumServers];
@@ -260,7 +277,8 @@ bool fanout_await(Connection* const* conns, const FanoutSlot* slots, size_t n,
   if (k == 0) return true;
   ErrorText err;
   if (!buffered) {
-    const Result<size_t> woke = items[0].transport->wait(items, k, round.deadline, clock, err);
+    const Deadline d = round.deadline.min(fanout_step_deadline(conns, slots, n));
+    const Result<size_t> woke = items[0].transport->wait(items, k, d, clock, err);
     if (!woke.ok()) return false;
   }
   for (size_t j = 0; j < k; ++j) ready[index[j]] = buffered ? kWantRead : items[j].ready;

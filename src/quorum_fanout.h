@@ -43,7 +43,7 @@ struct FanoutResult {
 
 /// Starts the round: drops dead idle connections, queues or drains behind
 /// old requests, and writes every request it can (connected servers first;
-/// a connect or reconnect blocks).
+/// a connect or reconnect is started, its steps taken by fanout_step()).
 void fanout_begin(Connection* const* conns, FanoutSlot* slots, size_t n, const FanoutRound& round,
                   Clock& clock);
 /// Moves the slots in flight without blocking: those with ready[i] != 0,
@@ -60,7 +60,11 @@ FanoutResult fanout_end(Connection* const* conns, FanoutSlot* slots, size_t n,
 /// (TLS): then step without waiting.
 size_t fanout_wait_fds(Connection* const* conns, const FanoutSlot* slots, size_t n, pollfd* out,
                        size_t cap, bool* buffered);
-/// Blocks until a slot in flight is ready or the round's deadline passes;
+/// The earliest deadline of a connect phase among the slots in flight
+/// (never() if none is connecting): wake then to let it fail.
+Deadline fanout_step_deadline(Connection* const* conns, const FanoutSlot* slots, size_t n);
+/// Blocks until a slot in flight is ready or the round's deadline (or a
+/// connect phase's) passes;
 /// ready[0..n) tells which. False if the wait itself failed (the round
 /// should end).
 bool fanout_await(Connection* const* conns, const FanoutSlot* slots, size_t n,

@@ -104,7 +104,7 @@ Deadline QuorumLock::next_deadline() const {
   detail::fanout_wait_fds(conns_, slots_, n_, nullptr, 0, &buffered);
   // Bytes waiting where poll() cannot see them, or a round already decided.
   if (buffered || detail::fanout_over(slots_, n_, round_, clock())) return kNow;
-  return round_.deadline;
+  return round_.deadline.min(detail::fanout_step_deadline(conns_, slots_, n_));
 }
 
 // What was sent may have landed, so it counts as a round that ended

@@ -5,24 +5,34 @@
 ///
 /// Lifecycle (Mbed TLS style): construct, setup() (parses; looks a host
 /// name up once), then use; the first command connects. Connect/reconnect
-/// allocate (hiredis's context, freed before connect returns; the TLS
-/// session); commands after that allocate nothing. A reply returned by a
-/// command stays valid until the next command on this connection.
+/// allocate (hiredis's context while a socket connect starts, freed before
+/// that step returns; the TLS session, kept until the connection closes);
+/// commands after that allocate nothing. A reply returned by a command
+/// stays valid until the next command on this connection.
 ///
-/// Name resolution: a host name is looked up in setup() (getaddrinfo,
-/// which has no timeout of ours and allocates) and again only when you call
-/// resolve() or setup(). Every connect and reconnect goes to the addresses
-/// found then, within its deadline, and never calls the resolver, so a
-/// reconnect during a renewal cannot block on DNS. TLS still verifies (and
-/// sends as SNI) the host name from the URL. After the server moves to a
-/// new address, call resolve().
+/// What may block: only the host name lookup, in setup() and resolve()
+/// (getaddrinfo, which has no timeout of ours and allocates). Every connect
+/// and reconnect goes to the addresses found then and never calls the
+/// resolver. A connect is a sequence of steps of the same state machine
+/// that moves requests, none of which waits: a non-blocking socket connect
+/// to each address in turn (the next one when one fails), the TLS
+/// handshake one message per step, then AUTH and SELECT written together
+/// (one round trip) and their replies read, all within min(deadline,
+/// connect_timeout). The non-blocking engine (detail/connection_io.h)
+/// takes these steps in advance() when the socket is ready for
+/// wait_events() or step_deadline() passed, so a reconnect inside a
+/// primitive's step() or a keeper's service() never holds up the caller's
+/// loop. The blocking calls (connect(), command(), eval()) are loops over
+/// the same steps with one wait. TLS still verifies (and sends as SNI) the
+/// host name from the URL. After the server moves to a new address, call
+/// resolve().
 ///
 /// Sockets are close-on-exec from their creation, on every connect and
 /// reconnect: a child started with fork+exec never inherits one.
 ///
 /// Every failure leaves the connection usable: idle, or closed (the next
-/// command reconnects). The non-blocking engine the quorum lock and the
-/// lock's wait use is not part of this face: see detail/connection_io.h.
+/// command reconnects). The non-blocking engine the primitives' start/step
+/// face uses is not part of this face: see detail/connection_io.h.
 
 #include <cstdint>
 
@@ -107,7 +117,8 @@ class Connection final : public Backend {
 
   /// Connects now: socket, TLS, AUTH, SELECT, all within `deadline` (and
   /// connect_timeout), to the addresses resolved at setup()/resolve(); it
-  /// never looks a name up.
+  /// never looks a name up. Blocks: the connect's steps with a wait
+  /// between them.
   /// Errors: kConnectFailed (refused, unreachable, or the host name never
   /// resolved), kTimeout, kTls, kTlsUntrusted, kTlsCertTime,
   /// kTlsHostMismatch, kTlsUnavailable, kAuthFailed,
@@ -180,23 +191,42 @@ class Connection final : public Backend {
  private:
   friend class detail::ConnectionIo;
 
-  // Where the connection is (src/connection.cc has the transitions).
+  // Where the connection is (src/connection.cc and src/connection_connect.cc
+  // have the transitions).
   enum class State : uint8_t {
     kUnconfigured,  // before setup()
     kDisconnected,  // no stream; the next command connects
     kBackingOff,    // the last connect failed: none before next_connect_at_
-    kConnecting,    // opening the stream (AUTH/SELECT run as kIdle..kReceiving)
+    kConnecting,    // the transport opens (socket connect, TLS handshake)
+    kHandshaking,   // AUTH/SELECT written from hs_, then their replies read
     kIdle,          // connected, nothing owed either way
     kSending,       // writing tx_[tx_sent_, tx_len_); replies_due_ follow it
     kReceiving,     // reading replies_due_ replies (more than one: pipelined)
   };
+  // AUTH user password and SELECT db, encoded (into the receive buffer's
+  // free space: it is empty while they are written, and their replies are
+  // read only once they are written whole).
+  static constexpr size_t kHandshakeSize = kMaxUserLen + kMaxPasswordLen + 96;
+  static_assert(kHandshakeSize <= kRxBufferSize, "AUTH and SELECT fit the receive buffer");
 
   Status not_set_up();
   Status leave(Status s);
   void drop();
   void back_off();
-  Status handshake(Deadline deadline);
-  Status ready(Deadline deadline);
+  Status prepare();
+  Status launch(uint8_t replies, Deadline deadline);
+  // The connect in steps (src/connection_connect.cc).
+  Status start_connect(Deadline deadline, uint8_t queued);
+  Result<const Reply*> advance_connect();
+  Result<const Reply*> start_handshake();
+  Result<const Reply*> step_handshake();
+  Result<const Reply*> read_handshake();
+  Status check_handshake_reply(const Reply& reply);
+  Result<const Reply*> connected();
+  Status fail_connect(Status s);
+  Status abandon_connect();
+  bool connecting() const { return state_ == State::kConnecting || state_ == State::kHandshaking; }
+  Deadline step_deadline() const;
   Status encode(Span<const Bytes> args, size_t offset, const Bytes* suffixes = nullptr);
   Status encode_eval(bool by_sha, size_t offset);
   void begin(uint8_t replies);
@@ -220,7 +250,7 @@ class Connection final : public Backend {
   Status abandon();
   Status reject_reply(const char* what);
   short wait_events() const;
-  bool busy() const { return state_ == State::kSending || state_ == State::kReceiving; }
+  bool busy() const { return state_ >= State::kConnecting && state_ != State::kIdle; }
   void note_event(EventKind kind, Status status, Bytes key, Nanos latency);
 
   Endpoint endpoint_;
@@ -243,6 +273,15 @@ class Connection final : public Backend {
   bool may_block_ = true;  // await() may still wait in the read itself
   uint32_t failed_connects_ = 0;
   TimePoint next_connect_at_{};
+  // The connect under way: its deadline, the replies of the request
+  // waiting for it, and AUTH/SELECT: their bytes, what of them is written,
+  // the replies still to read.
+  Deadline connect_deadline_ = Deadline::never();
+  uint8_t queued_replies_ = 0;
+  uint8_t hs_due_ = 0;
+  uint16_t hs_len_ = 0;
+  uint16_t hs_sent_ = 0;
+  const uint8_t* hs_ = nullptr;
   size_t tx_len_ = 0;
   size_t tx_sent_ = 0;
   uint8_t tx_[kTxBufferSize];

@@ -172,7 +172,8 @@ class Lock final : public Lease {
   // (then call step() until it returns anything else: the blocking call's
   // result), or the final status when it ended at once. The wait's backoff
   // and the BLPOP wake-up are a deadline and an fd, never a sleep. A
-  // connect or reconnect inside still blocks (up to connect_timeout).
+  // connect or reconnect inside runs as steps too (socket, TLS, AUTH and
+  // SELECT; bounded by connect_timeout), never blocking.
   // Plain Connection back end only: Sentinel and Cluster route and fail
   // over inside their calls, so there these return kInvalidArgument (use
   // the blocking calls). One operation at a time: a start_*() or blocking

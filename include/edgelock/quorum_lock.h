@@ -175,9 +175,10 @@ class QuorumLock final : public Lease {
   // result), or the final status when it ended at once. Every round is
   // fanned out over the servers' sockets (wait_fds(): one per server in
   // flight); the backoff between attempts is a deadline, never a sleep. A
-  // connect or reconnect inside a round still blocks (up to each
-  // connection's connect_timeout). One operation at a time: a start_*()
-  // or blocking call while one is in flight returns kInvalidArgument.
+  // connect or reconnect inside a round runs as steps too (bounded by the
+  // round and each connection's connect_timeout). One operation at a
+  // time: a start_*() or blocking call while one is in flight returns
+  // kInvalidArgument.
   /// try_acquire(). Errors: as try_acquire().
   Status start_try_acquire();
   /// acquire(wait). Errors: as acquire().

@@ -5,10 +5,13 @@
 /// both ways without blocking, and waits for readiness against a deadline.
 ///
 /// The built-in transport (TCP, unix socket, TLS; src/transport/) lives
-/// inside every Connection. Another one is plugged in per connection with
-/// ConnectionOptions::transport, e.g. a scripted fake for unit tests or a
-/// simulated network: no heap, no exceptions, and the rest of the library
-/// (locks, quorum fan-out) runs over it unchanged.
+/// inside every Connection; its open runs in steps (open_start(),
+/// open_step()), so a connect never blocks the caller's loop. Another one
+/// is plugged in per connection with ConnectionOptions::transport, e.g. a
+/// scripted fake for unit tests or a simulated network: no heap, no
+/// exceptions, and the rest of the library (locks, quorum fan-out) runs
+/// over it unchanged. A transport whose open() may wait should override
+/// the open steps too; the default open_start() runs open() at once.
 
 #include <cstddef>
 #include <cstdint>
@@ -52,6 +55,28 @@ class Transport {
   /// kTlsHostMismatch, kTlsUnavailable, kInvalidArgument, kIo.
   virtual Status open(const Endpoint& ep, const ResolvedHost& addrs, const TlsOptions& tls,
                       Deadline deadline, Clock& clock, ErrorText& err) = 0;
+  /// Starts what open() does without waiting: ok once the stream is open,
+  /// or while the open goes on (opening() true): the caller then waits for
+  /// extra_events() on fd() (no later than open_deadline()) and calls
+  /// open_step(). `ep`, `addrs` and `tls` must stay valid until the open
+  /// ends. The default runs open() (a transport whose open never waits).
+  /// Errors: as open().
+  virtual Status open_start(const Endpoint& ep, const ResolvedHost& addrs, const TlsOptions& tls,
+                            Deadline deadline, Clock& clock, ErrorText& err) {
+    return open(ep, addrs, tls, deadline, clock, err);
+  }
+  /// Moves an open under way as far as it goes without waiting. Ok while
+  /// it goes on and once it is done; a failure (the deadline passed
+  /// included) closes the stream. Errors: as open().
+  virtual Status open_step(Clock& clock, ErrorText& err) {
+    (void)clock;
+    (void)err;
+    return Status();
+  }
+  /// True while an open started by open_start() goes on.
+  virtual bool opening() const { return false; }
+  /// When the open under way gives up (never() when none).
+  virtual Deadline open_deadline() const { return Deadline::never(); }
   /// Closes the stream and frees what open() allocated. Idempotent.
   virtual void close() = 0;
   virtual bool is_open() const = 0;
@@ -77,7 +102,8 @@ class Transport {
                               ErrorText& err) = 0;
 
   /// Events this stream needs besides the caller's (TLS may have to write
-  /// while the caller reads, and the reverse).
+  /// while the caller reads, and the reverse); while opening(), the events
+  /// the open waits for.
   virtual short extra_events() const { return 0; }
   /// True if bytes wait inside the transport where wait() cannot see them
   /// (decrypted TLS records): read before waiting.

@@ -1,10 +1,13 @@
-// Name lookup (only when asked: setup or resolve), then hiredis connects
-// to the numeric addresses found then (no lookup on reconnect), within one
-// deadline; the socket is made close-on-exec as soon as hiredis returns it.
+// Name lookup (only when asked: setup or resolve), then hiredis starts a
+// non-blocking connect to the numeric addresses found then (no lookup on
+// reconnect), one after the other, each step a poll() that never waits;
+// the socket is made close-on-exec as soon as hiredis returns it.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -72,42 +75,25 @@ bool numeric_host(const HostAddress& a, char* out, size_t cap) {
   return m > 0 && static_cast<size_t>(m) < cap - n;
 }
 
-timeval to_timeval(Nanos d) {
-  const auto secs = std::chrono::duration_cast<std::chrono::seconds>(d);
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(secs.count());
-  const auto usecs = std::chrono::duration_cast<std::chrono::microseconds>(d - secs);
-  tv.tv_usec = static_cast<suseconds_t>(usecs.count());
-  if (tv.tv_sec == 0 && tv.tv_usec == 0) tv.tv_usec = 1000;  // 0 means "no timeout" to hiredis
-  return tv;
-}
-
-// One connect attempt through hiredis (the design's socket layer), to a
-// numeric address so hiredis's own getaddrinfo never queries DNS. Returns
-// the fd (hiredis's context freed, the socket kept), or -1 with *error set
-// (an errno; ETIMEDOUT when the deadline ended it).
-int connect_one(const Endpoint& ep, const HostAddress* a, Deadline deadline, Clock& clock,
-                int* error, char (&why)[128]) {
-  const timeval tv = to_timeval(deadline.is_never() ? Millis(60000) : deadline.remaining(clock));
+// Starts one non-blocking connect through hiredis (the design's socket
+// layer), to a numeric address so hiredis's own getaddrinfo never queries
+// DNS. Returns the fd, connected or still connecting (hiredis's context
+// freed, the socket kept), or -1 with the reason in err.
+int connect_one(const Endpoint& ep, const HostAddress* a, const char* where, ErrorText& err) {
   redisContext* c = nullptr;
   if (ep.scheme == Scheme::kUnix) {
-    c = redisConnectUnixWithTimeout(ep.path, tv);
+    c = redisConnectUnixNonBlock(ep.path);
   } else {
     char host[INET6_ADDRSTRLEN + 16];
     if (!numeric_host(*a, host, sizeof host)) {
-      *error = EINVAL;
+      set_error(err, "cannot connect to %s: address does not fit", where);
       return -1;
     }
-    c = redisConnectWithTimeout(host, ep.port, tv);
+    c = redisConnectNonBlock(host, ep.port);
   }
-  if (!c) {
-    *error = ENOMEM;
-    return -1;
-  }
-  if (c->err) {
-    *error = std::strstr(c->errstr, "timed out") ? ETIMEDOUT : ECONNREFUSED;
-    std::snprintf(why, sizeof why, "%s", c->errstr);
-    redisFree(c);
+  if (!c || c->err) {
+    set_error(err, "cannot connect to %s: %s", where, c ? c->errstr : "out of memory");
+    if (c) redisFree(c);
     return -1;
   }
   const int fd = c->fd;
@@ -115,7 +101,12 @@ int connect_one(const Endpoint& ep, const HostAddress* a, Deadline deadline, Clo
   // the socket. (hiredis has no option to create it close-on-exec; a
   // fork+exec by another thread in these few instructions is the one gap.)
   (void)fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC);
-  if (ep.scheme != Scheme::kUnix) redisEnableKeepAlive(c);  // TCP_NODELAY: hiredis set it
+  if (ep.scheme != Scheme::kUnix) {
+    // hiredis sets TCP_NODELAY on some versions' non-blocking path only.
+    const int one = 1;
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    redisEnableKeepAlive(c);
+  }
   redisFreeKeepFd(c);  // public API since hiredis 0.13: the fd is ours now
   return fd;
 }
@@ -164,34 +155,59 @@ Status transport_resolve(const Endpoint& ep, ResolvedHost* out, bool* looked_up,
   return Status();
 }
 
-int connect_socket(const Endpoint& ep, const ResolvedHost& addrs, Deadline deadline, Clock& clock,
-                   ErrorText& err, ErrorCode* code) {
+Status socket_connect_start(TransportState& t, ErrorText& err) {
+  const Endpoint& ep = *t.ep;
   char where[kMaxHostLen + 16];
   format_endpoint(ep, where, sizeof where);
-  const size_t n = ep.scheme == Scheme::kUnix ? 1 : addrs.count;
-  int error = 0;
-  char why[128] = "";
-  for (size_t i = 0; i < n; ++i) {
-    if (deadline.expired(clock)) break;
-    const int fd = connect_one(ep, ep.scheme == Scheme::kUnix ? nullptr : &addrs.addrs[i], deadline,
-                               clock, &error, why);
-    if (fd >= 0) return fd;
-    if (error == ETIMEDOUT) break;
-  }
+  const size_t n = ep.scheme == Scheme::kUnix ? 1 : t.addrs->count;
   if (n == 0) {
     // Never looked up, or the lookup failed: connects never call the
     // resolver (it has no timeout); setup() or resolve() does.
     set_error(err, "cannot connect to %s: host name not resolved (%s)", where,
-              addrs.lookup_error ? gai_strerror(addrs.lookup_error) : "no address");
-    *code = ErrorCode::kConnectFailed;
-  } else if (error == ETIMEDOUT || error == 0) {
-    set_error(err, "cannot connect to %s: timed out", where);
-    *code = ErrorCode::kTimeout;
-  } else {
-    set_error(err, "cannot connect to %s: %s", where, why[0] ? why : std::strerror(error));
-    *code = ErrorCode::kConnectFailed;
+              t.addrs->lookup_error ? gai_strerror(t.addrs->lookup_error) : "no address");
+    return ErrorCode::kConnectFailed;
   }
-  return -1;
+  // An address refused at once (a unix socket, an unreachable network)
+  // leaves its text in err and the next one is tried.
+  while (t.next_addr < n) {
+    const HostAddress* a = ep.scheme == Scheme::kUnix ? nullptr : &t.addrs->addrs[t.next_addr];
+    ++t.next_addr;
+    t.fd = connect_one(ep, a, where, err);
+    if (t.fd >= 0) {
+      t.want_events = POLLOUT;
+      return Status();
+    }
+  }
+  return ErrorCode::kConnectFailed;
+}
+
+Result<bool> socket_connect_step(TransportState& t, Clock& clock, ErrorText& err) {
+  char where[kMaxHostLen + 16];
+  format_endpoint(*t.ep, where, sizeof where);
+  pollfd p{t.fd, POLLOUT, 0};
+  const int rc = poll(&p, 1, 0);
+  if (rc < 0 && errno != EINTR) {
+    set_error(err, "cannot connect to %s: poll: %s", where, std::strerror(errno));
+    return ErrorCode::kIo;
+  }
+  if (rc <= 0) {
+    if (!t.deadline.expired(clock)) return false;
+    set_error(err, "cannot connect to %s: timed out", where);
+    return ErrorCode::kTimeout;
+  }
+  int so_error = 0;
+  socklen_t len = sizeof so_error;
+  if (getsockopt(t.fd, SOL_SOCKET, SO_ERROR, &so_error, &len) < 0) so_error = errno;
+  if (so_error == 0) {
+    t.want_events = 0;
+    return true;
+  }
+  set_error(err, "cannot connect to %s: %s", where, std::strerror(so_error));
+  ::close(t.fd);
+  t.fd = -1;
+  if (t.deadline.expired(clock)) return ErrorCode::kConnectFailed;
+  EDGELOCK_TRY(socket_connect_start(t, err));
+  return false;
 }
 
 void library_info(LibraryInfo* out) {

@@ -1,6 +1,7 @@
-// The built-in transport: hiredis connects (socket_connect.cc), then
-// non-blocking send()/recv() on the socket, or mbedTLS records over it
-// (tls.cc); poll() waits.
+// The built-in transport: the open in steps (a non-blocking connect,
+// socket_connect.cc, then the TLS handshake, tls.cc), then non-blocking
+// send()/recv() on the socket, or mbedTLS records over it; the caller's
+// poll() waits.
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -23,39 +24,95 @@ namespace {
 
 constexpr int kMaxInterrupts = 1000;
 
-Status fail_setup(TransportState& t, const Endpoint& ep, const char* why, ErrorText& err) {
-  char where[kMaxHostLen + 16];
-  format_endpoint(ep, where, sizeof where);
-  set_error(err, "cannot connect to %s: %s", where, why);
-  transport_close(t);
-  return ErrorCode::kConnectFailed;
-}
+// Upper bound on wait rounds of a blocking open: each either moves the
+// open or waits on its deadline; this only guards against a peer that
+// keeps the socket ready without progress.
+constexpr int kMaxOpenRounds = 1 << 16;
 
-}  // namespace
-
-Status transport_open(TransportState& t, const Endpoint& ep, const ResolvedHost& addrs,
-                      const TlsOptions& tls, Deadline deadline, Clock& clock, ErrorText& err) {
-  transport_close(t);
-  ErrorCode code = ErrorCode::kConnectFailed;
-  t.fd = connect_socket(ep, addrs, deadline, clock, err, &code);
-  if (t.fd < 0) return code;
-  // The socket goes back to blocking mode so a read allowed to wait can
-  // wait in recv() itself; every other call passes MSG_DONTWAIT.
+// The connected socket goes back to blocking mode so a read allowed to
+// wait can wait in recv() itself; every other call passes MSG_DONTWAIT.
+Status socket_ready(TransportState& t, ErrorText& err) {
   const auto slice_us = std::chrono::duration_cast<std::chrono::microseconds>(kTransportWaitSlice);
   const timeval slice{0, static_cast<suseconds_t>(slice_us.count())};
   const int flags = fcntl(t.fd, F_GETFL, 0);
   if (flags < 0 || fcntl(t.fd, F_SETFL, flags & ~O_NONBLOCK) < 0 ||
       setsockopt(t.fd, SOL_SOCKET, SO_RCVTIMEO, &slice, sizeof slice) < 0) {
-    return fail_setup(t, ep, std::strerror(errno), err);
-  }
-  if (ep.scheme == Scheme::kTls) {
-    const Status s = tls_open(t, ep, tls, deadline, clock, err);
-    if (!s.ok()) {
-      transport_close(t);
-      return s;
-    }
+    char where[kMaxHostLen + 16];
+    format_endpoint(*t.ep, where, sizeof where);
+    set_error(err, "cannot connect to %s: %s", where, std::strerror(errno));
+    return ErrorCode::kConnectFailed;
   }
   return Status();
+}
+
+// The connect phase: once connected, TLS starts (or the stream is open).
+Status connect_phase(TransportState& t, Clock& clock, ErrorText& err) {
+  const Result<bool> done = socket_connect_step(t, clock, err);
+  if (!done.ok() || !done.value()) return done.status();
+  EDGELOCK_TRY(socket_ready(t, err));
+  if (t.ep->scheme != Scheme::kTls) {
+    t.phase = OpenPhase::kOpen;
+    return Status();
+  }
+  EDGELOCK_TRY(tls_start(t, *t.ep, *t.tls_opts, clock, err));
+  t.phase = OpenPhase::kTls;
+  return Status();
+}
+
+Status open_steps(TransportState& t, Clock& clock, ErrorText& err) {
+  if (t.phase == OpenPhase::kConnecting) EDGELOCK_TRY(connect_phase(t, clock, err));
+  // Straight on: the ClientHello goes out in the step that connected.
+  if (t.phase == OpenPhase::kTls) {
+    const Result<bool> done = tls_step(t, clock, err);
+    if (!done.ok()) return done.status();
+    if (done.value()) t.phase = OpenPhase::kOpen;
+  }
+  return Status();
+}
+
+}  // namespace
+
+Status transport_open_start(TransportState& t, const Endpoint& ep, const ResolvedHost& addrs,
+                            const TlsOptions& tls, Deadline deadline, ErrorText& err) {
+  transport_close(t);
+  t.ep = &ep;
+  t.addrs = &addrs;
+  t.tls_opts = &tls;
+  t.deadline = deadline;
+  t.next_addr = 0;
+  t.phase = OpenPhase::kConnecting;
+  const Status s = socket_connect_start(t, err);
+  if (!s.ok()) transport_close(t);
+  return s;
+}
+
+Status transport_open_step(TransportState& t, Clock& clock, ErrorText& err) {
+  if (t.phase == OpenPhase::kOpen) return Status();
+  if (t.phase == OpenPhase::kClosed) {
+    set_error(err, "no open under way");
+    return ErrorCode::kInvalidArgument;
+  }
+  const Status s = open_steps(t, clock, err);
+  if (!s.ok()) transport_close(t);
+  return s;
+}
+
+Status transport_open(TransportState& t, const Endpoint& ep, const ResolvedHost& addrs,
+                      const TlsOptions& tls, Deadline deadline, Clock& clock, ErrorText& err) {
+  EDGELOCK_TRY(transport_open_start(t, ep, addrs, tls, deadline, err));
+  for (int round = 0; round < kMaxOpenRounds; ++round) {
+    EDGELOCK_TRY(transport_open_step(t, clock, err));
+    if (t.phase == OpenPhase::kOpen) return Status();
+    pollfd p{t.fd, t.want_events, 0};
+    if (poll(&p, 1, t.deadline.poll_timeout_ms(clock)) < 0 && errno != EINTR) {
+      set_error(err, "poll: %s", std::strerror(errno));
+      transport_close(t);
+      return ErrorCode::kIo;
+    }
+  }
+  set_error(err, "open made no progress");
+  transport_close(t);
+  return ErrorCode::kTimeout;
 }
 
 void transport_close(TransportState& t) {
@@ -63,11 +120,23 @@ void transport_close(TransportState& t) {
   if (t.fd >= 0) ::close(t.fd);
   t.fd = -1;
   t.want_events = 0;
+  t.phase = OpenPhase::kClosed;
 }
 
 Status SocketTransport::open(const Endpoint& ep, const ResolvedHost& addrs, const TlsOptions& tls,
                              Deadline deadline, Clock& clock, ErrorText& err) {
   return transport_open(state_, ep, addrs, tls, deadline, clock, err);
+}
+
+Status SocketTransport::open_start(const Endpoint& ep, const ResolvedHost& addrs,
+                                   const TlsOptions& tls, Deadline deadline, Clock& clock,
+                                   ErrorText& err) {
+  (void)clock;
+  return transport_open_start(state_, ep, addrs, tls, deadline, err);
+}
+
+Status SocketTransport::open_step(Clock& clock, ErrorText& err) {
+  return transport_open_step(state_, clock, err);
 }
 
 void SocketTransport::close() { transport_close(state_); }

@@ -1,6 +1,8 @@
 // TLS over the hiredis-connected socket: mbedTLS 2.28 (TLS 1.2) or 3.6
 // (TLS 1.3, 1.2 allowed) with non-blocking BIO callbacks; the handshake
-// polls against its own deadline.
+// runs in steps (one mbedtls_ssl_handshake_step() each, never waiting)
+// that the connection takes when the socket is ready for what mbedTLS
+// asked.
 #include <mbedtls/error.h>
 #include <mbedtls/net_sockets.h>
 #include <poll.h>
@@ -25,9 +27,6 @@ namespace detail {
 namespace {
 
 constexpr char kPersonalization[] = "edgelock-tls";
-// Handshake rounds are bounded by the deadline; this guards against a peer
-// that keeps the socket ready without progress.
-constexpr int kMaxHandshakeRounds = 1 << 16;
 
 int bio_send(void* ctx, const unsigned char* buf, size_t len) {
   TlsSession* s = static_cast<TlsSession*>(ctx);
@@ -133,32 +132,18 @@ Status session_setup(TlsSession& s, const Endpoint& ep, const TlsOptions& opts, 
   return Status();
 }
 
-Status handshake(TlsSession& s, Deadline deadline, Clock& clock, ErrorText& err) {
-  for (int round = 0; round < kMaxHandshakeRounds; ++round) {
-    const int ret = mbedtls_ssl_handshake(&s.ssl);
-    // Insecure mode with a pin verifies OPTIONAL-ly: the pin still decides.
-    if (ret == 0) return s.pin_failed ? tls_handshake_error(s, ret, err) : Status();
-    short events = 0;
-    if (ret == MBEDTLS_ERR_SSL_WANT_READ) events = POLLIN;
-    if (ret == MBEDTLS_ERR_SSL_WANT_WRITE) events = POLLOUT;
-    if (events == 0) return tls_handshake_error(s, ret, err);
-    if (deadline.expired(clock)) break;
-    pollfd p{s.fd, events, 0};
-    const int rc = poll(&p, 1, deadline.poll_timeout_ms(clock));
-    if (rc < 0 && errno != EINTR) {
-      set_error(err, "TLS: poll during handshake failed");
-      return ErrorCode::kIo;
-    }
-  }
-  set_error(err, s.bytes_received == 0 ? "TLS: handshake timed out, server sent nothing (not TLS?)"
-                                       : "TLS: handshake timed out");
-  return ErrorCode::kTimeout;
+bool handshake_over(mbedtls_ssl_context& ssl) {
+#if MBEDTLS_VERSION_NUMBER >= 0x03000000
+  return mbedtls_ssl_is_handshake_over(&ssl) != 0;
+#else
+  return ssl.state == MBEDTLS_SSL_HANDSHAKE_OVER;
+#endif
 }
 
 }  // namespace
 
-Status tls_open(TransportState& t, const Endpoint& ep, const TlsOptions& opts, Deadline deadline,
-                Clock& clock, ErrorText& err) {
+Status tls_start(TransportState& t, const Endpoint& ep, const TlsOptions& opts, Clock& clock,
+                 ErrorText& err) {
   tls_close(t);
   if (opts.handshake_timeout <= Nanos::zero()) {
     set_error(err, "TLS: handshake_timeout must be positive");
@@ -170,13 +155,37 @@ Status tls_open(TransportState& t, const Endpoint& ep, const TlsOptions& opts, D
     return ErrorCode::kTls;
   }
   t.tls = s;
-  Status st = session_setup(*s, ep, opts, t.fd, err);
-  if (st.ok()) {
-    const Deadline d = deadline.min(Deadline::after(clock, opts.handshake_timeout));
-    st = handshake(*s, d, clock, err);
+  const Status st = session_setup(*s, ep, opts, t.fd, err);
+  if (!st.ok()) {
+    tls_close(t);
+    return st;
   }
-  if (!st.ok()) tls_close(t);
-  return st;
+  t.deadline = t.deadline.min(Deadline::after(clock, opts.handshake_timeout));
+  return Status();
+}
+
+Result<bool> tls_step(TransportState& t, Clock& clock, ErrorText& err) {
+  TlsSession& s = *t.tls;
+  // One handshake message per call: a flight's crypto (certificate checks,
+  // key exchange) is spread over several short calls, not one long one.
+  const int ret = handshake_over(s.ssl) ? 0 : mbedtls_ssl_handshake_step(&s.ssl);
+  if (ret == 0 && handshake_over(s.ssl)) {
+    // Insecure mode with a pin verifies OPTIONAL-ly: the pin still decides.
+    if (s.pin_failed) return tls_handshake_error(s, ret, err);
+    t.want_events = 0;
+    return true;
+  }
+  if (ret == 0) {
+    t.want_events = POLLOUT;  // more to do at once: a writable socket wakes the caller now
+  } else if (ret == MBEDTLS_ERR_SSL_WANT_READ || ret == MBEDTLS_ERR_SSL_WANT_WRITE) {
+    t.want_events = ret == MBEDTLS_ERR_SSL_WANT_READ ? POLLIN : POLLOUT;
+  } else {
+    return tls_handshake_error(s, ret, err);
+  }
+  if (!t.deadline.expired(clock)) return false;
+  set_error(err, s.bytes_received == 0 ? "TLS: handshake timed out, server sent nothing (not TLS?)"
+                                       : "TLS: handshake timed out");
+  return ErrorCode::kTimeout;
 }
 
 void tls_close(TransportState& t) {

@@ -8,11 +8,11 @@
 namespace edgelock {
 namespace detail {
 
-Status tls_open(TransportState&, const Endpoint&, const TlsOptions&, Deadline, Clock&,
-                ErrorText& err) {
+Status tls_start(TransportState&, const Endpoint&, const TlsOptions&, Clock&, ErrorText& err) {
   set_error(err, "rediss:// needs TLS, and this build has none (-Dtls=enabled)");
   return ErrorCode::kTlsUnavailable;
 }
+Result<bool> tls_step(TransportState&, Clock&, ErrorText&) { return ErrorCode::kTlsUnavailable; }
 void tls_close(TransportState&) {}
 Result<size_t> tls_write(TransportState&, const uint8_t*, size_t, ErrorText&) {
   return ErrorCode::kTlsUnavailable;

@@ -1,11 +1,13 @@
 #pragma once
 // Transport (private): the pieces of the built-in SocketTransport
-// (include/edgelock/detail/socket_transport.h). hiredis connects the socket
-// (close-on-exec from creation, to an address looked up beforehand;
-// socket_connect.cc), plain I/O is non-blocking send()/recv() on it (tcp.cc),
-// and mbedTLS (tls.cc) optionally wraps the same socket. Callers wait with
-// poll() against their own deadline, except a read allowed to wait, bounded
-// by SO_RCVTIMEO (kTransportWaitSlice).
+// (include/edgelock/detail/socket_transport.h). hiredis starts a
+// non-blocking connect (close-on-exec from creation, to an address looked
+// up beforehand; socket_connect.cc), plain I/O is non-blocking
+// send()/recv() on it (tcp.cc), and mbedTLS (tls.cc) optionally wraps the
+// same socket. The open is a sequence of steps (connect, TLS handshake),
+// none of which waits. Callers wait with poll() against their own
+// deadline, except a read allowed to wait, bounded by SO_RCVTIMEO
+// (kTransportWaitSlice).
 
 #include <cstddef>
 #include <cstdint>
@@ -31,37 +33,58 @@ using ErrorText = edgelock::ErrorText;
 /// Errors: kConnectFailed (the name does not resolve; text in err).
 Status transport_resolve(const Endpoint& ep, ResolvedHost* out, bool* looked_up, ErrorText& err);
 
-/// Connects to the first of `addrs` (or ep.path) that accepts, all within
-/// `deadline` (never a lookup), then TLS if the scheme says so; sets the
-/// receive timeout to kTransportWaitSlice. The socket is close-on-exec from
-/// its creation. Allocates (hiredis's context, freed before it returns; the
-/// TLS session): this is setup.
-/// Errors: kConnectFailed (refused, unreachable, no address), kTimeout,
-/// kTls, kTlsUntrusted, kTlsCertTime, kTlsHostMismatch, kTlsUnavailable,
-/// kInvalidArgument, kIo, kBufferTooSmall.
+/// Starts opening `ep` (its host at `addrs`, never a lookup) without
+/// blocking: a non-blocking connect to the first address that does not
+/// fail at once; transport_open_step() takes it on from there. `ep`,
+/// `addrs` and `tls` must stay valid until the open ends; `deadline`
+/// bounds all of it. Allocates (hiredis's context, freed before it
+/// returns; later the TLS session): this is set-up.
+/// Errors: kConnectFailed (every address refused at once, no address).
+Status transport_open_start(TransportState& t, const Endpoint& ep, const ResolvedHost& addrs,
+                            const TlsOptions& tls, Deadline deadline, ErrorText& err);
+/// Moves the open as far as it goes without waiting: the connect's result
+/// (a failed address: the next one), then the TLS handshake. Ok while the
+/// open goes on (t.phase before kOpen, t.want_events what it waits for)
+/// and once open; a failure closes the socket. Once connected the socket
+/// is put back in blocking mode with the receive timeout
+/// kTransportWaitSlice (every other call passes MSG_DONTWAIT).
+/// Errors: kConnectFailed, kTimeout, kTls, kTlsUntrusted, kTlsCertTime,
+/// kTlsHostMismatch, kTlsUnavailable, kInvalidArgument, kIo.
+Status transport_open_step(TransportState& t, Clock& clock, ErrorText& err);
+/// transport_open_start(), then steps and poll() until the open ends or
+/// `deadline` passes (the blocking open; tests and tools).
+/// Errors: as transport_open_step().
 Status transport_open(TransportState& t, const Endpoint& ep, const ResolvedHost& addrs,
                       const TlsOptions& tls, Deadline deadline, Clock& clock, ErrorText& err);
 
-/// The socket part of transport_open(): a non-blocking connect per
-/// address in turn until one is accepted or `deadline` passes. Returns the
-/// connected fd (close-on-exec, still non-blocking, TCP_NODELAY and
-/// keepalive on for TCP) or -1 with *code (kConnectFailed, kTimeout) and
-/// the text in err.
-int connect_socket(const Endpoint& ep, const ResolvedHost& addrs, Deadline deadline, Clock& clock,
-                   ErrorText& err, ErrorCode* code);
+/// The socket part: starts a non-blocking connect to t.addrs from
+/// t.next_addr on (or t.ep->path), skipping addresses that fail at once;
+/// t.fd is close-on-exec, TCP_NODELAY and keepalive on for TCP.
+/// Errors: kConnectFailed (none left; the last reason in err).
+Status socket_connect_start(TransportState& t, ErrorText& err);
+/// Looks (poll() with no wait) whether the connect is done: true when
+/// connected, false while pending; a failed address moves on to the next
+/// one. Errors: kTimeout (t.deadline passed), kConnectFailed (no address
+/// left), kIo.
+Result<bool> socket_connect_step(TransportState& t, Clock& clock, ErrorText& err);
 
 /// Closes the socket and frees what transport_open allocated. Idempotent.
 void transport_close(TransportState& t);
 
 // TLS layer (tls.cc, or tls_stub.cc when built without mbedTLS).
-/// Handshake on t.fd within min(deadline, now + opts.handshake_timeout).
-/// Errors: kTimeout (handshake deadline), kTlsUntrusted (unknown CA, pin
-/// mismatch), kTlsCertTime (expired / not yet valid), kTlsHostMismatch,
-/// kTls (alert, client certificate required, not TLS, closed mid-handshake,
-/// bad PEM), kInvalidArgument (no CA, half a client pair), kIo (poll),
-/// kTlsUnavailable (stub).
-Status tls_open(TransportState& t, const Endpoint& ep, const TlsOptions& opts, Deadline deadline,
-                Clock& clock, ErrorText& err);
+/// Starts TLS on the connected t.fd: allocates and sets up the session
+/// (CA, client pair, server name) and narrows t.deadline to
+/// opts.handshake_timeout from now. Errors: kInvalidArgument (no CA, half
+/// a client pair, handshake_timeout not positive), kTls (bad PEM, out of
+/// memory), kTlsUnavailable (stub).
+Status tls_start(TransportState& t, const Endpoint& ep, const TlsOptions& opts, Clock& clock,
+                 ErrorText& err);
+/// One handshake step, never waiting: true once done; false while mbedTLS
+/// waits for t.want_events. Errors: kTimeout (t.deadline passed),
+/// kTlsUntrusted (unknown CA, pin mismatch), kTlsCertTime (expired / not
+/// yet valid), kTlsHostMismatch, kTls (alert, client certificate
+/// required, not TLS, closed mid-handshake), kTlsUnavailable (stub).
+Result<bool> tls_step(TransportState& t, Clock& clock, ErrorText& err);
 void tls_close(TransportState& t);
 /// As Transport::write_some/read_some; 0 = would block, with t.want_events
 /// set to what mbedTLS waits for. Errors: kConnectionClosed (close_notify,

@@ -264,5 +264,67 @@ TEST_F(FakeConnection, RefusedCallsChangeNothing) {
   EXPECT_FALSE(unset.is_connected());
 }
 
+// --- AUTH and SELECT: steps of the connect, before the first request.
+
+class FakeAuthConnection : public FakeConnection {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(test::setup_fake(conn_, server_, clock_, {}, "redis://:pw@10.0.0.1:6379/2").ok());
+  }
+};
+
+// Both go out in one write (one round trip, not two); the request waits
+// for both +OK before it is written.
+TEST_F(FakeAuthConnection, AuthAndSelectShareOneRoundTrip) {
+  server_.reply(test::resp_status("OK"), Millis(5));
+  server_.reply(test::resp_status("OK"), Millis(5));
+  server_.reply(test::resp_status("PONG"), Millis(5));
+  const TimePoint t0 = clock_.now();
+  const Result<const Reply*> r = run({"PING"});
+  ASSERT_TRUE(r.ok()) << conn_.last_error();
+  EXPECT_EQ(clock_.now() - t0, Millis(10)) << "AUTH+SELECT, then PING: two round trips";
+  ASSERT_EQ(server_.requests().size(), 3u);
+  EXPECT_EQ(server_.requests()[0], (std::vector<std::string>{"AUTH", "pw"}));
+  EXPECT_EQ(server_.requests()[1], (std::vector<std::string>{"SELECT", "2"}));
+  EXPECT_EQ(server_.requests()[2], std::vector<std::string>{"PING"});
+  EXPECT_EQ(conn_.stats().connects, 1u);
+}
+
+// A refused AUTH or SELECT keeps its code, and the request that started
+// the connect is never written (it would run as another user, or in
+// database 0).
+TEST_F(FakeAuthConnection, RefusedAuthOrSelectNeverSendsTheRequest) {
+  const struct {
+    const char* auth;
+    const char* select;
+    ErrorCode code;
+  } cases[] = {
+      {"-WRONGPASS invalid username-password pair\r\n", "+OK\r\n", ErrorCode::kAuthFailed},
+      {"+OK\r\n", "-ERR DB index is out of range\r\n", ErrorCode::kServerError},
+  };
+  for (const auto& c : cases) {
+    server_.reply(c.auth, Millis(2));
+    server_.reply(c.select, Millis(2));
+    const size_t before = server_.requests().size();
+    detail::ConnectionIo io = detail::io(conn_);
+    const Bytes ping[1] = {Bytes::from_cstr("PING")};
+    ASSERT_TRUE(io.start_command(ping, Deadline::after(clock_, Millis(1000))).ok());
+    EXPECT_TRUE(io.connecting());
+    EXPECT_EQ(io.wait_events() & kWantRead, kWantRead) << "AUTH/SELECT written: wait for replies";
+    Result<const Reply*> r = static_cast<const Reply*>(nullptr);
+    for (int turn = 0; turn < 100 && io.busy() && r.ok(); ++turn) {
+      clock_.advance(Millis(1));
+      r = io.advance();
+    }
+    EXPECT_EQ(r.status().code(), c.code) << conn_.last_error();
+    EXPECT_FALSE(io.busy());
+    EXPECT_FALSE(conn_.is_connected());
+    ASSERT_EQ(server_.requests().size(), before + 2) << "the PING was written";
+    EXPECT_EQ(server_.requests().back()[0], "SELECT");
+    EXPECT_EQ(conn_.stats().connect_failures, static_cast<uint32_t>(&c - cases + 1));
+    clock_.advance(Millis(5000));  // past the reconnect backoff
+  }
+}
+
 }  // namespace
 }  // namespace edgelock

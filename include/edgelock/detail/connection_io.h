@@ -5,8 +5,9 @@
 // use Connection's blocking calls.
 //
 //   detail::ConnectionIo io = detail::io(conn);
-//   io.start_eval(call, deadline);            // encodes, connects if needed
-//   while (io.busy()) { wait on io.transport()/io.wait_events(); io.advance(); }
+//   io.start_eval(call, deadline);            // encodes, starts a connect if needed
+//   while (io.busy()) { wait on io.fd()/io.wait_events() until at most
+//                       io.step_deadline(); io.advance(); }
 //
 // Arguments of a started request must stay valid until its reply is in.
 
@@ -25,7 +26,11 @@ class ConnectionIo {
   static constexpr uint8_t kMaxPipelined = 4;
 
   /// Encodes and starts sending (EVALSHA; advance() falls back to EVAL on
-  /// NOSCRIPT). Connects first (bounded by `deadline`).
+  /// NOSCRIPT). On a closed connection it starts the connect instead (ok,
+  /// busy(), connecting()): advance() takes the connect's steps, bounded
+  /// by `deadline` and connect_timeout, and then writes the request. A
+  /// connect that fails at once (refused unix socket, no address) fails
+  /// here.
   /// Errors: as Connection::connect(), kNotConnected, kBufferTooSmall,
   /// kInvalidArgument (a request in flight, not set up, no script, more
   /// than 13 keys (with companions) and arguments, companions without a
@@ -43,10 +48,11 @@ class ConnectionIo {
   Status start_command(Span<const Bytes> args, Deadline deadline) {
     return c_->start_command(args, deadline);
   }
-  /// Does what I/O it can without blocking. Returns the next reply when
-  /// complete, nullptr while pending; busy() stays true while more replies
-  /// are due. Errors: as Connection::command() except kTimeout;
-  /// kInvalidArgument (nothing in flight).
+  /// Does what I/O it can without blocking, a connect's steps included.
+  /// Returns the next reply when complete, nullptr while pending; busy()
+  /// stays true while more replies are due. Errors: as
+  /// Connection::command() (kTimeout only from a connect phase whose
+  /// deadline passed); kInvalidArgument (nothing in flight).
   Result<const Reply*> advance() { return c_->advance(); }
 
   /// Queues an EVAL of call.script (by body, so it never needs the NOSCRIPT
@@ -97,7 +103,9 @@ class ConnectionIo {
   Status await(Deadline deadline) { return c_->await(deadline); }
 
   /// Gives up on the request in flight (deadline passed): the connection is
-  /// closed since its reply may still arrive. Returns kTimeout.
+  /// closed since its reply may still arrive. Returns kTimeout; during a
+  /// connect, that connect's own error if its last step fails otherwise
+  /// (the connect then counts as failed: reconnects back off).
   Status abandon() { return c_->abandon(); }
   /// For callers that got a well-formed reply of the wrong type or value:
   /// the server is not speaking our protocol (or the reply is not ours), so
@@ -117,8 +125,15 @@ class ConnectionIo {
   bool script_loaded(const Script* script) const { return c_->script_loaded(script); }
   /// Replies still to read for what was sent.
   uint8_t replies_due() const { return c_->replies_due_; }
-  /// A request is in flight (being written, or replies due).
+  /// A request is in flight (being written, or replies due, or waiting for
+  /// the connect it started).
   bool busy() const { return c_->busy(); }
+  /// A connect is under way (socket, TLS handshake, AUTH/SELECT): a
+  /// request started meanwhile has not been written yet.
+  bool connecting() const { return c_->connecting(); }
+  /// When the connect under way gives up a phase (never() otherwise): a
+  /// caller's wait ends then even if the socket never becomes ready.
+  Deadline step_deadline() const { return c_->step_deadline(); }
   /// The stream to wait on, and the events the request in flight waits for.
   Transport& transport() const { return *c_->transport_; }
   short wait_events() const { return c_->wait_events(); }

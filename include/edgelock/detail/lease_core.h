@@ -169,9 +169,9 @@ class LeaseCore {
 
   /// Starts `call`, whose arrays (RequestWords) must live until its reply is in,
   /// within `deadline`: written at once without blocking on a plain
-  /// connection (a connect or reconnect still blocks, up to
-  /// connect_timeout), run to its end on another back end. Returns
-  /// kInProgress: reply() has the outcome.
+  /// connection (or, on a closed one, written once the connect's
+  /// non-blocking steps are done), run to its end on another back end.
+  /// Returns kInProgress: reply() has the outcome.
   Status send(const ScriptCall& call, Deadline deadline);
   /// As send() for a plain command (BLPOP).
   Status send_command(Span<const Bytes> args, Deadline deadline);

@@ -18,8 +18,17 @@ class SocketTransport final : public Transport {
 
   Status open(const Endpoint& ep, const ResolvedHost& addrs, const TlsOptions& tls,
               Deadline deadline, Clock& clock, ErrorText& err) override;
+  Status open_start(const Endpoint& ep, const ResolvedHost& addrs, const TlsOptions& tls,
+                    Deadline deadline, Clock& clock, ErrorText& err) override;
+  Status open_step(Clock& clock, ErrorText& err) override;
+  bool opening() const override {
+    return state_.phase == OpenPhase::kConnecting || state_.phase == OpenPhase::kTls;
+  }
+  Deadline open_deadline() const override {
+    return opening() ? state_.deadline : Deadline::never();
+  }
   void close() override;
-  bool is_open() const override { return state_.fd >= 0; }
+  bool is_open() const override { return state_.phase == OpenPhase::kOpen; }
   Result<size_t> write_some(const uint8_t* data, size_t n, ErrorText& err) override;
   Result<size_t> read_some(uint8_t* dst, size_t cap, bool may_wait, ErrorText& err) override;
   Result<size_t> wait(TransportWait* items, size_t n, Deadline deadline, Clock& clock,

@@ -235,6 +235,7 @@ void Checker::on_client_send(int client, int server, int conn, const std::string
     if (parse_request(bytes.data() + off, bytes.size() - off, &argv, &used) != RParse::kComplete)
       break;
     off += used;
+    if (argv[0] != "AUTH" && argv[0] != "SELECT") request_end_[conn] = w_.conn(conn).sent;
     const char* n = script_of(argv);
     if (n) token_first_sent_.emplace(std::make_pair(client, first_arg(argv)), w_.now());
     const std::string name = n ? n : "";

@@ -182,6 +182,11 @@ class Checker {
   // behind it), and the tokens whose release each connection carried.
   std::map<std::tuple<int, std::string, int>, int> must_queue_;  // (client, token, server) -> conn
   std::map<int, std::set<std::string>> released_on_conn_;
+  // Per connection, where its last request other than AUTH and SELECT
+  // ends in the bytes sent: a reconnect's handshake in flight is no request
+  // the release must be queued behind (a release waiting for that connect
+  // is written after it anyway).
+  std::map<int, uint64_t> request_end_;
   bool data_lost_ = false;
   bool failed_ = false;
   std::string failure_kind_;

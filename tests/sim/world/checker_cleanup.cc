@@ -30,7 +30,9 @@ void Checker::note_release_written(int client, int server, int conn, const std::
     const auto key = std::make_tuple(client, token, s);
     if (must_queue_.count(key)) continue;
     for (const auto& p : w_.unsettled(client, s)) {
-      if (!w_.conn(p.first).client_closed) must_queue_[key] = p.first;
+      const auto end = request_end_.find(p.first);
+      const bool request = end != request_end_.end() && w_.conn(p.first).settled < end->second;
+      if (request && !w_.conn(p.first).client_closed) must_queue_[key] = p.first;
     }
   }
   (void)server;
