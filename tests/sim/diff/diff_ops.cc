@@ -162,7 +162,8 @@ DiffOp fair_op(uint64_t* s) {
     case 2:
       return script_op("fair-release", detail::kFairReleaseScript, {k, q, wake_list(k, seq)},
                        {tok, seq, wt}, Timed::kNone);
-    case 3: return script_op("fair-leave", detail::kFairLeaveScript, {k, q}, {tok, wt}, Timed::kNone);
+    case 3:
+      return script_op("fair-leave", detail::kFairLeaveScript, {k, q}, {tok, wt}, Timed::kNone);
     case 4:
       return script_op("fair-wake", detail::kFairWakeScript, {wake_list(k, seq)}, {wt},
                        Timed::kNone);
@@ -184,7 +185,8 @@ DiffOp fair_state_op(uint64_t* s) {
   const char* const seqs[] = {"abc", "5", "-2", "1.5"};
   switch (pick(s, 4)) {
     case 0: return setup("queue-seq", {"HSET", q, pick(s, 2) ? "seq" : "head", one_of(s, seqs)});
-    case 1: return setup("queue-entry", {"HSET", q, "w:tokB", pick(s, 2) ? "1:x" : "9:1", "s:1", "tokC"});
+    case 1:
+      return setup("queue-entry", {"HSET", q, "w:tokB", pick(s, 2) ? "1:x" : "9:1", "s:1", "tokC"});
     case 2: return setup("wrongtype-queue", {"RPUSH", q, "x"});
     default: return setup("wrongtype-wake", {"HSET", "{lk}:w:1", "f", "v"});
   }

@@ -19,13 +19,13 @@ namespace sim {
 /// ms until expiry): those are compared within a tolerance, all else exactly.
 enum class Timed : uint8_t {
   kNone,
-  kIfNotPositive,  // a lone integer <= 0 (acquire: -pttl)
-  kIfNotNegative,  // a lone integer >= 0 (PTTL, owned)
-  kWhole,          // a lone integer (extend in 'add' mode)
-  kSecondIfZero,   // {0, ms}
-  kFirst,          // {pttl, n}
+  kIfNotPositive,       // a lone integer <= 0 (acquire: -pttl)
+  kIfNotNegative,       // a lone integer >= 0 (PTTL, owned)
+  kWhole,               // a lone integer (extend in 'add' mode)
+  kSecondIfZero,        // {0, ms}
+  kFirst,               // {pttl, n}
   kFirstIfNotPositive,  // {-wait_ms <= 0, ...} (fair acquire; a grant's fence exact)
-  kThird,          // {ok, left, pttl}
+  kThird,               // {ok, left, pttl}
 };
 
 struct DiffOp {

@@ -74,8 +74,8 @@ bool fair_life(Env& e) {
     const Nanos wait = plan_fate(e, o, e.pick_wait());
     const GiveUp give_up = e.rng().chance(0.15) ? GiveUp::kStay : GiveUp::kLeave;
     e.checker().waiting(e.id(), "F", true);
-    const Status s = wait == Nanos(0) && !lock.queued() ? lock.try_acquire()
-                                                        : lock.acquire(wait, give_up);
+    const Status s =
+        wait == Nanos(0) && !lock.queued() ? lock.try_acquire() : lock.acquire(wait, give_up);
     e.checker().waiting(e.id(), "F", false);
     self.dies_at = -1;
     if (self.dead) return true;
