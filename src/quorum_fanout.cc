@@ -54,6 +54,7 @@ void finish(FanoutSlot& s, const Result<const Reply*>& r) {
 }
 
 void start(Round& r, size_t i);
+bool queue_behind(Round& r, size_t i);
 
 // Moves slot i along without blocking. Replies come oldest first; while the
 // connection is still busy after one, it answered an earlier request.
@@ -65,7 +66,12 @@ void step(Round& r, size_t i) {
     // leaves the request unwritten: the server never saw it.
     const bool unwritten = io.connecting();
     const Result<const Reply*> res = io.advance_pipeline();
-    if (res.ok() && !res.value()) return;
+    if (res.ok() && !res.value()) {
+      // The old request may be out only now (its connect just finished):
+      // ours can be queued behind it from here on.
+      if (s.draining && !s.sent) queue_behind(r, i);
+      return;
+    }
     if (io.busy()) continue;  // an older round's reply: more to come
     const bool ours = s.sent;
     s.draining = false;
