@@ -70,12 +70,14 @@ void step(Round& r, size_t i) {
       // The old request may be out only now (its connect just finished):
       // ours can be queued behind it from here on.
       if (s.draining && !s.sent) queue_behind(r, i);
+      s.connecting = io.connecting();
       return;
     }
     if (io.busy()) continue;  // an older round's reply: more to come
     const bool ours = s.sent;
     s.draining = false;
     s.in_flight = false;
+    s.connecting = false;
     if (ours) {
       finish(s, res);
       if (unwritten && !res.ok()) s.outcome = SlotOutcome::kFailed;
@@ -152,6 +154,7 @@ void begin(Round& r, Clock& clock) {
     s.aux = 0;
     s.outcome = SlotOutcome::kNone;
     s.in_flight = detail::io(*r.conns[i]).busy();
+    s.connecting = s.in_flight && detail::io(*r.conns[i]).connecting();
     s.draining = s.in_flight;
     if (!s.want || !s.draining) continue;
     // Old replies already here are read first (a round decided at its
@@ -161,7 +164,7 @@ void begin(Round& r, Clock& clock) {
     // the pipeline full), goes out once they are drained: the round is not
     // decided before it has.
     step(r, i);
-    if (s.draining) queue_behind(r, i);
+    if (s.draining && !s.sent) queue_behind(r, i);
   }
   // Connected servers first: their requests are written before any
   // (re)connect starts.
@@ -182,7 +185,7 @@ bool settled(const FanoutSlot* slots, size_t n, const FanoutGoal& goal) {
     const FanoutSlot& s = slots[i];
     if (!s.want) continue;
     if (s.in_flight) ++waiting;
-    if (s.in_flight && !s.sent) ++unsent;
+    if (s.in_flight && (!s.sent || (goal.written && s.connecting))) ++unsent;
     if (s.outcome == SlotOutcome::kReplied && s.value >= goal.yes_min) ++yes;
   }
   if (waiting == 0) return true;

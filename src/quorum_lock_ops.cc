@@ -93,7 +93,7 @@ bool QuorumLock::release_begin(Stage stage) {
   const size_t known_free = n_ - asked;
   const size_t goal = known_free >= quorum() ? 0 : quorum() - known_free;
   const detail::FanoutRequest req{{&detail::kReleaseScript, keys_, {acquire_args_, 1}}, true};
-  begin_round(stage, req, {goal, 0, stage != Stage::kRelease}, deadline).ignore();
+  begin_round(stage, req, {goal, 0, stage != Stage::kRelease, true}, deadline).ignore();
   return true;
 }
 

@@ -136,11 +136,14 @@ class QuorumLock final : public Lease {
   /// Owner-checked delete on every server that may hold the token, in one
   /// round that returns within about server_timeout (one deadline for the
   /// whole round). held() is false afterwards whatever the outcome.
-  /// Released on a majority is a release: ok once at least quorum() servers
-  /// are known not to hold our token (they deleted it, answered that it was
-  /// not ours, or never got it); released_on() says how many. A server that
-  /// did not answer keeps the key until the release queued behind its last
-  /// request runs, or its TTL ends; no other client needs it for a majority.
+  /// Released on a majority is a release: it returns ok as soon as quorum()
+  /// servers are known not to hold our token (they deleted it, answered
+  /// that it was not ours, or never got it) and the release is written to
+  /// every server it can reach, without waiting for the others' replies
+  /// (read before this lock's next request there); released_on() says how
+  /// many. A server that did not answer keeps the key until the release
+  /// queued behind its last request runs, or its TTL ends; no other client
+  /// needs it for a majority.
   /// The token is then forgotten.
   /// Errors: kNotHeld (no token), kNotOwner (a majority confirmed, but none
   /// deleted it: the lease had already ended), kIndeterminate (fewer than

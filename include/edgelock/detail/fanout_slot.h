@@ -24,10 +24,11 @@ enum class SlotOutcome : uint8_t {
 /// One server's part in a round. The caller sets `want`; the rest is output
 /// (`draining` and `in_flight` carry over to the next round).
 struct FanoutSlot {
-  bool want = false;       ///< Take part in this round.
-  bool sent = false;       ///< Our request was handed to the connection.
-  bool in_flight = false;  ///< Waiting for a reply (ours or an old one).
-  bool draining = false;   ///< The reply in flight answers an older round.
+  bool want = false;        ///< Take part in this round.
+  bool sent = false;        ///< Our request was handed to the connection.
+  bool in_flight = false;   ///< Waiting for a reply (ours or an old one).
+  bool draining = false;    ///< The reply in flight answers an older round.
+  bool connecting = false;  ///< Ours waits for the connect under way.
   SlotOutcome outcome = SlotOutcome::kNone;
   ErrorCode error = ErrorCode::kOk;
   int64_t value = 0;
@@ -57,6 +58,9 @@ struct FanoutGoal {
   size_t quorum = 1;
   int32_t yes_min = 1;  // 1, 0 (any reply) or -2: 4 bytes keep the round small
   bool wait_all = false;
+  /// Decided only once every request is written, not just handed to a
+  /// connection still connecting: a release must reach what it can.
+  bool written = false;
 };
 
 /// One round in progress: what is asked, when it is decided, and until when.
