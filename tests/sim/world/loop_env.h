@@ -62,10 +62,12 @@ Status drive(Env& e, H& h, Status s, int64_t cancel_at = -1, bool* cancelled = n
 
 /// Before the process ends: a request given up on may still run after the
 /// release that followed it (the release went on a new connection) and
-/// leave a key behind until its TTL: the run ends with no key left.
+/// leave a key behind until its TTL: the run ends with no key left. A late
+/// permit keeps a semaphore's key, whose TTL another holder's extend (up to
+/// 2 TTL asked) may re-arm meanwhile: 4 TTL covers both.
 inline void settle(Env& e) {
   if (e.gave_up_at < 0) return;
-  const int64_t gone = e.gave_up_at + 2 * e.ttl_ns() + e.w().config().command_timeout_ms * kWorkMs;
+  const int64_t gone = e.gave_up_at + 4 * e.ttl_ns() + e.w().config().command_timeout_ms * kWorkMs;
   if (e.w().now() < gone) e.sleep(gone - e.w().now());
 }
 
