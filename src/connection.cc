@@ -152,7 +152,7 @@ void Connection::begin(uint8_t replies) {
 // --- Starting requests.
 
 Status Connection::start_command(Span<const Bytes> args, Deadline deadline) {
-  if (busy()) return ErrorCode::kInvalidArgument;
+  if (busy()) return refuse_busy("a request is already in flight on this connection");
   EDGELOCK_TRY(prepare());
   eval_ = ScriptCall();
   const Status s = encode(args, 0);
@@ -161,7 +161,7 @@ Status Connection::start_command(Span<const Bytes> args, Deadline deadline) {
 }
 
 Status Connection::start_eval(const ScriptCall& call, Deadline deadline, bool by_sha) {
-  if (busy()) return ErrorCode::kInvalidArgument;
+  if (busy()) return refuse_busy("a request is already in flight on this connection");
   EDGELOCK_TRY(prepare());
   eval_ = call;
   const Status s = encode_eval(by_sha, 0);
@@ -397,7 +397,7 @@ Result<const Reply*> Connection::eval(const ScriptCall& call, Deadline deadline)
 // release signal (docs/benchmarks.md, "Handoff").
 Status Connection::start_command_then_eval(Span<const Bytes> args, const ScriptCall& call,
                                            Deadline deadline) {
-  if (busy()) return ErrorCode::kInvalidArgument;
+  if (busy()) return refuse_busy("a request is already in flight on this connection");
   EDGELOCK_TRY(prepare());
   eval_ = call;
   Status s = encode(args, 0);

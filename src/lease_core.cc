@@ -21,6 +21,22 @@ void DecimalText::set(int64_t v) {
   len = static_cast<uint8_t>(b.size());
 }
 
+LeaseCore::LeaseCore(Backend& backend) : backend_(&backend) {
+  if (Connection* c = backend.direct()) io(*c).attach();
+}
+
+LeaseCore::~LeaseCore() {
+  if (Connection* c = backend_->direct()) {
+    io(*c).leave_queue(this);
+    io(*c).detach();
+  }
+}
+
+bool LeaseCore::shared() const {
+  Connection* c = backend_->direct();
+  return c && io(*c).handles() > 1;
+}
+
 namespace {
 
 // A second guard behind every wait's deadline: the shortest pause is 1 ms

@@ -21,6 +21,10 @@ constexpr int kMaxCancelSteps = 8;
 
 // A deadline that has passed on every clock: "step now".
 constexpr Deadline kNow = Deadline::at(TimePoint());
+// How often a request waiting its turn on a shared connection looks
+// again: the handle ahead of it frees the connection in its own step(),
+// which no fd of ours can announce.
+constexpr Nanos kTurnPoll = Millis(1);
 
 }  // namespace
 
@@ -31,10 +35,12 @@ Status LeaseCore::begin_op(uint8_t op, bool nonblocking) {
   phase_ = OpPhase::kIdle;
   done_ = false;
   waiting_ = false;
+  nonblocking_ = nonblocking;
   return Status();
 }
 
 Status LeaseCore::end_op(Status s) {
+  leave_queue();
   op_ = 0;
   phase_ = OpPhase::kIdle;
   done_ = false;
@@ -73,7 +79,31 @@ Status LeaseCore::send(const ScriptCall& call, Deadline deadline) {
     complete(backend_->eval(call, deadline));  // Sentinel, Cluster: blocking calls only
     return ErrorCode::kInProgress;
   }
-  return started(io(*c).start_eval(call, deadline));
+  ConnectionIo cio = io(*c);
+  if (cio.turn_of(this, nonblocking_)) return started(cio.start_eval(call, deadline));
+  const Status s = cio.queue_turn(this);
+  if (!s.ok()) return started(s);
+  queued_ = true;
+  turn_call_ = call;
+  return ErrorCode::kInProgress;
+}
+
+// A blocking call takes the connection as soon as it is free: it holds
+// the caller's loop anyway, and the handles queued first cannot step.
+Status LeaseCore::take_turn(ConnectionIo& io) {
+  if (io.turn_of(this, nonblocking_)) {
+    leave_queue();
+    return io.start_eval(turn_call_, deadline_);
+  }
+  if (!deadline_.expired(clock())) return ErrorCode::kInProgress;
+  leave_queue();
+  return io.refuse_busy("another handle's request held it past this request's deadline");
+}
+
+void LeaseCore::leave_queue() {
+  if (!queued_) return;
+  queued_ = false;
+  io(*backend_->direct()).leave_queue(this);
 }
 
 Status LeaseCore::send_command(Span<const Bytes> args, Deadline deadline) {
@@ -116,6 +146,14 @@ Result<const Reply*> LeaseCore::reply() {
     return result_;
   }
   ConnectionIo io = detail::io(*backend_->direct());
+  if (queued_) {
+    const Status s = take_turn(io);
+    if (s.code() == ErrorCode::kInProgress) return static_cast<const Reply*>(nullptr);
+    if (!s.ok()) {
+      phase_ = OpPhase::kIdle;
+      return s;
+    }
+  }
   for (int i = 0; i < 2; ++i) {
     const Result<const Reply*> r = io.advance();
     if (r.ok() && !r.value()) break;
@@ -147,7 +185,7 @@ bool LeaseCore::pause_over() {
 }
 
 size_t LeaseCore::wait_fds(pollfd* out, size_t cap) const {
-  if (phase_ != OpPhase::kRequest || done_ || !out || cap == 0) return 0;
+  if (phase_ != OpPhase::kRequest || done_ || queued_ || !out || cap == 0) return 0;
   Connection* c = backend_->direct();
   if (!c) return 0;
   const ConnectionIo io = detail::io(*c);
@@ -161,6 +199,7 @@ Deadline LeaseCore::next_deadline() const {
     case OpPhase::kPause: return deadline_;
     case OpPhase::kRequest: {
       if (done_) return kNow;
+      if (queued_) return deadline_.min(Deadline::after(clock(), kTurnPoll));
       Connection* c = backend_->direct();
       // Decrypted TLS bytes wait where a poll() cannot see them.
       if (c && io(*c).has_pending_input()) return kNow;
@@ -177,6 +216,11 @@ void LeaseCore::await() {
     return;
   }
   if (phase_ != OpPhase::kRequest || done_) return;
+  if (queued_) {
+    const Nanos left = deadline_.remaining(clock());
+    clock().sleep_for(left < kTurnPoll ? left : kTurnPoll);
+    return;
+  }
   const Status s = io(*backend_->direct()).await(deadline_);
   // A failed read or wait closed the connection: that is the outcome.
   if (!s.ok() && s.code() != ErrorCode::kTimeout) complete(s);
@@ -199,7 +243,10 @@ void LeaseCore::cancel(OpStep step, void* self) {
     return;
   }
   cancelling_ = true;
-  if (phase_ == OpPhase::kRequest && !done_) {
+  if (phase_ == OpPhase::kRequest && !done_ && queued_) {
+    leave_queue();  // never sent; the request in flight is another handle's
+    complete(ErrorCode::kTimeout);
+  } else if (phase_ == OpPhase::kRequest && !done_) {
     ConnectionIo io = detail::io(*backend_->direct());
     complete(io.busy() ? io.abandon() : Status(ErrorCode::kTimeout));
   }

@@ -25,7 +25,8 @@ Status Lock::next_attempt(Status last, Nanos left) {
   // Blocking needs a holder whose key expires (busy_ttl > 0): a key
   // without TTL, or one expiring this millisecond, gets plain backoff.
   const Millis busy_ttl = core_.busy_ttl();
-  const bool can_block = options_.wake_on_release && wake_supported_ &&
+  // On a connection other handles share, BLPOP would hold it from them.
+  const bool can_block = options_.wake_on_release && wake_supported_ && !core_.shared() &&
                          last.code() == ErrorCode::kBusy && busy_ttl > Millis(0);
   if (can_block) {
     const Nanos half = options_.wake_fallback / 2;

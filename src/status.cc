@@ -55,6 +55,7 @@ constexpr Row kRows[] = {
     {ErrorCode::kAsk, kRejected, "ask"},
     {ErrorCode::kTryAgain, kRejected, "try again"},
     {ErrorCode::kNoScript, kRejected, "no script"},
+    {ErrorCode::kConnectionBusy, kRetry | kNotSent, "connection busy"},
     {ErrorCode::kInProgress, 0, "in progress"},
 };
 

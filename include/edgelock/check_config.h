@@ -88,6 +88,9 @@ static_assert(kMaxKeyLen >= 16 && kMaxKeyLen <= 4096,
 // fan-out's per-round stack arrays (16 bytes a server) under 1 KB.
 static_assert(kMaxQuorumServers >= 1 && kMaxQuorumServers <= 64,
               "max_quorum_servers must be 1..64: change the Meson option max_quorum_servers");
+// The queue's length is kept in a byte.
+static_assert(kMaxQueuedHandles >= 1 && kMaxQueuedHandles <= 64,
+              "max_queued_handles must be 1..64: change the Meson option max_queued_handles");
 // Cluster stores each slot's owner in a byte, with 255 meaning "none".
 static_assert(kMaxClusterNodes >= 1 && kMaxClusterNodes <= 254,
               "max_cluster_nodes must be 1..254: change the Meson option max_cluster_nodes");

@@ -30,6 +30,16 @@
 /// Sockets are close-on-exec from their creation, on every connect and
 /// reconnect: a child started with fork+exec never inherits one.
 ///
+/// Several handles (and a keeper) may share one connection: it carries one
+/// request at a time, and a handle whose start finds it occupied by
+/// another's request waits its turn in a fixed queue (Meson option
+/// max_queued_handles; one more gets kConnectionBusy), in order. A waiting
+/// acquire on a shared connection retries with backoff instead of blocking
+/// on the release signal, so it never holds the connection for longer
+/// than one request. A request's reply is read by its own handle's step():
+/// a blocking call that finds another handle's request in flight waits for
+/// it only until its own deadline (kConnectionBusy, nothing sent).
+///
 /// Every failure leaves the connection usable: idle, or closed (the next
 /// command reconnects). The non-blocking engine the primitives' start/step
 /// face uses is not part of this face: see detail/connection_io.h.
@@ -137,7 +147,8 @@ class Connection final : public Backend {
   /// The reply lives until the next command on this connection.
   /// Errors: everything connect() returns, kNotConnected (reconnect backing
   /// off), kTimeout, kIo, kConnectionClosed, kProtocol, kBufferTooSmall,
-  /// kInvalidArgument (not set up), and for an error reply: kServerError,
+  /// kConnectionBusy (another request is in flight on it), kInvalidArgument
+  /// (not set up), and for an error reply: kServerError,
   /// kAuthFailed, kNoAuth, kReadOnly, kOutOfMemory, kServerBusy, kLoading,
   /// kMoved, kAsk, kTryAgain (a cluster node), kNoScript (EVALSHA).
   Result<const Reply*> command(Span<const Bytes> args, Deadline deadline);
@@ -252,6 +263,11 @@ class Connection final : public Backend {
   short wait_events() const;
   bool busy() const { return state_ >= State::kConnecting && state_ != State::kIdle; }
   void note_event(EventKind kind, Status status, Bytes key, Nanos latency);
+  // Handles sharing this connection (src/connection_share.cc).
+  bool turn_of(const void* owner, bool in_order) const;
+  Status queue_turn(const void* owner);
+  void leave_queue(const void* owner);
+  Status refuse_busy(const char* why);
 
   Endpoint endpoint_;
   ConnectionOptions options_;
@@ -271,6 +287,10 @@ class Connection final : public Backend {
   const Script* loaded_[kLoadedScripts] = {};  // see note_loaded()
   uint8_t loaded_n_ = 0;
   bool may_block_ = true;  // await() may still wait in the read itself
+  uint8_t handles_ = 0;    // primitives' handles attached (LeaseCore)
+  uint8_t turns_n_ = 0;
+  // Handles waiting for their turn to start a request, oldest first.
+  const void* turns_[kMaxQueuedHandles] = {};
   uint32_t failed_connects_ = 0;
   TimePoint next_connect_at_{};
   // The connect under way: its deadline, the replies of the request

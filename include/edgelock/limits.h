@@ -64,6 +64,10 @@ constexpr int kMaxRedirects = 16;
 /// Most servers one QuorumLock spans (its fixed per-server arrays; Meson
 /// option max_quorum_servers).
 constexpr size_t kMaxQuorumServers = config::kMaxQuorumServers;
+/// Handles that may wait for their turn on one shared Connection (its
+/// fixed queue; Meson option max_queued_handles). One more gets
+/// kConnectionBusy.
+constexpr size_t kMaxQueuedHandles = config::kMaxQueuedHandles;
 /// Longest lock TTL accepted (Redis accepts more; a year is plenty for a lease).
 constexpr std::chrono::milliseconds kMaxTtl = std::chrono::hours(24 * 365);
 

@@ -50,7 +50,8 @@ struct LockOptions {
   Nanos retry_max = Millis(250);
   /// Waiting without polling: release() leaves a signal on a companion list
   /// ("{key}:wake", see above) and a waiting acquire() blocks on it with BLPOP, so a
-  /// released lock is handed over within about one round trip. Every lock
+  /// released lock is handed over within about one round trip. Not on a
+  /// Connection other handles share: the BLPOP would hold it from them. Every lock
   /// on a key should agree on this; a releaser with it off (or another
   /// client library) just makes waiters fall back to the caps below.
   bool wake_on_release = true;
@@ -177,7 +178,10 @@ class Lock final : public Lease {
   // Plain Connection back end only: Sentinel and Cluster route and fail
   // over inside their calls, so there these return kInvalidArgument (use
   // the blocking calls). One operation at a time: a start_*() or blocking
-  // call while one is in flight returns kInvalidArgument.
+  // call while one is in flight returns kInvalidArgument. Handles sharing
+  // a Connection take turns on it (connection.h): a request waiting its
+  // turn ends as kConnectionBusy if its deadline comes first, or at once
+  // when the connection's queue is full.
   /// try_acquire(). Errors: as try_acquire().
   Status start_try_acquire();
   /// acquire(wait). Errors: as acquire().

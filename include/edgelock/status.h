@@ -45,6 +45,8 @@ enum class ErrorCode : uint8_t {
   kAsk,               ///< Cluster: the slot is migrating; ask the named node (ASK).
   kTryAgain,          ///< Cluster settling: TRYAGAIN (slot migrating) or CLUSTERDOWN.
   kNoScript,          ///< The server does not have the script (NOSCRIPT).
+  kConnectionBusy,    ///< Another handle's request occupies the shared
+                      ///< connection (or its queue is full); nothing was sent.
   kInProgress,        ///< Not an error: a started operation is not done yet;
                       ///< call step() again once its fds or deadline say so.
 };
@@ -58,11 +60,13 @@ const char* to_string(ErrorCode code);
 struct ErrorTraits {
   /// Another attempt within the caller's wait may succeed: contention
   /// (kBusy, kExpired), a connection that failed (kIo, kConnectionClosed,
-  /// kConnectFailed, kNotConnected, kTimeout), or a server that is loading
-  /// or running a script (kLoading, kServerBusy).
+  /// kConnectFailed, kNotConnected, kTimeout), a connection another handle
+  /// occupies (kConnectionBusy), or a server that is loading or running a
+  /// script (kLoading, kServerBusy).
   bool retryable = false;
   /// Nothing of the request reached the server: the call gave up before
-  /// writing it (kNotConnected, kConnectFailed, kInvalidArgument). Safe to
+  /// writing it (kNotConnected, kConnectFailed, kInvalidArgument,
+  /// kConnectionBusy). Safe to
   /// send again, to this server or another. False means "may have been
   /// sent"; TLS failures count as that, conservatively.
   bool not_sent = false;

@@ -254,7 +254,7 @@ TEST_F(FakeConnection, RefusedCallsChangeNothing) {
   server_.reply(test::resp_int(1), Millis(40));
   ASSERT_TRUE(io.start_eval({&kScript}, Deadline::after(clock_, Millis(1000))).ok());
   EXPECT_EQ(io.start_eval({&kScript}, Deadline::after(clock_, Millis(1000))).code(),
-            ErrorCode::kInvalidArgument);
+            ErrorCode::kConnectionBusy);
   EXPECT_EQ(io.pipeline_eval({&kScript}).code(), ErrorCode::kInvalidArgument)
       << "not written whole yet";
   EXPECT_TRUE(io.busy());

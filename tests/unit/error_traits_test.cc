@@ -58,10 +58,11 @@ TEST(ErrorTraits, RetryAndMayHaveRunAsThePrimitivesNeed) {
                              ErrorCode::kNotConnected,
                              ErrorCode::kTimeout,
                              ErrorCode::kLoading,
-                             ErrorCode::kServerBusy};
+                             ErrorCode::kServerBusy,
+                             ErrorCode::kConnectionBusy};
   int n = 0;
   for (int i = 0; i < kCodes; ++i) n += traits(code(i)).retryable ? 1 : 0;
-  EXPECT_EQ(n, 9);
+  EXPECT_EQ(n, 10);
   for (ErrorCode c : retry) EXPECT_TRUE(traits(c).retryable) << to_string(c);
   const ErrorCode ran[] = {
       ErrorCode::kTimeout,       ErrorCode::kIo,      ErrorCode::kConnectionClosed,
@@ -82,7 +83,8 @@ TEST(ErrorTraits, RetryAndMayHaveRunAsThePrimitivesNeed) {
                                ErrorCode::kMoved,
                                ErrorCode::kAsk,
                                ErrorCode::kTryAgain,
-                               ErrorCode::kNoScript};
+                               ErrorCode::kNoScript,
+                               ErrorCode::kConnectionBusy};
   for (ErrorCode c : did_not) EXPECT_FALSE(traits(c).may_have_run) << to_string(c);
 }
 

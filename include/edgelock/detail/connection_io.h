@@ -32,7 +32,8 @@ class ConnectionIo {
   /// connect that fails at once (refused unix socket, no address) fails
   /// here.
   /// Errors: as Connection::connect(), kNotConnected, kBufferTooSmall,
-  /// kInvalidArgument (a request in flight, not set up, no script, more
+  /// kConnectionBusy (a request in flight), kInvalidArgument (not set up,
+  /// no script, more
   /// than 13 keys (with companions) and arguments, companions without a
   /// key).
   Status start_eval(const ScriptCall& call, Deadline deadline) {
@@ -44,7 +45,7 @@ class ConnectionIo {
     return c_->start_eval(call, deadline, false);
   }
   /// As start_eval() for a plain command. Errors: as connect(),
-  /// kNotConnected, kBufferTooSmall, kInvalidArgument (a request in flight).
+  /// kNotConnected, kBufferTooSmall, kConnectionBusy (a request in flight).
   Status start_command(Span<const Bytes> args, Deadline deadline) {
     return c_->start_command(args, deadline);
   }
@@ -87,7 +88,7 @@ class ConnectionIo {
   /// eval's. `*first` gets the command's outcome (ok, or its error reply's
   /// code); its reply is not kept. Errors: as Connection::eval() (for the
   /// connection or the eval's reply); kInvalidArgument also for a null
-  /// `first` or a request already in flight.
+  /// `first`.
   Result<const Reply*> command_then_eval(Span<const Bytes> args, const ScriptCall& call,
                                          Deadline deadline, Status* first) {
     return c_->command_then_eval(args, call, deadline, first);
@@ -117,6 +118,22 @@ class ConnectionIo {
   void note_event(EventKind kind, Status status, Bytes key, Nanos latency) {
     c_->note_event(kind, status, key, latency);
   }
+
+  /// Sharing the connection among handles: a handle attaches for its
+  /// lifetime; handles() > 1 means a request may have to wait its turn.
+  void attach() { ++c_->handles_; }
+  void detach() { --c_->handles_; }
+  uint8_t handles() const { return c_->handles_; }
+  /// `owner` may start a request now: none in flight and, with `in_order`,
+  /// no other handle queued before it.
+  bool turn_of(const void* owner, bool in_order) const { return c_->turn_of(owner, in_order); }
+  /// Queues `owner` for its turn (once; a queued owner stays where it is).
+  /// Errors: kConnectionBusy (the queue is full; last_error() says so).
+  Status queue_turn(const void* owner) { return c_->queue_turn(owner); }
+  /// Takes `owner` out of the queue (nothing if it is not in it).
+  void leave_queue(const void* owner) { c_->leave_queue(owner); }
+  /// Keeps `why` in last_error(); returns kConnectionBusy.
+  Status refuse_busy(const char* why) { return c_->refuse_busy(why); }
 
   /// This stream has seen `script` run (a reply it made): an EVALSHA of it
   /// cannot come back NOSCRIPT short of a SCRIPT FLUSH. Until then a request

@@ -81,9 +81,14 @@ struct RequestWords {
   DecimalText num[N];
 };
 
+class ConnectionIo;
+
 class LeaseCore {
  public:
-  explicit LeaseCore(Backend& backend) : backend_(&backend) {}
+  /// Attaches to the back end's connection (a plain one) for the core's
+  /// lifetime: handles sharing it then take turns (connection.h).
+  explicit LeaseCore(Backend& backend);
+  ~LeaseCore();
   LeaseCore(const LeaseCore&) = delete;
   LeaseCore& operator=(const LeaseCore&) = delete;
 
@@ -136,6 +141,10 @@ class LeaseCore {
   const Metrics& metrics() const { return metrics_; }
   void reset_metrics() { metrics_.reset(); }
 
+  /// Other handles share the connection: a request may wait its turn, so
+  /// none may hold it for long (no blocking wait for a release signal).
+  bool shared() const;
+
   /// The holder's TTL seen by the last busy attempt (0: none or no TTL).
   Millis busy_ttl() const { return busy_ttl_; }
   void set_busy_ttl(Millis ttl) { busy_ttl_ = ttl; }
@@ -171,6 +180,9 @@ class LeaseCore {
   /// within `deadline`: written at once without blocking on a plain
   /// connection (or, on a closed one, written once the connect's
   /// non-blocking steps are done), run to its end on another back end.
+  /// On a connection another handle's request occupies (or, for a start_*()
+  /// operation, that other handles wait for first) it waits its turn, and
+  /// ends as kConnectionBusy if the turn has not come by `deadline`.
   /// Returns kInProgress: reply() has the outcome.
   Status send(const ScriptCall& call, Deadline deadline);
   /// As send() for a plain command (BLPOP).
@@ -228,20 +240,25 @@ class LeaseCore {
       "init(): ttl, drift_factor or the retry times are out of range (edgelock/limits.h)"};
   void complete(Result<const Reply*> r);
   Status started(Status s);
+  Status take_turn(ConnectionIo& io);
+  void leave_queue();
   void await();
 
   // Small fields first: short offsets, shorter code on Thumb-2.
   Backend* backend_;
   uint8_t op_ = 0;
   OpPhase phase_ = OpPhase::kIdle;
-  bool done_ = false;        // the request's outcome is in result_
-  bool pipelined_ = false;   // send_pipelined(): two replies due
-  bool cancelling_ = false;  // cancel(): nothing new starts
-  bool waiting_ = false;     // begin_wait(): failed attempts may be retried
-  uint8_t init_fault_ = 0;   // why the last init() failed (kInitFaults), 0: it did not
+  bool done_ = false;         // the request's outcome is in result_
+  bool pipelined_ = false;    // send_pipelined(): two replies due
+  bool cancelling_ = false;   // cancel(): nothing new starts
+  bool waiting_ = false;      // begin_wait(): failed attempts may be retried
+  bool nonblocking_ = false;  // a start_*() operation: takes its turn in order
+  bool queued_ = false;       // send() waits its turn on a shared connection
+  uint8_t init_fault_ = 0;    // why the last init() failed (kInitFaults), 0: it did not
   uint32_t attempts_ = 0;
   Status first_;
   Result<const Reply*> result_{nullptr};
+  ScriptCall turn_call_;                         // what send() starts when its turn comes
   Deadline deadline_ = Deadline::never();        // the request's, or the pause's end
   Deadline wait_until_ = Deadline::never();      // the wait's end
   Deadline attempts_until_ = Deadline::never();  // the wait's end + one command timeout
