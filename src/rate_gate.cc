@@ -68,6 +68,7 @@ Status RateGate::attempt(Deadline deadline) {
   *out_ = Admission();
   req_start_ = core_.clock().now();
   if (local_hint_ && hinted_ && req_start_ < refuse_until_) {
+    // Refused with no round trip (still counted as an attempt).
     out_->retry_after = ms_until(refuse_until_, req_start_);
     out_->local = true;
     return attempt_done(ErrorCode::kBusy);
