@@ -48,11 +48,6 @@ bool valid_timing(const LeaseTiming& t) {
          t.retry_min > Nanos::zero() && t.retry_max >= t.retry_min;
 }
 
-bool wants_retry(Status s, RetryOn on) {
-  if (on == RetryOn::kTransient) return traits(s.code()).retryable;
-  return s.code() == ErrorCode::kBusy || s.code() == ErrorCode::kExpired;
-}
-
 }  // namespace
 
 Status CompanionKey::set(Bytes key, Bytes suffix) {

@@ -255,8 +255,9 @@ void LeaseCore::cancel(OpStep step, void* self) {
   cancelling_ = false;
 }
 
-void LeaseCore::begin_wait(Nanos wait) {
+void LeaseCore::begin_wait(Nanos wait, RetryOn on) {
   waiting_ = true;
+  retry_on_ = on;
   attempts_ = 0;
   wait_until_ = wait_deadline(wait);
   // The last attempt may start just before the wait ends and still needs
@@ -267,7 +268,7 @@ void LeaseCore::begin_wait(Nanos wait) {
 }
 
 bool LeaseCore::wait_on(Status s, Nanos* left) {
-  if (!waiting_ || cancelling_ || s.ok() || !traits(s.code()).retryable) return false;
+  if (!waiting_ || cancelling_ || s.ok() || !wants_retry(s, retry_on_)) return false;
   if (++attempts_ >= kMaxWaitAttempts) return false;
   *left = wait_until_.remaining(clock());
   return *left > Nanos::zero();

@@ -18,6 +18,9 @@
 /// keys would lengthen the cooldown by up to one period. A quota has no
 /// sound quorum variant (see quota.h).
 
+#include <poll.h>
+
+#include <cstddef>
 #include <cstdint>
 
 #include "edgelock/admission.h"
@@ -56,7 +59,7 @@ class Cooldown {
   /// says how long until the next one. Errors: kBusy (cooling down;
   /// out->retry_after), kExpired (entered, but the answer came after
   /// the period could have ended: do not act, another entry may already
-  /// be allowed), kInvalidArgument (not init()ed), kProtocol,
+  /// be allowed), kInvalidArgument (not init()ed, or an operation in flight), kProtocol,
   /// Connection::command()'s (then the entry may have been recorded; on
   /// Sentinel or Cluster with WAIT, kNoQuorum: entered on the primary but
   /// not confirmed by its replicas, do not act).
@@ -65,12 +68,35 @@ class Cooldown {
   /// forever), sleeping the remaining cooldown (kBusy and kExpired are
   /// retried). Errors: as try_enter().
   Status enter(Nanos wait, Admission* out = nullptr) { return gate_.wait_admit(wait, out); }
+  // --- Non-blocking face (docs/nonblocking.md), as Lock's: start_enter()
+  // starts enter() and returns kInProgress (then call step() until it
+  // returns anything else: enter()'s result), or the final status when it
+  // ended at once. The pause between tries is a deadline, never a sleep.
+  // Plain Connection back end only; one operation at a time.
+  /// enter(wait, out); a `wait` of 0 makes it try_enter(out). *out
+  /// (optional) must live until the operation ends. Errors: as enter();
+  /// kInvalidArgument also on Sentinel or Cluster (use enter()).
+  Status start_enter(Nanos wait, Admission* out = nullptr) { return gate_.start_admit(wait, out); }
+  /// Moves the operation in flight; kInProgress until it is done, then its
+  /// result. Errors: as enter(); kInvalidArgument when none is in flight.
+  Status step() { return gate_.step(); }
+  /// The connection's socket and poll events while a request is in flight
+  /// (at most 1).
+  size_t wait_fds(pollfd* out, size_t cap) const { return gate_.wait_fds(out, cap); }
+  /// The request's deadline or the pause's end.
+  Deadline next_deadline() const { return gate_.next_deadline(); }
+  /// Gives the operation in flight up: a request out ends as kTimeout (its
+  /// connection is closed; the attempt may have been counted), a pause at
+  /// once. No-op when none is in flight.
+  void cancel() { gate_.cancel(); }
   /// Time until an entry would be allowed (0 = now), from the server.
-  /// Errors: kInvalidArgument, kProtocol, Connection::command()'s.
+  /// Errors: kInvalidArgument (not init()ed, or an operation in flight),
+  /// kProtocol, Connection::command()'s.
   Result<Millis> retry_after();
   /// Deletes the cooldown's key on the server (DEL): the next entry, by
   /// any client, is allowed at once. Clears the local hint.
-  /// Errors: kInvalidArgument, kProtocol, Connection::command()'s.
+  /// Errors: kInvalidArgument (not init()ed, or an operation in flight),
+  /// kProtocol, Connection::command()'s.
   Status erase_on_server() { return gate_.erase_on_server(); }
 
   Bytes key() const { return gate_.key(); }

@@ -19,6 +19,9 @@
 /// 3 servers and M = 2 the attempts {s1,s2}, {s2,s3}, {s1,s3} each win a
 /// majority while every server counts only 2: three admissions for M = 2.
 
+#include <poll.h>
+
+#include <cstddef>
 #include <cstdint>
 
 #include "edgelock/admission.h"
@@ -59,7 +62,7 @@ class Quota {
   /// (optional) has what is left and when the window ends. Errors: kBusy
   /// (used up; out->retry_after), kExpired (counted, but the answer came
   /// after that window could have ended: do not act, it would count in the
-  /// next one), kInvalidArgument (not init()ed), kProtocol,
+  /// next one), kInvalidArgument (not init()ed, or an operation in flight), kProtocol,
   /// Connection::command()'s (then the attempt may have been counted; on
   /// Sentinel or Cluster with WAIT, kNoQuorum: counted on the primary but
   /// not confirmed by its replicas, do not act).
@@ -68,12 +71,35 @@ class Quota {
   /// forever), sleeping until the window ends (kBusy and kExpired are
   /// retried). Errors: as try_take().
   Status take(Nanos wait, Admission* out = nullptr) { return gate_.wait_admit(wait, out); }
+  // --- Non-blocking face (docs/nonblocking.md), as Lock's: start_take()
+  // starts take() and returns kInProgress (then call step() until it
+  // returns anything else: take()'s result), or the final status when it
+  // ended at once. The pause between tries is a deadline, never a sleep.
+  // Plain Connection back end only; one operation at a time.
+  /// take(wait, out); a `wait` of 0 makes it try_take(out). *out
+  /// (optional) must live until the operation ends. Errors: as take();
+  /// kInvalidArgument also on Sentinel or Cluster (use take()).
+  Status start_take(Nanos wait, Admission* out = nullptr) { return gate_.start_admit(wait, out); }
+  /// Moves the operation in flight; kInProgress until it is done, then its
+  /// result. Errors: as take(); kInvalidArgument when none is in flight.
+  Status step() { return gate_.step(); }
+  /// The connection's socket and poll events while a request is in flight
+  /// (at most 1).
+  size_t wait_fds(pollfd* out, size_t cap) const { return gate_.wait_fds(out, cap); }
+  /// The request's deadline or the pause's end.
+  Deadline next_deadline() const { return gate_.next_deadline(); }
+  /// Gives the operation in flight up: a request out ends as kTimeout (its
+  /// connection is closed; the attempt may have been counted), a pause at
+  /// once. No-op when none is in flight.
+  void cancel() { gate_.cancel(); }
   /// What is left without counting an attempt (allowed = remaining > 0).
-  /// Errors: kInvalidArgument, kProtocol, Connection::command()'s.
+  /// Errors: kInvalidArgument (not init()ed, or an operation in flight),
+  /// kProtocol, Connection::command()'s.
   Result<Admission> peek();
   /// Deletes the quota's key on the server (DEL): a fresh window starts
   /// for every client. Clears the local hint.
-  /// Errors: kInvalidArgument, kProtocol, Connection::command()'s.
+  /// Errors: kInvalidArgument (not init()ed, or an operation in flight),
+  /// kProtocol, Connection::command()'s.
   Status erase_on_server() { return gate_.erase_on_server(); }
 
   Bytes key() const { return gate_.key(); }

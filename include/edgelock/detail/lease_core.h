@@ -63,6 +63,12 @@ enum class RetryOn : uint8_t {
   kRefusal,    ///< Busy and expired only (rate limiters).
 };
 
+/// Whether a wait retries after the failure `s`.
+inline bool wants_retry(Status s, RetryOn on) {
+  if (on == RetryOn::kTransient) return traits(s.code()).retryable;
+  return s.code() == ErrorCode::kBusy || s.code() == ErrorCode::kExpired;
+}
+
 /// Where the operation in flight is.
 enum class OpPhase : uint8_t {
   kIdle,     ///< No request and no pause (between two, or no operation).
@@ -213,8 +219,9 @@ class LeaseCore {
   void cancel(OpStep step, void* self);
 
   /// A wait of `wait` from now (negative or kForever: no end) for the
-  /// operation's attempts; the first attempt's deadline is the caller's.
-  void begin_wait(Nanos wait);
+  /// operation's attempts, retrying the failures `on` names; the first
+  /// attempt's deadline is the caller's.
+  void begin_wait(Nanos wait, RetryOn on = RetryOn::kTransient);
   /// After an attempt that ended with `s`: true if the wait goes on, with
   /// the time left of it in *left (> 0).
   bool wait_on(Status s, Nanos* left);
@@ -255,6 +262,8 @@ class LeaseCore {
   bool nonblocking_ = false;  // a start_*() operation: takes its turn in order
   bool queued_ = false;       // send() waits its turn on a shared connection
   uint8_t init_fault_ = 0;    // why the last init() failed (kInitFaults), 0: it did not
+  // Which failures the wait retries (begin_wait()).
+  RetryOn retry_on_ = RetryOn::kTransient;
   uint32_t attempts_ = 0;
   Status first_;
   Result<const Reply*> result_{nullptr};

@@ -1,8 +1,11 @@
 #pragma once
 // Internal: what the rate limiters Cooldown and Quota hold by composition
-// (src/rate_gate.cc): a lease core (key, back end, counters, the retry
-// loop), the decision script with its arguments, and the local refusal
-// hint. A limiter differs only in its rule. Fixed size, no heap.
+// (src/rate_gate.cc): a lease core (key, back end, counters, the operation
+// in flight and its driver), the decision script with its arguments, and
+// the local refusal hint. A limiter differs only in its rule. Fixed size,
+// no heap.
+
+#include <poll.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -44,20 +47,40 @@ class RateGate {
   /// decision; counted in the metrics either way. *out (optional) is
   /// filled in. Errors: kBusy (refused), kExpired (allowed, but the answer
   /// came after the period or window it counted in could have ended),
-  /// kInvalidArgument (not init()ed), kProtocol, Connection::command()'s
-  /// (on Sentinel or Cluster Backend::eval()'s, kNoQuorum: counted on the
-  /// primary, not confirmed by its replicas; do not act).
-  Status try_admit(Admission* out);
-  /// try_admit() until allowed or `wait` has passed (negative = forever),
-  /// sleeping what the server said between tries (kBusy and kExpired are
-  /// retried). Errors: as try_admit().
+  /// kInvalidArgument (not init()ed, or an operation in flight), kProtocol,
+  /// Connection::command()'s (on Sentinel or Cluster Backend::eval()'s,
+  /// kNoQuorum: counted on the primary, not confirmed by its replicas; do
+  /// not act).
+  Status try_admit(Admission* out) { return wait_admit(Nanos::zero(), out); }
+  /// Attempts until allowed or `wait` has passed (0: one attempt; negative
+  /// = forever), pausing what the server said between tries (kBusy and
+  /// kExpired are retried). Errors: as try_admit().
   Status wait_admit(Nanos wait, Admission* out);
+
+  // --- Non-blocking face: the blocking calls are this machine driven by
+  // LeaseCore::run(). Plain Connection back end only.
+  /// Starts wait_admit(wait, out) and returns kInProgress (then step()
+  /// until it returns anything else), or the final status when it ended
+  /// at once. *out (optional) must live until the operation ends.
+  /// Errors: as try_admit(); kInvalidArgument also on Sentinel or Cluster.
+  Status start_admit(Nanos wait, Admission* out);
+  /// Moves the operation in flight; kInProgress until it is done, then its
+  /// result. Errors: the operation's; kInvalidArgument when none is in
+  /// flight.
+  Status step();
+  size_t wait_fds(pollfd* out, size_t cap) const { return core_.wait_fds(out, cap); }
+  Deadline next_deadline() const { return core_.next_deadline(); }
+  /// Ends the operation in flight: a request out ends as kTimeout (its
+  /// connection closed), a pause ends at once. No-op when none is.
+  void cancel() { core_.cancel(&RateGate::step_of, this); }
+
   /// The key's PTTL as the server counts it (*pttl, ms; -2 no key, -1 no
-  /// expiry) and its counter (*used).
-  /// Errors: kInvalidArgument (no key), kProtocol, Connection::command()'s.
+  /// expiry) and its counter (*used). Errors: kInvalidArgument (no key,
+  /// or an operation in flight), kProtocol, Connection::command()'s.
   Status peek(int64_t* pttl, int64_t* used);
-  /// Deletes the key on the server (DEL) and clears the hint.
-  /// Errors: kInvalidArgument (no key), kProtocol, Connection::command()'s.
+  /// Deletes the key on the server (DEL) and clears the hint. Errors:
+  /// kInvalidArgument (no key, or an operation in flight), kProtocol,
+  /// Connection::command()'s.
   Status erase_on_server();
 
   Bytes key() const { return core_.key(); }
@@ -68,16 +91,23 @@ class RateGate {
   Connection& connection() const { return core_.connection(); }
 
  private:
-  Status attempt(Admission* a, Deadline deadline);
-  Status decide(Admission* a, Deadline deadline);
+  static Status step_of(void* self) { return static_cast<RateGate*>(self)->step(); }
+  Status begin_admit(Nanos wait, Admission* out, bool nonblocking);
+  Status attempt(Deadline deadline);
+  Status decide(const Result<const Reply*>& r);
+  Status attempt_done(Status s);
 
-  LeaseCore core_;
-  const Script* script_ = nullptr;
-  DecimalText args_[2];  // the rule's arguments as sent
-  size_t nargs_ = 0;
   bool local_hint_ = true;
   bool hinted_ = false;
+  Admission* out_ = &own_;  // the operation's answer: the caller's or own_
+  const Script* script_ = nullptr;
+  size_t nargs_ = 0;
   TimePoint refuse_until_{};
+  TimePoint req_start_{};  // the attempt's request left after this
+  Admission own_;
+  // The request's words; num[] holds the rule's arguments as sent.
+  RequestWords<2, 2> words_;
+  LeaseCore core_;
 };
 
 }  // namespace detail
