@@ -6,8 +6,8 @@
 #include <string>
 #include <type_traits>
 
+#include "../support/fake_clock.h"
 #include "edgelock/backoff.h"
-#include "edgelock/fake_clock.h"
 #include "edgelock/random.h"
 #include "edgelock/script.h"
 #include "edgelock/script_call.h"
