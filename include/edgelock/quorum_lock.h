@@ -60,17 +60,17 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "edgelock/backoff.h"
 #include "edgelock/bytes.h"
 #include "edgelock/clock.h"
 #include "edgelock/connection.h"
+#include "edgelock/detail/backoff.h"
 #include "edgelock/detail/decimal_text.h"
 #include "edgelock/detail/fanout_slot.h"
+#include "edgelock/detail/random.h"
 #include "edgelock/lease.h"
 #include "edgelock/limits.h"
 #include "edgelock/lock.h"
 #include "edgelock/metrics.h"
-#include "edgelock/random.h"
 #include "edgelock/status.h"
 
 namespace edgelock {

@@ -7,8 +7,8 @@
 #include <type_traits>
 
 #include "../support/fake_clock.h"
-#include "edgelock/backoff.h"
-#include "edgelock/random.h"
+#include "edgelock/detail/backoff.h"
+#include "edgelock/detail/random.h"
 #include "edgelock/script.h"
 #include "edgelock/script_call.h"
 #include "edgelock/span.h"
