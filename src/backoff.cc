@@ -1,4 +1,4 @@
-#include "edgelock/backoff.h"
+#include "edgelock/detail/backoff.h"
 
 namespace edgelock {
 

@@ -70,6 +70,8 @@ QuorumLock::QuorumLock() = default;
 
 QuorumLock::~QuorumLock() { abandon_in_flight(); }
 
+Clock& QuorumLock::clock() const { return n_ > 0 ? conns_[0]->clock() : default_clock(); }
+
 void QuorumLock::abandon_in_flight() {
   for (size_t i = 0; i < n_; ++i) {
     detail::ConnectionIo io = detail::io(*conns_[i]);

@@ -1,4 +1,4 @@
-#include "edgelock/random.h"
+#include "edgelock/detail/random.h"
 
 #include <sys/random.h>
 

@@ -25,7 +25,7 @@
 
 #include "edgelock/backend.h"
 #include "edgelock/connection.h"
-#include "edgelock/key_slot.h"
+#include "edgelock/detail/key_slot.h"
 #include "edgelock/limits.h"
 
 namespace edgelock {

@@ -73,4 +73,4 @@ constexpr std::chrono::milliseconds kMaxTtl = std::chrono::hours(24 * 365);
 
 }  // namespace edgelock
 
-#include "edgelock/check_config.h"  // after the constants it checks
+#include "edgelock/detail/check_config.h"  // after the constants it checks

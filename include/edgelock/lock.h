@@ -26,7 +26,6 @@
 
 #include "edgelock/backend.h"
 #include "edgelock/bytes.h"
-#include "edgelock/connection.h"
 #include "edgelock/detail/decimal_text.h"
 #include "edgelock/detail/lease_core.h"
 #include "edgelock/lease.h"

@@ -60,17 +60,16 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "edgelock/backoff.h"
 #include "edgelock/bytes.h"
 #include "edgelock/clock.h"
-#include "edgelock/connection.h"
+#include "edgelock/detail/backoff.h"
 #include "edgelock/detail/decimal_text.h"
 #include "edgelock/detail/fanout_slot.h"
+#include "edgelock/detail/random.h"
 #include "edgelock/lease.h"
 #include "edgelock/limits.h"
 #include "edgelock/lock.h"
 #include "edgelock/metrics.h"
-#include "edgelock/random.h"
 #include "edgelock/status.h"
 
 namespace edgelock {
@@ -223,7 +222,7 @@ class QuorumLock final : public Lease {
   /// server_timeout(): one round per renewal.
   Nanos renew_budget() const override { return server_timeout(); }
   /// The connections' clock (default_clock() before init()).
-  Clock& clock() const override { return n_ > 0 ? conns_[0]->clock() : default_clock(); }
+  Clock& clock() const override;
   /// From the last acquire attempt: how long until enough holders'
   /// keys expire for a majority to be free, i.e. the (quorum() - granted)-th
   /// shortest TTL among the servers that refused. Not the shortest (one

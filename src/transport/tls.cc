@@ -11,7 +11,7 @@
 #include <cerrno>
 #include <new>
 
-#include "edgelock/random.h"
+#include "edgelock/detail/random.h"
 #include "error_text.h"
 #include "transport/library_info.h"
 #include "transport/tls_session.h"

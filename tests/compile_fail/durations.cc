@@ -3,8 +3,8 @@
 // one wrong use that must NOT compile. Never built into a target.
 #include <chrono>
 
+#include "../support/fake_clock.h"
 #include "edgelock/edgelock.h"
-#include "edgelock/fake_clock.h"
 #include "edgelock/lease_keeper.h"
 
 using namespace std::chrono_literals;

@@ -5,11 +5,11 @@
 
 #include <cstdio>
 
+#include "../support/fake_clock.h"
 #include "../support/shared_server_test.h"
 #include "../support/test_util.h"
 #include "edgelock/detail/socket_transport.h"
 #include "edgelock/edgelock.h"
-#include "edgelock/fake_clock.h"
 #include "transport/transport.h"
 
 namespace edgelock {

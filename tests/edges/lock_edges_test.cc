@@ -14,8 +14,8 @@
 #include "../support/shared_server_test.h"
 #include "../support/test_util.h"
 #include "delay_proxy.h"
+#include "edgelock/detail/key_slot.h"
 #include "edgelock/edgelock.h"
-#include "edgelock/key_slot.h"
 #include "lock_keys.h"
 
 namespace edgelock {

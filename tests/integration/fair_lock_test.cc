@@ -17,8 +17,8 @@
 #include "../support/redis_server.h"
 #include "../support/shared_server_test.h"
 #include "../support/test_util.h"
+#include "edgelock/detail/key_slot.h"
 #include "edgelock/edgelock.h"
-#include "edgelock/key_slot.h"
 
 namespace edgelock {
 namespace {

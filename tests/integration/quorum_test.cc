@@ -5,10 +5,10 @@
 #include <memory>
 #include <string>
 
+#include "../support/fake_clock.h"
 #include "../support/redis_server.h"
 #include "../support/test_util.h"
 #include "edgelock/edgelock.h"
-#include "edgelock/fake_clock.h"
 #include "quorum_math.h"
 
 namespace edgelock {

@@ -8,13 +8,13 @@
 #include <thread>
 
 #include "../support/alloc_counter.h"
+#include "../support/fake_clock.h"
 #include "../support/redis_server.h"
 #include "../support/redis_topology.h"
 #include "../support/test_util.h"
 #include "../support/tls_server.h"
 #include "edgelock/cluster.h"
 #include "edgelock/edgelock.h"
-#include "edgelock/fake_clock.h"
 #include "edgelock/lease_keeper.h"
 #include "edgelock/sentinel.h"
 #include "transport/library_info.h"

@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "edgelock/connection.h"
-#include "edgelock/fake_clock.h"
 #include "edgelock/transport.h"
+#include "fake_clock.h"
 
 namespace edgelock {
 namespace test {

@@ -5,10 +5,10 @@
 
 #include <string>
 
+#include "../support/fake_clock.h"
 #include "../support/fake_transport.h"
 #include "edgelock/detail/connection_io.h"
 #include "edgelock/edgelock.h"
-#include "edgelock/fake_clock.h"
 
 namespace edgelock {
 namespace {

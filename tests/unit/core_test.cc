@@ -6,9 +6,9 @@
 #include <string>
 #include <type_traits>
 
-#include "edgelock/backoff.h"
-#include "edgelock/fake_clock.h"
-#include "edgelock/random.h"
+#include "../support/fake_clock.h"
+#include "edgelock/detail/backoff.h"
+#include "edgelock/detail/random.h"
 #include "edgelock/script.h"
 #include "edgelock/script_call.h"
 #include "edgelock/span.h"

@@ -11,9 +11,9 @@
 #include "../../src/lock_scripts.h"
 #include "../../src/reentrant_scripts.h"
 #include "../../src/semaphore_scripts.h"
+#include "../support/fake_clock.h"
 #include "../support/fake_transport.h"
 #include "edgelock/edgelock.h"
-#include "edgelock/fake_clock.h"
 
 namespace edgelock {
 namespace {

@@ -9,9 +9,9 @@
 #include <string>
 
 #include "../../src/lock_scripts.h"
+#include "../support/fake_clock.h"
 #include "../support/fake_transport.h"
 #include "edgelock/edgelock.h"
-#include "edgelock/fake_clock.h"
 
 namespace edgelock {
 namespace {

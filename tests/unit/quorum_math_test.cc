@@ -2,7 +2,7 @@
 // when a round is decided and what a failed round means.
 #include <gtest/gtest.h>
 
-#include "edgelock/fake_clock.h"
+#include "../support/fake_clock.h"
 #include "edgelock/limits.h"
 #include "quorum_math.h"
 

@@ -2,8 +2,8 @@
 #include <cstdio>
 
 #include "cli.h"
-#include "edgelock/build_info.h"
 #include "edgelock/config.h"
+#include "edgelock/detail/build_info.h"
 #include "handles.h"
 
 #ifndef EDGELOCK_TOOL_VERSION

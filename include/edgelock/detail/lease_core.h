@@ -14,13 +14,13 @@
 #include <cstdint>
 
 #include "edgelock/backend.h"
-#include "edgelock/backoff.h"
 #include "edgelock/bytes.h"
 #include "edgelock/clock.h"
+#include "edgelock/detail/backoff.h"
 #include "edgelock/detail/decimal_text.h"
+#include "edgelock/detail/random.h"
 #include "edgelock/limits.h"
 #include "edgelock/metrics.h"
-#include "edgelock/random.h"
 #include "edgelock/reply.h"
 #include "edgelock/script_call.h"
 #include "edgelock/span.h"

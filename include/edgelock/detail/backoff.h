@@ -1,12 +1,13 @@
 #pragma once
-/// @file backoff.h
+/// @file detail/backoff.h
+/// Internal: not part of the public API.
 /// Capped exponential backoff with jitter, for retrying a busy lock. The
 /// delay is never zero, so a waiter never busy-spins.
 
 #include <cstdint>
 
 #include "edgelock/clock.h"
-#include "edgelock/random.h"
+#include "edgelock/detail/random.h"
 
 namespace edgelock {
 

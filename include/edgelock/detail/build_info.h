@@ -1,5 +1,6 @@
 #pragma once
-/// @file build_info.h
+/// @file detail/build_info.h
+/// Internal: not part of the public API.
 /// What this copy of the library was built with: its version and the
 /// versions of hiredis and mbedTLS (for `edgelock --version` and bug
 /// reports). The capacities are in edgelock/config.h.

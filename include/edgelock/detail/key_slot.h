@@ -1,5 +1,6 @@
 #pragma once
-/// @file key_slot.h
+/// @file detail/key_slot.h
+/// Internal: not part of the public API.
 /// Redis Cluster key slots, computed at compile time where the key is a
 /// constant: CRC16/XMODEM (poly 0x1021, init 0) of the key's hash tag (the
 /// bytes between the first '{' and the first '}' after it, if non-empty)

@@ -1,5 +1,6 @@
 #pragma once
-/// @file random.h
+/// @file detail/random.h
+/// Internal: not part of the public API.
 /// Randomness: owner tokens from the OS (getrandom), and a small PRNG for
 /// retry jitter only (never for tokens).
 

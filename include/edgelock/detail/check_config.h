@@ -1,5 +1,6 @@
 #pragma once
-/// @file check_config.h
+/// @file detail/check_config.h
+/// Internal: not part of the public API.
 /// Build-time checks of the capacities (limits.h, generated config.h), in
 /// the manner of Mbed TLS's check_config.h: a combination the code cannot
 /// work with fails the build with a message that names the Meson option to
