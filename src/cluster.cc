@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "edgelock/detail/connection_io.h"
 #include "error_text.h"
 #include "lock_keys.h"
 #include "replica_wait.h"
@@ -19,28 +20,6 @@ namespace {
 // step takes milliseconds to seconds; the deadline bounds the total.
 constexpr Nanos kSettlePause = Millis(10);
 constexpr int kMaxRounds = 1000;
-
-// The data of a redirect, its class already known from the error code:
-// "MOVED 3999 10.0.0.2:6381" / "ASK 3999 :6381" (empty host = same host).
-bool parse_redirect(const char* text, uint16_t* slot, const char** host, size_t* host_len,
-                    uint16_t* port) {
-  const char* p = std::strchr(text, ' ');
-  if (!p) return false;
-  char* end = nullptr;
-  const long s = std::strtol(p + 1, &end, 10);
-  if (end == p + 1 || *end != ' ' || s < 0 || s >= kClusterSlots) return false;
-  const char* addr = end + 1;
-  const char* colon = std::strrchr(addr, ':');
-  if (!colon) return false;
-  char* pend = nullptr;
-  const long pt = std::strtol(colon + 1, &pend, 10);
-  if (pend == colon + 1 || *pend != '\0' || pt < 1 || pt > 65535) return false;
-  *slot = static_cast<uint16_t>(s);
-  *host = addr;
-  *host_len = static_cast<size_t>(colon - addr);
-  *port = static_cast<uint16_t>(pt);
-  return true;
-}
 
 Status add_seed(void* ctx, const Endpoint& host) {
   Cluster* c = static_cast<Cluster*>(ctx);
@@ -200,18 +179,21 @@ Result<const Reply*> Cluster::route(const ScriptCall& call, uint16_t slot, Deadl
 // MOVED (the slot has a new owner) or ASK (being migrated: ask the target
 // once, with ASKING): the data after the class word names the node.
 Status Cluster::follow(uint16_t slot, bool moved, int* target, bool* asking, Deadline deadline) {
-  uint16_t rslot = 0, port = 0;
-  const char* host = nullptr;
-  size_t host_len = 0;
-  if (!parse_redirect(error_, &rslot, &host, &host_len, &port) || rslot != slot) {
+  // Decoded when the reply was read, from its whole text.
+  const resp::Redirect& r = detail::io(nodes_[*target]).redirect();
+  if (!r.valid || r.slot != slot) return ErrorCode::kServerError;
+  if (r.host.size > kMaxHostLen) {
+    set_error(error_, "redirect to a host name longer than %u bytes",
+              static_cast<unsigned>(kMaxHostLen));
     return ErrorCode::kServerError;
   }
   char h[kMaxHostLen + 1];
   // An empty host means "the node that answered" (its address unknown to it).
   const Endpoint& from = nodes_[*target].endpoint();
-  const int n = host_len ? std::snprintf(h, sizeof h, "%.*s", static_cast<int>(host_len), host)
-                         : std::snprintf(h, sizeof h, "%s", from.host);
-  const Result<int> node = add_node(h, static_cast<size_t>(n), port);
+  const int n = r.host.size ? std::snprintf(h, sizeof h, "%.*s", static_cast<int>(r.host.size),
+                                            reinterpret_cast<const char*>(r.host.data))
+                            : std::snprintf(h, sizeof h, "%s", from.host);
+  const Result<int> node = add_node(h, static_cast<size_t>(n), r.port);
   if (!node.ok()) return node.status();
   if (moved) {
     ++stats_.moved;

@@ -142,6 +142,7 @@ Status Connection::encode_eval(bool by_sha, size_t offset) {
 
 void Connection::begin(uint8_t replies) {
   rx_.release();  // the previous request's replies end here
+  redirect_ = resp::Redirect();
   tx_sent_ = 0;
   replies_due_ = replies;
   stats_.commands += replies;
@@ -292,6 +293,9 @@ Result<const Reply*> Connection::on_reply(const Reply* reply) {
     return send_some();  // now: a non-blocking caller may not look again soon
   }
   if (code == ErrorCode::kNoScript) by_body_next_ = true;
+  if (code == ErrorCode::kMoved || code == ErrorCode::kAsk) {
+    redirect_ = resp::decode_redirect(reply->str, reply->len);
+  }
   set_error(error_, "%.*s", static_cast<int>(reply->len), reply->str);
   return code;
 }

@@ -49,6 +49,7 @@
 #include "edgelock/backend.h"
 #include "edgelock/bytes.h"
 #include "edgelock/clock.h"
+#include "edgelock/detail/redirect.h"
 #include "edgelock/detail/resp_parser.h"
 #include "edgelock/detail/socket_transport.h"
 #include "edgelock/endpoint.h"
@@ -281,6 +282,7 @@ class Connection final : public Backend {
   // A NOSCRIPT came back for a request that could not be re-sent (another
   // was queued behind it): the next eval goes by body, loading its script.
   bool by_body_next_ = false;
+  resp::Redirect redirect_;  // the last reply's MOVED/ASK, decoded
   // The oldest reply due answers an EVALSHA of this script (else null).
   const Script* head_sha_ = nullptr;
   static constexpr uint8_t kLoadedScripts = 8;

@@ -140,6 +140,9 @@ class ConnectionIo {
   /// another may be queued behind goes by body: a NOSCRIPT then could not
   /// be re-sent in order, and the request would never run.
   bool script_loaded(const Script* script) const { return c_->script_loaded(script); }
+  /// The MOVED or ASK the last request got, decoded (valid false
+  /// otherwise); its host views the receive buffer until the next request.
+  const resp::Redirect& redirect() const { return c_->redirect_; }
   /// Replies still to read for what was sent.
   uint8_t replies_due() const { return c_->replies_due_; }
   /// A request is in flight (being written, or replies due, or waiting for
