@@ -34,6 +34,21 @@
 
 namespace edgelock {
 
+/// How extend() sets the new TTL.
+enum class ExtendMode : uint8_t {
+  kAdd,      ///< New TTL = what is left + ttl (redis-py's default).
+  kReplace,  ///< New TTL = ttl.
+};
+
+/// Result of status(): what the server says about a key, whoever holds it.
+struct KeyStatus {
+  bool held = false;
+  /// False if held without expiry (then ttl is 0).
+  bool expires = false;
+  /// The holder's TTL left (whole ms, as the server counts); 0 if not held.
+  Millis ttl{0};
+};
+
 /// Most descriptors one operation waits on at once (a quorum lock: one per
 /// server).
 constexpr size_t kMaxWaitFds = kMaxQuorumServers;
