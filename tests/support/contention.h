@@ -9,7 +9,6 @@
 #include "edgelock/clock.h"
 #include "fenced_resource.h"
 #include "redis_server.h"
-#include "test_util.h"
 
 namespace edgelock {
 namespace test {
