@@ -318,7 +318,7 @@ class FairLock final : public Lease {
   // (sent again after a SCRIPT LOAD) live until its reply is in. The
   // companion keys ("{key}:fence", "{key}:queue", "{key}:w:<seq>") are
   // named when a request is encoded; a wake script's key is built here.
-  detail::RequestWords<3, 3> words_;
+  detail::RequestWords<3, 2> words_;
   WakeSuffix next_wake_{0};
   Bytes companions_[2];
   detail::CompanionKey wake_key_;

@@ -119,6 +119,9 @@ TEST_F(ZeroHeapNonblocking, FairLockCycles) {
     failures += !drive(mine, c, mine.start_renew()).ok();
     failures += !drive(mine, c, mine.start_extend(Millis(5000))).ok();
     failures += !drive(mine, c, mine.start_release()).ok();
+    // A wait that keeps its place (its wake-list wait ends at the server's
+    // timer, up to 100 ms: a quarter of the cycles).
+    if (i % 4 != 0) continue;
     failures += !other.try_acquire().ok();
     failures +=
         drive(mine, c, mine.start_acquire(Millis(3), GiveUp::kStay)).code() != ErrorCode::kBusy;
