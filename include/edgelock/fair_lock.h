@@ -29,12 +29,15 @@
 /// least every waiter_timeout / 2. On a Connection other handles share
 /// (connection.h) a BLPOP would hold it from them: there a waiter polls
 /// its turn instead, one attempt per capped, jittered backoff pause (which
-/// also renews its place), so a handoff costs up to one pause. The grant tells the holder who is
-/// next, and its release wakes exactly that waiter: a handoff costs what Lock's does, and no other
-/// waiter wakes. One that crashes or stops waiting drops out of the queue waiter_timeout after its
-/// last renewal, so it cannot block the rest; acquire() leaves the queue itself when its wait ends.
-/// A waiter frozen (SIGSTOP) while its attempt waits on the server behind its BLPOP may still be
-/// granted when the BLPOP returns; the lock then frees at its TTL, as for a holder that freezes.
+/// also renews its place), so a handoff costs up to one pause. The grant
+/// tells the holder who is next, and its release wakes exactly that
+/// waiter: a handoff costs what Lock's does, and no other waiter wakes.
+/// One that crashes or stops waiting drops out of the queue waiter_timeout
+/// after its last renewal, so it cannot block the rest; acquire() leaves
+/// the queue itself when its wait ends. A waiter frozen (SIGSTOP) while
+/// its attempt waits on the server behind its BLPOP may still be granted
+/// when the BLPOP returns; the lock then frees at its TTL, as for a holder
+/// that freezes.
 ///
 /// Every call is also a start/step machine (the non-blocking face,
 /// docs/nonblocking.md): the join, the wait on the wake list, the backoff
@@ -122,9 +125,8 @@ class FairLock final : public Lease {
   /// While queued it blocks on its wake list (BLPOP) for at most the
   /// holder's remaining TTL, waiter_timeout / 2 and (on a plain
   /// connection, where its next attempt is pipelined behind the BLPOP)
-  /// ttl / 4, then renews its place;
-  /// else (also on a shared connection) it pauses with capped, jittered
-  /// backoff (same caps). Connection
+  /// ttl / 4, then renews its place; else (also on a shared connection)
+  /// it pauses with capped, jittered backoff (same caps). Connection
   /// failures are retried within the wait; retries keep the token (and so
   /// the place in the queue, and a grant whose reply was lost is
   /// recognised). A grant that came too late is handed back and the
@@ -140,24 +142,26 @@ class FairLock final : public Lease {
   Status acquire(Nanos wait, GiveUp give_up = GiveUp::kLeave);
   /// Gives up a place kept by acquire(wait, GiveUp::kStay); if it was the
   /// head of a free lock, wakes the next waiter. Errors: kNotHeld (no
-  /// place kept), kProtocol, Connection::command()'s (the place then
-  /// lapses after waiter_timeout).
+  /// place kept), kInvalidArgument (an operation in flight), kProtocol,
+  /// Connection::command()'s (the place then lapses after waiter_timeout).
   Status leave();
   /// True while this handle has a place in the queue (kept, or during a
   /// wait).
   bool queued() const { return joined_ && has_token_ && !granted_; }
   /// Owner-checked delete (and leaves the queue if queued, as after a
-  /// failed acquire); wakes the head of the queue (one more round
-  /// trip, best effort, if the head is not the waiter the grant named:
-  /// it left, or joined later). Afterwards held()
-  /// is false whatever the outcome. Errors: as Lock::release(): kNotHeld,
-  /// kNotOwner, kProtocol, Connection::command()'s (on Sentinel or Cluster
-  /// Backend::eval()'s); on kProtocol and command errors the token is kept
-  /// and release() may be called again.
+  /// failed or cancelled acquire); wakes the head of the queue (one more
+  /// round trip, best effort, if the head is not the waiter the grant
+  /// named: it left, or joined later). Afterwards held() is false whatever
+  /// the outcome. Errors: as Lock::release(): kNotHeld, kNotOwner,
+  /// kProtocol, Connection::command()'s (on Sentinel or Cluster
+  /// Backend::eval()'s); kInvalidArgument (an operation in flight). On
+  /// kProtocol and command errors the token is kept and release() may be
+  /// called again.
   Status release() override;
   /// Owner-checked TTL raise (never shorter); `ttl` > 0. As Lock::extend(),
-  /// with the same errors (kNotHeld also once a release was sent) and the
-  /// same rule for unknown outcomes.
+  /// with the same errors (kNotHeld also once a release was sent;
+  /// kInvalidArgument also while an operation is in flight) and the same
+  /// rule for unknown outcomes.
   Status extend(Millis ttl, ExtendMode mode = ExtendMode::kAdd);
   /// extend(options().ttl, kReplace): at least options().ttl. Errors: as
   /// extend().
