@@ -196,7 +196,7 @@ class Lock final : public Lease {
   /// flight.
   Status step() override;
   /// True on a plain Connection (the only back end start_*() serves).
-  bool nonblocking() const override { return core_.backend().direct() != nullptr; }
+  bool nonblocking() const override { return core_.steps(); }
   bool in_progress() const override { return core_.op() != 0; }
   /// The connection's socket and poll events while a request is in
   /// flight (at most 1).
