@@ -124,6 +124,7 @@ Status LeaseCore::start_routed(Connection* node, bool asking) {
   static const Bytes kAsking[1] = {Bytes::from_cstr("ASKING")};
   if (!node) return started(ErrorCode::kInvalidArgument);
   conn_ = node;
+  asked_ = asking;
   ConnectionIo cio = io(*node);
   // Handles on a routing back end do not queue on its nodes: another's
   // request there ends this one as a retryable kConnectionBusy.
@@ -255,7 +256,8 @@ Result<const Reply*> LeaseCore::reply() {
   return io.abandon();
 }
 
-// A routed request's pause (TRYAGAIN): over, it goes to the same node again.
+// A routed request's pause (TRYAGAIN): over, it goes to the same node again
+// (after ASKING again if it was asked there).
 Result<const Reply*> LeaseCore::resend_due() {
   if (!resend_at_.expired(clock())) return static_cast<const Reply*>(nullptr);
   resending_ = false;
@@ -263,7 +265,7 @@ Result<const Reply*> LeaseCore::resend_due() {
     phase_ = OpPhase::kIdle;
     return Status(ErrorCode::kTimeout);
   }
-  start_routed(conn_, false).ignore();  // kInProgress; a failure is in result_
+  start_routed(conn_, asked_).ignore();  // kInProgress; a failure is in result_
   const Result<const Reply*> r = resend();
   if (!r.ok()) phase_ = OpPhase::kIdle;
   return r;

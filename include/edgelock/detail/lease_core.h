@@ -277,6 +277,7 @@ class LeaseCore {
   bool queued_ = false;       // send() waits its turn on a shared connection
   bool routed_ = false;       // the request goes where the back end routes it
   bool plain_ = false;        // a routed plain command: never sent again
+  bool asked_ = false;        // the routed request went with ASKING
   bool resending_ = false;    // a routed request waits until resend_at_ to go again
   uint8_t redirects_ = 0;     // redirects the routed request followed
   uint8_t init_fault_ = 0;    // why the last init() failed (kInitFaults), 0: it did not
