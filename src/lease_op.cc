@@ -217,12 +217,20 @@ Status LeaseCore::send_pipelined(Span<const Bytes> first, const ScriptCall& call
   return started(io(*c).start_command_then_eval(first, call, deadline));
 }
 
-Result<const Reply*> LeaseCore::reply() {
-  if (done_) {
-    done_ = false;
-    phase_ = OpPhase::kIdle;
-    return result_;
+// The outcome kept in result_.
+Result<const Reply*> LeaseCore::outcome() {
+  done_ = false;
+  phase_ = OpPhase::kIdle;
+  // A routed request that could not start (a node refused the connect):
+  // the back end hears of it too, so a lost node is replaced for the slot.
+  if (routed_ && conn_ && !cancelling_ && !result_.ok()) {
+    static_cast<void>(backend_->on_routed_error(*conn_, key(), result_.status()));
   }
+  return result_;
+}
+
+Result<const Reply*> LeaseCore::reply() {
+  if (done_) return outcome();
   if (resending_) return resend_due();
   ConnectionIo io = detail::io(*conn_);
   if (queued_) {

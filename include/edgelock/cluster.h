@@ -16,7 +16,10 @@
 /// is not re-read during start/step (only redirects update it; the next
 /// blocking call or refresh() re-reads it), and a node that fails is
 /// replaced for its slot by the next known node, whose MOVED names the
-/// owner. Only opening a node's first connection allocates (see Memory).
+/// owner. One exception may block: a redirect to a node not yet known sets
+/// it up (Connection::setup()), which resolves a host name (an IP, as
+/// Redis sends unless cluster-preferred-endpoint-type is hostname, does
+/// not). Only opening a node's first connection allocates (see Memory).
 /// With wait_replicas > 0 (WAIT is a blocking exchange) start_*() is
 /// refused with kInvalidArgument.
 ///

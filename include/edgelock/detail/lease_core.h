@@ -264,6 +264,7 @@ class LeaseCore {
   Result<const Reply*> reroute(Status s);
   Result<const Reply*> resend();
   Result<const Reply*> resend_due();
+  Result<const Reply*> outcome();
 
   // Small fields first: short offsets, shorter code on Thumb-2.
   Backend* backend_;
