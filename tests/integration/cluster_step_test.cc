@@ -39,15 +39,15 @@ struct Loop {
   Nanos longest{0};
   // Drives `lock` from `s` until done (at most `max_steps` steps and 10 s);
   // `between` runs once, after `at` steps, outside any step().
-  template <class F>
-  Status drive(Lock& lock, Status s, int max_steps, int at, F between) {
+  template <class Op, class F>
+  Status drive(Op& lock, Status s, int max_steps, int at, F between) {
     const Steady::time_point end = Steady::now() + std::chrono::seconds(10 * test::slowdown());
     for (int i = 0; i < max_steps && s.code() == ErrorCode::kInProgress && Steady::now() < end;
          ++i) {
       if (i == at) between();
       pollfd fds[kMaxWaitFds];
       const size_t n = lock.wait_fds(fds, kMaxWaitFds);
-      const int timeout = std::min(lock.next_deadline().poll_timeout_ms(lock.clock()), 1000);
+      const int timeout = std::min(lock.next_deadline().poll_timeout_ms(default_clock()), 1000);
       poll(fds, n, timeout < 0 ? 1000 : timeout);
       const Steady::time_point t0 = Steady::now();
       s = lock.step();
@@ -56,7 +56,8 @@ struct Loop {
     }
     return s;
   }
-  Status drive(Lock& lock, Status s, int max_steps = 1000) {
+  template <class Op>
+  Status drive(Op& lock, Status s, int max_steps = 1000) {
     return drive(lock, s, max_steps, -1, [] {});
   }
 };
@@ -120,6 +121,29 @@ TEST_F(ClusterStepTest, AcquireAndReleaseOnEveryPrimaryInAPollLoop) {
   EXPECT_LT(loop.longest, step_bound());
   std::printf("cluster start/step: %d steps, longest %.3f ms\n", loop.steps,
               std::chrono::duration<double, std::milli>(loop.longest).count());
+}
+
+// The other primitives on the same core: a semaphore's permit and a
+// cooldown, driven by their start/step face.
+TEST_F(ClusterStepTest, SemaphoreAndCooldownInAPollLoop) {
+  Loop loop;
+  Semaphore sem(client_);
+  ASSERT_TRUE(sem.init(Bytes::from_cstr("step-sem")).ok());
+  Permit permit;
+  ASSERT_EQ(loop.drive(sem, sem.start_try_acquire(&permit)).code(), ErrorCode::kOk)
+      << client_.last_error();
+  ASSERT_TRUE(permit.nonblocking());
+  Semaphore rival(client_);
+  ASSERT_TRUE(rival.init(Bytes::from_cstr("step-sem")).ok());  // one permit
+  Permit refused;
+  EXPECT_EQ(rival.try_acquire(&refused).code(), ErrorCode::kBusy) << "held in the server";
+  ASSERT_EQ(loop.drive(permit, permit.start_release()).code(), ErrorCode::kOk);
+  Cooldown cooldown(client_);
+  ASSERT_TRUE(cooldown.init(Bytes::from_cstr("step-cooldown")).ok());
+  ASSERT_EQ(loop.drive(cooldown, cooldown.start_enter(Millis(0))).code(), ErrorCode::kOk)
+      << client_.last_error();
+  ASSERT_TRUE(cooldown.erase_on_server().ok());
+  EXPECT_LT(loop.longest, step_bound());
 }
 
 TEST_F(ClusterStepTest, WaitReplicasRefusesTheNonblockingFace) {
