@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "cluster_scripts.h"
 #include "edgelock/cluster.h"
 #include "error_text.h"
 
@@ -13,21 +14,6 @@ namespace {
 // Ranges per page: 1 + 1 + 4 * 3 = 14 reply nodes, within kReplyNodes.
 constexpr int kRangesPerPage = 3;
 static_assert(2 + 4 * kRangesPerPage <= kReplyNodes, "a page must fit the reply arena");
-
-// Returns {number of ranges, then start, end, host, port per range} for
-// ranges ARGV[1]+1 .. ARGV[1]+3 of CLUSTER SLOTS. Read-only, no keys.
-constexpr Script kSlotsPageScript = make_script(
-    "local s = redis.call('CLUSTER', 'SLOTS')\n"
-    "local out = {#s}\n"
-    "local first = tonumber(ARGV[1])\n"
-    "for j = first + 1, math.min(first + 3, #s) do\n"
-    "  local e = s[j]\n"
-    "  out[#out + 1] = e[1]\n"
-    "  out[#out + 1] = e[2]\n"
-    "  out[#out + 1] = e[3][1]\n"
-    "  out[#out + 1] = e[3][2]\n"
-    "end\n"
-    "return out\n");
 
 bool is_int(const Reply& r, int64_t lo, int64_t hi) {
   return r.type == ReplyType::kInteger && r.integer >= lo && r.integer <= hi;
@@ -69,7 +55,7 @@ Status Cluster::read_map(Connection& conn, Deadline deadline) {
     char num[24];
     const int n = std::snprintf(num, sizeof num, "%lld", static_cast<long long>(first));
     const Bytes arg(num, static_cast<size_t>(n));
-    const Result<const Reply*> r = conn.eval({&kSlotsPageScript, {}, {&arg, 1}}, deadline);
+    const Result<const Reply*> r = conn.eval({&detail::kSlotsPageScript, {}, {&arg, 1}}, deadline);
     if (!r.ok()) return note(conn, r.status());
     const Reply& rep = *r.value();
     if (rep.type != ReplyType::kArray || rep.count < 1 || (rep.count - 1) % 4 != 0 ||

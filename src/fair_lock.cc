@@ -1,5 +1,6 @@
-// FairLock: joining the queue, the grant, and leaving the queue. One script
-// call per step (fair_scripts.h).
+// FairLock: the start/step machine (the blocking calls drive it to its
+// end), joining the queue and the grant. One script call per step
+// (fair_scripts.h).
 #include "edgelock/fair_lock.h"
 
 #include <cstring>
@@ -18,13 +19,13 @@ constexpr size_t kTokenLen = 32;  // 128 random bits as hex
 // its round trip: half of this leaves room for both.
 constexpr Millis kMinWaiterTimeout{500};
 
-// KEYS[2..] of the acquire and of leaving the queue.
+// KEYS[2..] of the acquire.
 constexpr Bytes kAcquireCompanions[2] = {detail::kFenceSuffix, detail::kQueueSuffix};
-constexpr Bytes kQueueCompanion[1] = {detail::kQueueSuffix};
 
 }  // namespace
 
 Status FairLock::init(Bytes key, const FairLockOptions& options) {
+  if (core_.op() != 0) return ErrorCode::kInvalidArgument;
   if (options.waiter_timeout < kMinWaiterTimeout || options.waiter_timeout > kMaxTtl) {
     return ErrorCode::kInvalidArgument;
   }
@@ -58,99 +59,171 @@ FairLock::WakeSuffix::WakeSuffix(uint64_t seq) {
   len = b.size();
 }
 
-Status FairLock::wake_key_of(uint64_t seq, detail::CompanionKey* out) const {
-  return out->set(key(), WakeSuffix(seq).bytes());
-}
-
-// Wakes waiter `seq` (the head a release or leave found, other than the
-// one named): one signal on its wake list. Best effort: if it fails, the
-// waiter wakes at its cap.
-void FairLock::wake(int64_t seq) {
-  detail::CompanionKey k;
-  if (seq <= 0 || !wake_key_of(static_cast<uint64_t>(seq), &k).ok()) return;
-  const Bytes keys[1] = {k.bytes()};
-  const detail::DecimalText join(options_.waiter_timeout);
-  const Bytes args[1] = {join.bytes()};
-  core_.backend()
-      .eval({&detail::kFairWakeScript, keys, args}, core_.io_deadline())
-      .status()
-      .ignore();
-}
-
 Nanos FairLock::remaining() const { return granted_ ? core_.left(valid_until_) : Nanos::zero(); }
 
-// The fair scripts are too long to re-send by body with long keys: when
-// the server has lost them (NOSCRIPT) and the EVAL does not fit the
-// command buffer, the connection refuses it unsent (kBufferTooSmall).
-// SCRIPT LOAD carries the body without the keys (it always fits:
-// eval_capacity.h), then the EVALSHA is sent again.
-Result<const Reply*> FairLock::eval(const ScriptCall& call, Deadline deadline) {
-  const Result<const Reply*> r = core_.backend().eval(call, deadline);
-  if (r.ok() || r.status().code() != ErrorCode::kBufferTooSmall) return r;
-  const Bytes load[3] = {Bytes::from_cstr("SCRIPT"), Bytes::from_cstr("LOAD"),
-                         Bytes(call.script->body, call.script->len)};
-  const Result<const Reply*> loaded = core_.backend().command(key(), load, deadline);
-  if (!loaded.ok()) return loaded.status();
-  if (loaded.value()->type != ReplyType::kString || loaded.value()->len != 40) {
-    return core_.reject("SCRIPT LOAD wants a SHA-1");
+// --- The blocking calls: the start/step machine driven to its end.
+
+Status FairLock::try_acquire() { return core_.run(begin_try(false), &FairLock::step_of, this); }
+Status FairLock::start_try_acquire() { return begin_try(true); }
+Status FairLock::acquire(Nanos wait, GiveUp give_up) {
+  return core_.run(begin_acquire(wait, give_up, false), &FairLock::step_of, this);
+}
+Status FairLock::start_acquire(Nanos wait, GiveUp give_up) {
+  return begin_acquire(wait, give_up, true);
+}
+Status FairLock::leave() { return core_.run(begin_leave(false), &FairLock::step_of, this); }
+Status FairLock::start_leave() { return begin_leave(true); }
+Status FairLock::release() { return core_.run(begin_release(false), &FairLock::step_of, this); }
+Status FairLock::start_release() { return begin_release(true); }
+Status FairLock::extend(Millis ttl, ExtendMode mode) {
+  return core_.run(begin_extend(ttl, mode, false), &FairLock::step_of, this);
+}
+Status FairLock::start_extend(Millis ttl, ExtendMode mode) { return begin_extend(ttl, mode, true); }
+Status FairLock::renew() { return extend(options_.ttl, ExtendMode::kReplace); }
+Status FairLock::start_renew() { return start_extend(options_.ttl, ExtendMode::kReplace); }
+
+Status FairLock::step() {
+  if (core_.op() == 0) return ErrorCode::kInvalidArgument;
+  if (core_.phase() == detail::OpPhase::kPause) {
+    if (!core_.pause_over()) return ErrorCode::kInProgress;
+    return start_attempt(core_.attempt_deadline());
   }
-  return core_.backend().eval(call, deadline);
+  const Result<const Reply*> r = core_.reply();
+  if (r.ok() && !r.value()) return ErrorCode::kInProgress;
+  // NOSCRIPT with an EVAL too long to re-send: nothing ran; load and retry.
+  if (r.status().code() == ErrorCode::kBufferTooSmall && req_ != Req::kLoad &&
+      req_ != Req::kBlpop && !loaded_) {
+    return load_script();
+  }
+  return on_reply(r);
+}
+
+Status FairLock::on_reply(const Result<const Reply*>& r) {
+  switch (req_) {
+    case Req::kAttempt: return on_attempt(r);
+    case Req::kBlpop: return on_blpop(r);
+    case Req::kLoad: return on_load(r);
+    case Req::kHandBack:
+      core_.noted(EventKind::kRelease, op_t0_, on_release(r)).ignore();
+      return wake_or_finish(Req::kHandBack);
+    case Req::kRelease:
+      last_ = core_.noted(EventKind::kRelease, op_t0_, on_release(r));
+      return wake_or_finish(Req::kRelease);
+    case Req::kLeave: {
+      const Status s = on_leave(r);
+      if (core_.op() == kOpLeave) last_ = s;
+      return wake_or_finish(Req::kLeave);
+    }
+    case Req::kWake: return finish(wake_after_);
+    case Req::kExtend: return core_.end_op(core_.noted(EventKind::kExtend, op_t0_, on_extend(r)));
+  }
+  return core_.end_op(ErrorCode::kInvalidArgument);
+}
+
+// Every script request goes out here: kept for a SCRIPT LOAD's re-send.
+Status FairLock::send_call(Req req, const ScriptCall& call, Deadline deadline) {
+  req_ = req;
+  loaded_ = false;
+  call_ = call;
+  call_deadline_ = deadline;
+  return core_.send(call, deadline);
+}
+
+// --- Acquire.
+
+Status FairLock::begin_try(bool nonblocking) {
+  if (!core_.ready() || remaining() > Nanos::zero()) return ErrorCode::kInvalidArgument;
+  EDGELOCK_TRY(core_.begin_op(kOpTry, nonblocking));
+  join_ = false;
+  const Status minted = new_token();
+  if (!minted.ok()) return core_.end_op(minted);
+  return start_attempt(core_.io_deadline());
+}
+
+Status FairLock::begin_acquire(Nanos wait, GiveUp give_up, bool nonblocking) {
+  const bool kept = queued();
+  if (wait == Nanos::zero() && !kept) return begin_try(nonblocking);
+  if (!core_.ready() || remaining() > Nanos::zero()) return ErrorCode::kInvalidArgument;
+  EDGELOCK_TRY(core_.begin_op(kOpAcquire, nonblocking));
+  join_ = true;
+  give_up_ = give_up;
+  if (!kept) {
+    const Status minted = new_token();
+    if (!minted.ok()) return core_.end_op(minted);
+  }
+  // The attempts end by the wait + one command budget; leaving the queue
+  // after them gets one more.
+  core_.begin_wait(wait);
+  return start_attempt(core_.attempt_deadline());
+}
+
+Status FairLock::new_token() {
+  forget();
+  EDGELOCK_TRY(core_.mint(token_, kTokenLen));
+  token_len_ = kTokenLen;
+  return Status();
 }
 
 // One counted attempt; with `blpop`, pipelined behind that command on the
 // plain connection (fair_lock_wait.cc).
-Status FairLock::attempt(Deadline deadline, bool join, Span<const Bytes> blpop) {
+Status FairLock::start_attempt(Deadline deadline, Span<const Bytes> blpop) {
   // Retries keep the token (our place, and a grant whose reply was lost),
   // except after a hand-back of unknown outcome: that delete may still land
   // and must find no grant under its token. The old lease lapses by its
   // TTL; the new token queues afresh.
   if (retired_) {
-    forget();
-    EDGELOCK_TRY(core_.mint(token_, kTokenLen));
-    token_len_ = kTokenLen;
+    const Status minted = new_token();
+    if (!minted.ok()) return core_.end_op(minted);
   }
-  const Bytes keys[1] = {key()};
+  auto& w = words_;
+  w.key = key();
   // +waiter_timeout joins the queue, -waiter_timeout only tries.
-  const detail::DecimalText ttl(options_.ttl);
-  const detail::DecimalText stay(join ? options_.waiter_timeout : -options_.waiter_timeout);
-  const Bytes args[3] = {token(), ttl.bytes(), stay.bytes()};
+  const int64_t wt = options_.waiter_timeout.count();
+  w.num[0].set(options_.ttl.count());
+  w.num[1].set(join_ ? wt : -wt);
+  w.args[0] = token();
+  w.args[1] = w.num[0].bytes();
+  w.args[2] = w.num[1].bytes();
   // From here a lost reply may mean the key is ours: keep the token so
   // release() can clean up, and leave the queue if the wait ends.
   has_token_ = true;
-  joined_ = joined_ || join;
+  joined_ = joined_ || join_;
   // Validity counts from before the request leaves (before the BLPOP, if
   // any): the server's TTL may have started any time after this.
-  const TimePoint start = clock().now();
-  const ScriptCall call{&detail::kFairAcquireScript, keys, args, true, kAcquireCompanions};
-  if (blpop.empty())
-    return core_.noted(EventKind::kAcquire, start, on_acquire_reply(eval(call, deadline), start));
-  Status first;
-  Result<const Reply*> r =
-      detail::io(*core_.backend().direct()).command_then_eval(blpop, call, deadline, &first);
-  // Redis < 6 refuses BLPOP's fractional timeout: stop waiting on signals.
-  if (first.code() == ErrorCode::kServerError) wake_supported_ = false;
-  // NOSCRIPT with an EVAL too long to re-send: nothing ran; load and retry.
-  if (r.status().code() == ErrorCode::kBufferTooSmall) r = eval(call, deadline);
-  return core_.noted(EventKind::kAcquire, start, on_acquire_reply(r, start));
+  req_start_ = clock().now();
+  const ScriptCall call{
+      &detail::kFairAcquireScript, {&w.key, 1}, {w.args, 3}, true, kAcquireCompanions};
+  if (blpop.empty()) return send_call(Req::kAttempt, call, deadline);
+  req_ = Req::kAttempt;
+  loaded_ = false;
+  call_ = call;
+  call_deadline_ = deadline;
+  return core_.send_pipelined(blpop, call, deadline);
 }
 
-Status FairLock::on_acquire_reply(const Result<const Reply*>& r, TimePoint start) {
+Status FairLock::on_attempt(const Result<const Reply*>& r) {
+  // Redis < 6 refuses BLPOP's fractional timeout: stop waiting on signals.
+  if (core_.first_status().code() == ErrorCode::kServerError) wake_supported_ = false;
   if (!r.ok()) {
     // Granted on the primary but not confirmed by its replicas: a failover
     // could lose it, so hand it back rather than report a grant.
-    if (r.status().code() == ErrorCode::kNoQuorum) release().ignore();
-    return r.status();
+    if (r.status().code() == ErrorCode::kNoQuorum) return hand_back(r.status());
+    return attempt_done(r.status());
   }
   // Fail closed: only {fence >= 1, next seq >= 0} is a grant.
   const Reply* rep = r.value();
   if (rep->type != ReplyType::kArray || rep->count < 2 ||
       rep->elements[0].type != ReplyType::kInteger) {
-    return core_.reject("fair acquire wants an array");
+    return attempt_done(core_.reject("fair acquire wants an array"));
   }
-  if (rep->elements[0].integer <= 0) return on_busy_reply(rep);
+  if (rep->elements[0].integer <= 0) return attempt_done(on_busy_reply(rep));
+  return on_grant(rep);
+}
+
+Status FairLock::on_grant(const Reply* rep) {
   if (rep->count != 2 || rep->elements[1].type != ReplyType::kInteger ||
       rep->elements[1].integer < 0) {
-    return core_.reject("fair grant wants {fence, next seq}");
+    return attempt_done(core_.reject("fair grant wants {fence, next seq}"));
   }
   granted_ = true;
   joined_ = false;  // the grant took us out of the queue
@@ -158,12 +231,9 @@ Status FairLock::on_acquire_reply(const Result<const Reply*>& r, TimePoint start
   seq_ = 0;
   fence_ = static_cast<uint64_t>(rep->elements[0].integer);
   next_seq_ = static_cast<uint64_t>(rep->elements[1].integer);
-  valid_until_ = core_.validity_end(start, options_.ttl);
-  if (remaining() <= Nanos::zero()) {
-    release().ignore();  // too late to use: hand it back at once
-    return ErrorCode::kExpired;
-  }
-  return Status();
+  valid_until_ = core_.validity_end(req_start_, options_.ttl);
+  if (remaining() <= Nanos::zero()) return hand_back(ErrorCode::kExpired);  // too late to use
+  return attempt_done(Status());
 }
 
 // {-wait_ms, position, seq}: how long until something changes by expiry,
@@ -177,81 +247,35 @@ Status FairLock::on_busy_reply(const Reply* rep) {
   hint_ = Millis(-rep->elements[0].integer);
   core_.set_busy_ttl(hint_);
   position_ = static_cast<uint32_t>(rep->elements[1].integer);
-  const uint64_t seq = static_cast<uint64_t>(rep->elements[2].integer);
   // A new arrival number (first join, or joined again after dropping out):
   // our wake list is named after it.
-  if (seq != seq_) {
-    seq_ = 0;
-    if (seq != 0) seq_ = seq;
-  }
+  seq_ = static_cast<uint64_t>(rep->elements[2].integer);
   return ErrorCode::kBusy;
 }
 
-Status FairLock::try_acquire() {
-  if (!core_.ready() || remaining() > Nanos::zero()) return ErrorCode::kInvalidArgument;
-  forget();
-  EDGELOCK_TRY(core_.mint(token_, kTokenLen));
-  token_len_ = kTokenLen;
-  return attempt(core_.io_deadline(), false);
+// Releases what the attempt got; the attempt then ends with `then`.
+Status FairLock::hand_back(Status then) {
+  last_ = then;
+  op_t0_ = clock().now();
+  const Status s = release_request(Req::kHandBack);
+  if (s.code() == ErrorCode::kInProgress) return s;
+  core_.noted(EventKind::kRelease, op_t0_, s).ignore();
+  return attempt_done(then);
 }
 
-Status FairLock::acquire(Nanos wait, GiveUp give_up) {
-  const bool kept = queued();
-  if (wait == Nanos::zero() && !kept) return try_acquire();
-  if (!core_.ready() || remaining() > Nanos::zero()) return ErrorCode::kInvalidArgument;
-  if (!kept) {
-    forget();
-    EDGELOCK_TRY(core_.mint(token_, kTokenLen));
-    token_len_ = kTokenLen;
-  }
-  const Deadline deadline = core_.wait_deadline(wait);
-  // The whole call ends by the wait + one command budget (as the retry
-  // loop's attempts do); leaving the queue fits in what is left of it.
-  const Deadline op_deadline =
-      deadline.is_never() ? deadline : Deadline::at(deadline.when() + core_.command_timeout());
-  const auto step = [](void* self, Status last, Nanos left, Deadline op) {
-    return static_cast<FairLock*>(self)->next_attempt(last, left, op);
-  };
-  const Status first = attempt(core_.io_deadline().min(op_deadline), true);
-  const Status s = core_.retry(first, deadline, detail::RetryOn::kTransient, step, this);
-  if (!s.ok() && give_up == GiveUp::kLeave) leave_queue(op_deadline).ignore();
-  return s;
-}
-
-Status FairLock::leave() { return leave_queue(core_.io_deadline()); }
-
-Status FairLock::next_attempt(Status last, Nanos left, Deadline op_deadline) {
-  // Wake signal, holder's TTL or backoff; with the signal, the attempt may
-  // ride along (pipelined behind the BLPOP).
-  Status next;
-  if (pause(last, left, op_deadline, &next)) return next;
-  // Same token on retries: the script keeps our place and recognises a
-  // grant whose reply we lost.
-  return attempt(core_.io_deadline().min(op_deadline), true);
-}
-
-// A waiter that stops waiting gives its place up now instead of holding
-// up the queue until its deadline; if it was the head of a free lock, the
-// next waiter is woken (best effort). Not counted as an operation.
-Status FairLock::leave_queue(Deadline op_deadline) {
-  if (!queued()) return ErrorCode::kNotHeld;
-  joined_ = false;
-  position_ = 0;
-  seq_ = 0;
-  // Out of time: the place lapses by itself.
-  if (op_deadline.expired(clock())) return ErrorCode::kTimeout;
-  const Bytes keys[1] = {key()};
-  const detail::DecimalText join(options_.waiter_timeout);
-  const Bytes args[2] = {token(), join.bytes()};
-  const Result<const Reply*> r =
-      eval({&detail::kFairLeaveScript, keys, args, false, kQueueCompanion},
-           core_.io_deadline().min(op_deadline));
-  if (!r.ok()) return r.status();
-  if (r.value()->type != ReplyType::kInteger || r.value()->integer > 1 || r.value()->integer == 0) {
-    return core_.reject("leave wants 1 or -seq");
-  }
-  if (r.value()->integer < 0) wake(-r.value()->integer);
-  return Status();
+// After an attempt: wait on (fair_lock_wait.cc), or end, leaving the queue
+// first when the wait ended without a grant (best effort: else the place
+// lapses after waiter_timeout).
+Status FairLock::attempt_done(Status s) {
+  s = core_.noted(EventKind::kAcquire, req_start_, s);
+  if (core_.op() != kOpAcquire) return core_.end_op(s);
+  Nanos left{0};
+  if (core_.wait_on(s, &left)) return next_attempt(s, left);
+  if (s.ok() || give_up_ != GiveUp::kLeave || !queued()) return core_.end_op(s);
+  last_ = s;
+  const Status left_status = leave_request(core_.attempts_until());
+  if (left_status.code() == ErrorCode::kInProgress) return left_status;
+  return core_.end_op(s);
 }
 
 }  // namespace edgelock

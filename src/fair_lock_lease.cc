@@ -1,6 +1,7 @@
 // FairLock: what a held lease does (release, extend, ownership, status,
-// adopt). Extend and the ownership check are Lock's scripts (the key alone);
-// release is the fair one, which wakes the head of the queue.
+// adopt) and leaving the queue, as steps of the machine (fair_lock.cc).
+// Extend and the ownership check are Lock's scripts (the key alone);
+// release and leave are the fair ones, which wake the head of the queue.
 #include <cstring>
 
 #include "edgelock/fair_lock.h"
@@ -10,12 +11,23 @@
 
 namespace edgelock {
 
-Status FairLock::release() {
-  const TimePoint t0 = clock().now();
-  return core_.noted(EventKind::kRelease, t0, send_release());
+namespace {
+
+constexpr Bytes kQueueCompanion[1] = {detail::kQueueSuffix};
+
+}  // namespace
+
+// --- Release.
+
+Status FairLock::begin_release(bool nonblocking) {
+  EDGELOCK_TRY(core_.begin_op(kOpRelease, nonblocking));
+  op_t0_ = clock().now();
+  const Status s = release_request(Req::kRelease);
+  if (s.code() == ErrorCode::kInProgress) return s;
+  return core_.end_op(core_.noted(EventKind::kRelease, op_t0_, s));
 }
 
-Status FairLock::send_release() {
+Status FairLock::release_request(Req req) {
   if (!has_token_) return ErrorCode::kNotHeld;
   // Whatever the outcome, the lease is no longer ours to use: the delete
   // may run even if its reply never comes. The token stays for a retry.
@@ -24,14 +36,23 @@ Status FairLock::send_release() {
   valid_until_ = TimePoint();
   // The waiter our grant named as next: the release wakes it (0: none
   // known; the script then names the head, if any).
-  const WakeSuffix next(next_seq_);
-  const Bytes companions[2] = {detail::kQueueSuffix, next.bytes()};
-  const detail::DecimalText next_text(static_cast<int64_t>(next_seq_));
-  const detail::DecimalText join(options_.waiter_timeout);
-  const Bytes keys[1] = {key()};
-  const Bytes args[3] = {token(), next_text.bytes(), join.bytes()};
-  const Result<const Reply*> r =
-      eval({&detail::kFairReleaseScript, keys, args, false, companions}, core_.io_deadline());
+  next_wake_ = WakeSuffix(next_seq_);
+  companions_[0] = detail::kQueueSuffix;
+  companions_[1] = next_wake_.bytes();
+  auto& w = words_;
+  w.key = key();
+  w.num[0].set(static_cast<int64_t>(next_seq_));
+  w.num[1].set(options_.waiter_timeout.count());
+  w.args[0] = token();
+  w.args[1] = w.num[0].bytes();
+  w.args[2] = w.num[1].bytes();
+  return send_call(req,
+                   {&detail::kFairReleaseScript, {&w.key, 1}, {w.args, 3}, false, {companions_, 2}},
+                   core_.io_deadline());
+}
+
+Status FairLock::on_release(const Result<const Reply*>& r) {
+  wake_seq_ = 0;
   if (!r.ok()) return r.status();
   // Only the script's 1, 0 or -seq is an answer; anything else keeps the
   // token so the caller can try again.
@@ -41,32 +62,113 @@ Status FairLock::send_release() {
   forget();
   if (rep->integer == 0) return ErrorCode::kNotOwner;
   // Deleted, but the head is another waiter than the one named: wake it.
-  if (rep->integer < 0) wake(-rep->integer);
+  if (rep->integer < 0) wake_seq_ = -rep->integer;
   return Status();
 }
 
-Status FairLock::send_extend(Millis ttl, ExtendMode mode) {
+// --- Leaving the queue, and waking the head.
+
+Status FairLock::begin_leave(bool nonblocking) {
+  if (!queued()) return ErrorCode::kNotHeld;
+  EDGELOCK_TRY(core_.begin_op(kOpLeave, nonblocking));
+  last_ = Status();
+  const Status s = leave_request(core_.io_deadline());
+  if (s.code() == ErrorCode::kInProgress) return s;
+  return core_.end_op(s);
+}
+
+// A waiter that stops waiting gives its place up now instead of holding
+// up the queue until its deadline; if it was the head of a free lock, the
+// next waiter is woken (best effort). Not counted as an operation.
+Status FairLock::leave_request(Deadline deadline) {
+  if (!queued()) return ErrorCode::kNotHeld;
+  joined_ = false;
+  position_ = 0;
+  seq_ = 0;
+  // Out of time: the place lapses by itself.
+  if (deadline.expired(clock())) return ErrorCode::kTimeout;
+  auto& w = words_;
+  w.key = key();
+  w.num[0].set(options_.waiter_timeout.count());
+  w.args[0] = token();
+  w.args[1] = w.num[0].bytes();
+  return send_call(Req::kLeave,
+                   {&detail::kFairLeaveScript, {&w.key, 1}, {w.args, 2}, false, kQueueCompanion},
+                   core_.io_deadline().min(deadline));
+}
+
+Status FairLock::on_leave(const Result<const Reply*>& r) {
+  wake_seq_ = 0;
+  if (!r.ok()) return r.status();
+  const Reply* rep = r.value();
+  if (rep->type != ReplyType::kInteger || rep->integer > 1 || rep->integer == 0) {
+    return core_.reject("leave wants 1 or -seq");
+  }
+  if (rep->integer < 0) wake_seq_ = -rep->integer;
+  return Status();
+}
+
+// Wakes waiter wake_seq_ (the head a release or leave found, other than
+// the one named): one signal on its wake list, then finish(after). Best
+// effort: if it fails, the waiter wakes at its cap.
+Status FairLock::wake_or_finish(Req after) {
+  const int64_t seq = wake_seq_;
+  wake_seq_ = 0;
+  if (seq <= 0 || !wake_key_.set(key(), WakeSuffix(static_cast<uint64_t>(seq)).bytes()).ok())
+    return finish(after);
+  wake_after_ = after;
+  auto& w = words_;
+  w.key = wake_key_.bytes();
+  w.num[0].set(options_.waiter_timeout.count());
+  w.args[0] = w.num[0].bytes();
+  return send_call(Req::kWake, {&detail::kFairWakeScript, {&w.key, 1}, {w.args, 1}},
+                   core_.io_deadline());
+}
+
+// The release, leave or wake is done: a hand-back goes on with the
+// attempt it followed; anything else ends with last_.
+Status FairLock::finish(Req after) {
+  if (after == Req::kHandBack) return attempt_done(last_);
+  return core_.end_op(last_);
+}
+
+// --- Extend.
+
+Status FairLock::begin_extend(Millis ttl, ExtendMode mode, bool nonblocking) {
+  EDGELOCK_TRY(core_.begin_op(kOpExtend, nonblocking));
+  op_t0_ = clock().now();
+  const Status s = extend_request(ttl, mode);
+  if (s.code() == ErrorCode::kInProgress) return s;
+  return core_.end_op(core_.noted(EventKind::kExtend, op_t0_, s));
+}
+
+Status FairLock::extend_request(Millis ttl, ExtendMode mode) {
   if (ttl < Millis(1) || ttl > kMaxTtl) return ErrorCode::kInvalidArgument;
   if (!has_token_ || retired_) return ErrorCode::kNotHeld;
-  const detail::DecimalText ms_text(ttl);
-  const Bytes keys[1] = {key()};
-  const Bytes args[3] = {token(), ms_text.bytes(),
-                         Bytes::from_cstr(mode == ExtendMode::kAdd ? "add" : "set")};
-  const TimePoint start = clock().now();
+  auto& w = words_;
+  w.key = key();
+  w.num[0].set(ttl.count());
+  w.args[0] = token();
+  w.args[1] = w.num[0].bytes();
+  w.args[2] = Bytes::from_cstr(mode == ExtendMode::kAdd ? "add" : "set");
+  ext_ttl_ = ttl;
+  req_start_ = clock().now();
   // A renewal never waits past the lease it renews: at its end the caller
   // must learn of the loss.
-  const Deadline d = core_.renewal_deadline(granted_ ? valid_until_ : TimePoint(), start);
-  const Result<const Reply*> r =
-      core_.backend().eval({&detail::kExtendScript, keys, args, true}, d);
+  const Deadline d = core_.renewal_deadline(granted_ ? valid_until_ : TimePoint(), req_start_);
+  return send_call(Req::kExtend, {&detail::kExtendScript, {&w.key, 1}, {w.args, 3}, true}, d);
+}
+
+Status FairLock::on_extend(const Result<const Reply*>& r) {
   // The new TTL may or may not have been applied (timeout, lost reply,
   // WAIT short of its replicas): the lease lasts until the earlier end.
   if (!r.ok()) {
-    if (granted_) valid_until_ = core_.least_end(valid_until_, start, ttl);
+    if (granted_) valid_until_ = core_.least_end(valid_until_, req_start_, ext_ttl_);
     return r.status();
   }
   const Reply* rep = r.value();
   if (rep->type != ReplyType::kInteger || rep->integer < 0 || Millis(rep->integer) > 2 * kMaxTtl) {
-    if (granted_) valid_until_ = core_.least_end(valid_until_, start, ttl);
+    if (granted_) valid_until_ = core_.least_end(valid_until_, req_start_, ext_ttl_);
     return core_.reject("extend wants a TTL or 0");
   }
   if (rep->integer == 0) {
@@ -74,21 +176,17 @@ Status FairLock::send_extend(Millis ttl, ExtendMode mode) {
     return ErrorCode::kNotOwner;
   }
   granted_ = true;
-  valid_until_ = core_.validity_end(start, Millis(rep->integer));
+  valid_until_ = core_.validity_end(req_start_, Millis(rep->integer));
   // ok means usable: a TTL the round trip and drift eat is not (token kept).
   if (remaining() <= Nanos::zero()) return ErrorCode::kExpired;
   return Status();
 }
 
-Status FairLock::extend(Millis ttl, ExtendMode mode) {
-  const TimePoint t0 = clock().now();
-  return core_.noted(EventKind::kExtend, t0, send_extend(ttl, mode));
-}
-
-Status FairLock::renew() { return extend(options_.ttl, ExtendMode::kReplace); }
+// --- Queries (blocking only).
 
 Result<bool> FairLock::owned() {
   if (!has_token_) return ErrorCode::kNotHeld;
+  if (core_.op() != 0) return ErrorCode::kInvalidArgument;
   const Bytes keys[1] = {key()};
   const Bytes args[1] = {token()};
   const Result<const Reply*> r =
@@ -121,6 +219,7 @@ Result<KeyStatus> FairLock::status() {
 }
 
 Status FairLock::adopt(Bytes token) {
+  if (core_.op() != 0) return ErrorCode::kInvalidArgument;
   if (token.size == 0 || token.size > kMaxTokenLen) return ErrorCode::kInvalidArgument;
   forget();
   std::memcpy(token_, token.data, token.size);

@@ -7,6 +7,7 @@
 
 #include "duration.h"
 #include "edgelock/detail/connection_io.h"
+#include "edgelock/detail/lease_core.h"
 #include "lock_keys.h"
 #include "lock_scripts.h"
 #include "quorum_fanout.h"

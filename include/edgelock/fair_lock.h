@@ -26,14 +26,22 @@
 /// "{X}". Each step (join, grant, release, leave) is one atomic script,
 /// timed by the server's clock. A waiter blocks on its own wake list
 /// (BLPOP, with its next attempt pipelined behind) and renews its place at
-/// least every waiter_timeout / 2. The grant tells the holder who is next,
-/// and its release wakes exactly that waiter: a handoff costs what Lock's
-/// does, and no other waiter wakes. One that crashes or stops waiting
-/// drops out of the queue waiter_timeout after its last renewal, so it
-/// cannot block the rest; acquire() leaves the queue itself when its wait
-/// ends. A waiter frozen (SIGSTOP) while its attempt waits on the server
-/// behind its BLPOP may still be granted when the BLPOP returns; the lock
-/// then frees at its TTL, as for a holder that freezes.
+/// least every waiter_timeout / 2. On a Connection other handles share
+/// (connection.h) a BLPOP would hold it from them: there a waiter polls
+/// its turn instead, one attempt per capped, jittered backoff pause (which
+/// also renews its place), so a handoff costs up to one pause. The grant
+/// tells the holder who is next, and its release wakes exactly that
+/// waiter: a handoff costs what Lock's does, and no other waiter wakes.
+/// One that crashes or stops waiting drops out of the queue waiter_timeout
+/// after its last renewal, so it cannot block the rest; acquire() leaves
+/// the queue itself when its wait ends. A waiter frozen (SIGSTOP) while
+/// its attempt waits on the server behind its BLPOP may still be granted
+/// when the BLPOP returns; the lock then frees at its TTL, as for a holder
+/// that freezes.
+///
+/// Every call is also a start/step machine (the non-blocking face,
+/// docs/nonblocking.md): the join, the wait on the wake list, the backoff
+/// pauses and leaving the queue are its states, never a sleep.
 ///
 /// Needs Redis 7 (or Valkey): scripts read TIME and write after it.
 
@@ -85,7 +93,7 @@ class FairLock final : public Lease {
  public:
   /// Uses `backend` (a Connection, Sentinel or Cluster) and its clock for
   /// every operation; it must outlive the lock.
-  explicit FairLock(Backend& backend) : core_(backend) {}
+  explicit FairLock(Backend& backend) : core_(backend) { core_.direct_only(); }
   FairLock(const FairLock&) = delete;
   FairLock& operator=(const FairLock&) = delete;
 
@@ -117,15 +125,16 @@ class FairLock final : public Lease {
   /// While queued it blocks on its wake list (BLPOP) for at most the
   /// holder's remaining TTL, waiter_timeout / 2 and (on a plain
   /// connection, where its next attempt is pipelined behind the BLPOP)
-  /// ttl / 4, then renews its place;
-  /// else it sleeps with capped, jittered backoff (same caps). Connection
+  /// ttl / 4, then renews its place; else (also on a shared connection)
+  /// it pauses with capped, jittered backoff (same caps). Connection
   /// failures are retried within the wait; retries keep the token (and so
   /// the place in the queue, and a grant whose reply was lost is
   /// recognised). A grant that came too late is handed back and the
   /// handle queues again, at the end. When the wait ends without a grant
   /// it leaves the queue (best effort: else it drops out after
   /// waiter_timeout), unless `give_up` is GiveUp::kStay. Returns by wait +
-  /// command_timeout at the latest. Allocates nothing.
+  /// command_timeout at the latest (and one more command_timeout to leave
+  /// the queue). Allocates nothing.
   /// Errors: kBusy (not our turn by the end), kExpired (the last grant
   /// came too late), or the last connection error, or try_acquire()'s
   /// non-retryable ones. As there: on kTimeout, kIo, kConnectionClosed or
@@ -133,38 +142,82 @@ class FairLock final : public Lease {
   Status acquire(Nanos wait, GiveUp give_up = GiveUp::kLeave);
   /// Gives up a place kept by acquire(wait, GiveUp::kStay); if it was the
   /// head of a free lock, wakes the next waiter. Errors: kNotHeld (no
-  /// place kept), kProtocol, Connection::command()'s (the place then
-  /// lapses after waiter_timeout).
+  /// place kept), kInvalidArgument (an operation in flight), kProtocol,
+  /// Connection::command()'s (the place then lapses after waiter_timeout).
   Status leave();
   /// True while this handle has a place in the queue (kept, or during a
   /// wait).
   bool queued() const { return joined_ && has_token_ && !granted_; }
   /// Owner-checked delete (and leaves the queue if queued, as after a
-  /// failed acquire); wakes the head of the queue (one more round
-  /// trip, best effort, if the head is not the waiter the grant named:
-  /// it left, or joined later). Afterwards held()
-  /// is false whatever the outcome. Errors: as Lock::release(): kNotHeld,
-  /// kNotOwner, kProtocol, Connection::command()'s (on Sentinel or Cluster
-  /// Backend::eval()'s); on kProtocol and command errors the token is kept
-  /// and release() may be called again.
+  /// failed or cancelled acquire); wakes the head of the queue (one more
+  /// round trip, best effort, if the head is not the waiter the grant
+  /// named: it left, or joined later). Afterwards held() is false whatever
+  /// the outcome. Errors: as Lock::release(): kNotHeld, kNotOwner,
+  /// kProtocol, Connection::command()'s (on Sentinel or Cluster
+  /// Backend::eval()'s); kInvalidArgument (an operation in flight). On
+  /// kProtocol and command errors the token is kept and release() may be
+  /// called again.
   Status release() override;
   /// Owner-checked TTL raise (never shorter); `ttl` > 0. As Lock::extend(),
-  /// with the same errors (kNotHeld also once a release was sent) and the
-  /// same rule for unknown outcomes.
+  /// with the same errors (kNotHeld also once a release was sent;
+  /// kInvalidArgument also while an operation is in flight) and the same
+  /// rule for unknown outcomes.
   Status extend(Millis ttl, ExtendMode mode = ExtendMode::kAdd);
   /// extend(options().ttl, kReplace): at least options().ttl. Errors: as
   /// extend().
   Status renew() override;
   /// Asks the server whether the key still holds our token.
-  /// Errors: kNotHeld (no token), kProtocol, Connection::command()'s.
+  /// Errors: kNotHeld (no token), kInvalidArgument (an operation in
+  /// flight), kProtocol, Connection::command()'s.
   Result<bool> owned();
   /// What the server says about the key, whoever holds it.
   /// Errors: Connection::command()'s, kProtocol.
   Result<KeyStatus> status();
   /// Takes over a lease by token so release(), extend() and owned() act
   /// on it (validity unknown, 0, until an extend). Errors: kInvalidArgument
-  /// (empty or too long).
+  /// (empty or too long, or an operation in flight).
   Status adopt(Bytes token);
+
+  // --- Non-blocking face (docs/nonblocking.md), as Lock's: each start_*()
+  // call starts the blocking call of the same name and returns kInProgress
+  // (then call step() until it returns anything else: the blocking call's
+  // result), or the final status when it ended at once. The join, the
+  // wait on the wake list (an fd), the backoff pauses (a deadline), a
+  // hand-back, leaving the queue and waking the next waiter are steps,
+  // never a sleep. Plain Connection back end only (else kInvalidArgument:
+  // use the blocking calls). One operation at a time: a start_*() or
+  // blocking call while one is in flight returns kInvalidArgument. Handles
+  // sharing a Connection take turns on it (connection.h): a request
+  // waiting its turn ends as kConnectionBusy if its deadline comes first.
+  /// try_acquire(). Errors: as try_acquire(), and kInvalidArgument as above.
+  Status start_try_acquire();
+  /// acquire(wait, give_up). Errors: as acquire(), and kInvalidArgument as
+  /// above.
+  Status start_acquire(Nanos wait, GiveUp give_up = GiveUp::kLeave);
+  /// leave(). Errors: as leave(), and kInvalidArgument as above.
+  Status start_leave();
+  /// release(). Errors: as release(), and kInvalidArgument as above.
+  Status start_release() override;
+  /// extend(ttl, mode). Errors: as extend(), and kInvalidArgument as above.
+  Status start_extend(Millis ttl, ExtendMode mode = ExtendMode::kAdd);
+  /// renew(). Errors: as renew(), and kInvalidArgument as above.
+  Status start_renew() override;
+  /// Moves the operation in flight; kInProgress until it is done, then its
+  /// result. Errors: the operation's; kInvalidArgument when none is in
+  /// flight.
+  Status step() override;
+  /// True on a plain Connection (the only back end start_*() serves).
+  bool nonblocking() const override { return core_.backend().direct() != nullptr; }
+  bool in_progress() const override { return core_.op() != 0; }
+  /// The connection's socket and poll events while a request is in flight
+  /// (at most 1; 0 during a backoff pause).
+  size_t wait_fds(pollfd* out, size_t cap) const override { return core_.wait_fds(out, cap); }
+  /// The request's deadline or the pause's end.
+  Deadline next_deadline() const override { return core_.next_deadline(); }
+  /// See Lease::cancel(). Nothing more is sent: a cancelled wait keeps its
+  /// token, so release() gives its place in the queue up at once; else
+  /// the place lapses waiter_timeout after its last attempt.
+  void cancel() override { core_.cancel(&FairLock::step_of, this); }
 
   /// Conservative validity left (0 if not held).
   Nanos remaining() const override;
@@ -195,20 +248,49 @@ class FairLock final : public Lease {
     explicit WakeSuffix(uint64_t seq);
     Bytes bytes() const { return Bytes(text, len); }
   };
+  // The operation in flight (LeaseCore::op()).
+  enum Op : uint8_t { kOpTry = 1, kOpAcquire, kOpRelease, kOpExtend, kOpLeave };
+  // The request in flight.
+  enum class Req : uint8_t {
+    kAttempt,   // the acquire script (after a BLPOP, if pipelined)
+    kBlpop,     // BLPOP alone (Sentinel, Cluster: blocking calls only)
+    kHandBack,  // release of a grant that came too late or unconfirmed
+    kRelease,   // release()
+    kLeave,     // leaving the queue (leave(), or a wait that ended)
+    kWake,      // waking the head a release or leave found
+    kExtend,    // extend()
+    kLoad,      // SCRIPT LOAD, then the script call again
+  };
 
-  Status attempt(Deadline deadline, bool join, Span<const Bytes> blpop = {});
-  Status on_acquire_reply(const Result<const Reply*>& r, TimePoint start);
+  static Status step_of(void* self) { return static_cast<FairLock*>(self)->step(); }
+  Status begin_try(bool nonblocking);
+  Status begin_acquire(Nanos wait, GiveUp give_up, bool nonblocking);
+  Status begin_release(bool nonblocking);
+  Status begin_extend(Millis ttl, ExtendMode mode, bool nonblocking);
+  Status begin_leave(bool nonblocking);
+  Status new_token();
+  Status send_call(Req req, const ScriptCall& call, Deadline deadline);
+  Status on_reply(const Result<const Reply*>& r);
+  Status start_attempt(Deadline deadline, Span<const Bytes> blpop = {});
+  Status on_attempt(const Result<const Reply*>& r);
+  Status on_grant(const Reply* rep);
   Status on_busy_reply(const Reply* rep);
-  Result<const Reply*> eval(const ScriptCall& call, Deadline deadline);
-  Status wake_key_of(uint64_t seq, detail::CompanionKey* out) const;
-  void wake(int64_t seq);
-  Status send_release();
-  Status send_extend(Millis ttl, ExtendMode mode);
-  Status leave_queue(Deadline op_deadline);
+  Status hand_back(Status then);
+  Status attempt_done(Status s);
+  Status release_request(Req req);
+  Status on_release(const Result<const Reply*>& r);
+  Status leave_request(Deadline deadline);
+  Status on_leave(const Result<const Reply*>& r);
+  Status wake_or_finish(Req after);
+  Status finish(Req after);
+  Status extend_request(Millis ttl, ExtendMode mode);
+  Status on_extend(const Result<const Reply*>& r);
   void forget();
-  Status next_attempt(Status last, Nanos left, Deadline op_deadline);
-  bool pause(Status last, Nanos left, Deadline op_deadline, Status* attempted);
-  bool await_turn(Nanos cap, bool pipelined, Deadline op_deadline, Status* attempted);
+  // fair_lock_wait.cc
+  Status next_attempt(Status last, Nanos left);
+  Status on_blpop(const Result<const Reply*>& r);
+  Status load_script();
+  Status on_load(const Result<const Reply*>& r);
 
   // Small fields first: short offsets, shorter code on Thumb-2.
   bool has_token_ = false;      // release/extend may act (held or maybe held)
@@ -216,18 +298,37 @@ class FairLock final : public Lease {
   bool wake_supported_ = true;  // false after the server refused BLPOP
   bool joined_ = false;         // a join was sent since the last grant
   bool retired_ = false;        // a release of this token was sent: never granted under it again
+  bool join_ = false;           // the attempts join the queue (acquire), else only try
+  bool loaded_ = false;         // the request's script was loaded once after kBufferTooSmall
+  GiveUp give_up_ = GiveUp::kLeave;
+  Req req_ = Req::kAttempt;
+  Req load_for_ = Req::kAttempt;    // the request a SCRIPT LOAD sends again
+  Req wake_after_ = Req::kRelease;  // what the wake request follows
+  Status last_;  // the attempt before a pause; the status a hand-back, leave or wake ends with
   uint32_t position_ = 0;
   size_t token_len_ = 0;
   Millis hint_{0};         // last busy answer's wait_ms
   uint64_t seq_ = 0;       // our arrival number (0: not queued)
   uint64_t next_seq_ = 0;  // the waiter our grant named as next
+  int64_t wake_seq_ = 0;   // the head a release or leave found, to wake (0: none)
   TimePoint valid_until_{};
+  TimePoint req_start_{};  // the attempt's or extend's request left after this
+  TimePoint op_t0_{};      // when the release or extend was called (metrics)
+  Millis ext_ttl_{0};
   uint64_t fence_ = 0;
   FairLockOptions options_;
   char token_[kMaxTokenLen] = {};
+  // The request in flight: its words, its companion suffixes and its call
+  // (sent again after a SCRIPT LOAD) live until its reply is in. The
+  // companion keys ("{key}:fence", "{key}:queue", "{key}:w:<seq>") are
+  // named when a request is encoded; a wake script's key is built here.
+  detail::RequestWords<3, 2> words_;
+  WakeSuffix next_wake_{0};
+  Bytes companions_[2];
+  detail::CompanionKey wake_key_;
+  ScriptCall call_;
+  Deadline call_deadline_ = Deadline::never();
   detail::LeaseCore core_;
-  // The companion keys ("{key}:fence", "{key}:queue", "{key}:w:<seq_>",
-  // where we wait) are named when a request is encoded or sent.
 };
 
 }  // namespace edgelock

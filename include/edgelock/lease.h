@@ -34,6 +34,21 @@
 
 namespace edgelock {
 
+/// How extend() sets the new TTL.
+enum class ExtendMode : uint8_t {
+  kAdd,      ///< New TTL = what is left + ttl (redis-py's default).
+  kReplace,  ///< New TTL = ttl.
+};
+
+/// Result of status(): what the server says about a key, whoever holds it.
+struct KeyStatus {
+  bool held = false;
+  /// False if held without expiry (then ttl is 0).
+  bool expires = false;
+  /// The holder's TTL left (whole ms, as the server counts); 0 if not held.
+  Millis ttl{0};
+};
+
 /// Most descriptors one operation waits on at once (a quorum lock: one per
 /// server).
 constexpr size_t kMaxWaitFds = kMaxQuorumServers;
@@ -69,9 +84,9 @@ class Lease {
   virtual uint64_t fence() const = 0;
 
   // --- Non-blocking face (see the file comment).
-  /// True if start_renew()/start_release()/step() work here: a Lock,
-  /// ReentrantLock or Permit over a plain Connection or a Cluster without
-  /// wait_replicas, or a QuorumLock.
+  /// True if start_renew()/start_release()/step() work here: a FairLock
+  /// over a plain Connection; a Lock, ReentrantLock or Permit over a plain
+  /// Connection or a Cluster without wait_replicas; or a QuorumLock.
   virtual bool nonblocking() const { return false; }
   /// Starts renew() and returns kInProgress, or its final status if it
   /// ended at once. Errors: as renew(); kInvalidArgument also when an

@@ -60,20 +60,6 @@ struct LockOptions {
   Nanos wake_fallback = Millis(500);
 };
 
-enum class ExtendMode : uint8_t {
-  kAdd,      ///< New TTL = what is left + ttl (redis-py's default).
-  kReplace,  ///< New TTL = ttl.
-};
-
-/// Result of status(): what the server says about a key, whoever holds it.
-struct KeyStatus {
-  bool held = false;
-  /// False if held without expiry (then ttl is 0).
-  bool expires = false;
-  /// The holder's TTL left (whole ms, as the server counts); 0 if not held.
-  Millis ttl{0};
-};
-
 class Lock final : public Lease {
  public:
   /// Uses `backend` (a Connection, Sentinel or Cluster) and its clock for

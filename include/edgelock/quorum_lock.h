@@ -68,11 +68,12 @@
 #include "edgelock/detail/random.h"
 #include "edgelock/lease.h"
 #include "edgelock/limits.h"
-#include "edgelock/lock.h"
 #include "edgelock/metrics.h"
 #include "edgelock/status.h"
 
 namespace edgelock {
+
+class Connection;
 
 namespace detail {
 struct FanoutResult;

@@ -2,14 +2,12 @@
 // slot migration in the middle of a run (ASK, TRYAGAIN, MOVED followed),
 // and mutual exclusion across processes.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <string>
 #include <thread>
 
 #include "../support/backend_checks.h"
-#include "../support/fenced_resource.h"
+#include "../support/contention.h"
 #include "../support/redis_topology.h"
 #include "../support/test_util.h"
 #include "edgelock/edgelock.h"
@@ -289,48 +287,22 @@ constexpr int kGrantsEach = 250;
 
 int worker(const std::string& url, const std::string& key, test::FencedResource* dev) {
   Cluster cluster;
-  if (!cluster.setup(url.c_str(), options()).ok()) return 10;
+  if (!cluster.setup(url.c_str(), options()).ok()) return test::kWorkerSetupFailed;
   Lock lock(cluster);
   LockOptions lo;
   lo.ttl = Millis(5000 * test::slowdown());
   lo.retry_min = Millis(1);
   lo.retry_max = Millis(20);
-  if (!lock.init(Bytes(key.data(), key.size()), lo).ok()) return 11;
-  for (int i = 0; i < kGrantsEach; ++i) {
-    if (!lock.acquire(Millis(30000) * test::slowdown()).ok()) {
-      dev->errors.fetch_add(1);
-      return 12;
-    }
-    dev->grants.fetch_add(1);
-    const bool alone = dev->enter();
-    if (!dev->write(lock.fence())) dev->errors.fetch_add(1);
-    if (i % 16 == 0) SystemClock().sleep_for(Millis(1));
-    if (alone) dev->leave();
-    if (!lock.release().ok()) dev->errors.fetch_add(1);
-  }
-  return 0;
+  if (!lock.init(Bytes(key.data(), key.size()), lo).ok()) return test::kWorkerInitFailed;
+  return test::contend(lock, kGrantsEach, dev);
 }
 
 TEST_F(ClusterTest, MutualExclusionAcrossFourProcesses) {
   test::FencedResource* dev = test::FencedResource::create();
   ASSERT_NE(dev, nullptr);
   const std::string key = key_on(client_.owner_of(16383), "shared-device");
-  pid_t pids[kWorkers];
-  for (int w = 0; w < kWorkers; ++w) {
-    pids[w] = fork();
-    if (pids[w] == 0) _exit(worker(cluster_->url(), key, dev));
-    ASSERT_GT(pids[w], 0);
-  }
-  for (int w = 0; w < kWorkers; ++w) {
-    int status = 0;
-    ASSERT_EQ(waitpid(pids[w], &status, 0), pids[w]);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        << "worker " << w << " status " << status;
-  }
-  EXPECT_EQ(dev->grants.load(), kWorkers * kGrantsEach);
-  EXPECT_EQ(dev->overlaps.load(), 0);
-  EXPECT_EQ(dev->stale_rejected.load(), 0);
-  EXPECT_EQ(dev->errors.load(), 0);
+  test::run_processes(kWorkers, [&](int) { return worker(cluster_->url(), key, dev); });
+  test::expect_exclusive(*dev, kWorkers * kGrantsEach);
   std::printf("cluster mutex: %d grants, %d overlaps, max fence %llu\n", dev->grants.load(),
               dev->overlaps.load(), static_cast<unsigned long long>(dev->max_fence.load()));
 }

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <string>
 
+#include "../support/contention.h"
 #include "../support/redis_server.h"
 #include "../support/shared_server_test.h"
 #include "../support/test_util.h"
@@ -207,18 +208,7 @@ TEST(SemaphoreProcesses, EightProcessesNeverExceedThreePermits) {
       mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(mem, MAP_FAILED);
   Shared* sh = new (mem) Shared();
-  pid_t pids[kWorkers];
-  for (int w = 0; w < kWorkers; ++w) {
-    pids[w] = fork();
-    if (pids[w] == 0) _exit(worker(w, server.url(), sh));
-    ASSERT_GT(pids[w], 0);
-  }
-  for (int w = 0; w < kWorkers; ++w) {
-    int status = 0;
-    ASSERT_EQ(waitpid(pids[w], &status, 0), pids[w]);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        << "worker " << w << " status " << status;
-  }
+  test::run_processes(kWorkers, [&](int w) { return worker(w, server.url(), sh); });
   EXPECT_EQ(sh->grants.load(), kWorkers * kCyclesEach);
   EXPECT_EQ(sh->over_limit.load(), 0);
   EXPECT_LE(sh->max_inside.load(), static_cast<int>(kPermits));

@@ -1,6 +1,6 @@
 // No heap after init on the non-blocking path: start_*() / wait_fds() /
-// next_deadline() / step() of Lock, Semaphore, ReentrantLock, QuorumLock,
-// Cooldown and Quota, driven by the caller's poll(), with a contended
+// next_deadline() / step() of Lock, FairLock, Semaphore, ReentrantLock,
+// QuorumLock, Cooldown and Quota, driven by the caller's poll(), with a contended
 // acquire woken by a release, a limiter pausing between tries and
 // cancelled mid-pause, and LeaseKeeper::service() renewing without
 // blocking.
@@ -81,6 +81,52 @@ TEST_F(ZeroHeapNonblocking, LockCycles) {
     failures += !drive(mine, c, mine.start_release()).ok();
     failures += drive(mine, c, mine.start_try_acquire()).ok() ? 0 : 1;
     failures += !drive(mine, c, mine.start_release()).ok();
+  }
+  const test::AllocCounts counts = test::stop_counting();
+  EXPECT_EQ(failures, 0);
+  EXPECT_EQ(a_.stats().connects, 1u);
+  EXPECT_EQ(counts.total(), 0u) << "mallocs=" << counts.mallocs << " news=" << counts.news;
+}
+
+// FairLock: a contended acquire queues, waits on its wake list and is
+// woken by the holder's release; a wait that keeps its place and leave();
+// renew, extend, release.
+TEST_F(ZeroHeapNonblocking, FairLockCycles) {
+  FairLock mine(a_), other(b_);
+  ASSERT_TRUE(mine.init(Bytes::from_cstr("zh-nb-fair")).ok());
+  ASSERT_TRUE(other.init(Bytes::from_cstr("zh-nb-fair")).ok());
+  Clock& c = a_.clock();
+  // Set-up: scripts cached, the wake path taken once.
+  ASSERT_TRUE(other.try_acquire().ok());
+  ASSERT_EQ(drive(mine, c, mine.start_try_acquire()).code(), ErrorCode::kBusy);
+  ASSERT_EQ(drive(mine, c, mine.start_acquire(Millis(5), GiveUp::kStay)).code(), ErrorCode::kBusy);
+  ASSERT_TRUE(drive(mine, c, mine.start_leave()).ok());
+  ASSERT_TRUE(other.release().ok());
+  ASSERT_TRUE(drive(mine, c, mine.start_acquire(Millis(1000))).ok());
+  ASSERT_TRUE(drive(mine, c, mine.start_extend(Millis(5000))).ok());
+  ASSERT_TRUE(drive(mine, c, mine.start_release()).ok());
+  const int n = cycles() < 300 ? cycles() : 300;
+  int failures = 0;
+  test::start_counting();
+  for (int i = 0; i < n; ++i) {
+    failures += !other.try_acquire().ok();
+    // Contended: queued (then waiting on its wake list) when the holder's
+    // release wakes it.
+    const Status s = mine.start_acquire(Millis(2000) * test::slowdown());
+    failures += s.code() != ErrorCode::kInProgress;
+    failures += !other.release().ok();
+    failures += !drive(mine, c, s).ok();
+    failures += !drive(mine, c, mine.start_renew()).ok();
+    failures += !drive(mine, c, mine.start_extend(Millis(5000))).ok();
+    failures += !drive(mine, c, mine.start_release()).ok();
+    // A wait that keeps its place (its wake-list wait ends at the server's
+    // timer, up to 100 ms: a quarter of the cycles).
+    if (i % 4 != 0) continue;
+    failures += !other.try_acquire().ok();
+    failures +=
+        drive(mine, c, mine.start_acquire(Millis(3), GiveUp::kStay)).code() != ErrorCode::kBusy;
+    failures += !drive(mine, c, mine.start_leave()).ok();
+    failures += !other.release().ok();
   }
   const test::AllocCounts counts = test::stop_counting();
   EXPECT_EQ(failures, 0);

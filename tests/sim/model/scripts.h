@@ -1,9 +1,10 @@
 #pragma once
-// Which of the library's scripts a request runs: the names of the Script
-// constants of src/*_scripts.h, found by SHA-1. The SHA-1s come from the
-// same constants the library sends (make_script() of their text), so a
-// script edited in src/ is recognised, and simulated, as written; the
-// simulated Redis runs every script's text with Lua (model/lua_engine.h).
+// Which of the library's scripts a request runs: the names of the entries
+// of the script registry (src/script_registry.h), found by SHA-1. The
+// SHA-1s come from the same constants the library sends (make_script() of
+// their text), so a script edited in src/ is recognised, and simulated, as
+// written; the simulated Redis runs every script's text with Lua
+// (model/lua_engine.h).
 
 #include <string>
 
