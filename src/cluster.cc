@@ -179,6 +179,22 @@ Result<const Reply*> Cluster::route(const ScriptCall& call, uint16_t slot, Deadl
 // MOVED (the slot has a new owner) or ASK (being migrated: ask the target
 // once, with ASKING): the data after the class word names the node.
 Status Cluster::follow(uint16_t slot, bool moved, int* target, bool* asking, Deadline deadline) {
+  int node = *target;
+  EDGELOCK_TRY(redirected(slot, moved, &node));
+  if (moved) {
+    // Other slots probably moved too: re-read the map (best effort), then
+    // trust the redirect for this one.
+    refresh(deadline).ignore();
+    owner_[slot] = static_cast<uint8_t>(node);
+  }
+  *target = node;
+  *asking = !moved;
+  return Status();
+}
+
+// The node a MOVED or ASK from node *target names (added if new); a MOVED
+// makes it the slot's owner. No I/O.
+Status Cluster::redirected(uint16_t slot, bool moved, int* target) {
   // Decoded when the reply was read, from its whole text.
   const resp::Redirect& r = detail::io(nodes_[*target]).redirect();
   if (!r.valid || r.slot != slot) return ErrorCode::kServerError;
@@ -197,15 +213,11 @@ Status Cluster::follow(uint16_t slot, bool moved, int* target, bool* asking, Dea
   if (!node.ok()) return node.status();
   if (moved) {
     ++stats_.moved;
-    // Other slots probably moved too: re-read the map (best effort), then
-    // trust the redirect for this one.
-    refresh(deadline).ignore();
     owner_[slot] = static_cast<uint8_t>(node.value());
   } else {
     ++stats_.ask;
   }
   *target = node.value();
-  *asking = !moved;
   return Status();
 }
 
@@ -217,6 +229,50 @@ Status Cluster::settle(Deadline deadline) {
   if (left <= Nanos::zero()) return ErrorCode::kTimeout;
   clock_->sleep_for(left < kSettlePause ? left : kSettlePause);
   return Status();
+}
+
+// --- Non-blocking routing: no I/O here, the caller's loop moves the bytes.
+
+bool Cluster::routes_nonblocking() const {
+  return is_setup_ && node_count_ > 0 && cluster_options_.wait_replicas == 0;
+}
+
+Connection* Cluster::route_for(Bytes key) {
+  if (!routes_nonblocking()) return nullptr;
+  return &nodes_[pick_node(key_slot(key))];
+}
+
+RouteNext Cluster::on_routed_error(Connection& node, Bytes key, Status s) {
+  RouteNext next;
+  next.status = note(node, s);
+  const int from = static_cast<int>(&node - nodes_);
+  if (from < 0 || static_cast<size_t>(from) >= node_count_) return next;
+  const uint16_t slot = key_slot(key);
+  const ErrorCode code = s.code();
+  if (code == ErrorCode::kMoved || code == ErrorCode::kAsk) {
+    int target = from;
+    const Status f = redirected(slot, code == ErrorCode::kMoved, &target);
+    if (!f.ok()) {
+      next.status = f;
+      return next;
+    }
+    next.node = &nodes_[target];
+    next.asking = code == ErrorCode::kAsk;
+    return next;
+  }
+  if (code == ErrorCode::kTryAgain) {
+    ++stats_.tryagain;
+    next.pause = kSettlePause;
+    return next;
+  }
+  if (traits(code).connection_failed) {
+    // The node may be gone (a failover): the next blocking call re-reads
+    // the map; until then the slot's requests go to the next known node,
+    // whose MOVED names the owner.
+    map_stale_ = true;
+    if (node_count_ > 1) owner_[slot] = static_cast<uint8_t>((from + 1) % node_count_);
+  }
+  return next;
 }
 
 }  // namespace edgelock

@@ -354,12 +354,12 @@ Result<const Reply*> Connection::eval(const ScriptCall& call, Deadline deadline)
 // The single lock queues its acquire behind the BLPOP that waits for the
 // release signal (docs/benchmarks.md, "Handoff").
 Status Connection::start_command_then_eval(Span<const Bytes> args, const ScriptCall& call,
-                                           Deadline deadline) {
+                                           Deadline deadline, bool by_sha) {
   if (busy()) return refuse_busy("a request is already in flight on this connection");
   EDGELOCK_TRY(prepare());
   eval_ = call;
   Status s = encode(args, 0);
-  if (s.ok()) s = encode_eval(true, tx_len_);
+  if (s.ok()) s = encode_eval(by_sha, tx_len_);
   if (!s.ok()) return leave(s);
   return launch(2, deadline);
 }

@@ -30,7 +30,7 @@ constexpr Nanos kTurnPoll = Millis(1);
 
 Status LeaseCore::begin_op(uint8_t op, bool nonblocking) {
   if (op_ != 0 || op == 0) return ErrorCode::kInvalidArgument;
-  if (nonblocking && !backend_->direct()) return ErrorCode::kInvalidArgument;
+  if (nonblocking && !steps()) return ErrorCode::kInvalidArgument;
   op_ = op;
   phase_ = OpPhase::kIdle;
   done_ = false;
@@ -45,6 +45,9 @@ Status LeaseCore::end_op(Status s) {
   phase_ = OpPhase::kIdle;
   done_ = false;
   waiting_ = false;
+  routed_ = false;
+  plain_ = false;
+  resending_ = false;
   return s;
 }
 
@@ -59,7 +62,7 @@ Status LeaseCore::started(Status s) {
     return ErrorCode::kInProgress;
   }
   // Written now: the request is on its way before the caller's loop waits.
-  const Result<const Reply*> r = io(*backend_->direct()).advance();
+  const Result<const Reply*> r = io(*conn_).advance();
   if (!r.ok()) complete(r);
   return ErrorCode::kInProgress;
 }
@@ -74,11 +77,21 @@ Status LeaseCore::send(const ScriptCall& call, Deadline deadline) {
     complete(ErrorCode::kTimeout);
     return ErrorCode::kInProgress;
   }
+  routed_ = false;
+  plain_ = false;
+  resending_ = false;
   Connection* c = backend_->direct();
+  if (!c && nonblocking_) {
+    turn_call_ = call;
+    redirects_ = 0;
+    routed_ = true;
+    return start_routed(backend_->route_for(key()), false);
+  }
   if (!c) {
-    complete(backend_->eval(call, deadline));  // Sentinel, Cluster: blocking calls only
+    complete(backend_->eval(call, deadline));  // a blocking call: the back end's own routing
     return ErrorCode::kInProgress;
   }
+  conn_ = c;
   ConnectionIo cio = io(*c);
   if (cio.turn_of(this, nonblocking_)) return started(cio.start_eval(call, deadline));
   const Status s = cio.queue_turn(this);
@@ -103,7 +116,51 @@ Status LeaseCore::take_turn(ConnectionIo& io) {
 void LeaseCore::leave_queue() {
   if (!queued_) return;
   queued_ = false;
-  io(*backend_->direct()).leave_queue(this);
+  io(*conn_).leave_queue(this);
+}
+
+// The routed request (turn_call_) to `node`, after ASKING with `asking`.
+Status LeaseCore::start_routed(Connection* node, bool asking) {
+  static const Bytes kAsking[1] = {Bytes::from_cstr("ASKING")};
+  if (!node) return started(ErrorCode::kInvalidArgument);
+  conn_ = node;
+  asked_ = asking;
+  ConnectionIo cio = io(*node);
+  // Handles on a routing back end do not queue on its nodes: another's
+  // request there ends this one as a retryable kConnectionBusy.
+  if (!cio.turn_of(this, false)) {
+    return started(cio.refuse_busy("another request is in flight on this node"));
+  }
+  pipelined_ = asking;
+  // ASKING covers the next command only: a NOSCRIPT fallback would lose it.
+  if (asking && cio.script_loaded(turn_call_.script)) {
+    return started(cio.start_command_then_eval(kAsking, turn_call_, deadline_));
+  }
+  if (asking) return started(cio.start_command_then_eval_by_body(kAsking, turn_call_, deadline_));
+  return started(cio.start_eval(turn_call_, deadline_));
+}
+
+// A routed request's error: follow its redirect, pause (TRYAGAIN), or end.
+Result<const Reply*> LeaseCore::reroute(Status s) {
+  const RouteNext next = backend_->on_routed_error(*conn_, key(), s);
+  if (plain_) return s;
+  if (!next.node && next.pause <= Nanos::zero()) return next.status;
+  if (deadline_.expired(clock())) return Status(ErrorCode::kTimeout);
+  if (!next.node) {
+    resending_ = true;
+    resend_at_ = Deadline::at(clock().now() + next.pause).min(deadline_);
+    return static_cast<const Reply*>(nullptr);
+  }
+  if (++redirects_ > kMaxRedirects) return Status(ErrorCode::kServerError);
+  start_routed(next.node, next.asking).ignore();  // kInProgress; a failure is in result_
+  return resend();
+}
+
+// The outcome so far of a routed request just (re)started.
+Result<const Reply*> LeaseCore::resend() {
+  if (!done_) return static_cast<const Reply*>(nullptr);
+  done_ = false;
+  return result_;
 }
 
 Status LeaseCore::send_command(Span<const Bytes> args, Deadline deadline) {
@@ -116,11 +173,28 @@ Status LeaseCore::send_command(Span<const Bytes> args, Deadline deadline) {
     complete(ErrorCode::kTimeout);
     return ErrorCode::kInProgress;
   }
+  routed_ = false;
+  plain_ = false;
+  resending_ = false;
   Connection* c = backend_->direct();
+  if (!c && nonblocking_) {
+    // Its words are not kept (written whole at once): a redirect ends it,
+    // after teaching the back end the slot's owner.
+    routed_ = true;
+    plain_ = true;
+    conn_ = backend_->route_for(key());
+    if (!conn_) return started(ErrorCode::kInvalidArgument);
+    ConnectionIo cio = io(*conn_);
+    if (!cio.turn_of(this, false)) {
+      return started(cio.refuse_busy("another request is in flight on this node"));
+    }
+    return started(cio.start_command(args, deadline));
+  }
   if (!c) {
     complete(backend_->command(key(), args, deadline));
     return ErrorCode::kInProgress;
   }
+  conn_ = c;
   return started(io(*c).start_command(args, deadline));
 }
 
@@ -130,22 +204,35 @@ Status LeaseCore::send_pipelined(Span<const Bytes> first, const ScriptCall& call
   done_ = false;
   first_ = Status();
   deadline_ = deadline;
+  routed_ = false;
+  plain_ = false;
+  resending_ = false;
   Connection* c = backend_->direct();
   if (cancelling_ || !c) {
     complete(cancelling_ ? ErrorCode::kTimeout : ErrorCode::kInvalidArgument);
     return ErrorCode::kInProgress;
   }
+  conn_ = c;
   pipelined_ = true;
   return started(io(*c).start_command_then_eval(first, call, deadline));
 }
 
-Result<const Reply*> LeaseCore::reply() {
-  if (done_) {
-    done_ = false;
-    phase_ = OpPhase::kIdle;
-    return result_;
+// The outcome kept in result_.
+Result<const Reply*> LeaseCore::outcome() {
+  done_ = false;
+  phase_ = OpPhase::kIdle;
+  // A routed request that could not start (a node refused the connect):
+  // the back end hears of it too, so a lost node is replaced for the slot.
+  if (routed_ && conn_ && !cancelling_ && !result_.ok()) {
+    static_cast<void>(backend_->on_routed_error(*conn_, key(), result_.status()));
   }
-  ConnectionIo io = detail::io(*backend_->direct());
+  return result_;
+}
+
+Result<const Reply*> LeaseCore::reply() {
+  if (done_) return outcome();
+  if (resending_) return resend_due();
+  ConnectionIo io = detail::io(*conn_);
   if (queued_) {
     const Status s = take_turn(io);
     if (s.code() == ErrorCode::kInProgress) return static_cast<const Reply*>(nullptr);
@@ -163,12 +250,33 @@ Result<const Reply*> LeaseCore::reply() {
       pipelined_ = false;
       continue;
     }
+    if (routed_ && !r.ok()) {
+      const Result<const Reply*> next = reroute(r.status());
+      if (next.ok() && !next.value()) return next;  // on its way again
+      phase_ = OpPhase::kIdle;
+      return next;
+    }
     phase_ = OpPhase::kIdle;
     return r;
   }
   if (!deadline_.expired(clock())) return static_cast<const Reply*>(nullptr);
   phase_ = OpPhase::kIdle;
   return io.abandon();
+}
+
+// A routed request's pause (TRYAGAIN): over, it goes to the same node again
+// (after ASKING again if it was asked there).
+Result<const Reply*> LeaseCore::resend_due() {
+  if (!resend_at_.expired(clock())) return static_cast<const Reply*>(nullptr);
+  resending_ = false;
+  if (deadline_.expired(clock()) || cancelling_) {
+    phase_ = OpPhase::kIdle;
+    return Status(ErrorCode::kTimeout);
+  }
+  start_routed(conn_, asked_).ignore();  // kInProgress; a failure is in result_
+  const Result<const Reply*> r = resend();
+  if (!r.ok()) phase_ = OpPhase::kIdle;
+  return r;
 }
 
 Status LeaseCore::pause(Nanos d) {
@@ -185,8 +293,8 @@ bool LeaseCore::pause_over() {
 }
 
 size_t LeaseCore::wait_fds(pollfd* out, size_t cap) const {
-  if (phase_ != OpPhase::kRequest || done_ || queued_ || !out || cap == 0) return 0;
-  Connection* c = backend_->direct();
+  if (phase_ != OpPhase::kRequest || done_ || queued_ || resending_ || !out || cap == 0) return 0;
+  Connection* c = conn_;
   if (!c) return 0;
   const ConnectionIo io = detail::io(*c);
   if (!io.busy() || io.fd() < 0) return 0;
@@ -200,7 +308,8 @@ Deadline LeaseCore::next_deadline() const {
     case OpPhase::kRequest: {
       if (done_) return kNow;
       if (queued_) return deadline_.min(Deadline::after(clock(), kTurnPoll));
-      Connection* c = backend_->direct();
+      if (resending_) return resend_at_;
+      Connection* c = conn_;
       // Decrypted TLS bytes wait where a poll() cannot see them.
       if (c && io(*c).has_pending_input()) return kNow;
       // A connect phase may give up before the request's deadline.
@@ -221,7 +330,11 @@ void LeaseCore::await() {
     clock().sleep_for(left < kTurnPoll ? left : kTurnPoll);
     return;
   }
-  const Status s = io(*backend_->direct()).await(deadline_);
+  if (resending_) {
+    clock().sleep_for(resend_at_.remaining(clock()));
+    return;
+  }
+  const Status s = io(*conn_).await(deadline_);
   // A failed read or wait closed the connection: that is the outcome.
   if (!s.ok() && s.code() != ErrorCode::kTimeout) complete(s);
 }
@@ -246,8 +359,11 @@ void LeaseCore::cancel(OpStep step, void* self) {
   if (phase_ == OpPhase::kRequest && !done_ && queued_) {
     leave_queue();  // never sent; the request in flight is another handle's
     complete(ErrorCode::kTimeout);
+  } else if (phase_ == OpPhase::kRequest && !done_ && resending_) {
+    resending_ = false;
+    complete(ErrorCode::kTimeout);
   } else if (phase_ == OpPhase::kRequest && !done_) {
-    ConnectionIo io = detail::io(*backend_->direct());
+    ConnectionIo io = detail::io(*conn_);
     complete(io.busy() ? io.abandon() : Status(ErrorCode::kTimeout));
   }
   for (int i = 0; i < kMaxCancelSteps && op_ != 0; ++i) step(self).ignore();

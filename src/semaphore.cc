@@ -37,7 +37,7 @@ Status Permit::start_release() {
 
 Status Permit::step() { return in_progress() ? sem_->step() : Status(ErrorCode::kInvalidArgument); }
 
-bool Permit::nonblocking() const { return sem_ && sem_->core_.backend().direct() != nullptr; }
+bool Permit::nonblocking() const { return sem_ && sem_->core_.steps(); }
 
 bool Permit::in_progress() const { return sem_ && sem_->in_progress() && sem_->permit_ == this; }
 

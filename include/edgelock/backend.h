@@ -16,6 +16,19 @@ namespace edgelock {
 
 class Connection;
 
+/// What a request routed by a caller's loop does after an error reply or a
+/// failure (Backend::on_routed_error()).
+struct RouteNext {
+  /// Send the request again to this node (nullptr: see pause, then status).
+  Connection* node = nullptr;
+  /// Send ASKING first, in the same write (an ASK redirect).
+  bool asking = false;
+  /// With no node: send again to the same node after this pause (> 0).
+  Nanos pause{0};
+  /// With no node and no pause: the request's outcome.
+  Status status;
+};
+
 class Backend {
  public:
   /// Checks that `key` and its companion keys ("{key}:fence", ...) can be
@@ -53,6 +66,30 @@ class Backend {
   /// The one connection when the back end is a plain Connection (for what
   /// only one connection can do: pipelined waits, BLPOP); else nullptr.
   virtual Connection* direct() { return nullptr; }
+
+  // --- Routing for the non-blocking face (LeaseCore's start/step): the
+  // back end picks a node and follows redirects without any I/O of its
+  // own; the caller's loop moves the bytes. The defaults say "not served":
+  // a plain Connection is used directly (direct()).
+
+  /// True if route_for() serves start/step operations now.
+  virtual bool routes_nonblocking() const { return false; }
+  /// The node to send a request about `key` to now, from what is known
+  /// (no I/O, never blocks); nullptr if none.
+  virtual Connection* route_for(Bytes key) {
+    static_cast<void>(key);
+    return nullptr;
+  }
+  /// After a request about `key` routed to `node` failed with `s` (an error
+  /// reply or a connection failure): where to send it next, when, or that
+  /// `s` (or a more specific error) is its outcome. No I/O, never blocks.
+  virtual RouteNext on_routed_error(Connection& node, Bytes key, Status s) {
+    static_cast<void>(node);
+    static_cast<void>(key);
+    RouteNext next;
+    next.status = s;
+    return next;
+  }
 
  protected:
   Backend() = default;

@@ -7,6 +7,22 @@
 /// script mid-migration) are followed within the operation's deadline.
 /// A failed connection to a node marks the map stale: it is read again
 /// before the next command, so a cluster failover is followed too.
+/// The non-blocking face (start_*()/step(), docs/nonblocking.md) is served
+/// when wait_replicas is 0: each request goes to the slot's owner from the
+/// map as it is (a seed while no map was read: its MOVED names the owner),
+/// and MOVED, ASK (ASKING and the script in one write) and TRYAGAIN (a
+/// pause state) are followed by the caller's loop, at most kMaxRedirects
+/// times and within the request's deadline. Nothing blocks there: the map
+/// is not re-read during start/step (only redirects update it; the next
+/// blocking call or refresh() re-reads it), and a node that fails is
+/// replaced for its slot by the next known node, whose MOVED names the
+/// owner. One exception may block: a redirect to a node not yet known sets
+/// it up (Connection::setup()), which resolves a host name (an IP, as
+/// Redis sends unless cluster-preferred-endpoint-type is hostname, does
+/// not). Only opening a node's first connection allocates (see Memory).
+/// With wait_replicas > 0 (WAIT is a blocking exchange) start_*() is
+/// refused with kInvalidArgument.
+///
 /// A lock's companion keys share its hash slot (the lock key is used as a
 /// hash tag), so no script crosses slots.
 ///
@@ -94,6 +110,10 @@ class Cluster final : public Backend {
   Clock& clock() const override { return *clock_; }
   Nanos command_timeout() const override { return options_.command_timeout; }
   const char* last_error() const override { return error_; }
+  // Non-blocking routing (Backend): served while wait_replicas is 0.
+  bool routes_nonblocking() const override;
+  Connection* route_for(Bytes key) override;
+  RouteNext on_routed_error(Connection& node, Bytes key, Status s) override;
 
  private:
   static constexpr uint8_t kNoOwner = 0xFF;
@@ -102,6 +122,7 @@ class Cluster final : public Backend {
   Result<const Reply*> send(const ScriptCall& call, Connection& conn, bool asking,
                             Deadline deadline);
   Status follow(uint16_t slot, bool moved, int* target, bool* asking, Deadline deadline);
+  Status redirected(uint16_t slot, bool moved, int* target);
   Status settle(Deadline deadline);
   Status read_map(Connection& conn, Deadline deadline);
   Status note(Connection& conn, Status s);

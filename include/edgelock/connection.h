@@ -256,7 +256,8 @@ class Connection final : public Backend {
   Result<const Reply*> advance();
   Result<const Reply*> advance_pipeline();
   Status pipeline_eval(const ScriptCall& call);
-  Status start_command_then_eval(Span<const Bytes> args, const ScriptCall& call, Deadline deadline);
+  Status start_command_then_eval(Span<const Bytes> args, const ScriptCall& call, Deadline deadline,
+                                 bool by_sha = true);
   Result<const Reply*> command_then_eval(Span<const Bytes> args, const ScriptCall& call,
                                          Deadline deadline, Status* first);
   Status abandon();

@@ -72,10 +72,12 @@ class Cooldown {
   // starts enter() and returns kInProgress (then call step() until it
   // returns anything else: enter()'s result), or the final status when it
   // ended at once. The pause between tries is a deadline, never a sleep.
-  // Plain Connection back end only; one operation at a time.
+  // Plain Connection and Cluster (without wait_replicas) back ends
+  // only; one operation at a time.
   /// enter(wait, out); a `wait` of 0 makes it try_enter(out). *out
   /// (optional) must live until the operation ends. Errors: as enter();
-  /// kInvalidArgument also on Sentinel or Cluster (use enter()).
+  /// kInvalidArgument also on Sentinel, or on Cluster with
+  /// wait_replicas (use enter()).
   Status start_enter(Nanos wait, Admission* out = nullptr) { return gate_.start_admit(wait, out); }
   /// Moves the operation in flight; kInProgress until it is done, then its
   /// result. Errors: as enter(); kInvalidArgument when none is in flight.

@@ -93,7 +93,7 @@ class FairLock final : public Lease {
  public:
   /// Uses `backend` (a Connection, Sentinel or Cluster) and its clock for
   /// every operation; it must outlive the lock.
-  explicit FairLock(Backend& backend) : core_(backend) {}
+  explicit FairLock(Backend& backend) : core_(backend) { core_.direct_only(); }
   FairLock(const FairLock&) = delete;
   FairLock& operator=(const FairLock&) = delete;
 

@@ -133,7 +133,7 @@ class ReentrantLock final : public Lease {
   /// result. Errors: the operation's; kInvalidArgument when none is in
   /// flight.
   Status step() override;
-  bool nonblocking() const override { return core_.backend().direct() != nullptr; }
+  bool nonblocking() const override { return core_.steps(); }
   bool in_progress() const override { return core_.op() != 0; }
   size_t wait_fds(pollfd* out, size_t cap) const override { return core_.wait_fds(out, cap); }
   Deadline next_deadline() const override { return core_.next_deadline(); }

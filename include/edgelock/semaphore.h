@@ -87,9 +87,11 @@ class Permit final : public Lease {
 
   // --- Non-blocking face (as Lock's; the permit's semaphore does the
   // work, one operation at a time for all its permits; plain Connection
-  // back end only). The permit must outlive the operation.
+  // or Cluster without wait_replicas). The permit must outlive the
+  // operation.
   /// extend(ttl). Errors: as extend(); kInvalidArgument also when the
-  /// semaphore has an operation in flight or is not on a plain Connection.
+  /// semaphore has an operation in flight or its back end is Sentinel or a
+  /// Cluster with wait_replicas.
   Status start_extend(Millis ttl);
   /// renew(). Errors: as start_extend().
   Status start_renew() override;
@@ -185,10 +187,12 @@ class Semaphore {
   Result<uint32_t> in_use();
 
   // --- Non-blocking face (docs/nonblocking.md; as Lock's): plain
-  // Connection back end only (else kInvalidArgument), one operation at a
-  // time for the semaphore and all its permits; *permit must outlive it.
+  // Connection or Cluster without wait_replicas (else kInvalidArgument),
+  // one operation at a time for the semaphore and all its permits;
+  // *permit must outlive it.
   /// try_acquire(permit). Errors: as try_acquire(); kInvalidArgument also
-  /// when an operation is in flight or the back end is Sentinel or Cluster.
+  /// when an operation is in flight or the back end is Sentinel or a
+  /// Cluster with wait_replicas.
   Status start_try_acquire(Permit* permit);
   /// acquire(permit, wait). Errors: as start_try_acquire().
   Status start_acquire(Permit* permit, Nanos wait);

@@ -1,6 +1,7 @@
-// No heap after init: every primitive over cluster and sentinel, quorum and
-// TLS steady states.
+// No heap after init: every primitive over cluster and sentinel (and the
+// non-blocking face over cluster), quorum and TLS steady states.
 #include <gtest/gtest.h>
+#include <poll.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -144,6 +145,91 @@ TEST(ZeroHeap, ClusterCyclesOnEveryPrimary) {
   EXPECT_EQ(c.total(), 0u) << "mallocs=" << c.mallocs << " frees=" << c.frees << " news=" << c.news;
   std::printf("zero-heap cluster: %d cycles (every primitive) x 3 primaries, %llu allocations\n", n,
               static_cast<unsigned long long>(c.total()));
+}
+
+// Drives `lock` from `s` until done: poll() on its fds until its next deadline.
+Status step_through(Lock& lock, Status s) {
+  for (int i = 0; i < 10000 && s.code() == ErrorCode::kInProgress; ++i) {
+    pollfd fds[kMaxWaitFds];
+    const size_t n = lock.wait_fds(fds, kMaxWaitFds);
+    const int t = lock.next_deadline().poll_timeout_ms(lock.clock());
+    poll(fds, n, t < 0 || t > 1000 ? 1000 : t);
+    s = lock.step();
+  }
+  return s;
+}
+
+// Every start/step operation of one lock; returns the number of failures.
+int step_cycle(Lock& lock) {
+  int failures = 0;
+  failures += !step_through(lock, lock.start_acquire(Millis(1000))).ok();
+  failures += !step_through(lock, lock.start_extend(Millis(5000))).ok();
+  failures += !step_through(lock, lock.start_renew()).ok();
+  failures += !step_through(lock, lock.start_release()).ok();
+  return failures;
+}
+
+// The non-blocking face over a cluster: steady cycles, then a MOVED
+// followed inside the loop (the slot's move itself is not counted).
+TEST(ZeroHeap, ClusterStartStepCyclesAndMoved) {
+  test::RedisClusterSetup servers(3);
+  ASSERT_TRUE(servers.start());
+  Cluster cluster;
+  ASSERT_TRUE(cluster.setup(servers.url().c_str()).ok());
+  ASSERT_TRUE(cluster.refresh(Deadline::after(cluster.clock(), Millis(5000))).ok());
+  ASSERT_TRUE(cluster.connect_primaries(Deadline::after(cluster.clock(), Millis(5000))).ok());
+  const int a = cluster.owner_of(0);
+  std::string key;
+  for (int n = 0; n < 100000 && key.empty(); ++n) {
+    const std::string k = "zs-" + std::to_string(n);
+    if (cluster.owner_of(key_slot(k.c_str())) == a) key = k;
+  }
+  Lock lock(cluster);
+  ASSERT_TRUE(lock.init(Bytes(key.data(), key.size())).ok());
+  ASSERT_TRUE(lock.nonblocking());
+  for (size_t i = 0; i < cluster.node_count(); ++i) {
+    // Scripts cached on every primary (the slot moves to another).
+    Lock warm(cluster);
+    std::string k;
+    for (int n = 0; n < 100000 && k.empty(); ++n) {
+      const std::string c = "zw-" + std::to_string(n);
+      if (cluster.owner_of(key_slot(c.c_str())) == static_cast<int>(i)) k = c;
+    }
+    ASSERT_TRUE(warm.init(Bytes(k.data(), k.size())).ok());
+    ASSERT_EQ(step_cycle(warm), 0) << cluster.last_error();
+  }
+  const int n = router_cycles();
+  int failures = 0;
+  test::start_counting();
+  for (int i = 0; i < n; ++i) failures += step_cycle(lock);
+  const test::AllocCounts steady = test::stop_counting();
+  // Move the key's slot to the next server (its keys dropped first: only
+  // the fence counter is left, and a slot with keys cannot be handed over).
+  int sa = -1;
+  for (int i = 0; i < servers.size(); ++i) {
+    if (servers.node(i).port() == cluster.node(static_cast<size_t>(a)).endpoint().port) sa = i;
+  }
+  ASSERT_GE(sa, 0);
+  const std::string idb = servers.node_id((sa + 1) % servers.size());
+  const std::string slot = std::to_string(key_slot(key.c_str()));
+  Connection source;
+  ASSERT_TRUE(test::open(source, servers.node(sa).admin_url()));
+  ASSERT_NE(test::run(source, {"DEL", key, "{" + key + "}:fence", "{" + key + "}:wake"}), "");
+  for (int i = 0; i < servers.size(); ++i) {
+    Connection admin;
+    ASSERT_TRUE(test::open(admin, servers.node(i).admin_url()));
+    ASSERT_EQ(test::run(admin, {"CLUSTER", "SETSLOT", slot, "NODE", idb}), "OK");
+  }
+  test::start_counting();
+  for (int i = 0; i < n; ++i) failures += step_cycle(lock);
+  const test::AllocCounts moved = test::stop_counting();
+  EXPECT_EQ(failures, 0) << cluster.last_error();
+  EXPECT_GE(cluster.stats().moved, 1u);
+  EXPECT_EQ(steady.total(), 0u) << "mallocs=" << steady.mallocs << " news=" << steady.news;
+  EXPECT_EQ(moved.total(), 0u) << "mallocs=" << moved.mallocs << " news=" << moved.news;
+  std::printf("zero-heap cluster start/step: 2 x %d cycles, %u MOVED followed, %llu allocations\n",
+              n, cluster.stats().moved,
+              static_cast<unsigned long long>(steady.total() + moved.total()));
 }
 
 TEST(ZeroHeap, SentinelCyclesWithWaitAndRechecks) {

@@ -84,6 +84,13 @@ class ConnectionIo {
                                  Deadline deadline) {
     return c_->start_command_then_eval(args, call, deadline);
   }
+  /// start_command_then_eval() with the eval by body (EVAL): it can never
+  /// come back NOSCRIPT, so it runs right after the command (ASKING covers
+  /// the next command only). Errors: as start_eval().
+  Status start_command_then_eval_by_body(Span<const Bytes> args, const ScriptCall& call,
+                                         Deadline deadline) {
+    return c_->start_command_then_eval(args, call, deadline, false);
+  }
   /// start_command_then_eval() and waits for both replies; returns the
   /// eval's. `*first` gets the command's outcome (ok, or its error reply's
   /// code); its reply is not kept. Errors: as Connection::eval() (for the

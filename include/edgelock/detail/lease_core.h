@@ -170,12 +170,21 @@ class LeaseCore {
   /// The primitive's step(): continues the operation (LeaseCore::run()).
   using OpStep = Status (*)(void* self);
   /// Claims the handle for operation `op` (the primitive's code, not 0).
-  /// With `nonblocking` (a start_*() call) only a plain Connection back
-  /// end serves it; the blocking calls serve every back end (a request on
-  /// Sentinel or Cluster then runs to its end in send(): their routing
-  /// blocks). Errors: kInvalidArgument (an operation in flight, or
-  /// nonblocking over Sentinel or Cluster).
+  /// With `nonblocking` (a start_*() call) the back end must be served
+  /// without blocking (steps()); the blocking calls serve every back end
+  /// (a request on Sentinel or Cluster then runs to its end in send()).
+  /// Errors: kInvalidArgument (an operation in flight, or nonblocking on a
+  /// back end steps() refuses).
   Status begin_op(uint8_t op, bool nonblocking);
+  /// True if start_*() operations are served: a plain Connection, or a
+  /// back end that routes without blocking (Backend::routes_nonblocking():
+  /// Cluster without wait_replicas).
+  bool steps() const {
+    return backend_->direct() || (!direct_only_ && backend_->routes_nonblocking());
+  }
+  /// Serves start_*() operations on a plain Connection only (a primitive
+  /// whose steps need one connection for all its requests).
+  void direct_only() { direct_only_ = true; }
   /// Ends the operation; returns `s`.
   Status end_op(Status s);
   /// The operation in flight (0: none).
@@ -185,13 +194,19 @@ class LeaseCore {
   /// Starts `call`, whose arrays (RequestWords) must live until its reply is in,
   /// within `deadline`: written at once without blocking on a plain
   /// connection (or, on a closed one, written once the connect's
-  /// non-blocking steps are done), run to its end on another back end.
+  /// non-blocking steps are done). In a start_*() operation on a routing
+  /// back end it goes to the node Backend::route_for() names, and reply()
+  /// follows its redirects and pauses as states (at most kMaxRedirects);
+  /// on a routed node another request occupies it ends as kConnectionBusy.
+  /// A blocking operation on another back end runs it to its end here.
   /// On a connection another handle's request occupies (or, for a start_*()
   /// operation, that other handles wait for first) it waits its turn, and
   /// ends as kConnectionBusy if the turn has not come by `deadline`.
   /// Returns kInProgress: reply() has the outcome.
   Status send(const ScriptCall& call, Deadline deadline);
-  /// As send() for a plain command (BLPOP).
+  /// As send() for a plain command (BLPOP). Routed, it goes to the node
+  /// route_for() names, and ends with the error a redirect brings (the
+  /// back end learns the slot's owner from it).
   Status send_command(Span<const Bytes> args, Deadline deadline);
   /// `first` and then `call` in one write (plain connection only): the
   /// outcome is the call's; first_status() the command's.
@@ -250,6 +265,11 @@ class LeaseCore {
   Status take_turn(ConnectionIo& io);
   void leave_queue();
   void await();
+  Status start_routed(Connection* node, bool asking);
+  Result<const Reply*> reroute(Status s);
+  Result<const Reply*> resend();
+  Result<const Reply*> resend_due();
+  Result<const Reply*> outcome();
 
   // Small fields first: short offsets, shorter code on Thumb-2.
   Backend* backend_;
@@ -261,6 +281,12 @@ class LeaseCore {
   bool waiting_ = false;      // begin_wait(): failed attempts may be retried
   bool nonblocking_ = false;  // a start_*() operation: takes its turn in order
   bool queued_ = false;       // send() waits its turn on a shared connection
+  bool routed_ = false;       // the request goes where the back end routes it
+  bool plain_ = false;        // a routed plain command: never sent again
+  bool direct_only_ = false;  // start_*() on a plain Connection only
+  bool asked_ = false;        // the routed request went with ASKING
+  bool resending_ = false;    // a routed request waits until resend_at_ to go again
+  uint8_t redirects_ = 0;     // redirects the routed request followed
   uint8_t init_fault_ = 0;    // why the last init() failed (kInitFaults), 0: it did not
   // Which failures the wait retries (begin_wait()).
   RetryOn retry_on_ = RetryOn::kTransient;
@@ -268,7 +294,9 @@ class LeaseCore {
   Status first_;
   Result<const Reply*> result_{nullptr};
   ScriptCall turn_call_;                         // what send() starts when its turn comes
+  Connection* conn_ = nullptr;                   // the connection of the request in flight
   Deadline deadline_ = Deadline::never();        // the request's, or the pause's end
+  Deadline resend_at_ = Deadline::never();       // a routed request's pause end (TRYAGAIN)
   Deadline wait_until_ = Deadline::never();      // the wait's end
   Deadline attempts_until_ = Deadline::never();  // the wait's end + one command timeout
   size_t key_len_ = 0;

@@ -1,0 +1,251 @@
+// The non-blocking face over a real 3-primary Redis Cluster: a Lock driven
+// by start_*()/step() from a poll() loop acquires and releases on every
+// primary, and follows MOVED and ASK inside the loop with every step()
+// short and the step count bounded.
+#include <gtest/gtest.h>
+#include <poll.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include "../support/redis_topology.h"
+#include "../support/test_util.h"
+#include "edgelock/edgelock.h"
+
+namespace edgelock {
+namespace {
+
+using test::run;
+using Steady = std::chrono::steady_clock;
+
+ConnectionOptions options() {
+  ConnectionOptions o;
+  o.connect_timeout = Millis(2000) * test::slowdown();
+  o.command_timeout = Millis(3000) * test::slowdown();
+  o.reconnect_min = Millis(1);
+  o.reconnect_max = Millis(10);
+  return o;
+}
+
+// Longest step() the loop accepts: a step moves bytes, never waits.
+Nanos step_bound() { return Millis(20) * test::slowdown(); }
+
+// The caller's loop: poll() on what the lock waits on until its next
+// deadline, then step(); counts the steps and times the longest.
+struct Loop {
+  int steps = 0;
+  Nanos longest{0};
+  // Drives `lock` from `s` until done (at most `max_steps` steps and 10 s);
+  // `between` runs once, after `at` steps, outside any step().
+  template <class Op, class F>
+  Status drive(Op& lock, Status s, int max_steps, int at, F between) {
+    const Steady::time_point end = Steady::now() + std::chrono::seconds(10 * test::slowdown());
+    for (int i = 0; i < max_steps && s.code() == ErrorCode::kInProgress && Steady::now() < end;
+         ++i) {
+      if (i == at) between();
+      pollfd fds[kMaxWaitFds];
+      const size_t n = lock.wait_fds(fds, kMaxWaitFds);
+      const int timeout = std::min(lock.next_deadline().poll_timeout_ms(default_clock()), 1000);
+      poll(fds, n, timeout < 0 ? 1000 : timeout);
+      const Steady::time_point t0 = Steady::now();
+      s = lock.step();
+      longest = std::max<Nanos>(longest, Steady::now() - t0);
+      ++steps;
+    }
+    return s;
+  }
+  template <class Op>
+  Status drive(Op& lock, Status s, int max_steps = 1000) {
+    return drive(lock, s, max_steps, -1, [] {});
+  }
+};
+
+class ClusterStepTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    cluster_ = new test::RedisClusterSetup(3);
+    ASSERT_TRUE(cluster_->start()) << "could not build the cluster";
+  }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_TRUE(client_.setup(cluster_->url().c_str(), options()).ok()) << client_.last_error();
+    ASSERT_TRUE(client_.refresh(Deadline::after(client_.clock(), Millis(5000))).ok())
+        << client_.last_error();
+  }
+  std::string key_on(int node, const std::string& prefix) {
+    for (int i = 0; i < 100000; ++i) {
+      const std::string k = prefix + "-" + std::to_string(i);
+      if (client_.owner_of(key_slot(k.c_str())) == node) return k;
+    }
+    return "";
+  }
+  int server_of(int node) {
+    for (int i = 0; i < cluster_->size(); ++i) {
+      if (cluster_->node(i).port() == client_.node(static_cast<size_t>(node)).endpoint().port)
+        return i;
+    }
+    return -1;
+  }
+
+  static test::RedisClusterSetup* cluster_;
+  Cluster client_;
+};
+test::RedisClusterSetup* ClusterStepTest::cluster_ = nullptr;
+
+TEST_F(ClusterStepTest, AcquireAndReleaseOnEveryPrimaryInAPollLoop) {
+  Cluster other;
+  ASSERT_TRUE(other.setup(cluster_->url().c_str(), options()).ok());
+  const int owners[3] = {client_.owner_of(0), client_.owner_of(8192), client_.owner_of(16383)};
+  Loop loop;
+  for (int node : owners) {
+    const std::string key = key_on(node, "step");
+    Lock lock(client_);
+    ASSERT_TRUE(lock.init(Bytes(key.data(), key.size())).ok());
+    ASSERT_TRUE(lock.nonblocking());
+    ASSERT_EQ(loop.drive(lock, lock.start_acquire(Millis(2000))).code(), ErrorCode::kOk)
+        << client_.last_error();
+    EXPECT_EQ(lock.connection().endpoint().port,
+              client_.node(static_cast<size_t>(node)).endpoint().port);
+    Lock rival(other);
+    ASSERT_TRUE(rival.init(Bytes(key.data(), key.size())).ok());
+    EXPECT_EQ(rival.try_acquire().code(), ErrorCode::kBusy) << "held in the server";
+    ASSERT_EQ(loop.drive(lock, lock.start_release()).code(), ErrorCode::kOk);
+    ASSERT_TRUE(rival.try_acquire().ok()) << "released in the server";
+    ASSERT_TRUE(rival.release().ok());
+  }
+  EXPECT_LT(loop.longest, step_bound());
+  std::printf("cluster start/step: %d steps, longest %.3f ms\n", loop.steps,
+              std::chrono::duration<double, std::milli>(loop.longest).count());
+}
+
+// The other primitives on the same core: a semaphore's permit and a
+// cooldown, driven by their start/step face.
+TEST_F(ClusterStepTest, SemaphoreAndCooldownInAPollLoop) {
+  Loop loop;
+  Semaphore sem(client_);
+  ASSERT_TRUE(sem.init(Bytes::from_cstr("step-sem")).ok());
+  Permit permit;
+  ASSERT_EQ(loop.drive(sem, sem.start_try_acquire(&permit)).code(), ErrorCode::kOk)
+      << client_.last_error();
+  ASSERT_TRUE(permit.nonblocking());
+  Semaphore rival(client_);
+  ASSERT_TRUE(rival.init(Bytes::from_cstr("step-sem")).ok());  // one permit
+  Permit refused;
+  EXPECT_EQ(rival.try_acquire(&refused).code(), ErrorCode::kBusy) << "held in the server";
+  ASSERT_EQ(loop.drive(permit, permit.start_release()).code(), ErrorCode::kOk);
+  Cooldown cooldown(client_);
+  ASSERT_TRUE(cooldown.init(Bytes::from_cstr("step-cooldown")).ok());
+  ASSERT_EQ(loop.drive(cooldown, cooldown.start_enter(Millis(0))).code(), ErrorCode::kOk)
+      << client_.last_error();
+  ASSERT_TRUE(cooldown.erase_on_server().ok());
+  EXPECT_LT(loop.longest, step_bound());
+}
+
+TEST_F(ClusterStepTest, WaitReplicasRefusesTheNonblockingFace) {
+  Cluster waiting;
+  ClusterOptions co;
+  co.wait_replicas = 1;
+  ASSERT_TRUE(waiting.setup(cluster_->url().c_str(), options(), co).ok());
+  Lock lock(waiting);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr("step-wait")).ok());
+  EXPECT_FALSE(lock.nonblocking());
+  EXPECT_EQ(lock.start_try_acquire().code(), ErrorCode::kInvalidArgument);
+}
+
+// A waiter's loop while the slot of its key moves to another primary and
+// the holder (another client) releases: the loop's next attempt gets MOVED
+// and follows it.
+TEST_F(ClusterStepTest, MovedFollowedInsideTheLoop) {
+  const int a = client_.owner_of(0);
+  const std::string key = key_on(a, "moved");
+  const std::string s = std::to_string(key_slot(key.c_str()));
+  const int sa = server_of(a), sb = (sa + 1) % 3;
+  const std::string ida = cluster_->node_id(sa), idb = cluster_->node_id(sb);
+  ASSERT_EQ(idb.size(), 40u);
+  Connection admin[3];
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(test::open(admin[i], cluster_->node(i).admin_url()));
+  Cluster other;
+  ASSERT_TRUE(other.setup(cluster_->url().c_str(), options()).ok());
+  Lock holder(other);
+  ASSERT_TRUE(holder.init(Bytes(key.data(), key.size())).ok());
+  ASSERT_TRUE(holder.try_acquire().ok()) << other.last_error();
+
+  Lock waiter(client_);
+  LockOptions lo;
+  lo.retry_max = Millis(20);
+  ASSERT_TRUE(waiter.init(Bytes(key.data(), key.size()), lo).ok());
+  Loop loop;
+  Status released = ErrorCode::kInvalidArgument;
+  const Status got = loop.drive(waiter, waiter.start_acquire(Millis(5000)), 2000, 10, [&] {
+    // The waiter has tried (busy) a few times; the slot moves, keys and all.
+    EXPECT_EQ(run(admin[sb], {"CLUSTER", "SETSLOT", s, "IMPORTING", ida}), "OK");
+    EXPECT_EQ(run(admin[sa], {"CLUSTER", "SETSLOT", s, "MIGRATING", idb}), "OK");
+    EXPECT_EQ(run(admin[sa], {"MIGRATE", "127.0.0.1", std::to_string(cluster_->node(sb).port()), "",
+                              "0", "5000", "KEYS", key, "{" + key + "}:fence"}),
+              "OK");
+    for (Connection& c : admin) EXPECT_EQ(run(c, {"CLUSTER", "SETSLOT", s, "NODE", idb}), "OK");
+    released = holder.release();
+  });
+  ASSERT_TRUE(released.ok()) << released.to_string();
+  ASSERT_EQ(got.code(), ErrorCode::kOk) << got.to_string() << " " << client_.last_error();
+  EXPECT_GE(client_.stats().moved, 1u) << "the loop followed a MOVED";
+  EXPECT_EQ(waiter.connection().endpoint().port, cluster_->node(sb).port());
+  ASSERT_EQ(loop.drive(waiter, waiter.start_release()).code(), ErrorCode::kOk);
+  EXPECT_LT(loop.longest, step_bound());
+  EXPECT_LT(loop.steps, 1000) << "bounded: busy retries every <= 20 ms, then one redirect";
+  std::printf("MOVED in the loop: %d steps, longest %.3f ms, moved=%u\n", loop.steps,
+              std::chrono::duration<double, std::milli>(loop.longest).count(),
+              client_.stats().moved);
+}
+
+// A held lock whose keys moved while its slot is still migrating: the
+// extend gets ASK and goes to the importing node with ASKING, in the loop;
+// the release waits out TRYAGAIN there until the slot is handed over, and
+// the next acquire follows MOVED.
+TEST_F(ClusterStepTest, AskThenMovedFollowedInsideTheLoop) {
+  const int a = client_.owner_of(16383);
+  const std::string key = key_on(a, "ask");
+  const std::string s = std::to_string(key_slot(key.c_str()));
+  const int sa = server_of(a), sb = (sa + 1) % 3;
+  const std::string ida = cluster_->node_id(sa), idb = cluster_->node_id(sb);
+  Connection admin[3];
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(test::open(admin[i], cluster_->node(i).admin_url()));
+  Lock lock(client_);
+  ASSERT_TRUE(lock.init(Bytes(key.data(), key.size())).ok());
+  Loop loop;
+  ASSERT_EQ(loop.drive(lock, lock.start_try_acquire()).code(), ErrorCode::kOk);
+  ASSERT_EQ(run(admin[sb], {"CLUSTER", "SETSLOT", s, "IMPORTING", ida}), "OK");
+  ASSERT_EQ(run(admin[sa], {"CLUSTER", "SETSLOT", s, "MIGRATING", idb}), "OK");
+  ASSERT_EQ(run(admin[sa], {"MIGRATE", "127.0.0.1", std::to_string(cluster_->node(sb).port()), "",
+                            "0", "5000", "KEYS", key, "{" + key + "}:fence"}),
+            "OK");
+  ASSERT_EQ(loop.drive(lock, lock.start_extend(Millis(5000))).code(), ErrorCode::kOk)
+      << client_.last_error();
+  EXPECT_GE(client_.stats().ask, 1u);
+  // The release is a multi-key script (it also signals the wake list):
+  // while the slot is half moved it gets TRYAGAIN and waits in the loop
+  // until the slot is handed over.
+  const Status released = loop.drive(lock, lock.start_release(), 1000, 5, [&] {
+    for (Connection& c : admin) EXPECT_EQ(run(c, {"CLUSTER", "SETSLOT", s, "NODE", idb}), "OK");
+  });
+  ASSERT_EQ(released.code(), ErrorCode::kOk) << client_.last_error();
+  EXPECT_GE(client_.stats().tryagain, 1u);
+  ASSERT_EQ(loop.drive(lock, lock.start_try_acquire()).code(), ErrorCode::kOk);
+  ASSERT_EQ(loop.drive(lock, lock.start_release()).code(), ErrorCode::kOk);
+  EXPECT_GE(client_.stats().moved, 1u);
+  EXPECT_LT(loop.longest, step_bound());
+  EXPECT_LT(loop.steps, 100);
+  std::printf(
+      "ASK, TRYAGAIN, MOVED in the loop: %d steps, longest %.3f ms, ask=%u tryagain=%u "
+      "moved=%u\n",
+      loop.steps, std::chrono::duration<double, std::milli>(loop.longest).count(),
+      client_.stats().ask, client_.stats().tryagain, client_.stats().moved);
+}
+
+}  // namespace
+}  // namespace edgelock
