@@ -72,7 +72,7 @@ Status LeaseCore::init(Bytes key, const LeaseTiming& timing, Span<const Bytes> c
   }
   EDGELOCK_TRY(rng_.seed_from_os());
   std::memcpy(key_, key.data, key.size);
-  key_len_ = key.size;
+  key_len_ = static_cast<uint16_t>(key.size);
   drift_factor_ = timing.drift_factor;
   backoff_ = Backoff(timing.retry_min, timing.retry_max);
   busy_ttl_ = Millis(0);

@@ -20,10 +20,10 @@ using test::run;
 using Steady = std::chrono::steady_clock;
 
 constexpr int kMaxLocks = 3;
-// The longest one step() may take: it only moves bytes already there.
-constexpr Millis kStepBound{20};
-
 Nanos slow(Nanos t) { return t * test::slowdown(); }
+
+// The longest one step() may take: it only moves bytes already there.
+const Nanos kStepBound = slow(Millis(20));
 
 // Drives the handles given from one poll() loop until `done` says so or
 // the time runs out, counting step() calls and timing each.

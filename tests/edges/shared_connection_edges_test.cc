@@ -122,7 +122,9 @@ TEST_F(SharedConnection, HandlesTakeTurnsInOrderAndAFullQueueIsNamed) {
     const std::string key = "sc:q" + std::to_string(i);
     ASSERT_TRUE(locks.back()->init(Bytes(key.data(), key.size())).ok());
   }
-  ASSERT_EQ(run(admin_, {"CLIENT", "PAUSE", "300", "ALL"}), "OK");
+  const std::string pause_ms =
+      std::to_string(std::chrono::duration_cast<Millis>(scaled(Millis(300))).count());
+  ASSERT_EQ(run(admin_, {"CLIENT", "PAUSE", pause_ms, "ALL"}), "OK");
   std::vector<Status> end(n, Status(ErrorCode::kInProgress));
   for (size_t i = 0; i < n; ++i) end[i] = locks[i]->start_try_acquire();
   std::vector<size_t> order;

@@ -288,10 +288,11 @@ class LeaseCore {
   bool resending_ = false;    // a routed request waits until resend_at_ to go again
   uint8_t redirects_ = 0;     // redirects the routed request followed
   uint8_t init_fault_ = 0;    // why the last init() failed (kInitFaults), 0: it did not
+  Status first_;
+  uint16_t key_len_ = 0;  // kMaxKeyLen <= 4096 (check_config.h)
   // Which failures the wait retries (begin_wait()).
   RetryOn retry_on_ = RetryOn::kTransient;
   uint32_t attempts_ = 0;
-  Status first_;
   Result<const Reply*> result_{nullptr};
   ScriptCall turn_call_;                         // what send() starts when its turn comes
   Connection* conn_ = nullptr;                   // the connection of the request in flight
@@ -299,7 +300,6 @@ class LeaseCore {
   Deadline resend_at_ = Deadline::never();       // a routed request's pause end (TRYAGAIN)
   Deadline wait_until_ = Deadline::never();      // the wait's end
   Deadline attempts_until_ = Deadline::never();  // the wait's end + one command timeout
-  size_t key_len_ = 0;
   Millis busy_ttl_{0};
   double drift_factor_ = 0.01;
   Prng rng_;
