@@ -162,7 +162,10 @@ TEST_F(SharedConnection, HandlesTakeTurnsInOrderAndAFullQueueIsNamed) {
 // kConnectionBusy with nothing sent.
 TEST_F(SharedConnection, ABlockingCallGivesUpItsTurnAtItsDeadline) {
   Lock a(a_), b(a_);
-  ASSERT_TRUE(a.init(Bytes::from_cstr("sc:a")).ok());
+  // a's grant is read only after b's blocking call gave up (one command
+  // timeout): its TTL must outlast that wait.
+  const Millis ttl = std::chrono::duration_cast<Millis>(scaled(Millis(30000)));
+  ASSERT_TRUE(a.init(Bytes::from_cstr("sc:a"), LockOptions{ttl}).ok());
   ASSERT_TRUE(b.init(Bytes::from_cstr("sc:b")).ok());
   ASSERT_EQ(run(admin_, {"CLIENT", "PAUSE", "200", "ALL"}), "OK");
   ASSERT_EQ(a.start_try_acquire().code(), ErrorCode::kInProgress);
