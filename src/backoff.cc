@@ -1,4 +1,4 @@
-#include "edgelock/detail/backoff.h"
+#include "edgelock/detail/random.h"
 
 namespace edgelock {
 

@@ -8,7 +8,6 @@
 
 #include "edgelock/bytes.h"
 #include "edgelock/clock.h"
-#include "edgelock/detail/decimal_text.h"
 
 namespace edgelock {
 namespace detail {

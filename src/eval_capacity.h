@@ -10,6 +10,7 @@
 
 #include <cstddef>
 
+#include "check_config.h"
 #include "edgelock/limits.h"
 #include "edgelock/script.h"
 #include "script_registry.h"

@@ -114,14 +114,17 @@ Status FairLock::on_leave(const Result<const Reply*>& r) {
 Status FairLock::wake_or_finish(Req after) {
   const int64_t seq = wake_seq_;
   wake_seq_ = 0;
-  if (seq <= 0 || !wake_key_.set(key(), WakeSuffix(static_cast<uint64_t>(seq)).bytes()).ok())
-    return finish(after);
+  if (seq <= 0) return finish(after);
   wake_after_ = after;
+  // The release or leave is answered: its companions are free again.
+  next_wake_ = WakeSuffix(static_cast<uint64_t>(seq));
+  companions_[0] = next_wake_.bytes();
   auto& w = words_;
-  w.key = wake_key_.bytes();
+  w.key = key();
   w.num[0].set(options_.waiter_timeout.count());
   w.args[0] = w.num[0].bytes();
-  return send_call(Req::kWake, {&detail::kFairWakeScript, {&w.key, 1}, {w.args, 1}},
+  return send_call(Req::kWake,
+                   {&detail::kFairWakeScript, {&w.key, 1}, {w.args, 1}, false, {companions_, 1}},
                    core_.io_deadline());
 }
 

@@ -174,13 +174,15 @@ constexpr Script kFairLeaveScript = make_script(
 
 #undef EDGELOCK_FAIR_PRELUDE
 
-// KEYS[1] = a waiter's wake list; ARGV[1] = its TTL in ms. One signal
-// there (never more than one). Returns 1, or 0 if the key is of another
-// type (then the waiter wakes at its cap).
+// KEYS[1] = the lock key (unread: the wake list is its companion, named
+// when the call is encoded, so a handle stores no second key); KEYS[2] = a
+// waiter's wake list; ARGV[1] = its TTL in ms. One signal there (never
+// more than one). Returns 1, or 0 if the key is of another type (then the
+// waiter wakes at its cap).
 constexpr Script kFairWakeScript = make_script(
-    "if type(redis.pcall('LPUSH', KEYS[1], '1')) ~= 'number' then return 0 end\n"
-    "redis.call('LTRIM', KEYS[1], 0, 0)\n"
-    "redis.call('PEXPIRE', KEYS[1], ARGV[1])\n"
+    "if type(redis.pcall('LPUSH', KEYS[2], '1')) ~= 'number' then return 0 end\n"
+    "redis.call('LTRIM', KEYS[2], 0, 0)\n"
+    "redis.call('PEXPIRE', KEYS[2], ARGV[1])\n"
     "return 1\n");
 
 // clang-format on

@@ -2,7 +2,7 @@
 // every primitive shares.
 #include "edgelock/detail/lease_core.h"
 
-#include "edgelock/detail/decimal_text.h"
+#include "edgelock/bytes.h"
 
 #include <cstring>
 

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "edgelock/bytes.h"
 #include "edgelock/detail/connection_io.h"
-#include "edgelock/detail/decimal_text.h"
 #include "lock_keys.h"
 #include "lock_scripts.h"
 

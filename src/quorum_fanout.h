@@ -25,7 +25,6 @@
 #include "edgelock/connection.h"
 #include "edgelock/detail/fanout_slot.h"
 #include "edgelock/script.h"
-#include "edgelock/script_call.h"
 #include "edgelock/status.h"
 #include "quorum_math.h"
 

@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "edgelock/detail/decimal_text.h"
+#include "edgelock/bytes.h"
 #include "lease_util.h"
 #include "lock_keys.h"
 #include "reentrant_scripts.h"

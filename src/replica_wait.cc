@@ -1,7 +1,7 @@
 #include "replica_wait.h"
 
 #include "duration.h"
-#include "edgelock/detail/decimal_text.h"
+#include "edgelock/bytes.h"
 #include "error_text.h"
 
 namespace edgelock {

@@ -6,7 +6,7 @@
 #include "edgelock/clock.h"
 #include "edgelock/connection.h"
 #include "edgelock/reply.h"
-#include "edgelock/script_call.h"
+#include "edgelock/script.h"
 #include "edgelock/status.h"
 
 namespace edgelock {

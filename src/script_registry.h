@@ -75,7 +75,7 @@ constexpr ScriptEntry kScriptRegistry[] = {
   EDGELOCK_SCRIPT(kFairAcquireScript,       3, 3, kScriptLoad, 0, kFairWake),
   EDGELOCK_SCRIPT(kFairReleaseScript,       3, 3, kScriptLoad, 3, kNothing),
   EDGELOCK_SCRIPT(kFairLeaveScript,         2, 2, kScriptLoad, 0, kNothing),
-  EDGELOCK_SCRIPT(kFairWakeScript,          1, 1, kByBody,     1, kNothing),
+  EDGELOCK_SCRIPT(kFairWakeScript,          2, 1, kByBody,     2, kNothing),
   EDGELOCK_SCRIPT(kSlotsPageScript,         0, 1, kByBody,     0, kNothing),
 };
 // clang-format on

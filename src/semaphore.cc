@@ -1,7 +1,7 @@
 // Counting semaphore with expiring permits: one script call per operation.
 #include "edgelock/semaphore.h"
 
-#include "edgelock/detail/decimal_text.h"
+#include "edgelock/bytes.h"
 #include "lease_util.h"
 #include "semaphore_scripts.h"
 

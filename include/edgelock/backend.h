@@ -7,12 +7,12 @@
 
 #include "edgelock/bytes.h"
 #include "edgelock/clock.h"
-#include "edgelock/reply.h"
-#include "edgelock/script_call.h"
-#include "edgelock/span.h"
+#include "edgelock/script.h"
 #include "edgelock/status.h"
 
 namespace edgelock {
+
+struct Reply;  // edgelock/reply.h: only pointers to it here
 
 class Connection;
 

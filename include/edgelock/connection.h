@@ -56,8 +56,6 @@
 #include "edgelock/metrics.h"
 #include "edgelock/reply.h"
 #include "edgelock/script.h"
-#include "edgelock/script_call.h"
-#include "edgelock/span.h"
 #include "edgelock/status.h"
 #include "edgelock/tls_options.h"
 #include "edgelock/transport.h"

@@ -50,13 +50,11 @@
 #include "edgelock/backend.h"
 #include "edgelock/bytes.h"
 #include "edgelock/connection.h"
-#include "edgelock/detail/decimal_text.h"
 #include "edgelock/detail/lease_core.h"
 #include "edgelock/lease.h"
 #include "edgelock/limits.h"
 #include "edgelock/lock.h"
 #include "edgelock/metrics.h"
-#include "edgelock/span.h"
 #include "edgelock/status.h"
 
 namespace edgelock {
@@ -321,11 +319,10 @@ class FairLock final : public Lease {
   // The request in flight: its words, its companion suffixes and its call
   // (sent again after a SCRIPT LOAD) live until its reply is in. The
   // companion keys ("{key}:fence", "{key}:queue", "{key}:w:<seq>") are
-  // named when a request is encoded; a wake script's key is built here.
+  // named when a request is encoded.
   detail::RequestWords<3, 2> words_;
   WakeSuffix next_wake_{0};
   Bytes companions_[2];
-  detail::CompanionKey wake_key_;
   ScriptCall call_;
   Deadline call_deadline_ = Deadline::never();
   detail::LeaseCore core_;

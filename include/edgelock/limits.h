@@ -3,7 +3,7 @@
 /// Compile-time capacities. Every buffer in the library is sized here, so the
 /// RAM a connection or a lock needs is known before the program runs. Those
 /// marked "Meson option" come from edgelock/config.h, which Meson generates
-/// from the build's options; check_config.h (included at the end) fails the
+/// from the build's options; src/check_config.h fails the library's
 /// build on a combination the code cannot work with. Going over one at run
 /// time is an error (kBufferTooSmall / kInvalidArgument), never a silent
 /// truncation.
@@ -32,7 +32,7 @@ constexpr size_t kMaxTokenLen = 64;
 constexpr size_t kTxBufferSize = config::kTxBufferSize;
 /// Bytes of the per-connection receive buffer (Meson option rx_buffer_size),
 /// inside the Connection. Reply strings are read in place there, so a reply
-/// must fit it whole (check_config.h derives the least size).
+/// must fit it whole (src/check_config.h derives the least size).
 constexpr size_t kRxBufferSize = config::kRxBufferSize;
 /// Reply nodes for the replies to one command (an array and its elements
 /// each take one).
@@ -72,5 +72,3 @@ constexpr size_t kMaxQueuedHandles = config::kMaxQueuedHandles;
 constexpr std::chrono::milliseconds kMaxTtl = std::chrono::hours(24 * 365);
 
 }  // namespace edgelock
-
-#include "edgelock/detail/check_config.h"  // after the constants it checks

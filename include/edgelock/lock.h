@@ -26,12 +26,10 @@
 
 #include "edgelock/backend.h"
 #include "edgelock/bytes.h"
-#include "edgelock/detail/decimal_text.h"
 #include "edgelock/detail/lease_core.h"
 #include "edgelock/lease.h"
 #include "edgelock/limits.h"
 #include "edgelock/metrics.h"
-#include "edgelock/span.h"
 #include "edgelock/status.h"
 
 namespace edgelock {

@@ -62,8 +62,6 @@
 
 #include "edgelock/bytes.h"
 #include "edgelock/clock.h"
-#include "edgelock/detail/backoff.h"
-#include "edgelock/detail/decimal_text.h"
 #include "edgelock/detail/fanout_slot.h"
 #include "edgelock/detail/random.h"
 #include "edgelock/lease.h"

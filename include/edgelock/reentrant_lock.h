@@ -36,7 +36,6 @@
 #include "edgelock/limits.h"
 #include "edgelock/metrics.h"
 #include "edgelock/script.h"
-#include "edgelock/span.h"
 #include "edgelock/status.h"
 
 namespace edgelock {

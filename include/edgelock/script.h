@@ -1,10 +1,13 @@
 #pragma once
 /// @file script.h
 /// A Lua script with its SHA-1 computed at compile time, so EVALSHA needs
-/// no SCRIPT LOAD round trip and no runtime hashing.
+/// no SCRIPT LOAD round trip and no runtime hashing; and one call of a
+/// script as a value (ScriptCall).
 
 #include <cstddef>
 #include <cstdint>
+
+#include "edgelock/bytes.h"
 
 namespace edgelock {
 
@@ -73,5 +76,28 @@ constexpr Script make_script(const char* body) {
   s.sha1[40] = '\0';
   return s;
 }
+
+/// One script call: the script, its keys and its arguments. Holds views
+/// only: the caller keeps the arrays (and the script) alive until the
+/// call's reply is read, which for a non-blocking or pipelined call is
+/// after the call that started it has returned.
+// Every member has a default, so a brace list may stop early ({&script})
+// without -Wmissing-field-initializers.
+struct ScriptCall {
+  const Script* script = nullptr;
+  /// KEYS[1..]: every key of one call shares one server (and cluster slot).
+  Span<const Bytes> keys = {};
+  /// ARGV[1..].
+  Span<const Bytes> args = {};
+  /// The script writes, and a positive integer reply means it granted or
+  /// extended a lease: a replicated back end may confirm it with its
+  /// replicas (WAIT) before reporting success.
+  bool writes_lease = false;
+  /// The library's companion keys, named when the call is encoded: after
+  /// `keys`, one more key per suffix here, the companion of keys[0] with it
+  /// (":fence" makes "{key}:fence"; hash tags keep the slot). Empty for
+  /// other callers' scripts. Needs a non-empty `keys`.
+  Span<const Bytes> companions = {};
+};
 
 }  // namespace edgelock

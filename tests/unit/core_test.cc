@@ -7,11 +7,9 @@
 #include <type_traits>
 
 #include "../support/fake_clock.h"
-#include "edgelock/detail/backoff.h"
+#include "edgelock/bytes.h"
 #include "edgelock/detail/random.h"
 #include "edgelock/script.h"
-#include "edgelock/script_call.h"
-#include "edgelock/span.h"
 #include "edgelock/status.h"
 #include "lock_keys.h"
 

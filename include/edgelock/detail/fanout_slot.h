@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "edgelock/clock.h"
-#include "edgelock/script_call.h"
+#include "edgelock/script.h"
 #include "edgelock/status.h"
 
 namespace edgelock {

@@ -16,17 +16,15 @@
 #include "edgelock/backend.h"
 #include "edgelock/bytes.h"
 #include "edgelock/clock.h"
-#include "edgelock/detail/backoff.h"
-#include "edgelock/detail/decimal_text.h"
 #include "edgelock/detail/random.h"
 #include "edgelock/limits.h"
 #include "edgelock/metrics.h"
-#include "edgelock/reply.h"
-#include "edgelock/script_call.h"
-#include "edgelock/span.h"
+#include "edgelock/script.h"
 #include "edgelock/status.h"
 
 namespace edgelock {
+
+struct Reply;  // edgelock/reply.h: only pointers to it here
 namespace detail {
 
 /// The timing a primitive's options carry, checked once by init().

@@ -14,7 +14,6 @@
 #include "edgelock/backend.h"
 #include "edgelock/bytes.h"
 #include "edgelock/clock.h"
-#include "edgelock/detail/decimal_text.h"
 #include "edgelock/detail/lease_core.h"
 #include "edgelock/metrics.h"
 #include "edgelock/reply.h"

@@ -165,7 +165,7 @@ DiffOp fair_op(uint64_t* s) {
     case 3:
       return script_op("fair-leave", detail::kFairLeaveScript, {k, q}, {tok, wt}, Timed::kNone);
     case 4:
-      return script_op("fair-wake", detail::kFairWakeScript, {wake_list(k, seq)}, {wt},
+      return script_op("fair-wake", detail::kFairWakeScript, {k, wake_list(k, seq)}, {wt},
                        Timed::kNone);
     case 5: {
       // (A huge "seq" would make every script walk that many arrivals.)
