@@ -8,6 +8,7 @@
 
 #include "edgelock/detail/resp_parser.h"
 #include "edgelock/edgelock.h"
+#include "footprint_types.h"
 
 // The per-handle budget on 32-bit targets (armhf) with the default
 // capacities: a key is stored once per handle, its companion keys are
@@ -19,23 +20,10 @@ static_assert(edgelock::kMaxKeyLen != 256 || edgelock::kMaxQuorumServers != 7 ||
               "QuorumLock over 1000 B");
 #endif
 
-#define EDGELOCK_SIZE(T) std::printf("%-24s %6zu\n", #T, sizeof(T))
+#define EDGELOCK_SIZE(T) std::printf("%-24s %6zu\n", #T, sizeof(T));
 
 int main() {
   std::printf("%-24s %6s\n", "type", "bytes");
-  EDGELOCK_SIZE(edgelock::Connection);
-  EDGELOCK_SIZE(edgelock::Lock);
-  EDGELOCK_SIZE(edgelock::FairLock);
-  EDGELOCK_SIZE(edgelock::ReentrantLock);
-  EDGELOCK_SIZE(edgelock::Semaphore);
-  EDGELOCK_SIZE(edgelock::Cooldown);
-  EDGELOCK_SIZE(edgelock::Quota);
-  EDGELOCK_SIZE(edgelock::Endpoint);
-  EDGELOCK_SIZE(edgelock::resp::Parser);
-  EDGELOCK_SIZE(edgelock::ConnectionOptions);
-  EDGELOCK_SIZE(edgelock::QuorumLock);
-  EDGELOCK_SIZE(edgelock::LeaseKeeper);
-  EDGELOCK_SIZE(edgelock::Cluster);
-  EDGELOCK_SIZE(edgelock::Sentinel);
+  EDGELOCK_FOOTPRINT_TYPES(EDGELOCK_SIZE)
   return 0;
 }
