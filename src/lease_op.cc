@@ -85,7 +85,7 @@ Status LeaseCore::send(const ScriptCall& call, Deadline deadline) {
     turn_call_ = call;
     redirects_ = 0;
     routed_ = true;
-    return start_routed(backend_->route_for(key()), false);
+    return start_route();
   }
   if (!c) {
     complete(backend_->eval(call, deadline));  // a blocking call: the back end's own routing
@@ -119,6 +119,23 @@ void LeaseCore::leave_queue() {
   io(*conn_).leave_queue(this);
 }
 
+// The routed request (turn_call_) to the node the back end names now, or
+// a pause (resending_ with no node) while it is still looking that up.
+Status LeaseCore::start_route() {
+  conn_ = nullptr;
+  Connection* node = backend_->route_for(key());
+  if (node) return start_routed(node, false);
+  const RouteNext next = backend_->route_pending(key());
+  if (next.node) return start_routed(next.node, next.asking);
+  if (next.pause <= Nanos::zero()) {
+    return started(next.status.ok() ? Status(ErrorCode::kNotConnected) : next.status);
+  }
+  if (deadline_.expired(clock())) return started(ErrorCode::kTimeout);
+  resending_ = true;
+  resend_at_ = Deadline::at(clock().now() + next.pause).min(deadline_);
+  return ErrorCode::kInProgress;
+}
+
 // The routed request (turn_call_) to `node`, after ASKING with `asking`.
 Status LeaseCore::start_routed(Connection* node, bool asking) {
   static const Bytes kAsking[1] = {Bytes::from_cstr("ASKING")};
@@ -149,6 +166,7 @@ Result<const Reply*> LeaseCore::reroute(Status s) {
   if (!next.node) {
     resending_ = true;
     resend_at_ = Deadline::at(clock().now() + next.pause).min(deadline_);
+    if (next.again) conn_ = nullptr;  // routed afresh when the pause is over
     return static_cast<const Reply*>(nullptr);
   }
   if (++redirects_ > kMaxRedirects) return Status(ErrorCode::kServerError);
@@ -183,7 +201,13 @@ Status LeaseCore::send_command(Span<const Bytes> args, Deadline deadline) {
     routed_ = true;
     plain_ = true;
     conn_ = backend_->route_for(key());
-    if (!conn_) return started(ErrorCode::kInvalidArgument);
+    if (!conn_) {
+      const RouteNext next = backend_->route_pending(key());
+      conn_ = next.node;
+      const Status why = next.pause > Nanos::zero() ? Status(ErrorCode::kNotConnected)
+                                                    : next.status;
+      if (!conn_) return started(why.ok() ? Status(ErrorCode::kNotConnected) : why);
+    }
     ConnectionIo cio = io(*conn_);
     if (!cio.turn_of(this, false)) {
       return started(cio.refuse_busy("another request is in flight on this node"));
@@ -220,12 +244,16 @@ Status LeaseCore::send_pipelined(Span<const Bytes> first, const ScriptCall& call
 // The outcome kept in result_.
 Result<const Reply*> LeaseCore::outcome() {
   done_ = false;
-  phase_ = OpPhase::kIdle;
   // A routed request that could not start (a node refused the connect):
-  // the back end hears of it too, so a lost node is replaced for the slot.
+  // the back end hears of it too, so a lost node is replaced for the slot
+  // (or the request waits for a new primary, and goes there).
   if (routed_ && conn_ && !cancelling_ && !result_.ok()) {
-    static_cast<void>(backend_->on_routed_error(*conn_, key(), result_.status()));
+    const Result<const Reply*> next = reroute(result_.status());
+    if (next.ok() && !next.value()) return next;  // on its way again
+    phase_ = OpPhase::kIdle;
+    return next;
   }
+  phase_ = OpPhase::kIdle;
   return result_;
 }
 
@@ -265,7 +293,8 @@ Result<const Reply*> LeaseCore::reply() {
 }
 
 // A routed request's pause (TRYAGAIN): over, it goes to the same node again
-// (after ASKING again if it was asked there).
+// (after ASKING again if it was asked there), or, with no node (a lookup
+// under way, or the node gone), wherever the back end routes it now.
 Result<const Reply*> LeaseCore::resend_due() {
   if (!resend_at_.expired(clock())) return static_cast<const Reply*>(nullptr);
   resending_ = false;
@@ -273,7 +302,9 @@ Result<const Reply*> LeaseCore::resend_due() {
     phase_ = OpPhase::kIdle;
     return Status(ErrorCode::kTimeout);
   }
-  start_routed(conn_, asked_).ignore();  // kInProgress; a failure is in result_
+  // kInProgress (a failure is in result_), or a pause again.
+  (conn_ ? start_routed(conn_, asked_) : start_route()).ignore();
+  if (resending_) return static_cast<const Reply*>(nullptr);
   const Result<const Reply*> r = resend();
   if (!r.ok()) phase_ = OpPhase::kIdle;
   return r;
