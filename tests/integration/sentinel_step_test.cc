@@ -144,6 +144,17 @@ TEST_F(SentinelStepTest, FollowsManualFailoverInsideTheLoop) {
     SystemClock().sleep_for(Millis(20));
   }
   ASSERT_EQ(get(setup_.replica().port(), "step-failover"), token);
+  // A second client that only looks again after an error (no rechecks).
+  Sentinel lazy;
+  opts_.recheck_interval = Nanos::zero();
+  ASSERT_TRUE(start(lazy).ok());
+  Lock lazy_lock(lazy);
+  ASSERT_TRUE(lazy_lock.init(Bytes::from_cstr("step-hatch")).ok());
+  ASSERT_EQ(loop.drive(lazy_lock, lazy_lock.start_try_acquire()).code(), ErrorCode::kOk);
+  for (int i = 0; i < 250 && get(setup_.replica().port(), "step-hatch") != token_of(lazy_lock);
+       ++i) {
+    SystemClock().sleep_for(Millis(20));
+  }
   ASSERT_EQ(setup_.failover(), "+OK\r\n");
   const TimePoint t0 = sentinel.clock().now();
   const Nanos limit = Millis(10000) * test::slowdown();
@@ -165,11 +176,23 @@ TEST_F(SentinelStepTest, FollowsManualFailoverInsideTheLoop) {
   EXPECT_EQ(get(setup_.replica().port(), "step-after"), token_of(after));
   ASSERT_EQ(loop.drive(after, after.start_release()).code(), ErrorCode::kOk);
   ASSERT_EQ(loop.drive(lock, lock.start_release()).code(), ErrorCode::kOk);
+  // Demote the old primary now (Sentinel would, seconds later): the lazy
+  // client's extend gets READONLY there, and the same request goes on to
+  // the primary the steps' lookup finds.
+  EXPECT_EQ(lazy.primary().endpoint().port, setup_.primary().port());
+  EXPECT_EQ(test::raw_command(setup_.primary().port(),
+                              {"REPLICAOF", "127.0.0.1", std::to_string(setup_.replica().port())}),
+            "+OK\r\n");
+  EXPECT_EQ(loop.drive(lazy_lock, lazy_lock.start_extend(Millis(5000))).code(), ErrorCode::kOk)
+      << lazy.last_error();
+  EXPECT_GE(lazy.stats().readonly, 1u);
+  EXPECT_EQ(lazy.primary().endpoint().port, setup_.replica().port());
+  EXPECT_EQ(loop.drive(lazy_lock, lazy_lock.start_release()).code(), ErrorCode::kOk);
   EXPECT_LT(loop.longest, step_bound());
   std::printf(
       "sentinel start/step: manual failover followed in %.0f ms, %d steps, longest %.3f ms, "
-      "readonly=%u\n",
-      ms(took), loop.steps, ms(loop.longest), sentinel.stats().readonly);
+      "lazy client readonly=%u\n",
+      ms(took), loop.steps, ms(loop.longest), lazy.stats().readonly);
 }
 
 // kill -9 of the primary: the loop's acquire waits (retrying) while the
