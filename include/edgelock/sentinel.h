@@ -5,8 +5,10 @@
 /// answer is checked with ROLE, and the primary is looked up again after a
 /// failover (a READONLY reply from a demoted primary, a refused connect, or
 /// an I/O error). Optionally every grant and extension is confirmed by
-/// replicas (WAIT) before it is reported. What this can and cannot promise
-/// across a failover: docs/sentinel-cluster.md.
+/// replicas (WAIT) before it is reported. Without WAIT the primitives'
+/// start_*()/step() work here too, the lookup running as steps
+/// (docs/nonblocking.md). What this can and cannot promise across a
+/// failover: docs/sentinel-cluster.md.
 ///
 /// Usage:
 ///   Sentinel sentinel;
@@ -161,10 +163,10 @@ class Sentinel final : public Backend {
   Connection probe_;    // to a sentinel
   Connection primary_;  // to the primary
   bool is_setup_ = false;
-  bool stale_ = true;  // look the primary up before the next command
-  Lookup lookup_ = Lookup::kIdle;  // the steps' lookup (route_pending())
-  uint8_t lookup_index_ = 0;       // the sentinel it asks, after preferred_
-  Status lookup_last_;             // why the last sentinel asked gave none
+  bool stale_ = true;                          // look the primary up before the next command
+  Lookup lookup_ = Lookup::kIdle;              // the steps' lookup (route_pending())
+  uint8_t lookup_index_ = 0;                   // the sentinel it asks, after preferred_
+  Status lookup_last_;                         // why the last sentinel asked gave none
   Deadline lookup_until_ = Deadline::never();  // the exchange's end, or the pause's
   TimePoint resolved_at_{};
   char verified_host_[kMaxHostLen + 1] = {};  // the primary last verified

@@ -288,9 +288,8 @@ TEST(ZeroHeap, SentinelStartStepCycles) {
   EXPECT_EQ(sentinel.primary().stats().connects, 1u);
   EXPECT_GT(sentinel.stats().resolves, resolves) << "lookups ran inside the counted loop";
   EXPECT_EQ(c.total(), 0u) << "mallocs=" << c.mallocs << " frees=" << c.frees << " news=" << c.news;
-  std::printf(
-      "zero-heap sentinel start/step: %d cycles, %u lookups as steps, %llu allocations\n", n,
-      sentinel.stats().resolves - resolves, static_cast<unsigned long long>(c.total()));
+  std::printf("zero-heap sentinel start/step: %d cycles, %u lookups as steps, %llu allocations\n",
+              n, sentinel.stats().resolves - resolves, static_cast<unsigned long long>(c.total()));
 }
 
 TEST(ZeroHeap, QuorumCycles) {
