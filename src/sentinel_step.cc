@@ -162,9 +162,11 @@ Status Sentinel::lookup_asked() {
   if (same && primary_.is_connected()) return Status();
   detail::ConnectionIo pio = detail::io(primary_);
   if (pio.busy()) {
-    // A request started before the lookup is still out there: ask again
-    // once it is done (it ends by its deadline at the latest).
-    lookup_ = Lookup::kNext;
+    // A request started before the lookup (a BLPOP, or one on a frozen
+    // primary) is still out there: ask again after a pause, since it ends
+    // by its deadline at the latest.
+    lookup_ = Lookup::kPausing;
+    lookup_until_ = Deadline::after(*clock_, sentinel_options_.retry_pause);
     return ErrorCode::kInProgress;
   }
   EDGELOCK_TRY(primary_.setup(ep, options_));

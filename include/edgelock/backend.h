@@ -71,9 +71,10 @@ class Backend {
   virtual Connection* direct() { return nullptr; }
 
   // --- Routing for the non-blocking face (LeaseCore's start/step): the
-  // back end picks a node and follows redirects without any I/O of its
-  // own; the caller's loop moves the bytes. The defaults say "not served":
-  // a plain Connection is used directly (direct()).
+  // back end picks a node and follows redirects without blocking; the
+  // caller's loop moves the bytes (a lookup of the node, route_pending(),
+  // is moved by the caller's steps too). The defaults say "not served": a
+  // plain Connection is used directly (direct()).
 
   /// True if route_for() serves start/step operations now.
   virtual bool routes_nonblocking() const { return false; }

@@ -113,7 +113,7 @@ class Sentinel final : public Backend {
   // Connection and advanced with non-blocking I/O, given up after one
   // command timeout (a stopped sentinel: the next is asked), with
   // retry_pause between rounds. The lookup gives no fd to wait on: the
-  // request polls it through next_deadline() every kLookupPoll (2 ms).
+  // request polls it through next_deadline() every 2 ms.
   // The request's own deadline bounds the wait; a lookup error a pause
   // cannot fix (kNoAuth, ...) ends it.
   //
