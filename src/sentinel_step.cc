@@ -33,6 +33,9 @@ Connection* Sentinel::route_for(Bytes key) {
   if (!routes_nonblocking()) return nullptr;
   const Nanos recheck = sentinel_options_.recheck_interval;
   if (recheck > Nanos::zero() && clock_->now() - resolved_at_ >= recheck) stale_ = true;
+  // Closed by a timeout or an I/O error (and no request reconnecting it):
+  // the primary may be gone, so it is looked up and verified again.
+  if (!primary_.is_connected() && !detail::io(primary_).busy()) stale_ = true;
   return stale_ || lookup_ != Lookup::kIdle ? nullptr : &primary_;
 }
 

@@ -121,9 +121,9 @@ class Sentinel final : public Backend {
   // failed before the request was sent (refused connect) send it again
   // to the primary the lookup finds. After an I/O error or a timeout
   // (outcome unknown) the error is the request's outcome and the next
-  // request looks the primary up first; a request still in flight on a
-  // primary that froze ends by its deadline (kTimeout) and the primary is
-  // looked up again at the next recheck. LOADING and BUSY are the
+  // request looks the primary up first, as it does whenever the
+  // primary's connection is closed: a request in flight on a primary that
+  // froze ends by its deadline (kTimeout), which closes it. LOADING and BUSY are the
   // request's outcome (retryable: a wait tries again), as in the blocking
   // calls: the node is not replaced for them. A primary or sentinel given
   // by host name is resolved when its connection is set up (DNS may

@@ -30,7 +30,8 @@ double ms(Nanos d) { return std::chrono::duration<double, std::milli>(d).count()
 struct Loop {
   int steps = 0;
   Nanos longest{0};
-  Status drive(Lock& lock, Status s, int max_steps = 20000) {
+  template <class Op>
+  Status drive(Op& lock, Status s, int max_steps = 20000) {
     const Steady::time_point end = Steady::now() + std::chrono::seconds(20 * test::slowdown());
     for (int i = 0; i < max_steps && s.code() == ErrorCode::kInProgress && Steady::now() < end;
          ++i) {
@@ -113,6 +114,60 @@ TEST_F(SentinelStepTest, AcquireAndReleaseInAPollLoop) {
   EXPECT_LT(loop.longest, step_bound());
   std::printf("sentinel start/step: %d steps, longest %.3f ms, %u lookups\n", loop.steps,
               ms(loop.longest), sentinel.stats().resolves);
+}
+
+// The other primitives on the same routing: a semaphore's permit and a
+// cooldown, driven by their start/step face.
+TEST_F(SentinelStepTest, SemaphoreAndCooldownInAPollLoop) {
+  Sentinel sentinel;
+  ASSERT_TRUE(start(sentinel).ok());
+  Loop loop;
+  Semaphore sem(sentinel);
+  ASSERT_TRUE(sem.init(Bytes::from_cstr("step-sem")).ok());
+  Permit permit;
+  ASSERT_EQ(loop.drive(sem, sem.start_try_acquire(&permit)).code(), ErrorCode::kOk)
+      << sentinel.last_error();
+  ASSERT_TRUE(permit.nonblocking());
+  Semaphore rival(sentinel);
+  ASSERT_TRUE(rival.init(Bytes::from_cstr("step-sem")).ok());  // one permit
+  Permit refused;
+  EXPECT_EQ(rival.try_acquire(&refused).code(), ErrorCode::kBusy) << "held in the server";
+  ASSERT_EQ(loop.drive(permit, permit.start_release()).code(), ErrorCode::kOk);
+  Cooldown cooldown(sentinel);
+  ASSERT_TRUE(cooldown.init(Bytes::from_cstr("step-cooldown")).ok());
+  ASSERT_EQ(loop.drive(cooldown, cooldown.start_enter(Millis(0))).code(), ErrorCode::kOk)
+      << sentinel.last_error();
+  ASSERT_TRUE(cooldown.erase_on_server().ok());
+  EXPECT_LT(loop.longest, step_bound());
+}
+
+// A lookup error no pause can fix (the sentinels want a password) ends the
+// request at once instead of at its deadline.
+TEST_F(SentinelStepTest, SentinelAuthErrorEndsTheRequest) {
+  test::RedisServer guarded({"--sentinel"});
+  ASSERT_TRUE(guarded.set_config(std::string("sentinel monitor ") + test::SentinelSetup::kMaster +
+                                 " 127.0.0.1 " + std::to_string(setup_.primary().port()) +
+                                 " 1\nrequirepass s3cret\n"));
+  ASSERT_TRUE(guarded.start());
+  const std::string url = "redis-sentinel://127.0.0.1:" + std::to_string(guarded.port()) + "/" +
+                          test::SentinelSetup::kMaster;
+  Sentinel without;
+  ASSERT_TRUE(without.setup(url.c_str(), conn_, opts_).ok());
+  Lock lock(without);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr("step-auth")).ok());
+  Loop loop;
+  const TimePoint t0 = without.clock().now();
+  EXPECT_EQ(loop.drive(lock, lock.start_acquire(Millis(5000))).code(), ErrorCode::kNoAuth)
+      << without.last_error();
+  EXPECT_LT(without.clock().now() - t0, Millis(2000) * test::slowdown());
+  Sentinel with;
+  opts_.sentinel_password = "s3cret";
+  ASSERT_TRUE(with.setup(url.c_str(), conn_, opts_).ok());
+  Lock ok(with);
+  ASSERT_TRUE(ok.init(Bytes::from_cstr("step-auth")).ok());
+  ASSERT_EQ(loop.drive(ok, ok.start_try_acquire()).code(), ErrorCode::kOk) << with.last_error();
+  ASSERT_EQ(loop.drive(ok, ok.start_release()).code(), ErrorCode::kOk);
+  EXPECT_LT(loop.longest, step_bound());
 }
 
 TEST_F(SentinelStepTest, WaitReplicasRefusesTheNonblockingFace) {
@@ -219,6 +274,36 @@ TEST_F(SentinelStepTest, FollowsKill9InsideTheLoop) {
   EXPECT_LT(loop.steps, 20000);
   std::printf("sentinel start/step: kill -9 followed in %.0f ms, %d steps, longest %.3f ms\n",
               ms(took), loop.steps, ms(loop.longest));
+}
+
+// The primary freezes (SIGSTOP) under a client that never rechecks: the
+// loop's request there times out, which closes the connection, so the next
+// attempt looks the primary up, waits out the frozen node's ROLE as steps
+// while the sentinels fail over, and gets the lock on the promoted replica.
+TEST_F(SentinelStepTest, FrozenPrimaryFollowedWithoutRechecks) {
+  Sentinel sentinel;
+  opts_.recheck_interval = Nanos::zero();
+  ASSERT_TRUE(start(sentinel).ok());
+  Lock lock(sentinel);
+  LockOptions lo;
+  lo.retry_max = Millis(50);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr("step-frozen"), lo).ok());
+  Loop loop;
+  ASSERT_EQ(loop.drive(lock, lock.start_try_acquire()).code(), ErrorCode::kOk);
+  ASSERT_EQ(loop.drive(lock, lock.start_release()).code(), ErrorCode::kOk);
+  setup_.primary().pause();
+  const TimePoint t0 = sentinel.clock().now();
+  const Status s = loop.drive(lock, lock.start_acquire(Millis(15000) * test::slowdown()));
+  const Nanos took = sentinel.clock().now() - t0;
+  setup_.primary().resume();
+  ASSERT_EQ(s.code(), ErrorCode::kOk) << s.to_string() << " " << sentinel.last_error();
+  EXPECT_EQ(sentinel.primary().endpoint().port, setup_.replica().port());
+  EXPECT_EQ(get(setup_.replica().port(), "step-frozen"), token_of(lock));
+  EXPECT_LT(loop.longest, step_bound());
+  ASSERT_EQ(loop.drive(lock, lock.start_release()).code(), ErrorCode::kOk);
+  std::printf(
+      "sentinel start/step: frozen primary followed in %.0f ms, %d steps, longest %.3f ms\n",
+      ms(took), loop.steps, ms(loop.longest));
 }
 
 // The first sentinel is stopped (SIGSTOP: it accepts connections and never
