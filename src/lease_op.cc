@@ -85,7 +85,7 @@ Status LeaseCore::send(const ScriptCall& call, Deadline deadline) {
     turn_call_ = call;
     redirects_ = 0;
     routed_ = true;
-    return start_routed(backend_->route_for(key()), false);
+    return start_route();
   }
   if (!c) {
     complete(backend_->eval(call, deadline));  // a blocking call: the back end's own routing
@@ -119,50 +119,6 @@ void LeaseCore::leave_queue() {
   io(*conn_).leave_queue(this);
 }
 
-// The routed request (turn_call_) to `node`, after ASKING with `asking`.
-Status LeaseCore::start_routed(Connection* node, bool asking) {
-  static const Bytes kAsking[1] = {Bytes::from_cstr("ASKING")};
-  if (!node) return started(ErrorCode::kInvalidArgument);
-  conn_ = node;
-  asked_ = asking;
-  ConnectionIo cio = io(*node);
-  // Handles on a routing back end do not queue on its nodes: another's
-  // request there ends this one as a retryable kConnectionBusy.
-  if (!cio.turn_of(this, false)) {
-    return started(cio.refuse_busy("another request is in flight on this node"));
-  }
-  pipelined_ = asking;
-  // ASKING covers the next command only: a NOSCRIPT fallback would lose it.
-  if (asking && cio.script_loaded(turn_call_.script)) {
-    return started(cio.start_command_then_eval(kAsking, turn_call_, deadline_));
-  }
-  if (asking) return started(cio.start_command_then_eval_by_body(kAsking, turn_call_, deadline_));
-  return started(cio.start_eval(turn_call_, deadline_));
-}
-
-// A routed request's error: follow its redirect, pause (TRYAGAIN), or end.
-Result<const Reply*> LeaseCore::reroute(Status s) {
-  const RouteNext next = backend_->on_routed_error(*conn_, key(), s);
-  if (plain_) return s;
-  if (!next.node && next.pause <= Nanos::zero()) return next.status;
-  if (deadline_.expired(clock())) return Status(ErrorCode::kTimeout);
-  if (!next.node) {
-    resending_ = true;
-    resend_at_ = Deadline::at(clock().now() + next.pause).min(deadline_);
-    return static_cast<const Reply*>(nullptr);
-  }
-  if (++redirects_ > kMaxRedirects) return Status(ErrorCode::kServerError);
-  start_routed(next.node, next.asking).ignore();  // kInProgress; a failure is in result_
-  return resend();
-}
-
-// The outcome so far of a routed request just (re)started.
-Result<const Reply*> LeaseCore::resend() {
-  if (!done_) return static_cast<const Reply*>(nullptr);
-  done_ = false;
-  return result_;
-}
-
 Status LeaseCore::send_command(Span<const Bytes> args, Deadline deadline) {
   phase_ = OpPhase::kRequest;
   done_ = false;
@@ -183,7 +139,13 @@ Status LeaseCore::send_command(Span<const Bytes> args, Deadline deadline) {
     routed_ = true;
     plain_ = true;
     conn_ = backend_->route_for(key());
-    if (!conn_) return started(ErrorCode::kInvalidArgument);
+    if (!conn_) {
+      const RouteNext next = backend_->route_pending(key());
+      conn_ = next.node;
+      const Status why =
+          next.pause > Nanos::zero() ? Status(ErrorCode::kNotConnected) : next.status;
+      if (!conn_) return started(why.ok() ? Status(ErrorCode::kNotConnected) : why);
+    }
     ConnectionIo cio = io(*conn_);
     if (!cio.turn_of(this, false)) {
       return started(cio.refuse_busy("another request is in flight on this node"));
@@ -220,12 +182,16 @@ Status LeaseCore::send_pipelined(Span<const Bytes> first, const ScriptCall& call
 // The outcome kept in result_.
 Result<const Reply*> LeaseCore::outcome() {
   done_ = false;
-  phase_ = OpPhase::kIdle;
   // A routed request that could not start (a node refused the connect):
-  // the back end hears of it too, so a lost node is replaced for the slot.
+  // the back end hears of it too, so a lost node is replaced for the slot
+  // (or the request waits for a new primary, and goes there).
   if (routed_ && conn_ && !cancelling_ && !result_.ok()) {
-    static_cast<void>(backend_->on_routed_error(*conn_, key(), result_.status()));
+    const Result<const Reply*> next = reroute(result_.status());
+    if (next.ok() && !next.value()) return next;  // on its way again
+    phase_ = OpPhase::kIdle;
+    return next;
   }
+  phase_ = OpPhase::kIdle;
   return result_;
 }
 
@@ -262,21 +228,6 @@ Result<const Reply*> LeaseCore::reply() {
   if (!deadline_.expired(clock())) return static_cast<const Reply*>(nullptr);
   phase_ = OpPhase::kIdle;
   return io.abandon();
-}
-
-// A routed request's pause (TRYAGAIN): over, it goes to the same node again
-// (after ASKING again if it was asked there).
-Result<const Reply*> LeaseCore::resend_due() {
-  if (!resend_at_.expired(clock())) return static_cast<const Reply*>(nullptr);
-  resending_ = false;
-  if (deadline_.expired(clock()) || cancelling_) {
-    phase_ = OpPhase::kIdle;
-    return Status(ErrorCode::kTimeout);
-  }
-  start_routed(conn_, asked_).ignore();  // kInProgress; a failure is in result_
-  const Result<const Reply*> r = resend();
-  if (!r.ok()) phase_ = OpPhase::kIdle;
-  return r;
 }
 
 Status LeaseCore::pause(Nanos d) {

@@ -8,6 +8,7 @@
 #include "error_text.h"
 #include "replica_wait.h"
 #include "routed_call.h"
+#include "sentinel_rules.h"
 #include "topology_url.h"
 
 namespace edgelock {
@@ -72,34 +73,13 @@ Status parse_name(const char* path, char* name, int* db, const char** why) {
   return Status();
 }
 
-// The command surely did not run on a primary: safe to send again after
-// looking the primary up again (a replica refused it, or nothing was sent
-// because the connection failed).
-bool retry_after_resolve(ErrorCode c) {
-  const ErrorTraits t = traits(c);
-  return c == ErrorCode::kReadOnly || (t.connection_failed && t.not_sent);
-}
-
-// Worth asking the sentinels again after a pause (failover in progress):
-// the node is unreachable, a replica, or loading / busy for a while.
-bool transient(ErrorCode c) {
-  const ErrorTraits t = traits(c);
-  return t.connection_failed || c == ErrorCode::kReadOnly || (t.server_rejected && t.retryable);
-}
-
-// The connection failed after the command was sent: its fate is unknown,
-// and the primary may be gone.
-bool outcome_unknown(ErrorCode c) {
-  const ErrorTraits t = traits(c);
-  return t.connection_failed && !t.not_sent;
-}
-
 }  // namespace
 
 Status Sentinel::setup(const char* url, const ConnectionOptions& options,
                        const SentinelOptions& sentinel_options) {
   probe_.close();
   primary_.close();
+  lookup_ = Lookup::kIdle;
   is_setup_ = false;
   stale_ = true;
   const char* why = nullptr;
@@ -146,19 +126,25 @@ Status Sentinel::note(Connection& conn, Status s) {
   return s;
 }
 
-Status Sentinel::ask(size_t index, Deadline deadline, Endpoint* primary) {
+Status Sentinel::aim_probe(size_t index) {
   const Endpoint& sentinel = sentinels_[index];
   const Endpoint& cur = probe_.endpoint();
   // Keep the connection to a sentinel that answered before.
-  if (cur.port != sentinel.port || std::strcmp(cur.host, sentinel.host) != 0) {
-    EDGELOCK_TRY(probe_.setup(sentinel, options_));
-  }
+  if (cur.port == sentinel.port && std::strcmp(cur.host, sentinel.host) == 0) return Status();
+  return probe_.setup(sentinel, options_);
+}
+
+Status Sentinel::ask(size_t index, Deadline deadline, Endpoint* primary) {
+  EDGELOCK_TRY(aim_probe(index));
   const Bytes args[3] = {Bytes::from_cstr("SENTINEL"), Bytes::from_cstr("get-master-addr-by-name"),
                          Bytes::from_cstr(name_)};
   const Deadline d = deadline.min(Deadline::after(*clock_, options_.command_timeout));
   const Result<const Reply*> r = probe_.command(args, d);
   if (!r.ok()) return note(probe_, r.status());
-  const Reply& rep = *r.value();
+  return parse_primary(*r.value(), primary);
+}
+
+Status Sentinel::parse_primary(const Reply& rep, Endpoint* primary) {
   if (rep.type != ReplyType::kArray || rep.count != 2 ||
       rep.elements[0].type != ReplyType::kString || rep.elements[1].type != ReplyType::kString ||
       rep.elements[0].len > kMaxHostLen) {
@@ -185,7 +171,10 @@ Status Sentinel::ask(size_t index, Deadline deadline, Endpoint* primary) {
 Status Sentinel::check_role(Deadline deadline) {
   const Deadline d = deadline.min(Deadline::after(*clock_, options_.command_timeout));
   const Bytes role[1] = {Bytes::from_cstr("ROLE")};
-  const Result<const Reply*> r = primary_.command(role, d);
+  return role_verdict(primary_.command(role, d));
+}
+
+Status Sentinel::role_verdict(Result<const Reply*> r) {
   // A reply too big for the fixed arena cannot be read, so the node is not
   // confirmed (fail closed): a primary with more than 3 replicas, but also
   // a sentinel or anything else that answers at length.
@@ -211,6 +200,7 @@ Status Sentinel::resolve(Deadline deadline) {
     set_error(error_, "sentinel used before setup()");
     return ErrorCode::kInvalidArgument;
   }
+  abandon_lookup();  // a blocking lookup replaces one the steps started
   Status last = ErrorCode::kNotConnected;
   for (size_t i = 0; i < sentinel_count_; ++i) {
     if (deadline.expired(*clock_)) return ErrorCode::kTimeout;
@@ -230,19 +220,24 @@ Status Sentinel::resolve(Deadline deadline) {
         continue;
       }
     }
-    preferred_ = idx;
-    stale_ = false;
-    resolved_at_ = clock_->now();
-    ++stats_.resolves;
-    if (verified_port_ != 0 &&
-        (verified_port_ != ep.port || std::strcmp(verified_host_, ep.host) != 0)) {
-      ++stats_.primary_changes;
-    }
-    verified_port_ = ep.port;
-    std::memcpy(verified_host_, ep.host, sizeof verified_host_);
+    found(idx);
     return Status();
   }
   return last;
+}
+
+void Sentinel::found(size_t index) {
+  const Endpoint& ep = primary_.endpoint();
+  preferred_ = index;
+  stale_ = false;
+  resolved_at_ = clock_->now();
+  ++stats_.resolves;
+  if (verified_port_ != 0 &&
+      (verified_port_ != ep.port || std::strcmp(verified_host_, ep.host) != 0)) {
+    ++stats_.primary_changes;
+  }
+  verified_port_ = ep.port;
+  std::memcpy(verified_host_, ep.host, sizeof verified_host_);
 }
 
 Status Sentinel::check_key(Bytes key) {
@@ -282,19 +277,19 @@ Result<const Reply*> Sentinel::run(const ScriptCall& call, Deadline deadline) {
     if (recheck > Nanos::zero() && clock_->now() - resolved_at_ >= recheck) stale_ = true;
     if (stale_) {
       s = resolve(deadline);
-      if (!s.ok() && !transient(s.code())) return s;  // e.g. a wrong sentinel password
+      if (!s.ok() && !detail::transient(s.code())) return s;  // e.g. a wrong sentinel password
       if (!s.ok()) continue;
     }
     const Result<const Reply*> r = detail::send_routed(primary_, call, deadline);
     if (r.ok()) return call.writes_lease ? confirm(r.value(), deadline) : r;
     s = note(primary_, r.status());
     if (s.code() == ErrorCode::kReadOnly) ++stats_.readonly;
-    if (retry_after_resolve(s.code())) {
+    if (detail::retry_after_resolve(s.code())) {
       primary_.close();  // the next lookup verifies whatever it finds
       stale_ = true;
       continue;
     }
-    if (outcome_unknown(s.code())) stale_ = true;
+    if (detail::outcome_unknown(s.code())) stale_ = true;
     return s;
   }
   if (!is_setup_) set_error(error_, "sentinel used before setup()");
@@ -306,7 +301,7 @@ Result<const Reply*> Sentinel::confirm(const Reply* reply, Deadline deadline) {
       detail::confirm_write(primary_, reply, sentinel_options_.wait_replicas,
                             sentinel_options_.wait_timeout, deadline, confirmed_, error_);
   if (c.status().code() == ErrorCode::kNoQuorum) ++stats_.wait_failures;
-  if (outcome_unknown(c.status().code())) stale_ = true;
+  if (detail::outcome_unknown(c.status().code())) stale_ = true;
   return c;
 }
 

@@ -25,6 +25,9 @@ struct RouteNext {
   bool asking = false;
   /// With no node: send again to the same node after this pause (> 0).
   Nanos pause{0};
+  /// With the pause: send to wherever route_for() (or route_pending())
+  /// names once it is over, not to the same node (the node is gone).
+  bool again = false;
   /// With no node and no pause: the request's outcome.
   Status status;
 };
@@ -68,9 +71,10 @@ class Backend {
   virtual Connection* direct() { return nullptr; }
 
   // --- Routing for the non-blocking face (LeaseCore's start/step): the
-  // back end picks a node and follows redirects without any I/O of its
-  // own; the caller's loop moves the bytes. The defaults say "not served":
-  // a plain Connection is used directly (direct()).
+  // back end picks a node and follows redirects without blocking; the
+  // caller's loop moves the bytes (a lookup of the node, route_pending(),
+  // is moved by the caller's steps too). The defaults say "not served": a
+  // plain Connection is used directly (direct()).
 
   /// True if route_for() serves start/step operations now.
   virtual bool routes_nonblocking() const { return false; }
@@ -79,6 +83,17 @@ class Backend {
   virtual Connection* route_for(Bytes key) {
     static_cast<void>(key);
     return nullptr;
+  }
+  /// route_for() named no node: a lookup of the node may be under way.
+  /// Advances it with non-blocking I/O only (a step's worth: it never
+  /// waits) and says where to send the request now (node), to ask again
+  /// after `pause` (the lookup goes on), or its outcome (status). The
+  /// default: no node will come (kInvalidArgument).
+  virtual RouteNext route_pending(Bytes key) {
+    static_cast<void>(key);
+    RouteNext next;
+    next.status = ErrorCode::kInvalidArgument;
+    return next;
   }
   /// After a request about `key` routed to `node` failed with `s` (an error
   /// reply or a connection failure): where to send it next, when, or that

@@ -72,8 +72,8 @@ class Cooldown {
   // starts enter() and returns kInProgress (then call step() until it
   // returns anything else: enter()'s result), or the final status when it
   // ended at once. The pause between tries is a deadline, never a sleep.
-  // Plain Connection and Cluster (without wait_replicas) back ends
-  // only; one operation at a time.
+  // Plain Connection, and Sentinel or Cluster without wait_replicas;
+  // one operation at a time.
   /// enter(wait, out); a `wait` of 0 makes it try_enter(out). *out
   /// (optional) must live until the operation ends. Errors: as enter();
   /// kInvalidArgument also on Sentinel, or on Cluster with

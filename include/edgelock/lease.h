@@ -86,7 +86,8 @@ class Lease {
   // --- Non-blocking face (see the file comment).
   /// True if start_renew()/start_release()/step() work here: a FairLock
   /// over a plain Connection; a Lock, ReentrantLock or Permit over a plain
-  /// Connection or a Cluster without wait_replicas; or a QuorumLock.
+  /// Connection or a Sentinel or Cluster without wait_replicas; or a
+  /// QuorumLock.
   virtual bool nonblocking() const { return false; }
   /// Starts renew() and returns kInProgress, or its final status if it
   /// ended at once. Errors: as renew(); kInvalidArgument also when an

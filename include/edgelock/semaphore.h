@@ -85,8 +85,8 @@ class Permit final : public Lease {
   Status release() override;
 
   // --- Non-blocking face (as Lock's; the permit's semaphore does the
-  // work, one operation at a time for all its permits; plain Connection
-  // or Cluster without wait_replicas). The permit must outlive the
+  // work, one operation at a time for all its permits; plain Connection,
+  // Sentinel or Cluster without wait_replicas). The permit must outlive the
   // operation.
   /// extend(ttl). Errors: as extend(); kInvalidArgument also when the
   /// semaphore has an operation in flight or its back end is Sentinel or a
@@ -186,7 +186,7 @@ class Semaphore {
   Result<uint32_t> in_use();
 
   // --- Non-blocking face (docs/nonblocking.md; as Lock's): plain
-  // Connection or Cluster without wait_replicas (else kInvalidArgument),
+  // Connection, Sentinel or Cluster without wait_replicas (else kInvalidArgument),
   // one operation at a time for the semaphore and all its permits;
   // *permit must outlive it.
   /// try_acquire(permit). Errors: as try_acquire(); kInvalidArgument also

@@ -5,8 +5,10 @@
 /// answer is checked with ROLE, and the primary is looked up again after a
 /// failover (a READONLY reply from a demoted primary, a refused connect, or
 /// an I/O error). Optionally every grant and extension is confirmed by
-/// replicas (WAIT) before it is reported. What this can and cannot promise
-/// across a failover: docs/sentinel-cluster.md.
+/// replicas (WAIT) before it is reported. Without WAIT the primitives'
+/// start_*()/step() work here too, the lookup running as steps
+/// (docs/nonblocking.md). What this can and cannot promise across a
+/// failover: docs/sentinel-cluster.md.
 ///
 /// Usage:
 ///   Sentinel sentinel;
@@ -97,11 +99,56 @@ class Sentinel final : public Backend {
   Nanos command_timeout() const override { return options_.command_timeout; }
   const char* last_error() const override { return error_; }
 
+  // Routing for the non-blocking face (start_*()/step() of the primitives,
+  // src/sentinel_step.cc). Served once set up with wait_replicas 0; with
+  // WAIT confirmation the start calls are refused (kInvalidArgument) and
+  // only the blocking calls work, since WAIT is a blocking exchange.
+  //
+  // route_for() names primary() while it is known and verified (no I/O).
+  // When the primary must be looked up (first use, recheck_interval
+  // passed, or after one of the failures below) route_for() names none
+  // and route_pending() runs the lookup as states: SENTINEL
+  // get-master-addr-by-name to each sentinel in turn, then ROLE on a
+  // primary that changed or is not connected, each started on its
+  // Connection and advanced with non-blocking I/O, given up after one
+  // command timeout (a stopped sentinel: the next is asked), with
+  // retry_pause between rounds. The lookup gives no fd to wait on: the
+  // request polls it through next_deadline() every 2 ms.
+  // The request's own deadline bounds the wait; a lookup error a pause
+  // cannot fix (kNoAuth, ...) ends it.
+  //
+  // on_routed_error(): READONLY (a demoted primary) and a connection that
+  // failed before the request was sent (refused connect) send it again
+  // to the primary the lookup finds. After an I/O error or a timeout
+  // (outcome unknown) the error is the request's outcome and the next
+  // request looks the primary up first, as it does whenever the
+  // primary's connection is closed: a request in flight on a primary that
+  // froze ends by its deadline (kTimeout), which closes it. LOADING and BUSY are the
+  // request's outcome (retryable: a wait tries again), as in the blocking
+  // calls: the node is not replaced for them. A primary or sentinel given
+  // by host name is resolved when its connection is set up (DNS may
+  // block): give IP literals for a loop that must never block.
+  bool routes_nonblocking() const override;
+  Connection* route_for(Bytes key) override;
+  RouteNext route_pending(Bytes key) override;
+  RouteNext on_routed_error(Connection& node, Bytes key, Status s) override;
+
  private:
+  enum class Lookup : uint8_t { kIdle, kNext, kAsking, kChecking, kPausing };
   // An eval, or with no script the plain command in call.args.
   Result<const Reply*> run(const ScriptCall& call, Deadline deadline);
+  Status aim_probe(size_t index);
   Status ask(size_t index, Deadline deadline, Endpoint* primary);
+  Status parse_primary(const Reply& rep, Endpoint* primary);
   Status check_role(Deadline deadline);
+  Status role_verdict(Result<const Reply*> r);
+  void found(size_t index);
+  Status lookup_step();
+  Status lookup_ask();
+  Status lookup_asked();
+  Status lookup_checked();
+  Status lookup_failed(Status s);
+  void abandon_lookup();
   Result<const Reply*> confirm(const Reply* reply, Deadline deadline);
   Status note(Connection& conn, Status s);
 
@@ -116,7 +163,11 @@ class Sentinel final : public Backend {
   Connection probe_;    // to a sentinel
   Connection primary_;  // to the primary
   bool is_setup_ = false;
-  bool stale_ = true;  // look the primary up before the next command
+  bool stale_ = true;                          // look the primary up before the next command
+  Lookup lookup_ = Lookup::kIdle;              // the steps' lookup (route_pending())
+  uint8_t lookup_index_ = 0;                   // the sentinel it asks, after preferred_
+  Status lookup_last_;                         // why the last sentinel asked gave none
+  Deadline lookup_until_ = Deadline::never();  // the exchange's end, or the pause's
   TimePoint resolved_at_{};
   char verified_host_[kMaxHostLen + 1] = {};  // the primary last verified
   uint16_t verified_port_ = 0;

@@ -1,5 +1,5 @@
 // No heap after init: every primitive over cluster and sentinel (and the
-// non-blocking face over cluster), quorum and TLS steady states.
+// non-blocking face over both), quorum and TLS steady states.
 #include <gtest/gtest.h>
 #include <poll.h>
 
@@ -263,6 +263,33 @@ TEST(ZeroHeap, SentinelCyclesWithWaitAndRechecks) {
   std::printf(
       "zero-heap sentinel: %d cycles (every primitive), %u sentinel rechecks, %llu allocations\n",
       n, sentinel.stats().resolves - resolves, static_cast<unsigned long long>(c.total()));
+}
+
+// The non-blocking face over Sentinel: steady start/step cycles with the
+// sentinels asked again (as steps) before nearly every operation.
+TEST(ZeroHeap, SentinelStartStepCycles) {
+  test::SentinelSetup servers;
+  ASSERT_TRUE(servers.start());
+  Sentinel sentinel;
+  SentinelOptions so;
+  so.recheck_interval = Millis(1);  // a lookup before nearly every op
+  ASSERT_TRUE(sentinel.setup(servers.url().c_str(), {}, so).ok());
+  Lock lock(sentinel);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr("zero-heap-step")).ok());
+  ASSERT_TRUE(lock.nonblocking());
+  ASSERT_EQ(step_cycle(lock), 0) << sentinel.last_error();  // set-up: connects
+  const uint32_t resolves = sentinel.stats().resolves;
+  const int n = router_cycles();
+  int failures = 0;
+  test::start_counting();
+  for (int i = 0; i < n; ++i) failures += step_cycle(lock);
+  const test::AllocCounts c = test::stop_counting();
+  EXPECT_EQ(failures, 0) << sentinel.last_error();
+  EXPECT_EQ(sentinel.primary().stats().connects, 1u);
+  EXPECT_GT(sentinel.stats().resolves, resolves) << "lookups ran inside the counted loop";
+  EXPECT_EQ(c.total(), 0u) << "mallocs=" << c.mallocs << " frees=" << c.frees << " news=" << c.news;
+  std::printf("zero-heap sentinel start/step: %d cycles, %u lookups as steps, %llu allocations\n",
+              n, sentinel.stats().resolves - resolves, static_cast<unsigned long long>(c.total()));
 }
 
 TEST(ZeroHeap, QuorumCycles) {

@@ -176,7 +176,7 @@ class LeaseCore {
   Status begin_op(uint8_t op, bool nonblocking);
   /// True if start_*() operations are served: a plain Connection, or a
   /// back end that routes without blocking (Backend::routes_nonblocking():
-  /// Cluster without wait_replicas).
+  /// Cluster or Sentinel without wait_replicas).
   bool steps() const {
     return backend_->direct() || (!direct_only_ && backend_->routes_nonblocking());
   }
@@ -193,8 +193,10 @@ class LeaseCore {
   /// within `deadline`: written at once without blocking on a plain
   /// connection (or, on a closed one, written once the connect's
   /// non-blocking steps are done). In a start_*() operation on a routing
-  /// back end it goes to the node Backend::route_for() names, and reply()
-  /// follows its redirects and pauses as states (at most kMaxRedirects);
+  /// back end it goes to the node Backend::route_for() names (while it
+  /// names none, Backend::route_pending() is polled as a pause), and
+  /// reply() follows its redirects and pauses as states (at most
+  /// kMaxRedirects);
   /// on a routed node another request occupies it ends as kConnectionBusy.
   /// A blocking operation on another back end runs it to its end here.
   /// On a connection another handle's request occupies (or, for a start_*()
@@ -204,7 +206,8 @@ class LeaseCore {
   Status send(const ScriptCall& call, Deadline deadline);
   /// As send() for a plain command (BLPOP). Routed, it goes to the node
   /// route_for() names, and ends with the error a redirect brings (the
-  /// back end learns the slot's owner from it).
+  /// back end learns the slot's owner from it), or with kNotConnected
+  /// while the back end is still looking its node up.
   Status send_command(Span<const Bytes> args, Deadline deadline);
   /// `first` and then `call` in one write (plain connection only): the
   /// outcome is the call's; first_status() the command's.
@@ -263,6 +266,7 @@ class LeaseCore {
   Status take_turn(ConnectionIo& io);
   void leave_queue();
   void await();
+  Status start_route();
   Status start_routed(Connection* node, bool asking);
   Result<const Reply*> reroute(Status s);
   Result<const Reply*> resend();

@@ -1,0 +1,92 @@
+// LeaseCore: a routed request of a start_*() operation (Sentinel, Cluster):
+// sent to the node the back end names, or paused while it looks one up,
+// and sent on after a redirect, a TRYAGAIN or a lost node.
+#include "edgelock/connection.h"
+#include "edgelock/detail/connection_io.h"
+#include "edgelock/detail/lease_core.h"
+
+namespace edgelock {
+namespace detail {
+
+// The routed request (turn_call_) to the node the back end names now, or
+// a pause (resending_ with no node) while it is still looking that up.
+Status LeaseCore::start_route() {
+  conn_ = nullptr;
+  Connection* node = backend_->route_for(key());
+  if (node) return start_routed(node, false);
+  const RouteNext next = backend_->route_pending(key());
+  if (next.node) return start_routed(next.node, next.asking);
+  if (next.pause <= Nanos::zero()) {
+    return started(next.status.ok() ? Status(ErrorCode::kNotConnected) : next.status);
+  }
+  if (deadline_.expired(clock())) return started(ErrorCode::kTimeout);
+  resending_ = true;
+  resend_at_ = Deadline::at(clock().now() + next.pause).min(deadline_);
+  return ErrorCode::kInProgress;
+}
+
+// The routed request (turn_call_) to `node`, after ASKING with `asking`.
+Status LeaseCore::start_routed(Connection* node, bool asking) {
+  static const Bytes kAsking[1] = {Bytes::from_cstr("ASKING")};
+  if (!node) return started(ErrorCode::kInvalidArgument);
+  conn_ = node;
+  asked_ = asking;
+  ConnectionIo cio = io(*node);
+  // Handles on a routing back end do not queue on its nodes: another's
+  // request there ends this one as a retryable kConnectionBusy.
+  if (!cio.turn_of(this, false)) {
+    return started(cio.refuse_busy("another request is in flight on this node"));
+  }
+  pipelined_ = asking;
+  // ASKING covers the next command only: a NOSCRIPT fallback would lose it.
+  if (asking && cio.script_loaded(turn_call_.script)) {
+    return started(cio.start_command_then_eval(kAsking, turn_call_, deadline_));
+  }
+  if (asking) return started(cio.start_command_then_eval_by_body(kAsking, turn_call_, deadline_));
+  return started(cio.start_eval(turn_call_, deadline_));
+}
+
+// A routed request's error: follow its redirect, pause (TRYAGAIN), or end.
+Result<const Reply*> LeaseCore::reroute(Status s) {
+  const RouteNext next = backend_->on_routed_error(*conn_, key(), s);
+  if (plain_) return s;
+  if (!next.node && next.pause <= Nanos::zero()) return next.status;
+  if (deadline_.expired(clock())) return Status(ErrorCode::kTimeout);
+  if (!next.node) {
+    resending_ = true;
+    resend_at_ = Deadline::at(clock().now() + next.pause).min(deadline_);
+    if (next.again) conn_ = nullptr;  // routed afresh when the pause is over
+    return static_cast<const Reply*>(nullptr);
+  }
+  if (++redirects_ > kMaxRedirects) return Status(ErrorCode::kServerError);
+  start_routed(next.node, next.asking).ignore();  // kInProgress; a failure is in result_
+  return resend();
+}
+
+// The outcome so far of a routed request just (re)started.
+Result<const Reply*> LeaseCore::resend() {
+  if (!done_) return static_cast<const Reply*>(nullptr);
+  done_ = false;
+  return result_;
+}
+
+// A routed request's pause (TRYAGAIN): over, it goes to the same node again
+// (after ASKING again if it was asked there), or, with no node (a lookup
+// under way, or the node gone), wherever the back end routes it now.
+Result<const Reply*> LeaseCore::resend_due() {
+  if (!resend_at_.expired(clock())) return static_cast<const Reply*>(nullptr);
+  resending_ = false;
+  if (deadline_.expired(clock()) || cancelling_) {
+    phase_ = OpPhase::kIdle;
+    return Status(ErrorCode::kTimeout);
+  }
+  // kInProgress (a failure is in result_), or a pause again.
+  (conn_ ? start_routed(conn_, asked_) : start_route()).ignore();
+  if (resending_) return static_cast<const Reply*>(nullptr);
+  const Result<const Reply*> r = resend();
+  if (!r.ok()) phase_ = OpPhase::kIdle;
+  return r;
+}
+
+}  // namespace detail
+}  // namespace edgelock

@@ -1,0 +1,337 @@
+// The non-blocking face over Redis Sentinel with real servers (a primary,
+// a replica, three sentinels): a Lock driven by start_*()/step() from a
+// poll() loop acquires on the primary, follows SENTINEL FAILOVER and a
+// kill -9 of the primary inside the loop, and a stopped sentinel costs the
+// loop time but never a long step().
+#include <gtest/gtest.h>
+#include <poll.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include "../support/redis_topology.h"
+#include "../support/test_util.h"
+#include "edgelock/edgelock.h"
+
+namespace edgelock {
+namespace {
+
+using Steady = std::chrono::steady_clock;
+
+// Longest step() the loop accepts: a step moves bytes, never waits.
+Nanos step_bound() { return Millis(20) * test::slowdown(); }
+
+double ms(Nanos d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+// The caller's loop: poll() on what the lock waits on until its next
+// deadline, then step(); counts the steps and times the longest.
+struct Loop {
+  int steps = 0;
+  Nanos longest{0};
+  template <class Op>
+  Status drive(Op& lock, Status s, int max_steps = 20000) {
+    const Steady::time_point end = Steady::now() + std::chrono::seconds(20 * test::slowdown());
+    for (int i = 0; i < max_steps && s.code() == ErrorCode::kInProgress && Steady::now() < end;
+         ++i) {
+      pollfd fds[kMaxWaitFds];
+      const size_t n = lock.wait_fds(fds, kMaxWaitFds);
+      const Deadline d = lock.next_deadline();
+      EXPECT_FALSE(d.is_never()) << "an operation in flight always has a next deadline";
+      const int timeout = std::min(d.poll_timeout_ms(default_clock()), 1000);
+      poll(fds, n, timeout < 0 ? 1000 : timeout);
+      const Steady::time_point t0 = Steady::now();
+      s = lock.step();
+      longest = std::max<Nanos>(longest, Steady::now() - t0);
+      ++steps;
+    }
+    return s;
+  }
+};
+
+class SentinelStepTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(setup_.start()) << "could not start primary, replica and sentinels";
+    conn_.connect_timeout = Millis(500) * test::slowdown();
+    conn_.command_timeout = Millis(1000) * test::slowdown();
+    conn_.reconnect_min = Millis(1);
+    conn_.reconnect_max = Millis(10);
+    opts_.recheck_interval = Millis(100);
+    opts_.retry_pause = Millis(20);
+  }
+  Status start(Sentinel& s) { return s.setup(setup_.url().c_str(), conn_, opts_); }
+  std::string token_of(const Lock& lock) {
+    return std::string(reinterpret_cast<const char*>(lock.token().data), lock.token().size);
+  }
+  // The value of `key` on the server at `port` (a bulk string's text).
+  static std::string get(int port, const std::string& key) {
+    const std::string r = test::raw_command(port, {"GET", key});
+    const size_t at = r.find("\r\n");
+    return r[0] == '$' && at != std::string::npos && r.size() > at + 2
+               ? r.substr(at + 2, r.size() - at - 4)
+               : "";
+  }
+
+  test::SentinelSetup setup_;
+  ConnectionOptions conn_;
+  SentinelOptions opts_;
+};
+
+TEST_F(SentinelStepTest, AcquireAndReleaseInAPollLoop) {
+  Sentinel sentinel, other;
+  ASSERT_TRUE(start(sentinel).ok());
+  ASSERT_TRUE(start(other).ok());
+  Lock lock(sentinel);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr("step-gate")).ok());
+  ASSERT_TRUE(lock.nonblocking());
+  Loop loop;
+  // The first start finds the primary through the sentinels as steps.
+  ASSERT_EQ(loop.drive(lock, lock.start_acquire(Millis(2000))).code(), ErrorCode::kOk)
+      << sentinel.last_error();
+  EXPECT_EQ(sentinel.primary().endpoint().port, setup_.primary().port());
+  EXPECT_EQ(get(setup_.primary().port(), "step-gate"), token_of(lock)) << "on the primary";
+  EXPECT_GE(sentinel.stats().resolves, 1u);
+  Lock rival(other);
+  ASSERT_TRUE(rival.init(Bytes::from_cstr("step-gate")).ok());
+  EXPECT_EQ(rival.try_acquire().code(), ErrorCode::kBusy) << "held in the server";
+  ASSERT_EQ(loop.drive(lock, lock.start_extend(Millis(5000))).code(), ErrorCode::kOk);
+  ASSERT_EQ(loop.drive(lock, lock.start_renew()).code(), ErrorCode::kOk);
+  ASSERT_EQ(loop.drive(lock, lock.start_release()).code(), ErrorCode::kOk);
+  ASSERT_TRUE(rival.try_acquire().ok()) << "released in the server";
+  ASSERT_TRUE(rival.release().ok());
+  // Rechecks (every 100 ms) run inside the loop's steps too.
+  const uint32_t resolves = sentinel.stats().resolves;
+  const TimePoint t0 = sentinel.clock().now();
+  for (int i = 0; i < 100 && sentinel.clock().now() - t0 < Millis(600); ++i) {
+    ASSERT_EQ(loop.drive(lock, lock.start_try_acquire()).code(), ErrorCode::kOk);
+    ASSERT_EQ(loop.drive(lock, lock.start_release()).code(), ErrorCode::kOk);
+    SystemClock().sleep_for(Millis(20));
+  }
+  EXPECT_GT(sentinel.stats().resolves, resolves) << "rechecked through the steps";
+  EXPECT_EQ(sentinel.primary().stats().connects, 1u) << "the known primary kept, not re-verified";
+  EXPECT_LT(loop.longest, step_bound());
+  std::printf("sentinel start/step: %d steps, longest %.3f ms, %u lookups\n", loop.steps,
+              ms(loop.longest), sentinel.stats().resolves);
+}
+
+// The other primitives on the same routing: a semaphore's permit and a
+// cooldown, driven by their start/step face.
+TEST_F(SentinelStepTest, SemaphoreAndCooldownInAPollLoop) {
+  Sentinel sentinel;
+  ASSERT_TRUE(start(sentinel).ok());
+  Loop loop;
+  Semaphore sem(sentinel);
+  ASSERT_TRUE(sem.init(Bytes::from_cstr("step-sem")).ok());
+  Permit permit;
+  ASSERT_EQ(loop.drive(sem, sem.start_try_acquire(&permit)).code(), ErrorCode::kOk)
+      << sentinel.last_error();
+  ASSERT_TRUE(permit.nonblocking());
+  Semaphore rival(sentinel);
+  ASSERT_TRUE(rival.init(Bytes::from_cstr("step-sem")).ok());  // one permit
+  Permit refused;
+  EXPECT_EQ(rival.try_acquire(&refused).code(), ErrorCode::kBusy) << "held in the server";
+  ASSERT_EQ(loop.drive(permit, permit.start_release()).code(), ErrorCode::kOk);
+  Cooldown cooldown(sentinel);
+  ASSERT_TRUE(cooldown.init(Bytes::from_cstr("step-cooldown")).ok());
+  ASSERT_EQ(loop.drive(cooldown, cooldown.start_enter(Millis(0))).code(), ErrorCode::kOk)
+      << sentinel.last_error();
+  ASSERT_TRUE(cooldown.erase_on_server().ok());
+  EXPECT_LT(loop.longest, step_bound());
+}
+
+// A lookup error no pause can fix (the sentinels want a password) ends the
+// request at once instead of at its deadline.
+TEST_F(SentinelStepTest, SentinelAuthErrorEndsTheRequest) {
+  test::RedisServer guarded({"--sentinel"});
+  ASSERT_TRUE(guarded.set_config(std::string("sentinel monitor ") + test::SentinelSetup::kMaster +
+                                 " 127.0.0.1 " + std::to_string(setup_.primary().port()) +
+                                 " 1\nrequirepass s3cret\n"));
+  ASSERT_TRUE(guarded.start());
+  const std::string url = "redis-sentinel://127.0.0.1:" + std::to_string(guarded.port()) + "/" +
+                          test::SentinelSetup::kMaster;
+  Sentinel without;
+  ASSERT_TRUE(without.setup(url.c_str(), conn_, opts_).ok());
+  Lock lock(without);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr("step-auth")).ok());
+  Loop loop;
+  const TimePoint t0 = without.clock().now();
+  EXPECT_EQ(loop.drive(lock, lock.start_acquire(Millis(5000))).code(), ErrorCode::kNoAuth)
+      << without.last_error();
+  EXPECT_LT(without.clock().now() - t0, Millis(2000) * test::slowdown());
+  Sentinel with;
+  opts_.sentinel_password = "s3cret";
+  ASSERT_TRUE(with.setup(url.c_str(), conn_, opts_).ok());
+  Lock ok(with);
+  ASSERT_TRUE(ok.init(Bytes::from_cstr("step-auth")).ok());
+  ASSERT_EQ(loop.drive(ok, ok.start_try_acquire()).code(), ErrorCode::kOk) << with.last_error();
+  ASSERT_EQ(loop.drive(ok, ok.start_release()).code(), ErrorCode::kOk);
+  EXPECT_LT(loop.longest, step_bound());
+}
+
+TEST_F(SentinelStepTest, WaitReplicasRefusesTheNonblockingFace) {
+  Sentinel waiting;
+  opts_.wait_replicas = 1;
+  ASSERT_TRUE(start(waiting).ok());
+  Lock lock(waiting);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr("step-wait")).ok());
+  EXPECT_FALSE(lock.nonblocking());
+  EXPECT_EQ(lock.start_try_acquire().code(), ErrorCode::kInvalidArgument);
+  EXPECT_TRUE(lock.try_acquire().ok()) << "the blocking calls still work: " << waiting.last_error();
+  EXPECT_TRUE(lock.release().ok());
+}
+
+// SENTINEL FAILOVER while a lock is held: the loop's later operations reach
+// the promoted replica (by a recheck, or READONLY from the demoted primary).
+TEST_F(SentinelStepTest, FollowsManualFailoverInsideTheLoop) {
+  Sentinel sentinel;
+  ASSERT_TRUE(start(sentinel).ok());
+  Lock lock(sentinel);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr("step-failover")).ok());
+  Loop loop;
+  ASSERT_EQ(loop.drive(lock, lock.start_try_acquire()).code(), ErrorCode::kOk)
+      << sentinel.last_error();
+  const std::string token = token_of(lock);
+  // The grant is on the replica before the failover (asynchronous
+  // replication, no WAIT here).
+  for (int i = 0; i < 250 && get(setup_.replica().port(), "step-failover") != token; ++i) {
+    SystemClock().sleep_for(Millis(20));
+  }
+  ASSERT_EQ(get(setup_.replica().port(), "step-failover"), token);
+  // A second client that only looks again after an error (no rechecks).
+  Sentinel lazy;
+  opts_.recheck_interval = Nanos::zero();
+  ASSERT_TRUE(start(lazy).ok());
+  Lock lazy_lock(lazy);
+  ASSERT_TRUE(lazy_lock.init(Bytes::from_cstr("step-hatch")).ok());
+  ASSERT_EQ(loop.drive(lazy_lock, lazy_lock.start_try_acquire()).code(), ErrorCode::kOk);
+  for (int i = 0; i < 250 && get(setup_.replica().port(), "step-hatch") != token_of(lazy_lock);
+       ++i) {
+    SystemClock().sleep_for(Millis(20));
+  }
+  ASSERT_EQ(setup_.failover(), "+OK\r\n");
+  const TimePoint t0 = sentinel.clock().now();
+  const Nanos limit = Millis(10000) * test::slowdown();
+  bool moved = false;
+  Status last;
+  for (int i = 0; i < 1000 && !moved && sentinel.clock().now() - t0 < limit; ++i) {
+    last = loop.drive(lock, lock.start_extend(Millis(5000)));
+    moved = last.ok() && sentinel.primary().endpoint().port == setup_.replica().port();
+    if (!moved) SystemClock().sleep_for(Millis(20));
+  }
+  const Nanos took = sentinel.clock().now() - t0;
+  ASSERT_TRUE(moved) << last.to_string() << " " << sentinel.last_error();
+  EXPECT_GE(sentinel.stats().primary_changes, 1u);
+  // A fresh lock granted through the loop lands on the new primary.
+  Lock after(sentinel);
+  ASSERT_TRUE(after.init(Bytes::from_cstr("step-after")).ok());
+  ASSERT_EQ(loop.drive(after, after.start_acquire(Millis(2000))).code(), ErrorCode::kOk)
+      << sentinel.last_error();
+  EXPECT_EQ(get(setup_.replica().port(), "step-after"), token_of(after));
+  ASSERT_EQ(loop.drive(after, after.start_release()).code(), ErrorCode::kOk);
+  ASSERT_EQ(loop.drive(lock, lock.start_release()).code(), ErrorCode::kOk);
+  // Demote the old primary now (Sentinel would, seconds later): the lazy
+  // client's extend gets READONLY there, and the same request goes on to
+  // the primary the steps' lookup finds.
+  EXPECT_EQ(lazy.primary().endpoint().port, setup_.primary().port());
+  EXPECT_EQ(test::raw_command(setup_.primary().port(),
+                              {"REPLICAOF", "127.0.0.1", std::to_string(setup_.replica().port())}),
+            "+OK\r\n");
+  EXPECT_EQ(loop.drive(lazy_lock, lazy_lock.start_extend(Millis(5000))).code(), ErrorCode::kOk)
+      << lazy.last_error();
+  EXPECT_GE(lazy.stats().readonly, 1u);
+  EXPECT_EQ(lazy.primary().endpoint().port, setup_.replica().port());
+  EXPECT_EQ(loop.drive(lazy_lock, lazy_lock.start_release()).code(), ErrorCode::kOk);
+  EXPECT_LT(loop.longest, step_bound());
+  std::printf(
+      "sentinel start/step: manual failover followed in %.0f ms, %d steps, longest %.3f ms, "
+      "lazy client readonly=%u\n",
+      ms(took), loop.steps, ms(loop.longest), lazy.stats().readonly);
+}
+
+// kill -9 of the primary: the loop's acquire waits (retrying) while the
+// sentinels elect the replica, then gets the lock there.
+TEST_F(SentinelStepTest, FollowsKill9InsideTheLoop) {
+  Sentinel sentinel;
+  ASSERT_TRUE(start(sentinel).ok());
+  Lock lock(sentinel);
+  LockOptions lo;
+  lo.retry_max = Millis(50);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr("step-kill"), lo).ok());
+  Loop loop;
+  ASSERT_EQ(loop.drive(lock, lock.start_try_acquire()).code(), ErrorCode::kOk);
+  ASSERT_EQ(loop.drive(lock, lock.start_release()).code(), ErrorCode::kOk);
+  setup_.primary().kill9();
+  const TimePoint t0 = sentinel.clock().now();
+  const Status s = loop.drive(lock, lock.start_acquire(Millis(15000) * test::slowdown()));
+  const Nanos took = sentinel.clock().now() - t0;
+  ASSERT_EQ(s.code(), ErrorCode::kOk) << s.to_string() << " " << sentinel.last_error();
+  EXPECT_EQ(sentinel.primary().endpoint().port, setup_.replica().port());
+  EXPECT_EQ(get(setup_.replica().port(), "step-kill"), token_of(lock));
+  ASSERT_EQ(loop.drive(lock, lock.start_release()).code(), ErrorCode::kOk);
+  EXPECT_LT(loop.longest, step_bound());
+  EXPECT_LT(loop.steps, 20000);
+  std::printf("sentinel start/step: kill -9 followed in %.0f ms, %d steps, longest %.3f ms\n",
+              ms(took), loop.steps, ms(loop.longest));
+}
+
+// The primary freezes (SIGSTOP) under a client that never rechecks: the
+// loop's request there times out, which closes the connection, so the next
+// attempt looks the primary up, waits out the frozen node's ROLE as steps
+// while the sentinels fail over, and gets the lock on the promoted replica.
+TEST_F(SentinelStepTest, FrozenPrimaryFollowedWithoutRechecks) {
+  Sentinel sentinel;
+  opts_.recheck_interval = Nanos::zero();
+  ASSERT_TRUE(start(sentinel).ok());
+  Lock lock(sentinel);
+  LockOptions lo;
+  lo.retry_max = Millis(50);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr("step-frozen"), lo).ok());
+  Loop loop;
+  ASSERT_EQ(loop.drive(lock, lock.start_try_acquire()).code(), ErrorCode::kOk);
+  ASSERT_EQ(loop.drive(lock, lock.start_release()).code(), ErrorCode::kOk);
+  setup_.primary().pause();
+  const TimePoint t0 = sentinel.clock().now();
+  const Status s = loop.drive(lock, lock.start_acquire(Millis(15000) * test::slowdown()));
+  const Nanos took = sentinel.clock().now() - t0;
+  setup_.primary().resume();
+  ASSERT_EQ(s.code(), ErrorCode::kOk) << s.to_string() << " " << sentinel.last_error();
+  EXPECT_EQ(sentinel.primary().endpoint().port, setup_.replica().port());
+  EXPECT_EQ(get(setup_.replica().port(), "step-frozen"), token_of(lock));
+  EXPECT_LT(loop.longest, step_bound());
+  ASSERT_EQ(loop.drive(lock, lock.start_release()).code(), ErrorCode::kOk);
+  std::printf(
+      "sentinel start/step: frozen primary followed in %.0f ms, %d steps, longest %.3f ms\n",
+      ms(took), loop.steps, ms(loop.longest));
+}
+
+// The first sentinel is stopped (SIGSTOP: it accepts connections and never
+// answers). The lookup waits it out for one command timeout as steps and
+// asks the next: the loop takes that long, no step does.
+TEST_F(SentinelStepTest, StoppedSentinelNeverBlocksAStep) {
+  setup_.sentinel(0).pause();
+  Sentinel sentinel;
+  ASSERT_TRUE(start(sentinel).ok());
+  Lock lock(sentinel);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr("step-stopped")).ok());
+  Loop loop;
+  const TimePoint t0 = sentinel.clock().now();
+  const Status s = loop.drive(lock, lock.start_acquire(Millis(5000) * test::slowdown()));
+  const Nanos took = sentinel.clock().now() - t0;
+  setup_.sentinel(0).resume();
+  ASSERT_EQ(s.code(), ErrorCode::kOk) << s.to_string() << " " << sentinel.last_error();
+  EXPECT_EQ(sentinel.primary().endpoint().port, setup_.primary().port());
+  EXPECT_GE(took, conn_.command_timeout) << "the stopped sentinel was asked and waited out";
+  EXPECT_LT(loop.longest, step_bound());
+  EXPECT_GT(loop.steps, 3) << "the wait was spread over steps";
+  EXPECT_LT(loop.steps, 5000) << "polled every few ms, no spinning";
+  ASSERT_EQ(loop.drive(lock, lock.start_release()).code(), ErrorCode::kOk);
+  std::printf(
+      "sentinel start/step: stopped sentinel waited out in %.0f ms over %d steps, longest %.3f "
+      "ms\n",
+      ms(took), loop.steps, ms(loop.longest));
+}
+
+}  // namespace
+}  // namespace edgelock
