@@ -76,8 +76,8 @@ class Cooldown {
   // one operation at a time.
   /// enter(wait, out); a `wait` of 0 makes it try_enter(out). *out
   /// (optional) must live until the operation ends. Errors: as enter();
-  /// kInvalidArgument also on Sentinel, or on Cluster with
-  /// wait_replicas (use enter()).
+  /// kInvalidArgument also on a Sentinel or Cluster with wait_replicas
+  /// (use enter()).
   Status start_enter(Nanos wait, Admission* out = nullptr) { return gate_.start_admit(wait, out); }
   /// Moves the operation in flight; kInProgress until it is done, then its
   /// result. Errors: as enter(); kInvalidArgument when none is in flight.

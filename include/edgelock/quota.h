@@ -79,8 +79,8 @@ class Quota {
   // one operation at a time.
   /// take(wait, out); a `wait` of 0 makes it try_take(out). *out
   /// (optional) must live until the operation ends. Errors: as take();
-  /// kInvalidArgument also on Sentinel, or on Cluster with
-  /// wait_replicas (use take()).
+  /// kInvalidArgument also on a Sentinel or Cluster with wait_replicas
+  /// (use take()).
   Status start_take(Nanos wait, Admission* out = nullptr) { return gate_.start_admit(wait, out); }
   /// Moves the operation in flight; kInProgress until it is done, then its
   /// result. Errors: as take(); kInvalidArgument when none is in flight.
