@@ -1,6 +1,6 @@
 // More lease state machines over the scripted fake transport, on a
-// FakeClock: QuorumLock (one fake server each), Cooldown, Quota and the
-// lease keeper. Each case checks that nothing is claimed that the servers
+// FakeClock: QuorumLock (one fake server each) and the lease keeper
+// (Cooldown and Quota: rate_fake_test.cc). Each case checks that nothing is claimed that the servers
 // may not hold, and that what may be held is cleaned up.
 #include <gtest/gtest.h>
 
@@ -175,75 +175,16 @@ TEST_F(FakeQuorum, TwoSilentServersIsNoGrantAndTheirKeysAreReleased) {
   EXPECT_EQ(server(2).requests().size(), 2u);
 }
 
-// --- Cooldown and Quota.
+// --- The lease keeper over a Lock.
 
-class FakeRate : public ::testing::Test {
+class FakeOne : public ::testing::Test {
  protected:
-  void SetUp() override { ASSERT_TRUE(test::setup_fake(conn_, server_, clock_).ok()); }
   FakeClock clock_;
   FakeTransport server_{clock_};
   Connection conn_;
 };
 
-TEST_F(FakeRate, CooldownAdmitsThenRefusesLocally) {
-  Cooldown cd(conn_);
-  CooldownOptions o;
-  o.period = Millis(60000);
-  ASSERT_TRUE(cd.init(Bytes::from_cstr("reboot"), o).ok());
-  server_.reply(resp_ints({1, 0, 60000}));
-  Admission a;
-  ASSERT_TRUE(cd.try_enter(&a).ok());
-  EXPECT_TRUE(a.allowed);
-  EXPECT_EQ(a.retry_after, Millis(60000));
-  EXPECT_EQ(cd.try_enter(&a).code(), ErrorCode::kBusy);
-  EXPECT_TRUE(a.local) << "refused from the hint, no round trip";
-  EXPECT_EQ(server_.requests().size(), 1u);
-}
-
-TEST_F(FakeRate, CooldownLateOrLostAdmissionIsNotAnAdmission) {
-  Cooldown cd(conn_);
-  CooldownOptions o;
-  o.period = Millis(500);
-  o.local_hint = false;
-  ASSERT_TRUE(cd.init(Bytes::from_cstr("flash"), o).ok());
-  server_.reply(resp_ints({1, 0, 500}), Millis(600));
-  Admission a;
-  EXPECT_EQ(cd.try_enter(&a).code(), ErrorCode::kExpired);
-  EXPECT_FALSE(a.allowed);
-  server_.lose_reply();
-  EXPECT_EQ(cd.try_enter(&a).code(), ErrorCode::kTimeout);
-  EXPECT_FALSE(a.allowed);
-  server_.reply(resp_ints({0, 0, 2500}));
-  EXPECT_EQ(cd.try_enter(&a).code(), ErrorCode::kBusy);
-  EXPECT_EQ(a.retry_after, Millis(2500));
-}
-
-TEST_F(FakeRate, QuotaCountsDownThenRefuses) {
-  Quota q(conn_);
-  QuotaOptions o;
-  o.limit = 2;
-  o.window = Millis(10000);
-  ASSERT_TRUE(q.init(Bytes::from_cstr("sms"), o).ok());
-  Admission a;
-  server_.reply(resp_ints({1, 1, 10000}));
-  ASSERT_TRUE(q.try_take(&a).ok());
-  EXPECT_EQ(a.remaining, 1);
-  EXPECT_EQ(a.retry_after, Millis(0));
-  server_.reply(resp_ints({1, 0, 9000}));
-  ASSERT_TRUE(q.try_take(&a).ok());
-  EXPECT_EQ(a.remaining, 0);
-  EXPECT_EQ(q.try_take(&a).code(), ErrorCode::kBusy);
-  EXPECT_TRUE(a.local);
-  clock_.advance(Millis(9000));
-  server_.reply(resp_ints({0, 0, 1000}), Millis(3));
-  EXPECT_EQ(q.try_take(&a).code(), ErrorCode::kBusy) << "the hint ran out: asked again";
-  EXPECT_FALSE(a.allowed);
-  EXPECT_EQ(server_.requests().size(), 3u);
-}
-
-// --- The lease keeper over a Lock.
-
-class FakeKeeper : public FakeRate {
+class FakeKeeper : public FakeOne {
  protected:
   void SetUp() override {
     ConnectionOptions o;
