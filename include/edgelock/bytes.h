@@ -106,7 +106,7 @@ struct DecimalText {
   explicit DecimalText(int64_t v) { set(v); }
   /// A duration as the server counts it: whole ms.
   explicit DecimalText(Millis d) { set(static_cast<int64_t>(d.count())); }
-  /// Writes `v` (src/lease_core.cc).
+  /// Writes `v` (src/lease/lease_core.cc).
   void set(int64_t v);
   Bytes bytes() const { return Bytes(text, len); }
 };

@@ -201,7 +201,7 @@ class Connection final : public Backend {
  private:
   friend class detail::ConnectionIo;
 
-  // Where the connection is (src/connection.cc and src/connection_connect.cc
+  // Where the connection is (src/connection/connection.cc and src/connection/connection_connect.cc
   // have the transitions).
   enum class State : uint8_t {
     kUnconfigured,  // before setup()
@@ -225,7 +225,7 @@ class Connection final : public Backend {
   void back_off();
   Status prepare();
   Status launch(uint8_t replies, Deadline deadline);
-  // The connect in steps (src/connection_connect.cc).
+  // The connect in steps (src/connection/connection_connect.cc).
   Status start_connect(Deadline deadline, uint8_t queued);
   Result<const Reply*> advance_connect();
   Result<const Reply*> start_handshake();
@@ -263,7 +263,7 @@ class Connection final : public Backend {
   short wait_events() const;
   bool busy() const { return state_ >= State::kConnecting && state_ != State::kIdle; }
   void note_event(EventKind kind, Status status, Bytes key, Nanos latency);
-  // Handles sharing this connection (src/connection_share.cc).
+  // Handles sharing this connection (src/connection/connection_share.cc).
   bool turn_of(const void* owner, bool in_order) const;
   Status queue_turn(const void* owner);
   void leave_queue(const void* owner);

@@ -3,7 +3,7 @@
 /// Compile-time capacities. Every buffer in the library is sized here, so the
 /// RAM a connection or a lock needs is known before the program runs. Those
 /// marked "Meson option" come from edgelock/config.h, which Meson generates
-/// from the build's options; src/check_config.h fails the library's
+/// from the build's options; src/base/check_config.h fails the library's
 /// build on a combination the code cannot work with. Going over one at run
 /// time is an error (kBufferTooSmall / kInvalidArgument), never a silent
 /// truncation.
@@ -28,11 +28,11 @@ constexpr size_t kMaxTokenLen = 64;
 /// Bytes of the per-connection command buffer (Meson option tx_buffer_size).
 /// It must hold the longest EVAL a primitive sends (a script's whole body,
 /// re-sent after NOSCRIPT, with keys at kMaxKeyLen): the build checks this
-/// (src/eval_capacity.h) and names the option to raise.
+/// (src/primitives/eval_capacity.h) and names the option to raise.
 constexpr size_t kTxBufferSize = config::kTxBufferSize;
 /// Bytes of the per-connection receive buffer (Meson option rx_buffer_size),
 /// inside the Connection. Reply strings are read in place there, so a reply
-/// must fit it whole (src/check_config.h derives the least size).
+/// must fit it whole (src/base/check_config.h derives the least size).
 constexpr size_t kRxBufferSize = config::kRxBufferSize;
 /// Reply nodes for the replies to one command (an array and its elements
 /// each take one).

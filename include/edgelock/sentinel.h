@@ -100,7 +100,7 @@ class Sentinel final : public Backend {
   const char* last_error() const override { return error_; }
 
   // Routing for the non-blocking face (start_*()/step() of the primitives,
-  // src/sentinel_step.cc). Served once set up with wait_replicas 0; with
+  // src/backends/sentinel_step.cc). Served once set up with wait_replicas 0; with
   // WAIT confirmation the start calls are refused (kInvalidArgument) and
   // only the blocking calls work, since WAIT is a blocking exchange.
   //

@@ -55,7 +55,7 @@ enum class ErrorCode : uint8_t {
 const char* to_string(ErrorCode code);
 
 /// What an error code says about the request that failed with it: one row
-/// per code (src/status.cc), so every caller classifies errors the same way.
+/// per code (src/base/status.cc), so every caller classifies errors the same way.
 /// kOk and kInProgress have every property false.
 struct ErrorTraits {
   /// Another attempt within the caller's wait may succeed: contention

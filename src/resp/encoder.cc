@@ -1,7 +1,7 @@
 // RESP command encoding; see encoder.h.
 #include "resp/encoder.h"
 
-#include "lock_keys.h"
+#include "base/lock_keys.h"
 
 namespace edgelock {
 namespace resp {

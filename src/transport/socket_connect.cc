@@ -17,7 +17,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "error_text.h"
+#include "base/error_text.h"
 #include "transport/library_info.h"
 #include "transport/transport.h"
 

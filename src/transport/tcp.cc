@@ -11,8 +11,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/error_text.h"
 #include "edgelock/detail/socket_transport.h"
-#include "error_text.h"
 #include "transport/transport.h"
 
 namespace edgelock {

@@ -11,8 +11,8 @@
 #include <cerrno>
 #include <new>
 
+#include "base/error_text.h"
 #include "edgelock/detail/random.h"
-#include "error_text.h"
 #include "transport/library_info.h"
 #include "transport/tls_session.h"
 #include "transport/transport.h"

@@ -3,7 +3,7 @@
 #include <mbedtls/error.h>
 #include <mbedtls/net_sockets.h>
 
-#include "error_text.h"
+#include "base/error_text.h"
 #include "transport/tls_session.h"
 
 namespace edgelock {

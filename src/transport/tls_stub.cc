@@ -1,7 +1,7 @@
 // Built when TLS is disabled: every rediss:// endpoint fails cleanly.
 #include <cstdio>
 
-#include "error_text.h"
+#include "base/error_text.h"
 #include "transport/library_info.h"
 #include "transport/transport.h"
 

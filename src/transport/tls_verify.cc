@@ -8,7 +8,7 @@
 
 #include <cstring>
 
-#include "error_text.h"
+#include "base/error_text.h"
 #include "transport/tls_session.h"
 
 namespace edgelock {

@@ -26,7 +26,7 @@
 #include "../support/test_util.h"
 #include "edgelock/detail/connection_io.h"
 #include "edgelock/edgelock.h"
-#include "eval_capacity.h"
+#include "primitives/eval_capacity.h"
 
 // Counts name lookups: the library (and hiredis, which binds to the
 // executable's definition) resolve through this. A numeric address is not

@@ -17,10 +17,10 @@
 #include "../support/test_util.h"
 #include "delay_proxy.h"
 #include "edgelock/edgelock.h"
-#include "fair_scripts.h"
-#include "lock_scripts.h"
-#include "reentrant_scripts.h"
-#include "semaphore_scripts.h"
+#include "primitives/fair_scripts.h"
+#include "primitives/lock_scripts.h"
+#include "primitives/reentrant_scripts.h"
+#include "primitives/semaphore_scripts.h"
 
 namespace edgelock {
 namespace {

@@ -7,9 +7,9 @@
 
 #include <string>
 
+#include "base/lock_keys.h"
 #include "edgelock/detail/key_slot.h"
 #include "edgelock/edgelock.h"
-#include "lock_keys.h"
 #include "proxied_edges.h"
 
 namespace edgelock {

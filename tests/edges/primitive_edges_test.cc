@@ -13,9 +13,9 @@
 #include "../support/test_util.h"
 #include "delay_proxy.h"
 #include "edgelock/edgelock.h"
-#include "rate_scripts.h"
-#include "reentrant_scripts.h"
-#include "semaphore_scripts.h"
+#include "lease/rate_scripts.h"
+#include "primitives/reentrant_scripts.h"
+#include "primitives/semaphore_scripts.h"
 
 namespace edgelock {
 namespace {

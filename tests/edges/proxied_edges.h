@@ -15,8 +15,8 @@
 #include "../support/test_util.h"
 #include "delay_proxy.h"
 #include "edgelock/edgelock.h"
-#include "fair_scripts.h"
-#include "lock_scripts.h"
+#include "primitives/fair_scripts.h"
+#include "primitives/lock_scripts.h"
 
 namespace edgelock {
 namespace edges {

@@ -9,10 +9,10 @@
 #include "../support/shared_server_test.h"
 #include "../support/test_util.h"
 #include "edgelock/edgelock.h"
-#include "fair_scripts.h"
-#include "lock_scripts.h"
-#include "reentrant_scripts.h"
-#include "semaphore_scripts.h"
+#include "primitives/fair_scripts.h"
+#include "primitives/lock_scripts.h"
+#include "primitives/reentrant_scripts.h"
+#include "primitives/semaphore_scripts.h"
 
 namespace edgelock {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "../support/fake_server.h"
 #include "../support/test_util.h"
-#include "check_config.h"
+#include "base/check_config.h"
 #include "edgelock/edgelock.h"
 
 namespace edgelock {

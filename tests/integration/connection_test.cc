@@ -9,7 +9,7 @@
 #include <string>
 #include <thread>
 
-#include "../../src/lock_scripts.h"
+#include "../../src/primitives/lock_scripts.h"
 #include "../support/redis_server.h"
 #include "../support/test_util.h"
 #include "edgelock/detail/connection_io.h"

@@ -15,9 +15,9 @@
 
 #include "../support/redis_server.h"
 #include "../support/test_util.h"
+#include "base/validity.h"
 #include "delay_proxy.h"
 #include "edgelock/edgelock.h"
-#include "validity.h"
 
 namespace edgelock {
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "../../src/lock_scripts.h"
+#include "../../src/primitives/lock_scripts.h"
 #include "../support/fake_server.h"
 #include "../support/redis_server.h"
 #include "../support/test_util.h"

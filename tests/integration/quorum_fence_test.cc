@@ -18,7 +18,7 @@
 #include "../support/redis_server.h"
 #include "../support/test_util.h"
 #include "edgelock/edgelock.h"
-#include "lock_scripts.h"
+#include "primitives/lock_scripts.h"
 
 namespace edgelock {
 namespace {

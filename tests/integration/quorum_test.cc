@@ -9,7 +9,7 @@
 #include "../support/redis_server.h"
 #include "../support/test_util.h"
 #include "edgelock/edgelock.h"
-#include "quorum_math.h"
+#include "quorum/quorum_math.h"
 
 namespace edgelock {
 namespace {

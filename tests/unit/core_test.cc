@@ -7,11 +7,11 @@
 #include <type_traits>
 
 #include "../support/fake_clock.h"
+#include "base/lock_keys.h"
 #include "edgelock/bytes.h"
 #include "edgelock/detail/random.h"
 #include "edgelock/script.h"
 #include "edgelock/status.h"
-#include "lock_keys.h"
 
 namespace edgelock {
 namespace {

@@ -8,9 +8,9 @@
 #include <algorithm>
 #include <string>
 
-#include "../../src/lock_scripts.h"
-#include "../../src/reentrant_scripts.h"
-#include "../../src/semaphore_scripts.h"
+#include "../../src/primitives/lock_scripts.h"
+#include "../../src/primitives/reentrant_scripts.h"
+#include "../../src/primitives/semaphore_scripts.h"
 #include "../support/fake_clock.h"
 #include "../support/fake_transport.h"
 #include "edgelock/edgelock.h"

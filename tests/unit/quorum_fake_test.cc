@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "../../src/lock_scripts.h"
+#include "../../src/primitives/lock_scripts.h"
 #include "../support/fake_clock.h"
 #include "../support/fake_transport.h"
 #include "edgelock/edgelock.h"

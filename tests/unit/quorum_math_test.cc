@@ -4,7 +4,7 @@
 
 #include "../support/fake_clock.h"
 #include "edgelock/limits.h"
-#include "quorum_math.h"
+#include "quorum/quorum_math.h"
 
 namespace edgelock {
 namespace detail {

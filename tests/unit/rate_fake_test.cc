@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "../../src/rate_scripts.h"
+#include "../../src/lease/rate_scripts.h"
 #include "../support/fake_clock.h"
 #include "../support/fake_transport.h"
 #include "edgelock/edgelock.h"

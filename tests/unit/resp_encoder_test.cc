@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "lock_keys.h"
+#include "base/lock_keys.h"
 #include "resp/encoder.h"
 
 namespace edgelock {

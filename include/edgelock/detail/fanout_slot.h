@@ -1,6 +1,6 @@
 #pragma once
 // Internal: one server's part in a quorum round, and the round itself
-// (src/quorum_fanout.h). Only plain types, so QuorumLock can hold these in
+// (src/quorum/quorum_fanout.h). Only plain types, so QuorumLock can hold these in
 // fixed arrays and keep a round going across its step() calls.
 
 #include <cstddef>

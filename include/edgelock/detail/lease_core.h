@@ -1,7 +1,7 @@
 #pragma once
 // Internal: what every primitive (Lock, ReentrantLock, Semaphore, and the
 // rate gate under Cooldown and Quota) holds by composition
-// (src/lease_core.cc): the back end, the key checked once with its
+// (src/lease/lease_core.cc): the back end, the key checked once with its
 // companion keys, the timing checked once, one validity rule, token
 // minting, the handle's counters, the one bounded retry loop of every
 // wait, and the operation in flight of the non-blocking face (one request
@@ -164,7 +164,7 @@ class LeaseCore {
   using Step = Status (*)(void* self, Status last, Nanos left, Deadline op_deadline);
   /// The deadline of a wait of `wait` from now (negative or kForever: never).
   Deadline wait_deadline(Nanos wait) const { return Deadline::after(clock(), wait); }
-  // --- The operation in flight (src/lease_op.cc): one per handle.
+  // --- The operation in flight (src/lease/lease_op.cc): one per handle.
   /// The primitive's step(): continues the operation (LeaseCore::run()).
   using OpStep = Status (*)(void* self);
   /// Claims the handle for operation `op` (the primitive's code, not 0).

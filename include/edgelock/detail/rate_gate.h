@@ -1,6 +1,6 @@
 #pragma once
 // Internal: what the rate limiters Cooldown and Quota hold by composition
-// (src/rate_gate.cc): a lease core (key, back end, counters, the operation
+// (src/lease/rate_gate.cc): a lease core (key, back end, counters, the operation
 // in flight and its driver), the decision script with its arguments, and
 // the local refusal hint. A limiter differs only in its rule. Fixed size,
 // no heap.

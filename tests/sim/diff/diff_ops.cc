@@ -2,11 +2,11 @@
 
 #include <cstdlib>
 
-#include "fair_scripts.h"
-#include "lock_scripts.h"
-#include "rate_scripts.h"
-#include "reentrant_scripts.h"
-#include "semaphore_scripts.h"
+#include "lease/rate_scripts.h"
+#include "primitives/fair_scripts.h"
+#include "primitives/lock_scripts.h"
+#include "primitives/reentrant_scripts.h"
+#include "primitives/semaphore_scripts.h"
 
 namespace edgelock {
 namespace sim {

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "model/lua_engine.h"
-#include "script_registry.h"
+#include "primitives/script_registry.h"
 
 namespace edgelock {
 namespace sim {

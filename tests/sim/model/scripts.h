@@ -1,6 +1,6 @@
 #pragma once
 // Which of the library's scripts a request runs: the names of the entries
-// of the script registry (src/script_registry.h), found by SHA-1. The
+// of the script registry (src/primitives/script_registry.h), found by SHA-1. The
 // SHA-1s come from the same constants the library sends (make_script() of
 // their text), so a script edited in src/ is recognised, and simulated, as
 // written; the simulated Redis runs every script's text with Lua

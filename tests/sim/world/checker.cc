@@ -5,11 +5,11 @@
 #include <cstdlib>
 #include <iterator>
 
-#include "fair_scripts.h"
-#include "lock_scripts.h"
 #include "model/scripts.h"
-#include "reentrant_scripts.h"
-#include "semaphore_scripts.h"
+#include "primitives/fair_scripts.h"
+#include "primitives/lock_scripts.h"
+#include "primitives/reentrant_scripts.h"
+#include "primitives/semaphore_scripts.h"
 #include "world/world.h"
 
 namespace edgelock {

@@ -1,0 +1,278 @@
+// Cluster routing: each command goes to its key's slot owner; MOVED, ASK,
+// TRYAGAIN and CLUSTERDOWN replies are followed within the deadline.
+#include "edgelock/cluster.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "backends/replica_wait.h"
+#include "backends/routed_call.h"
+#include "backends/topology_url.h"
+#include "base/error_text.h"
+#include "base/lock_keys.h"
+#include "edgelock/detail/connection_io.h"
+
+namespace edgelock {
+
+namespace {
+
+// Pause between TRYAGAIN / CLUSTERDOWN rounds: a migration or failover
+// step takes milliseconds to seconds; the deadline bounds the total.
+constexpr Nanos kSettlePause = Millis(10);
+constexpr int kMaxRounds = 1000;
+
+Status add_seed(void* ctx, const Endpoint& host) {
+  Cluster* c = static_cast<Cluster*>(ctx);
+  const Result<int> n = c->add_node(host.host, std::strlen(host.host), host.port);
+  return n.status();
+}
+
+}  // namespace
+
+Status Cluster::setup(const char* url, const ConnectionOptions& options,
+                      const ClusterOptions& cluster_options) {
+  for (size_t i = 0; i < node_count_; ++i) nodes_[i].close();
+  node_count_ = 0;
+  is_setup_ = false;
+  std::memset(owner_, kNoOwner, sizeof owner_);
+  stats_ = ClusterStats();
+  map_stale_ = false;
+  options_ = options;
+  cluster_options_ = cluster_options;
+  clock_ = options.clock ? options.clock : &default_clock();
+  detail::HostList list;
+  const char* why = nullptr;
+  if (cluster_options.wait_replicas < 0 || cluster_options.wait_timeout <= Nanos::zero()) {
+    set_error(error_, "wait_replicas must be >= 0 and wait_timeout > 0");
+    return ErrorCode::kInvalidArgument;
+  }
+  if (options.transport) {
+    set_error(error_, "a cluster opens many connections: options.transport serves only one");
+    return ErrorCode::kInvalidArgument;
+  }
+  // Credentials come first in the URL, so they are known before any seed.
+  creds_ = Endpoint();
+  Status s = detail::parse_host_list(url, "redis-cluster://", nullptr, nullptr, &list, &why);
+  if (s.ok() && list.path[0] != '\0') {
+    why = "a cluster URL has no path (cluster mode has only db 0)";
+    s = ErrorCode::kInvalidArgument;
+  }
+  if (s.ok()) {
+    creds_ = list.creds;
+    s = detail::parse_host_list(url, "redis-cluster://", add_seed, this, &list, &why);
+  }
+  if (!s.ok()) {
+    set_error(error_, "bad cluster URL: %s", why ? why : "invalid");
+    node_count_ = 0;
+    return s;
+  }
+  is_setup_ = true;
+  return Status();
+}
+
+Status Cluster::check_key(Bytes key) {
+  uint8_t companion[kMaxKeyLen + 8];
+  const Result<size_t> n = detail::companion_key(key, ":fence", companion, sizeof companion);
+  if (!n.ok()) return n.status();
+  if (key_slot(key) != key_slot(Bytes(companion, n.value()))) {
+    set_error(error_, "key has '{' or '}' but no hash tag covering its companion keys");
+    return ErrorCode::kInvalidArgument;
+  }
+  return Status();
+}
+
+int Cluster::pick_node(uint16_t slot) const {
+  // An unknown slot goes to any node; its MOVED reply names the owner.
+  return owner_[slot] == kNoOwner ? 0 : owner_[slot];
+}
+
+Connection& Cluster::connection_for(Bytes key) { return nodes_[pick_node(key_slot(key))]; }
+
+Status Cluster::note(Connection& conn, Status s) {
+  set_error(error_, "%s", conn.last_error());
+  return s;
+}
+
+Result<const Reply*> Cluster::eval(const ScriptCall& call, Deadline deadline) {
+  if (!call.script || call.keys.empty()) {
+    set_error(error_, "eval without a script or a key to route by");
+    return ErrorCode::kInvalidArgument;
+  }
+  const Result<const Reply*> r = route(call, key_slot(call.keys[0]), deadline);
+  if (!r.ok() || !call.writes_lease) return r;
+  const Result<const Reply*> c =
+      detail::confirm_write(nodes_[last_node_], r.value(), cluster_options_.wait_replicas,
+                            cluster_options_.wait_timeout, deadline, confirmed_, error_);
+  if (c.status().code() == ErrorCode::kNoQuorum) ++stats_.wait_failures;
+  return c;
+}
+
+Result<const Reply*> Cluster::command(Bytes key, Span<const Bytes> args, Deadline deadline) {
+  return route(detail::plain_command(args), key_slot(key), deadline);
+}
+
+Result<const Reply*> Cluster::send(const ScriptCall& call, Connection& conn, bool asking,
+                                   Deadline deadline) {
+  if (asking) {
+    // ASKING covers the next command only, and a NOSCRIPT fallback would
+    // use it up: load the script on the importing node first.
+    if (call.script) {
+      const Bytes load[3] = {Bytes::from_cstr("SCRIPT"), Bytes::from_cstr("LOAD"),
+                             Bytes(call.script->body, call.script->len)};
+      const Result<const Reply*> r = conn.command(load, deadline);
+      if (!r.ok()) return r;
+    }
+    const Bytes ask[1] = {Bytes::from_cstr("ASKING")};
+    const Result<const Reply*> r = conn.command(ask, deadline);
+    if (!r.ok()) return r;
+  }
+  return detail::send_routed(conn, call, deadline);
+}
+
+Result<const Reply*> Cluster::route(const ScriptCall& call, uint16_t slot, Deadline deadline) {
+  if (!is_setup_) {
+    set_error(error_, "cluster used before setup()");
+    return ErrorCode::kInvalidArgument;
+  }
+  if (stats_.refreshes == 0 || map_stale_) {
+    // First use: read the map (seeds connect here; this is setup). After a
+    // lost node: re-read it, keeping the old map if that fails.
+    const Status s = refresh(deadline);
+    if (!s.ok() && stats_.refreshes == 0) return s;
+  }
+  int target = pick_node(slot);
+  bool asking = false;
+  int redirects = 0;
+  for (int round = 0; round < kMaxRounds; ++round) {
+    Connection& conn = nodes_[target];
+    const Result<const Reply*> r = send(call, conn, asking, deadline);
+    if (r.ok()) {
+      last_node_ = target;
+      return r;
+    }
+    const Status s = note(conn, r.status());
+    const ErrorCode code = s.code();
+    if (code == ErrorCode::kMoved || code == ErrorCode::kAsk) {
+      if (++redirects > kMaxRedirects) break;
+      EDGELOCK_TRY(follow(slot, code == ErrorCode::kMoved, &target, &asking, deadline));
+      continue;
+    }
+    if (code == ErrorCode::kTryAgain) {
+      EDGELOCK_TRY(settle(deadline));
+      continue;
+    }
+    if (!traits(code).connection_failed) return s;
+    // The node may be gone (a cluster failover): the map is re-read before
+    // the next command. Retry now only if nothing was sent and the slot
+    // has a new owner; after an I/O error the outcome is unknown.
+    map_stale_ = true;
+    if (!traits(code).not_sent || !refresh(deadline).ok() || pick_node(slot) == target) {
+      return note(conn, s);
+    }
+    target = pick_node(slot);
+    asking = false;
+  }
+  set_error(error_, "too many redirects for slot %u", slot);
+  return ErrorCode::kServerError;
+}
+
+// MOVED (the slot has a new owner) or ASK (being migrated: ask the target
+// once, with ASKING): the data after the class word names the node.
+Status Cluster::follow(uint16_t slot, bool moved, int* target, bool* asking, Deadline deadline) {
+  int node = *target;
+  EDGELOCK_TRY(redirected(slot, moved, &node));
+  if (moved) {
+    // Other slots probably moved too: re-read the map (best effort), then
+    // trust the redirect for this one.
+    refresh(deadline).ignore();
+    owner_[slot] = static_cast<uint8_t>(node);
+  }
+  *target = node;
+  *asking = !moved;
+  return Status();
+}
+
+// The node a MOVED or ASK from node *target names (added if new); a MOVED
+// makes it the slot's owner. No I/O.
+Status Cluster::redirected(uint16_t slot, bool moved, int* target) {
+  // Decoded when the reply was read, from its whole text.
+  const resp::Redirect& r = detail::io(nodes_[*target]).redirect();
+  if (!r.valid || r.slot != slot) return ErrorCode::kServerError;
+  if (r.host.size > kMaxHostLen) {
+    set_error(error_, "redirect to a host name longer than %u bytes",
+              static_cast<unsigned>(kMaxHostLen));
+    return ErrorCode::kServerError;
+  }
+  char h[kMaxHostLen + 1];
+  // An empty host means "the node that answered" (its address unknown to it).
+  const Endpoint& from = nodes_[*target].endpoint();
+  const int n = r.host.size ? std::snprintf(h, sizeof h, "%.*s", static_cast<int>(r.host.size),
+                                            reinterpret_cast<const char*>(r.host.data))
+                            : std::snprintf(h, sizeof h, "%s", from.host);
+  const Result<int> node = add_node(h, static_cast<size_t>(n), r.port);
+  if (!node.ok()) return node.status();
+  if (moved) {
+    ++stats_.moved;
+    owner_[slot] = static_cast<uint8_t>(node.value());
+  } else {
+    ++stats_.ask;
+  }
+  *target = node.value();
+  return Status();
+}
+
+// TRYAGAIN (a multi-key script mid-migration) or CLUSTERDOWN (a failover
+// in progress): wait a little, within the deadline.
+Status Cluster::settle(Deadline deadline) {
+  ++stats_.tryagain;
+  const Nanos left = deadline.remaining(*clock_);
+  if (left <= Nanos::zero()) return ErrorCode::kTimeout;
+  clock_->sleep_for(left < kSettlePause ? left : kSettlePause);
+  return Status();
+}
+
+// --- Non-blocking routing: no I/O here, the caller's loop moves the bytes.
+
+bool Cluster::routes_nonblocking() const {
+  return is_setup_ && node_count_ > 0 && cluster_options_.wait_replicas == 0;
+}
+
+Connection* Cluster::route_for(Bytes key) {
+  if (!routes_nonblocking()) return nullptr;
+  return &nodes_[pick_node(key_slot(key))];
+}
+
+RouteNext Cluster::on_routed_error(Connection& node, Bytes key, Status s) {
+  RouteNext next;
+  next.status = note(node, s);
+  const int from = static_cast<int>(&node - nodes_);
+  if (from < 0 || static_cast<size_t>(from) >= node_count_) return next;
+  const uint16_t slot = key_slot(key);
+  const ErrorCode code = s.code();
+  if (code == ErrorCode::kMoved || code == ErrorCode::kAsk) {
+    int target = from;
+    const Status f = redirected(slot, code == ErrorCode::kMoved, &target);
+    if (!f.ok()) {
+      next.status = f;
+      return next;
+    }
+    next.node = &nodes_[target];
+    next.asking = code == ErrorCode::kAsk;
+    return next;
+  }
+  if (code == ErrorCode::kTryAgain) {
+    ++stats_.tryagain;
+    next.pause = kSettlePause;
+    return next;
+  }
+  if (traits(code).connection_failed) {
+    // The node may be gone (a failover): the next blocking call re-reads
+    // the map; until then the slot's requests go to the next known node,
+    // whose MOVED names the owner.
+    map_stale_ = true;
+    if (node_count_ > 1) owner_[slot] = static_cast<uint8_t>((from + 1) % node_count_);
+  }
+  return next;
+}
+
+}  // namespace edgelock

@@ -1,0 +1,138 @@
+// RateGate: one decision script, the local refusal hint and the wait
+// shared by the rate limiters (Cooldown, Quota), as a start/step machine
+// on LeaseCore's operation in flight.
+#include "edgelock/detail/rate_gate.h"
+
+#include "base/duration.h"
+#include "lease/lease_util.h"
+#include "lease/rate_scripts.h"
+
+namespace edgelock {
+namespace detail {
+
+namespace {
+
+// What the operation in flight is (LeaseCore::op()).
+constexpr uint8_t kOpAdmit = 1;
+
+}  // namespace
+
+Status RateGate::init(Bytes key, const RateRule& rule, Millis ttl, double drift_factor,
+                      bool local_hint) {
+  if (core_.op() != 0) return ErrorCode::kInvalidArgument;
+  if (!rule.script || rule.nargs > 2) return ErrorCode::kInvalidArgument;
+  // The gate waits what the server says, not a backoff: 1 ms is its floor.
+  EDGELOCK_TRY(core_.init(key, {ttl, drift_factor, Millis(1), Millis(1)}));
+  script_ = rule.script;
+  nargs_ = rule.nargs;
+  for (size_t i = 0; i < nargs_; ++i) words_.num[i].set(rule.args[i]);
+  local_hint_ = local_hint;
+  hinted_ = false;
+  return Status();
+}
+
+// --- The blocking call: the start/step machine driven to its end.
+
+Status RateGate::wait_admit(Nanos wait, Admission* out) {
+  return core_.run(begin_admit(wait, out, false), &RateGate::step_of, this);
+}
+
+Status RateGate::start_admit(Nanos wait, Admission* out) { return begin_admit(wait, out, true); }
+
+Status RateGate::begin_admit(Nanos wait, Admission* out, bool nonblocking) {
+  if (!core_.ready()) {
+    if (out) *out = Admission();
+    return ErrorCode::kInvalidArgument;
+  }
+  EDGELOCK_TRY(core_.begin_op(kOpAdmit, nonblocking));
+  out_ = out ? out : &own_;
+  // kExpired: admitted too late to act on; the next try may be in time.
+  core_.begin_wait(wait, RetryOn::kRefusal);
+  return attempt(core_.io_deadline());
+}
+
+Status RateGate::step() {
+  if (core_.op() == 0) return ErrorCode::kInvalidArgument;
+  if (core_.phase() == OpPhase::kPause) {
+    if (!core_.pause_over()) return ErrorCode::kInProgress;
+    return attempt(core_.attempt_deadline());
+  }
+  const Result<const Reply*> r = core_.reply();
+  if (r.ok() && !r.value()) return ErrorCode::kInProgress;
+  return attempt_done(decide(r));
+}
+
+// One counted attempt: refused at once while the hint holds, else the
+// script's request (kInProgress).
+Status RateGate::attempt(Deadline deadline) {
+  *out_ = Admission();
+  req_start_ = core_.clock().now();
+  if (local_hint_ && hinted_ && req_start_ < refuse_until_) {
+    // Refused with no round trip (still counted as an attempt).
+    out_->retry_after = ms_until(refuse_until_, req_start_);
+    out_->local = true;
+    return attempt_done(ErrorCode::kBusy);
+  }
+  auto& w = words_;
+  w.key = key();
+  for (size_t i = 0; i < nargs_; ++i) w.args[i] = w.num[i].bytes();
+  return core_.send({script_, {&w.key, 1}, {w.args, nargs_}, true}, deadline);
+}
+
+Status RateGate::decide(const Result<const Reply*>& r) {
+  if (!r.ok()) return r.status();
+  int64_t ok = 0, left = 0, pttl = 0;
+  if (!int_at(r.value(), 0, &ok) || !int_at(r.value(), 1, &left) || !int_at(r.value(), 2, &pttl) ||
+      pttl < 0) {
+    return ErrorCode::kProtocol;
+  }
+  Admission* a = out_;
+  const Millis ttl(pttl);
+  a->allowed = ok == 1;
+  a->remaining = left > 0 ? left : 0;
+  a->retry_after = a->remaining > 0 ? Millis(0) : ttl;
+  // Used up: the key was (re)armed no earlier than the request left, so
+  // it lives at least until then on our clock, less the drift allowance.
+  const TimePoint end = core_.validity_end(req_start_, ttl);
+  hinted_ = a->remaining == 0;
+  refuse_until_ = end;
+  if (!a->allowed) return ErrorCode::kBusy;
+  // An allowed answer is usable only while its period or window surely
+  // lasts on our clock; later, acting on it could overlap the next one.
+  if (core_.clock().now() < end) return Status();
+  a->allowed = false;  // counted, but too late to act on
+  a->retry_after = Millis(0);
+  return ErrorCode::kExpired;
+}
+
+// Counts the attempt; while the wait goes on, pauses what the server said
+// (at least 1 ms, so the loop never spins), else ends the operation.
+Status RateGate::attempt_done(Status s) {
+  s = core_.noted(EventKind::kAdmit, req_start_, s);
+  Nanos left{0};
+  if (!core_.wait_on(s, &left)) return core_.end_op(s);
+  const Millis wait = out_->retry_after > Millis(0) ? out_->retry_after : Millis(1);
+  return core_.pause(Nanos(wait) < left ? Nanos(wait) : left);
+}
+
+Status RateGate::peek(int64_t* pttl, int64_t* used) {
+  if (!core_.ready() || core_.op() != 0) return ErrorCode::kInvalidArgument;
+  const Bytes keys[1] = {key()};
+  const Result<const Reply*> r =
+      core_.backend().eval({&kRatePeekScript, keys}, core_.io_deadline());
+  if (!r.ok()) return r.status();
+  if (!int_at(r.value(), 0, pttl) || !int_at(r.value(), 1, used)) return ErrorCode::kProtocol;
+  return Status();
+}
+
+Status RateGate::erase_on_server() {
+  if (!core_.ready() || core_.op() != 0) return ErrorCode::kInvalidArgument;
+  hinted_ = false;
+  const Bytes args[2] = {Bytes::from_cstr("DEL"), key()};
+  const Result<const Reply*> r = core_.backend().command(key(), args, core_.io_deadline());
+  if (!r.ok()) return r.status();
+  return r.value()->type == ReplyType::kInteger ? Status() : Status(ErrorCode::kProtocol);
+}
+
+}  // namespace detail
+}  // namespace edgelock
