@@ -294,36 +294,12 @@ Status Lock::after_unknown_extend(TimePoint start, Millis ttl, Status s) {
 Result<bool> Lock::owned() {
   if (!has_token_) return ErrorCode::kNotHeld;
   if (core_.op() != 0) return ErrorCode::kInvalidArgument;
-  const Bytes keys[1] = {key()};
-  const Bytes args[1] = {token()};
-  const Result<const Reply*> r =
-      core_.backend().eval({&detail::kOwnedScript, keys, args}, core_.io_deadline());
-  if (!r.ok()) return r.status();
-  const Reply* rep = r.value();
-  if (rep->type != ReplyType::kInteger || (rep->integer < -1 && rep->integer != -3)) {
-    return core_.reject("owned wants a PTTL or -3");
-  }
-  if (rep->integer == -3) {
-    forget();
-    core_.noted(EventKind::kCheck, clock().now(), ErrorCode::kNotOwner).ignore();
-    return false;
-  }
-  return true;
+  const Result<bool> r = core_.check_owned(detail::kOwnedScript, token());
+  if (r.ok() && !r.value()) forget();
+  return r;
 }
 
-Result<KeyStatus> Lock::status() {
-  const Bytes args[2] = {Bytes::from_cstr("PTTL"), key()};
-  const Result<const Reply*> r = core_.backend().command(key(), args, core_.io_deadline());
-  if (!r.ok()) return r.status();
-  if (r.value()->type != ReplyType::kInteger || r.value()->integer < -2) {
-    return core_.reject("PTTL wants an integer >= -2");
-  }
-  KeyStatus ks;
-  ks.held = r.value()->integer != -2;
-  ks.expires = r.value()->integer >= 0;
-  ks.ttl = Millis(ks.expires ? r.value()->integer : 0);
-  return ks;
-}
+Result<KeyStatus> Lock::status() { return core_.key_status(); }
 
 Status Lock::adopt(Bytes token) {
   if (core_.op() != 0) return ErrorCode::kInvalidArgument;
