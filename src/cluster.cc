@@ -71,6 +71,13 @@ Status Cluster::setup(const char* url, const ConnectionOptions& options,
 }
 
 Status Cluster::check_key(Bytes key) {
+  // A '{' without a tag: each companion then hashes whole, so one that
+  // lands in the key's slot says nothing of the others (a FairLock's
+  // wake lists are named per waiter).
+  if (key.size > 0 && std::memchr(key.data, '{', key.size) && !detail::has_hash_tag(key)) {
+    set_error(error_, "key has '{' but no hash tag covering its companion keys");
+    return ErrorCode::kInvalidArgument;
+  }
   uint8_t companion[kMaxKeyLen + 8];
   const Result<size_t> n = detail::companion_key(key, ":fence", companion, sizeof companion);
   if (!n.ok()) return n.status();

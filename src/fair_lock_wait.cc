@@ -62,8 +62,14 @@ Status FairLock::next_attempt(Status last, Nanos left) {
 // now; an error means back off instead.
 Status FairLock::on_blpop(const Result<const Reply*>& r) {
   if (r.ok()) return start_attempt(core_.attempt_deadline());
-  // Redis < 6 refuses a fractional timeout: stop trying on this lock.
-  if (r.status().code() == ErrorCode::kServerError) wake_supported_ = false;
+  // Redis < 6 refuses a fractional timeout: stop trying on this lock. Not
+  // on a routing back end: there a primary demoted under a BLPOP ends it
+  // with an error too (UNBLOCKED), and the next node may take BLPOPs. A
+  // routed error also told the back end where to go next (a redirect, a
+  // lookup), so the attempt after the pause goes there.
+  if (r.status().code() == ErrorCode::kServerError && core_.backend().direct()) {
+    wake_supported_ = false;
+  }
   const Nanos left = core_.wait_left();
   const Nanos renew_by = min_of(Nanos(options_.waiter_timeout) / 2, left);
   return core_.pause(min_of(core_.backoff_delay(last_, left), renew_by));

@@ -91,7 +91,7 @@ class FairLock final : public Lease {
  public:
   /// Uses `backend` (a Connection, Sentinel or Cluster) and its clock for
   /// every operation; it must outlive the lock.
-  explicit FairLock(Backend& backend) : core_(backend) { core_.direct_only(); }
+  explicit FairLock(Backend& backend) : core_(backend) {}
   FairLock(const FairLock&) = delete;
   FairLock& operator=(const FairLock&) = delete;
 
@@ -182,8 +182,17 @@ class FairLock final : public Lease {
   // result), or the final status when it ended at once. The join, the
   // wait on the wake list (an fd), the backoff pauses (a deadline), a
   // hand-back, leaving the queue and waking the next waiter are steps,
-  // never a sleep. Plain Connection back end only (else kInvalidArgument:
-  // use the blocking calls). One operation at a time: a start_*() or
+  // never a sleep. On a Sentinel or Cluster (without wait_replicas) every
+  // request goes to the node Backend::route_for() names for the key (the
+  // queue's keys share its slot), and redirects, READONLY and lookups are
+  // steps too (docs/nonblocking.md); there the wait on the wake list is a
+  // BLPOP alone, and the attempt follows it as a request of its own, so a
+  // BLPOP a redirect, a failover or a lost node ends only costs a backoff
+  // pause. A BLPOP holds the node's connection, and handles there do not
+  // queue (another's request ends as kConnectionBusy, retried with
+  // backoff): give each waiting FairLock its own Sentinel or Cluster. With
+  // wait_replicas > 0 start_*() returns kInvalidArgument (use the blocking
+  // calls). One operation at a time: a start_*() or
   // blocking call while one is in flight returns kInvalidArgument. Handles
   // sharing a Connection take turns on it (connection.h): a request
   // waiting its turn ends as kConnectionBusy if its deadline comes first.
@@ -204,8 +213,9 @@ class FairLock final : public Lease {
   /// result. Errors: the operation's; kInvalidArgument when none is in
   /// flight.
   Status step() override;
-  /// True on a plain Connection (the only back end start_*() serves).
-  bool nonblocking() const override { return core_.backend().direct() != nullptr; }
+  /// True on a plain Connection, and on a Sentinel or Cluster without
+  /// wait_replicas (Backend::routes_nonblocking()).
+  bool nonblocking() const override { return core_.steps(); }
   bool in_progress() const override { return core_.op() != 0; }
   /// The connection's socket and poll events while a request is in flight
   /// (at most 1; 0 during a backoff pause).
@@ -251,7 +261,7 @@ class FairLock final : public Lease {
   // The request in flight.
   enum class Req : uint8_t {
     kAttempt,   // the acquire script (after a BLPOP, if pipelined)
-    kBlpop,     // BLPOP alone (Sentinel, Cluster: blocking calls only)
+    kBlpop,     // BLPOP alone (Sentinel, Cluster), the attempt after it
     kHandBack,  // release of a grant that came too late or unconfirmed
     kRelease,   // release()
     kLeave,     // leaving the queue (leave(), or a wait that ended)

@@ -20,7 +20,7 @@
 /// only after a failed one: next_deadline() includes the end of validity,
 /// so a poll loop wakes up in time to stop before another holder can start.
 ///
-/// A lease whose nonblocking() is true (Lock, ReentrantLock and Permit on a
+/// A lease whose nonblocking() is true (Lock, FairLock, ReentrantLock and Permit on a
 /// plain Connection, or a Sentinel or Cluster without wait_replicas; QuorumLock) is renewed without
 /// blocking: service() starts the renewal (start_renew()) and later calls step it (wait_fds() are
 /// its sockets, next_deadline() its deadline), so a stalled, paused or partitioned server never

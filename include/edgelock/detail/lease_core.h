@@ -177,12 +177,7 @@ class LeaseCore {
   /// True if start_*() operations are served: a plain Connection, or a
   /// back end that routes without blocking (Backend::routes_nonblocking():
   /// Cluster or Sentinel without wait_replicas).
-  bool steps() const {
-    return backend_->direct() || (!direct_only_ && backend_->routes_nonblocking());
-  }
-  /// Serves start_*() operations on a plain Connection only (a primitive
-  /// whose steps need one connection for all its requests).
-  void direct_only() { direct_only_ = true; }
+  bool steps() const { return backend_->direct() || backend_->routes_nonblocking(); }
   /// Ends the operation; returns `s`.
   Status end_op(Status s);
   /// The operation in flight (0: none).
@@ -285,7 +280,6 @@ class LeaseCore {
   bool queued_ = false;       // send() waits its turn on a shared connection
   bool routed_ = false;       // the request goes where the back end routes it
   bool plain_ = false;        // a routed plain command: never sent again
-  bool direct_only_ = false;  // start_*() on a plain Connection only
   bool asked_ = false;        // the routed request went with ASKING
   bool resending_ = false;    // a routed request waits until resend_at_ to go again
   uint8_t redirects_ = 0;     // redirects the routed request followed
