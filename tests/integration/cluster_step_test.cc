@@ -225,6 +225,48 @@ TEST_F(ClusterStepTest, FairLockFollowsMovedInsideTheLoop) {
               test::ms_of(loop.longest), client_.stats().moved);
 }
 
+// A fresh client's first start/step request reads the slot map as steps
+// of the loop, and the seed it asks first is stopped (SIGSTOP: it accepts
+// the connection and never answers): the read waits that node out for one
+// command timeout as steps and asks the next seed; no step() blocks.
+TEST_F(ClusterStepTest, MapReadAsStepsWaitsOutAStoppedNode) {
+  ConnectionOptions o = options();
+  o.command_timeout = Millis(300) * test::slowdown();
+  o.connect_timeout = Millis(300) * test::slowdown();
+  const int stopped = 0, next = 1;
+  const std::string url =
+      "redis-cluster://127.0.0.1:" + std::to_string(cluster_->node(stopped).port()) +
+      ",127.0.0.1:" + std::to_string(cluster_->node(next).port());
+  std::string key;  // on a node that answers
+  for (int i = 0; i < 1000 && key.empty(); ++i) {
+    const std::string k = "step-map-" + std::to_string(i);
+    if (server_of(client_.owner_of(key_slot(k.c_str()))) != stopped) key = k;
+  }
+  Cluster fresh;
+  ASSERT_TRUE(fresh.setup(url.c_str(), o).ok());
+  Lock lock(fresh);
+  ASSERT_TRUE(lock.init(Bytes(key.data(), key.size())).ok());
+  ASSERT_TRUE(lock.nonblocking());
+  Loop loop;
+  cluster_->node(stopped).pause();
+  const TimePoint t0 = fresh.clock().now();
+  const Status got = loop.drive(lock, lock.start_acquire(Millis(3000) * test::slowdown()));
+  const Nanos took = fresh.clock().now() - t0;
+  cluster_->node(stopped).resume();
+  ASSERT_EQ(got.code(), ErrorCode::kOk) << got.to_string() << " " << fresh.last_error();
+  EXPECT_EQ(fresh.stats().refreshes, 1u) << "the map was read inside the loop";
+  EXPECT_GE(took, o.command_timeout) << "the stopped seed was asked and waited out";
+  EXPECT_EQ(fresh.node(static_cast<size_t>(fresh.owner_of(key_slot(key.c_str())))).endpoint().port,
+            lock.connection().endpoint().port)
+      << "sent to the slot's owner from the map";
+  EXPECT_EQ(fresh.stats().moved, 0u) << "no redirect needed";
+  EXPECT_LT(loop.longest, step_bound());
+  EXPECT_GT(loop.steps, 3) << "the wait was spread over steps";
+  std::printf("map read as steps past a stopped seed: %.0f ms, %d steps, longest %.3f ms\n",
+              test::ms_of(took), loop.steps, test::ms_of(loop.longest));
+  ASSERT_EQ(loop.drive(lock, lock.start_release()).code(), ErrorCode::kOk) << fresh.last_error();
+}
+
 // A held lock whose keys moved while its slot is still migrating: the
 // extend gets ASK and goes to the importing node with ASKING, in the loop;
 // the release waits out TRYAGAIN there until the slot is handed over, and
