@@ -9,20 +9,21 @@
 /// before the next command, so a cluster failover is followed too.
 /// The non-blocking face (start_*()/step(), docs/nonblocking.md) is served
 /// when wait_replicas is 0: each request goes to the slot's owner from the
-/// map as it is (a seed while no map was read: its MOVED names the owner),
-/// and MOVED, ASK (ASKING and the script in one write) and TRYAGAIN (a
-/// pause state) are followed by the caller's loop, at most kMaxRedirects
-/// times and within the request's deadline. Nothing blocks there: before
-/// the first request, and after a node failed, the map is read as steps
-/// of the caller's loop (the requests wait as a pause, polling it every
-/// 2 ms: CLUSTER SLOTS pages from each known node in turn, connected ones
-/// first, each given up after one command_timeout, so a stalled node costs
-/// the loop time, never a long step); if no node answers, the slot goes
-/// to the next known node, whose MOVED names the owner. Redirects update
-/// the map too. One exception may block: a redirect to a node not yet known sets
-/// it up (Connection::setup()), which resolves a host name (an IP, as
-/// Redis sends unless cluster-preferred-endpoint-type is hostname, does
-/// not). Only opening a node's first connection allocates (see Memory).
+/// map, and MOVED, ASK (ASKING and the script in one write) and TRYAGAIN
+/// (a pause state) are followed by the caller's loop, at most
+/// kMaxRedirects times and within the request's deadline. Nothing blocks
+/// there: before the first request, and after a node failed, the map is
+/// read as steps of the caller's loop (the requests wait as a pause,
+/// polling it every 2 ms: CLUSTER SLOTS pages from each known node in
+/// turn, connected ones first, each given up after one command_timeout, so
+/// a stalled node costs the loop time, never a long step); if no node
+/// answers, the requests go by the map as it is (a seed while none was
+/// read, the next known node for a failed node's slot), and the MOVED
+/// they get names the owner. Redirects update the map too. One exception
+/// may block: a redirect (or a map) naming a node not yet known sets it up
+/// (Connection::setup()), which resolves a host name (an IP, as Redis
+/// sends unless cluster-preferred-endpoint-type is hostname, does not).
+/// Only opening a node's first connection allocates (see Memory).
 /// With wait_replicas > 0 (WAIT is a blocking exchange) start_*() is
 /// refused with kInvalidArgument.
 ///
