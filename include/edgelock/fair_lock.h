@@ -185,10 +185,11 @@ class FairLock final : public Lease {
   // never a sleep. On a Sentinel or Cluster (without wait_replicas) every
   // request goes to the node Backend::route_for() names for the key (the
   // queue's keys share its slot), and redirects, READONLY and lookups are
-  // steps too (docs/nonblocking.md); there the wait on the wake list is a
-  // BLPOP alone, and the attempt follows it as a request of its own, so a
-  // BLPOP a redirect, a failover or a lost node ends only costs a backoff
-  // pause. A BLPOP holds the node's connection, and handles there do not
+  // steps too (docs/nonblocking.md); the wait on the wake list goes there
+  // with the attempt pipelined behind it, as on a plain connection; a
+  // BLPOP that a redirect or a failover ends costs a backoff pause, and
+  // only the attempt's checked reply reports a grant (a resent attempt
+  // goes alone). A BLPOP holds the node's connection, and handles there do not
   // queue (another's request ends as kConnectionBusy, retried with
   // backoff): give each waiting FairLock its own Sentinel or Cluster. With
   // wait_replicas > 0 start_*() returns kInvalidArgument (use the blocking
@@ -261,7 +262,7 @@ class FairLock final : public Lease {
   // The request in flight.
   enum class Req : uint8_t {
     kAttempt,   // the acquire script (after a BLPOP, if pipelined)
-    kBlpop,     // BLPOP alone (Sentinel, Cluster), the attempt after it
+    kBlpop,     // BLPOP alone (blocking calls on Sentinel, Cluster)
     kHandBack,  // release of a grant that came too late or unconfirmed
     kRelease,   // release()
     kLeave,     // leaving the queue (leave(), or a wait that ended)
@@ -308,6 +309,7 @@ class FairLock final : public Lease {
   bool retired_ = false;        // a release of this token was sent: never granted under it again
   bool join_ = false;           // the attempts join the queue (acquire), else only try
   bool loaded_ = false;         // the request's script was loaded once after kBufferTooSmall
+  bool blpop_failed_ = false;   // the BLPOP before the last attempt failed: pause first
   GiveUp give_up_ = GiveUp::kLeave;
   Req req_ = Req::kAttempt;
   Req load_for_ = Req::kAttempt;    // the request a SCRIPT LOAD sends again

@@ -204,9 +204,15 @@ class LeaseCore {
   /// back end learns the slot's owner from it), or with kNotConnected
   /// while the back end is still looking its node up.
   Status send_command(Span<const Bytes> args, Deadline deadline);
-  /// `first` and then `call` in one write (plain connection only): the
-  /// outcome is the call's; first_status() the command's.
+  /// `first` and then `call` in one write (pipelines() only): the outcome
+  /// is the call's; first_status() the command's. Routed, both go to the
+  /// node route_for() names (while it names none, the call alone goes as
+  /// send() sends it, `first` dropped), and a redirect or resend carries
+  /// the call alone.
   Status send_pipelined(Span<const Bytes> first, const ScriptCall& call, Deadline deadline);
+  /// True if send_pipelined() serves the operation in flight: a plain
+  /// connection, or a start_*() operation on a routing back end.
+  bool pipelines() const { return backend_->direct() || nonblocking_; }
   /// The outcome of the request in flight: nullptr while pending, else its
   /// reply or error (kTimeout once its deadline passed: the connection is
   /// closed). A reply lives until the connection's next request.
@@ -263,6 +269,7 @@ class LeaseCore {
   void await();
   Status start_route();
   Status start_routed(Connection* node, bool asking);
+  Status start_route_pipelined(Span<const Bytes> first);
   Result<const Reply*> reroute(Status s);
   Result<const Reply*> resend();
   Result<const Reply*> resend_due();
