@@ -121,16 +121,14 @@ class FairLock final : public Lease {
   /// for at most `wait` (kForever or negative = forever; 0 without a kept
   /// place = try_acquire()).
   /// While queued it blocks on its wake list (BLPOP) for at most the
-  /// holder's remaining TTL, waiter_timeout / 2 and (on a plain
-  /// connection, where its next attempt is pipelined behind the BLPOP)
-  /// ttl / 4, then renews its place; else (also on a shared connection)
-  /// it pauses with capped, jittered backoff (same caps). Connection
-  /// failures are retried within the wait; retries keep the token (and so
-  /// the place in the queue, and a grant whose reply was lost is
-  /// recognised). A grant that came too late is handed back and the
-  /// handle queues again, at the end. When the wait ends without a grant
-  /// it leaves the queue (best effort: else it drops out after
-  /// waiter_timeout), unless `give_up` is GiveUp::kStay. Returns by wait +
+  /// holder's remaining TTL, waiter_timeout / 2 and (where its next
+  /// attempt is pipelined behind the BLPOP: a plain connection, and
+  /// start_acquire() on Sentinel or Cluster) ttl / 4, then renews its place; else (also on a shared
+  /// connection) it pauses with capped, jittered backoff (same caps). Connection failures are
+  /// retried within the wait; retries keep the token (and so the place in the queue, and a grant
+  /// whose reply was lost is recognised). A grant that came too late is handed back and the handle
+  /// queues again, at the end. When the wait ends without a grant it leaves the queue (best effort:
+  /// else it drops out after waiter_timeout), unless `give_up` is GiveUp::kStay. Returns by wait +
   /// command_timeout at the latest (and one more command_timeout to leave
   /// the queue). Allocates nothing.
   /// Errors: kBusy (not our turn by the end), kExpired (the last grant
