@@ -9,17 +9,21 @@
 /// before the next command, so a cluster failover is followed too.
 /// The non-blocking face (start_*()/step(), docs/nonblocking.md) is served
 /// when wait_replicas is 0: each request goes to the slot's owner from the
-/// map as it is (a seed while no map was read: its MOVED names the owner),
-/// and MOVED, ASK (ASKING and the script in one write) and TRYAGAIN (a
-/// pause state) are followed by the caller's loop, at most kMaxRedirects
-/// times and within the request's deadline. Nothing blocks there: the map
-/// is not re-read during start/step (only redirects update it; the next
-/// blocking call or refresh() re-reads it), and a node that fails is
-/// replaced for its slot by the next known node, whose MOVED names the
-/// owner. One exception may block: a redirect to a node not yet known sets
-/// it up (Connection::setup()), which resolves a host name (an IP, as
-/// Redis sends unless cluster-preferred-endpoint-type is hostname, does
-/// not). Only opening a node's first connection allocates (see Memory).
+/// map, and MOVED, ASK (ASKING and the script in one write) and TRYAGAIN
+/// (a pause state) are followed by the caller's loop, at most
+/// kMaxRedirects times and within the request's deadline. Nothing blocks
+/// there: before the first request, and after a node failed, the map is
+/// read as steps of the caller's loop (the requests wait as a pause,
+/// polling it every 2 ms: CLUSTER SLOTS pages from each known node in
+/// turn, connected ones first, each given up after one command_timeout, so
+/// a stalled node costs the loop time, never a long step); if no node
+/// answers, the requests go by the map as it is (a seed while none was
+/// read, the next known node for a failed node's slot), and the MOVED
+/// they get names the owner. Redirects update the map too. One exception
+/// may block: a redirect (or a map) naming a node not yet known sets it up
+/// (Connection::setup()), which resolves a host name (an IP, as Redis
+/// sends unless cluster-preferred-endpoint-type is hostname, does not).
+/// Only opening a node's first connection allocates (see Memory).
 /// With wait_replicas > 0 (WAIT is a blocking exchange) start_*() is
 /// refused with kInvalidArgument.
 ///
@@ -113,6 +117,7 @@ class Cluster final : public Backend {
   // Non-blocking routing (Backend): served while wait_replicas is 0.
   bool routes_nonblocking() const override;
   Connection* route_for(Bytes key) override;
+  RouteNext route_pending(Bytes key) override;
   RouteNext on_routed_error(Connection& node, Bytes key, Status s) override;
 
  private:
@@ -125,6 +130,14 @@ class Cluster final : public Backend {
   Status redirected(uint16_t slot, bool moved, int* target);
   Status settle(Deadline deadline);
   Status read_map(Connection& conn, Deadline deadline);
+  Status apply_page(Connection& conn, const Reply& rep, int32_t* total);
+  // The map read as steps (route_pending(), src/backends/cluster_map.cc).
+  Status refresh_step();
+  Status refresh_page();
+  Status start_page(Connection& conn);
+  Connection* next_to_ask();
+  Status end_refresh(Status s);
+  void abandon_refresh();
   Status note(Connection& conn, Status s);
   int pick_node(uint16_t slot) const;
 
@@ -139,6 +152,21 @@ class Cluster final : public Backend {
   Clock* clock_ = &default_clock();
   bool is_setup_ = false;
   bool map_stale_ = false;  // a node was lost: re-read the map first
+  // The map read as steps: wanted before the steps route (first use, a
+  // lost node), and where it is (a page out on refresh_conn_).
+  bool refresh_wanted_ = true;
+  bool refresh_paging_ = false;  // a page request is out on refresh_conn_
+  bool refresh_running_ = false;
+  uint8_t refresh_pass_ = 0;   // 0: connected nodes, 1: the others
+  uint8_t refresh_node_ = 0;   // the next node of the pass to ask
+  uint8_t refresh_count_ = 0;  // nodes known when the read began
+  Status refresh_last_;
+  int32_t refresh_first_ = 0;  // the page's first range
+  int32_t refresh_total_ = 1;  // ranges the node reported
+  char page_text_[8] = {};     // refresh_first_ as text, the page's argument
+  Bytes page_arg_;
+  Connection* refresh_conn_ = nullptr;
+  Deadline refresh_until_ = Deadline::never();  // the page's deadline
   ClusterStats stats_;
   char error_[kErrorTextSize] = {};
 };

@@ -91,7 +91,7 @@ class FairLock final : public Lease {
  public:
   /// Uses `backend` (a Connection, Sentinel or Cluster) and its clock for
   /// every operation; it must outlive the lock.
-  explicit FairLock(Backend& backend) : core_(backend) { core_.direct_only(); }
+  explicit FairLock(Backend& backend) : core_(backend) {}
   FairLock(const FairLock&) = delete;
   FairLock& operator=(const FairLock&) = delete;
 
@@ -121,16 +121,14 @@ class FairLock final : public Lease {
   /// for at most `wait` (kForever or negative = forever; 0 without a kept
   /// place = try_acquire()).
   /// While queued it blocks on its wake list (BLPOP) for at most the
-  /// holder's remaining TTL, waiter_timeout / 2 and (on a plain
-  /// connection, where its next attempt is pipelined behind the BLPOP)
-  /// ttl / 4, then renews its place; else (also on a shared connection)
-  /// it pauses with capped, jittered backoff (same caps). Connection
-  /// failures are retried within the wait; retries keep the token (and so
-  /// the place in the queue, and a grant whose reply was lost is
-  /// recognised). A grant that came too late is handed back and the
-  /// handle queues again, at the end. When the wait ends without a grant
-  /// it leaves the queue (best effort: else it drops out after
-  /// waiter_timeout), unless `give_up` is GiveUp::kStay. Returns by wait +
+  /// holder's remaining TTL, waiter_timeout / 2 and (where its next
+  /// attempt is pipelined behind the BLPOP: a plain connection, and
+  /// start_acquire() on Sentinel or Cluster) ttl / 4, then renews its place; else (also on a shared
+  /// connection) it pauses with capped, jittered backoff (same caps). Connection failures are
+  /// retried within the wait; retries keep the token (and so the place in the queue, and a grant
+  /// whose reply was lost is recognised). A grant that came too late is handed back and the handle
+  /// queues again, at the end. When the wait ends without a grant it leaves the queue (best effort:
+  /// else it drops out after waiter_timeout), unless `give_up` is GiveUp::kStay. Returns by wait +
   /// command_timeout at the latest (and one more command_timeout to leave
   /// the queue). Allocates nothing.
   /// Errors: kBusy (not our turn by the end), kExpired (the last grant
@@ -182,8 +180,18 @@ class FairLock final : public Lease {
   // result), or the final status when it ended at once. The join, the
   // wait on the wake list (an fd), the backoff pauses (a deadline), a
   // hand-back, leaving the queue and waking the next waiter are steps,
-  // never a sleep. Plain Connection back end only (else kInvalidArgument:
-  // use the blocking calls). One operation at a time: a start_*() or
+  // never a sleep. On a Sentinel or Cluster (without wait_replicas) every
+  // request goes to the node Backend::route_for() names for the key (the
+  // queue's keys share its slot), and redirects, READONLY and lookups are
+  // steps too (docs/nonblocking.md); the wait on the wake list goes there
+  // with the attempt pipelined behind it, as on a plain connection; a
+  // BLPOP that a redirect or a failover ends costs a backoff pause, and
+  // only the attempt's checked reply reports a grant (a resent attempt
+  // goes alone). A BLPOP holds the node's connection, and handles there do not
+  // queue (another's request ends as kConnectionBusy, retried with
+  // backoff): give each waiting FairLock its own Sentinel or Cluster. With
+  // wait_replicas > 0 start_*() returns kInvalidArgument (use the blocking
+  // calls). One operation at a time: a start_*() or
   // blocking call while one is in flight returns kInvalidArgument. Handles
   // sharing a Connection take turns on it (connection.h): a request
   // waiting its turn ends as kConnectionBusy if its deadline comes first.
@@ -204,8 +212,9 @@ class FairLock final : public Lease {
   /// result. Errors: the operation's; kInvalidArgument when none is in
   /// flight.
   Status step() override;
-  /// True on a plain Connection (the only back end start_*() serves).
-  bool nonblocking() const override { return core_.backend().direct() != nullptr; }
+  /// True on a plain Connection, and on a Sentinel or Cluster without
+  /// wait_replicas (Backend::routes_nonblocking()).
+  bool nonblocking() const override { return core_.steps(); }
   bool in_progress() const override { return core_.op() != 0; }
   /// The connection's socket and poll events while a request is in flight
   /// (at most 1; 0 during a backoff pause).
@@ -251,7 +260,7 @@ class FairLock final : public Lease {
   // The request in flight.
   enum class Req : uint8_t {
     kAttempt,   // the acquire script (after a BLPOP, if pipelined)
-    kBlpop,     // BLPOP alone (Sentinel, Cluster: blocking calls only)
+    kBlpop,     // BLPOP alone (blocking calls on Sentinel, Cluster)
     kHandBack,  // release of a grant that came too late or unconfirmed
     kRelease,   // release()
     kLeave,     // leaving the queue (leave(), or a wait that ended)
@@ -298,6 +307,7 @@ class FairLock final : public Lease {
   bool retired_ = false;        // a release of this token was sent: never granted under it again
   bool join_ = false;           // the attempts join the queue (acquire), else only try
   bool loaded_ = false;         // the request's script was loaded once after kBufferTooSmall
+  bool blpop_failed_ = false;   // the BLPOP before the last attempt failed: pause first
   GiveUp give_up_ = GiveUp::kLeave;
   Req req_ = Req::kAttempt;
   Req load_for_ = Req::kAttempt;    // the request a SCRIPT LOAD sends again

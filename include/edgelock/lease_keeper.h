@@ -20,14 +20,14 @@
 /// only after a failed one: next_deadline() includes the end of validity,
 /// so a poll loop wakes up in time to stop before another holder can start.
 ///
-/// A lease whose nonblocking() is true (Lock, ReentrantLock and Permit on a
-/// plain Connection, or a Sentinel or Cluster without wait_replicas; QuorumLock) is renewed without
-/// blocking: service() starts the renewal (start_renew()) and later calls step it (wait_fds() are
-/// its sockets, next_deadline() its deadline), so a stalled, paused or partitioned server never
-/// holds up the loop. A renewal still out at the keeper's end is given up there (cancel()) and the
-/// loss reported, on the loop's clock. Such a renewal can still start as late as that end; the
-/// renew budget (below) only makes the keeper renew early enough that one timing out leaves room
-/// for another.
+/// A lease whose nonblocking() is true (Lock, FairLock, ReentrantLock and Permit on
+/// a plain Connection, or a Sentinel or Cluster without wait_replicas; QuorumLock) is renewed
+/// without blocking: service() starts the renewal (start_renew()) and later calls step it
+/// (wait_fds() are its sockets, next_deadline() its deadline), so a stalled, paused or partitioned
+/// server never holds up the loop. A renewal still out at the keeper's end is given up there
+/// (cancel()) and the loss reported, on the loop's clock. Such a renewal can still start as late as
+/// that end; the renew budget (below) only makes the keeper renew early enough that one timing out
+/// leaves room for another.
 ///
 /// On other leases (Sentinel, Cluster with wait_replicas, your own) a renewal
 /// blocks the caller for up to the lease's renew_budget() (the back end's

@@ -20,6 +20,9 @@ namespace {
 // step takes milliseconds to seconds; the deadline bounds the total.
 constexpr Nanos kSettlePause = Millis(10);
 constexpr int kMaxRounds = 1000;
+// How often a request waiting for the map read as steps polls it: the
+// read's page requests give the caller's loop no fd of their own.
+constexpr Nanos kRefreshPoll = Millis(2);
 
 Status add_seed(void* ctx, const Endpoint& host) {
   Cluster* c = static_cast<Cluster*>(ctx);
@@ -37,6 +40,9 @@ Status Cluster::setup(const char* url, const ConnectionOptions& options,
   std::memset(owner_, kNoOwner, sizeof owner_);
   stats_ = ClusterStats();
   map_stale_ = false;
+  refresh_wanted_ = true;  // the first start/step request reads the map
+  refresh_running_ = false;
+  refresh_paging_ = false;
   options_ = options;
   cluster_options_ = cluster_options;
   clock_ = options.clock ? options.clock : &default_clock();
@@ -71,6 +77,13 @@ Status Cluster::setup(const char* url, const ConnectionOptions& options,
 }
 
 Status Cluster::check_key(Bytes key) {
+  // A '{' without a tag: each companion then hashes whole, so one that
+  // lands in the key's slot says nothing of the others (a FairLock's
+  // wake lists are named per waiter).
+  if (key.size > 0 && std::memchr(key.data, '{', key.size) && !detail::has_hash_tag(key)) {
+    set_error(error_, "key has '{' but no hash tag covering its companion keys");
+    return ErrorCode::kInvalidArgument;
+  }
   uint8_t companion[kMaxKeyLen + 8];
   const Result<size_t> n = detail::companion_key(key, ":fence", companion, sizeof companion);
   if (!n.ok()) return n.status();
@@ -238,8 +251,29 @@ bool Cluster::routes_nonblocking() const {
 }
 
 Connection* Cluster::route_for(Bytes key) {
-  if (!routes_nonblocking()) return nullptr;
+  // While the map is to be read (first use, a lost node), requests wait
+  // for route_pending()'s steps.
+  if (!routes_nonblocking() || refresh_wanted_ || refresh_running_) return nullptr;
   return &nodes_[pick_node(key_slot(key))];
+}
+
+RouteNext Cluster::route_pending(Bytes key) {
+  RouteNext next;
+  if (!routes_nonblocking()) {
+    set_error(error_, "cluster not set up, or wait_replicas > 0 (blocking calls only)");
+    next.status = ErrorCode::kInvalidArgument;
+    return next;
+  }
+  if (refresh_wanted_ || refresh_running_) {
+    const Status s = refresh_step();
+    if (s.code() == ErrorCode::kInProgress) {
+      next.pause = kRefreshPoll;
+      return next;
+    }
+    // Read or not (every node failed): route by the map as it is.
+  }
+  next.node = &nodes_[pick_node(key_slot(key))];
+  return next;
 }
 
 RouteNext Cluster::on_routed_error(Connection& node, Bytes key, Status s) {
@@ -266,10 +300,12 @@ RouteNext Cluster::on_routed_error(Connection& node, Bytes key, Status s) {
     return next;
   }
   if (traits(code).connection_failed) {
-    // The node may be gone (a failover): the next blocking call re-reads
-    // the map; until then the slot's requests go to the next known node,
+    // The node may be gone (a failover): the map is read again, as steps
+    // before the next start/step request routes (or by the next blocking
+    // call); should that read fail, the slot goes to the next known node,
     // whose MOVED names the owner.
     map_stale_ = true;
+    refresh_wanted_ = true;  // the next request reads the map first, as steps
     if (node_count_ > 1) owner_[slot] = static_cast<uint8_t>((from + 1) % node_count_);
   }
   return next;

@@ -170,9 +170,15 @@ Status LeaseCore::send_pipelined(Span<const Bytes> first, const ScriptCall& call
   plain_ = false;
   resending_ = false;
   Connection* c = backend_->direct();
-  if (cancelling_ || !c) {
+  if (cancelling_ || (!c && !nonblocking_)) {
     complete(cancelling_ ? ErrorCode::kTimeout : ErrorCode::kInvalidArgument);
     return ErrorCode::kInProgress;
+  }
+  if (!c) {
+    turn_call_ = call;
+    redirects_ = 0;
+    routed_ = true;
+    return start_route_pipelined(first);
   }
   conn_ = c;
   pipelined_ = true;

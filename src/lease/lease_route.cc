@@ -46,6 +46,23 @@ Status LeaseCore::start_routed(Connection* node, bool asking) {
   return started(cio.start_eval(turn_call_, deadline_));
 }
 
+// `first` and the routed request (turn_call_) in one write to the node the
+// back end names now; with none named, the request alone as start_route()
+// sends it (`first` only waited: nothing is lost by dropping it).
+Status LeaseCore::start_route_pipelined(Span<const Bytes> first) {
+  conn_ = nullptr;
+  Connection* node = backend_->route_for(key());
+  if (!node) return start_route();
+  conn_ = node;
+  asked_ = false;
+  ConnectionIo cio = io(*node);
+  if (!cio.turn_of(this, false)) {
+    return started(cio.refuse_busy("another request is in flight on this node"));
+  }
+  pipelined_ = true;
+  return started(cio.start_command_then_eval(first, turn_call_, deadline_));
+}
+
 // A routed request's error: follow its redirect, pause (TRYAGAIN), or end.
 Result<const Reply*> LeaseCore::reroute(Status s) {
   const RouteNext next = backend_->on_routed_error(*conn_, key(), s);

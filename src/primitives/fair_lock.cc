@@ -147,6 +147,7 @@ Status FairLock::begin_acquire(Nanos wait, GiveUp give_up, bool nonblocking) {
   EDGELOCK_TRY(core_.begin_op(kOpAcquire, nonblocking));
   join_ = true;
   give_up_ = give_up;
+  blpop_failed_ = false;
   if (!kept) {
     const Status minted = new_token();
     if (!minted.ok()) return core_.end_op(minted);
@@ -203,7 +204,13 @@ Status FairLock::start_attempt(Deadline deadline, Span<const Bytes> blpop) {
 
 Status FairLock::on_attempt(const Result<const Reply*>& r) {
   // Redis < 6 refuses BLPOP's fractional timeout: stop waiting on signals.
-  if (core_.first_status().code() == ErrorCode::kServerError) wake_supported_ = false;
+  // Not on a routing back end: there a primary demoted under a BLPOP ends
+  // it with an error too (UNBLOCKED), and the next node takes BLPOPs.
+  const Status first = core_.first_status();
+  if (first.code() == ErrorCode::kServerError && core_.backend().direct()) {
+    wake_supported_ = false;
+  }
+  blpop_failed_ = !first.ok();
   if (!r.ok()) {
     // Granted on the primary but not confirmed by its replicas: a failover
     // could lose it, so hand it back rather than report a grant.

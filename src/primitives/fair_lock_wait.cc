@@ -19,24 +19,29 @@ Nanos min_of(Nanos a, Nanos b) { return a < b ? a : b; }
 
 // The pause after a retryable failure `last`, with `left` of the wait: our
 // wake list (BLPOP, with the attempt pipelined behind it on a plain
-// connection), or a backoff pause. Returns kInProgress.
+// connection and in a start_*() operation on Sentinel or Cluster, where
+// both go to the key's node), or a backoff pause. Returns kInProgress.
 Status FairLock::next_attempt(Status last, Nanos left) {
   last_ = last;
   // Our place lapses after waiter_timeout without an attempt: wait at most
   // half of it, so a renewal delayed by the network still lands in time.
   const Nanos renew_by = min_of(Nanos(options_.waiter_timeout) / 2, left);
+  // A BLPOP that just failed (a redirect, a demoted primary) would fail
+  // again at once: one backoff pause first.
+  const bool blpop_failed = blpop_failed_;
+  blpop_failed_ = false;
   // Blocking needs a busy answer with a time limit: a holder without TTL
   // (hint 0) gets plain backoff, as does a shared connection.
-  const bool can_block = wake_supported_ && !core_.shared() && last.code() == ErrorCode::kBusy &&
-                         hint_ > Millis(0) && seq_ != 0;
+  const bool can_block = wake_supported_ && !blpop_failed && !core_.shared() &&
+                         last.code() == ErrorCode::kBusy && hint_ > Millis(0) && seq_ != 0;
   if (can_block) {
     Nanos cap = min_of(hint_ + Millis(1), renew_by);
     // The pipelined attempt's validity counts from before the BLPOP: block
-    // at most a quarter of the TTL so it can always ride along (only on a
-    // plain connection: Sentinel and Cluster pick the node per command).
-    // Short TTLs cost a renewal round per TTL / 4 while waiting, not a
-    // second round trip per handoff.
-    const bool pipelined = core_.backend().direct() != nullptr;
+    // at most a quarter of the TTL so it can always ride along. Short TTLs
+    // cost a renewal round per TTL / 4 while waiting, not a second round
+    // trip per handoff. A blocking call on Sentinel or Cluster sends the
+    // BLPOP alone (the back end routes each command by itself).
+    const bool pipelined = core_.pipelines();
     if (pipelined) cap = min_of(cap, Nanos(options_.ttl) / 4);
     // A plain command is written whole when it starts (never encoded
     // again), so its words may live here.
@@ -62,8 +67,10 @@ Status FairLock::next_attempt(Status last, Nanos left) {
 // now; an error means back off instead.
 Status FairLock::on_blpop(const Result<const Reply*>& r) {
   if (r.ok()) return start_attempt(core_.attempt_deadline());
-  // Redis < 6 refuses a fractional timeout: stop trying on this lock.
-  if (r.status().code() == ErrorCode::kServerError) wake_supported_ = false;
+  // Only a blocking call on Sentinel or Cluster sends a BLPOP alone: there
+  // an error may be a primary demoted under it (UNBLOCKED), not a server
+  // that refuses BLPOP, so waits stay on. The back end learned where to go
+  // next (a redirect, a lookup): the attempt after the pause goes there.
   const Nanos left = core_.wait_left();
   const Nanos renew_by = min_of(Nanos(options_.waiter_timeout) / 2, left);
   return core_.pause(min_of(core_.backoff_delay(last_, left), renew_by));

@@ -1,16 +1,15 @@
 // The non-blocking face over a real 3-primary Redis Cluster: a Lock driven
 // by start_*()/step() from a poll() loop acquires and releases on every
 // primary, and follows MOVED and ASK inside the loop with every step()
-// short and the step count bounded.
+// short and the step count bounded; so does a queued FairLock waiter.
 #include <gtest/gtest.h>
-#include <poll.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
 
 #include "../support/redis_topology.h"
+#include "../support/step_loop.h"
 #include "../support/test_util.h"
 #include "edgelock/edgelock.h"
 
@@ -18,7 +17,6 @@ namespace edgelock {
 namespace {
 
 using test::run;
-using Steady = std::chrono::steady_clock;
 
 ConnectionOptions options() {
   ConnectionOptions o;
@@ -29,37 +27,11 @@ ConnectionOptions options() {
   return o;
 }
 
-// Longest step() the loop accepts: a step moves bytes, never waits.
-Nanos step_bound() { return Millis(20) * test::slowdown(); }
+using test::step_bound;
 
-// The caller's loop: poll() on what the lock waits on until its next
-// deadline, then step(); counts the steps and times the longest.
-struct Loop {
-  int steps = 0;
-  Nanos longest{0};
-  // Drives `lock` from `s` until done (at most `max_steps` steps and 10 s);
-  // `between` runs once, after `at` steps, outside any step().
-  template <class Op, class F>
-  Status drive(Op& lock, Status s, int max_steps, int at, F between) {
-    const Steady::time_point end = Steady::now() + std::chrono::seconds(10 * test::slowdown());
-    for (int i = 0; i < max_steps && s.code() == ErrorCode::kInProgress && Steady::now() < end;
-         ++i) {
-      if (i == at) between();
-      pollfd fds[kMaxWaitFds];
-      const size_t n = lock.wait_fds(fds, kMaxWaitFds);
-      const int timeout = std::min(lock.next_deadline().poll_timeout_ms(default_clock()), 1000);
-      poll(fds, n, timeout < 0 ? 1000 : timeout);
-      const Steady::time_point t0 = Steady::now();
-      s = lock.step();
-      longest = std::max<Nanos>(longest, Steady::now() - t0);
-      ++steps;
-    }
-    return s;
-  }
-  template <class Op>
-  Status drive(Op& lock, Status s, int max_steps = 1000) {
-    return drive(lock, s, max_steps, -1, [] {});
-  }
+// The caller's loop (tests/support/step_loop.h): 1000 steps, 10 s.
+struct Loop : test::StepLoop {
+  Loop() : StepLoop(1000, 10) {}
 };
 
 class ClusterStepTest : public ::testing::Test {
@@ -201,6 +173,98 @@ TEST_F(ClusterStepTest, MovedFollowedInsideTheLoop) {
   std::printf("MOVED in the loop: %d steps, longest %.3f ms, moved=%u\n", loop.steps,
               std::chrono::duration<double, std::milli>(loop.longest).count(),
               client_.stats().moved);
+}
+
+// A FairLock waiter queued behind a holder (another client) while its
+// key's slot, queue and all, moves to another primary: its wake-list BLPOP
+// or its next attempt gets MOVED, the wait goes on at the new owner with
+// its place kept, and the holder's release there hands it the lock.
+TEST_F(ClusterStepTest, FairLockFollowsMovedInsideTheLoop) {
+  const int a = client_.owner_of(8192);
+  const std::string key = key_on(a, "fair-moved");
+  const std::string s = std::to_string(key_slot(key.c_str()));
+  const int sa = server_of(a), sb = (sa + 1) % 3;
+  const std::string ida = cluster_->node_id(sa), idb = cluster_->node_id(sb);
+  Connection admin[3];
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(test::open(admin[i], cluster_->node(i).admin_url()));
+  Cluster other;
+  ASSERT_TRUE(other.setup(cluster_->url().c_str(), options()).ok());
+  const Bytes k(key.data(), key.size());
+  FairLock holder(other), waiter(client_);
+  FairLockOptions fo;
+  fo.retry_max = Millis(20);
+  ASSERT_TRUE(holder.init(k, fo).ok() && waiter.init(k, fo).ok());
+  ASSERT_TRUE(waiter.nonblocking());
+  ASSERT_TRUE(holder.try_acquire().ok()) << other.last_error();
+  Loop loop;
+  Status released = ErrorCode::kInvalidArgument;
+  const uint32_t moved = client_.stats().moved;
+  const Status got = loop.drive(waiter, waiter.start_acquire(Millis(8000)), 3000, 1, [&] {
+    // Queued after its first attempt, its BLPOP out: the slot moves.
+    EXPECT_EQ(waiter.queue_position(), 1u);
+    EXPECT_EQ(run(admin[sb], {"CLUSTER", "SETSLOT", s, "IMPORTING", ida}), "OK");
+    EXPECT_EQ(run(admin[sa], {"CLUSTER", "SETSLOT", s, "MIGRATING", idb}), "OK");
+    EXPECT_EQ(
+        run(admin[sa], {"MIGRATE", "127.0.0.1", std::to_string(cluster_->node(sb).port()), "", "0",
+                        "5000", "KEYS", key, "{" + key + "}:fence", "{" + key + "}:queue"}),
+        "OK");
+    EXPECT_EQ(run(admin[sa], {"CLUSTER", "COUNTKEYSINSLOT", s}), "0") << "every key moved";
+    for (Connection& c : admin) EXPECT_EQ(run(c, {"CLUSTER", "SETSLOT", s, "NODE", idb}), "OK");
+    released = holder.release();
+  });
+  ASSERT_TRUE(released.ok()) << released.to_string() << " " << other.last_error();
+  ASSERT_EQ(got.code(), ErrorCode::kOk) << got.to_string() << " " << client_.last_error();
+  EXPECT_GT(client_.stats().moved, moved) << "the loop followed a MOVED";
+  EXPECT_EQ(waiter.connection().endpoint().port, cluster_->node(sb).port());
+  EXPECT_EQ(run(admin[sb], {"GET", key}),
+            std::string(reinterpret_cast<const char*>(waiter.token().data), waiter.token().size));
+  ASSERT_EQ(loop.drive(waiter, waiter.start_release()).code(), ErrorCode::kOk);
+  EXPECT_LT(loop.longest, step_bound());
+  EXPECT_LT(loop.steps, 1000);
+  std::printf("fair MOVED in the loop: %d steps, longest %.3f ms, moved=%u\n", loop.steps,
+              test::ms_of(loop.longest), client_.stats().moved);
+}
+
+// A fresh client's first start/step request reads the slot map as steps
+// of the loop, and the seed it asks first is stopped (SIGSTOP: it accepts
+// the connection and never answers): the read waits that node out for one
+// command timeout as steps and asks the next seed; no step() blocks.
+TEST_F(ClusterStepTest, MapReadAsStepsWaitsOutAStoppedNode) {
+  ConnectionOptions o = options();
+  o.command_timeout = Millis(300) * test::slowdown();
+  o.connect_timeout = Millis(300) * test::slowdown();
+  const int stopped = 0, next = 1;
+  const std::string url =
+      "redis-cluster://127.0.0.1:" + std::to_string(cluster_->node(stopped).port()) +
+      ",127.0.0.1:" + std::to_string(cluster_->node(next).port());
+  std::string key;  // on a node that answers
+  for (int i = 0; i < 1000 && key.empty(); ++i) {
+    const std::string k = "step-map-" + std::to_string(i);
+    if (server_of(client_.owner_of(key_slot(k.c_str()))) != stopped) key = k;
+  }
+  Cluster fresh;
+  ASSERT_TRUE(fresh.setup(url.c_str(), o).ok());
+  Lock lock(fresh);
+  ASSERT_TRUE(lock.init(Bytes(key.data(), key.size())).ok());
+  ASSERT_TRUE(lock.nonblocking());
+  Loop loop;
+  cluster_->node(stopped).pause();
+  const TimePoint t0 = fresh.clock().now();
+  const Status got = loop.drive(lock, lock.start_acquire(Millis(3000) * test::slowdown()));
+  const Nanos took = fresh.clock().now() - t0;
+  cluster_->node(stopped).resume();
+  ASSERT_EQ(got.code(), ErrorCode::kOk) << got.to_string() << " " << fresh.last_error();
+  EXPECT_EQ(fresh.stats().refreshes, 1u) << "the map was read inside the loop";
+  EXPECT_GE(took, o.command_timeout) << "the stopped seed was asked and waited out";
+  EXPECT_EQ(fresh.node(static_cast<size_t>(fresh.owner_of(key_slot(key.c_str())))).endpoint().port,
+            lock.connection().endpoint().port)
+      << "sent to the slot's owner from the map";
+  EXPECT_EQ(fresh.stats().moved, 0u) << "no redirect needed";
+  EXPECT_LT(loop.longest, step_bound());
+  EXPECT_GT(loop.steps, 3) << "the wait was spread over steps";
+  std::printf("map read as steps past a stopped seed: %.0f ms, %d steps, longest %.3f ms\n",
+              test::ms_of(took), loop.steps, test::ms_of(loop.longest));
+  ASSERT_EQ(loop.drive(lock, lock.start_release()).code(), ErrorCode::kOk) << fresh.last_error();
 }
 
 // A held lock whose keys moved while its slot is still migrating: the

@@ -2,52 +2,28 @@
 // a replica, three sentinels): a Lock driven by start_*()/step() from a
 // poll() loop acquires on the primary, follows SENTINEL FAILOVER and a
 // kill -9 of the primary inside the loop, and a stopped sentinel costs the
-// loop time but never a long step().
+// loop time but never a long step(); two FairLock waiters keep their queue
+// order across a failover.
 #include <gtest/gtest.h>
-#include <poll.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
 
 #include "../support/redis_topology.h"
+#include "../support/step_loop.h"
 #include "../support/test_util.h"
 #include "edgelock/edgelock.h"
 
 namespace edgelock {
 namespace {
 
-using Steady = std::chrono::steady_clock;
+using test::ms_of;
+using test::step_bound;
 
-// Longest step() the loop accepts: a step moves bytes, never waits.
-Nanos step_bound() { return Millis(20) * test::slowdown(); }
-
-double ms(Nanos d) { return std::chrono::duration<double, std::milli>(d).count(); }
-
-// The caller's loop: poll() on what the lock waits on until its next
-// deadline, then step(); counts the steps and times the longest.
-struct Loop {
-  int steps = 0;
-  Nanos longest{0};
-  template <class Op>
-  Status drive(Op& lock, Status s, int max_steps = 20000) {
-    const Steady::time_point end = Steady::now() + std::chrono::seconds(20 * test::slowdown());
-    for (int i = 0; i < max_steps && s.code() == ErrorCode::kInProgress && Steady::now() < end;
-         ++i) {
-      pollfd fds[kMaxWaitFds];
-      const size_t n = lock.wait_fds(fds, kMaxWaitFds);
-      const Deadline d = lock.next_deadline();
-      EXPECT_FALSE(d.is_never()) << "an operation in flight always has a next deadline";
-      const int timeout = std::min(d.poll_timeout_ms(default_clock()), 1000);
-      poll(fds, n, timeout < 0 ? 1000 : timeout);
-      const Steady::time_point t0 = Steady::now();
-      s = lock.step();
-      longest = std::max<Nanos>(longest, Steady::now() - t0);
-      ++steps;
-    }
-    return s;
-  }
+// The caller's loop (tests/support/step_loop.h): 20000 steps, 20 s.
+struct Loop : test::StepLoop {
+  Loop() : StepLoop(20000, 20) {}
 };
 
 class SentinelStepTest : public ::testing::Test {
@@ -113,7 +89,7 @@ TEST_F(SentinelStepTest, AcquireAndReleaseInAPollLoop) {
   EXPECT_EQ(sentinel.primary().stats().connects, 1u) << "the known primary kept, not re-verified";
   EXPECT_LT(loop.longest, step_bound());
   std::printf("sentinel start/step: %d steps, longest %.3f ms, %u lookups\n", loop.steps,
-              ms(loop.longest), sentinel.stats().resolves);
+              ms_of(loop.longest), sentinel.stats().resolves);
 }
 
 // The other primitives on the same routing: a semaphore's permit and a
@@ -247,7 +223,87 @@ TEST_F(SentinelStepTest, FollowsManualFailoverInsideTheLoop) {
   std::printf(
       "sentinel start/step: manual failover followed in %.0f ms, %d steps, longest %.3f ms, "
       "lazy client readonly=%u\n",
-      ms(took), loop.steps, ms(loop.longest), lazy.stats().readonly);
+      ms_of(took), loop.steps, ms_of(loop.longest), lazy.stats().readonly);
+}
+
+// Two FairLock waiters queued behind a holder, each on its own Sentinel,
+// stepped from one poll() loop through SENTINEL FAILOVER and the old
+// primary's demotion (which ends their BLPOPs there): their places moved
+// with the data, and the holder's release on the new primary hands the
+// lock over in queue order.
+TEST_F(SentinelStepTest, FairLockKeepsQueueOrderAcrossFailover) {
+  Sentinel sh, sa, sb;
+  ASSERT_TRUE(start(sh).ok());
+  // The waiters look again only after an error: they stay on the old
+  // primary until its demotion ends their BLPOPs there.
+  opts_.recheck_interval = Nanos::zero();
+  ASSERT_TRUE(start(sa).ok() && start(sb).ok());
+  FairLockOptions fo;
+  fo.waiter_timeout = Millis(5000);  // places outlive the failover
+  fo.retry_max = Millis(50);
+  const Bytes key = Bytes::from_cstr("fair-failover");
+  FairLock holder(sh), a(sa), b(sb);
+  ASSERT_TRUE(holder.init(key, fo).ok() && a.init(key, fo).ok() && b.init(key, fo).ok());
+  ASSERT_TRUE(a.nonblocking() && b.nonblocking());
+  Loop loop;
+  ASSERT_EQ(loop.drive(holder, holder.start_try_acquire()).code(), ErrorCode::kOk)
+      << sh.last_error();
+  Lease* ops[3] = {&a, &b, &holder};
+  Status st[3] = {a.start_acquire(Millis(30000) * test::slowdown()), ErrorCode::kInProgress,
+                  ErrorCode::kOk};
+  const Nanos limit = Millis(10000) * test::slowdown();
+  ASSERT_TRUE(loop.drive_all(ops, st, 1, limit, [&] { return a.queue_position() == 1; }));
+  st[1] = b.start_acquire(Millis(30000) * test::slowdown());
+  ASSERT_TRUE(loop.drive_all(ops, st, 2, limit, [&] { return b.queue_position() == 2; }));
+  // The queue is on the replica before the failover (asynchronous).
+  const int p = setup_.primary().port(), r = setup_.replica().port();
+  const auto replicated = [&] {
+    const std::string q = test::raw_command(r, {"HLEN", "{fair-failover}:queue"});
+    return q != ":0\r\n" && q == test::raw_command(p, {"HLEN", "{fair-failover}:queue"});
+  };
+  ASSERT_TRUE(loop.drive_all(ops, st, 2, limit, replicated));
+  ASSERT_EQ(setup_.failover(), "+OK\r\n");
+  const auto promoted = [&] {
+    return test::raw_command(r, {"ROLE"}).find("master") != std::string::npos;
+  };
+  ASSERT_TRUE(loop.drive_all(ops, st, 2, limit, promoted));
+  // Demote the old primary now (Sentinel would, later): it ends the
+  // waiters' BLPOPs there with an error and closes their connections, so
+  // the attempts pipelined behind never run (to the waiters an unknown
+  // outcome): they retry with the same token on the primary a lookup finds.
+  EXPECT_EQ(test::raw_command(p, {"REPLICAOF", "127.0.0.1", std::to_string(r)}), "+OK\r\n");
+  st[2] = holder.start_release();
+  ASSERT_TRUE(
+      loop.drive_all(ops, st, 3, limit, [&] { return st[0].code() != ErrorCode::kInProgress; }));
+  ASSERT_EQ(st[0].code(), ErrorCode::kOk) << st[0].to_string() << " " << sa.last_error();
+  EXPECT_EQ(st[1].code(), ErrorCode::kInProgress) << "b waits behind a";
+  // The holder's release may still be waking the head (a step of its own).
+  loop.drive_all(ops, st, 3, limit, [&] { return st[2].code() != ErrorCode::kInProgress; });
+  EXPECT_EQ(st[2].code(), ErrorCode::kOk) << st[2].to_string();
+  EXPECT_EQ(st[1].code(), ErrorCode::kInProgress) << "b still waits behind a";
+  EXPECT_EQ(get(r, "fair-failover"),
+            std::string(reinterpret_cast<const char*>(a.token().data), a.token().size));
+  // a's release hands over to b (and may wake it in a step of its own).
+  st[0] = a.start_release();
+  ASSERT_TRUE(loop.drive_all(ops, st, 2, limit, [&] {
+    return st[0].code() != ErrorCode::kInProgress && st[1].code() != ErrorCode::kInProgress;
+  }));
+  ASSERT_EQ(st[1].code(), ErrorCode::kOk) << st[1].to_string() << " " << sb.last_error();
+  EXPECT_EQ(st[0].code(), ErrorCode::kOk) << st[0].to_string();
+  EXPECT_EQ(get(r, "fair-failover"),
+            std::string(reinterpret_cast<const char*>(b.token().data), b.token().size));
+  EXPECT_EQ(sa.primary().endpoint().port, r);
+  EXPECT_EQ(sb.primary().endpoint().port, r);
+  EXPECT_GE(sa.stats().resolves, 2u) << "a looked again after its wait there failed";
+  EXPECT_GE(sb.stats().resolves, 2u) << "b looked again after its wait there failed";
+  EXPECT_GE(sa.primary().stats().connects, 2u);
+  ASSERT_EQ(loop.drive(b, b.start_release()).code(), ErrorCode::kOk);
+  EXPECT_LT(loop.longest, step_bound());
+  std::printf(
+      "sentinel fair start/step: failover with 2 queued, %d steps, longest %.3f ms, readonly "
+      "a=%u b=%u, lookups a=%u b=%u\n",
+      loop.steps, ms_of(loop.longest), sa.stats().readonly, sb.stats().readonly,
+      sa.stats().resolves, sb.stats().resolves);
 }
 
 // kill -9 of the primary: the loop's acquire waits (retrying) while the
@@ -273,7 +329,7 @@ TEST_F(SentinelStepTest, FollowsKill9InsideTheLoop) {
   EXPECT_LT(loop.longest, step_bound());
   EXPECT_LT(loop.steps, 20000);
   std::printf("sentinel start/step: kill -9 followed in %.0f ms, %d steps, longest %.3f ms\n",
-              ms(took), loop.steps, ms(loop.longest));
+              ms_of(took), loop.steps, ms_of(loop.longest));
 }
 
 // The primary freezes (SIGSTOP) under a client that never rechecks: the
@@ -303,7 +359,7 @@ TEST_F(SentinelStepTest, FrozenPrimaryFollowedWithoutRechecks) {
   ASSERT_EQ(loop.drive(lock, lock.start_release()).code(), ErrorCode::kOk);
   std::printf(
       "sentinel start/step: frozen primary followed in %.0f ms, %d steps, longest %.3f ms\n",
-      ms(took), loop.steps, ms(loop.longest));
+      ms_of(took), loop.steps, ms_of(loop.longest));
 }
 
 // The first sentinel is stopped (SIGSTOP: it accepts connections and never
@@ -330,7 +386,7 @@ TEST_F(SentinelStepTest, StoppedSentinelNeverBlocksAStep) {
   std::printf(
       "sentinel start/step: stopped sentinel waited out in %.0f ms over %d steps, longest %.3f "
       "ms\n",
-      ms(took), loop.steps, ms(loop.longest));
+      ms_of(took), loop.steps, ms_of(loop.longest));
 }
 
 }  // namespace

@@ -3,15 +3,17 @@
 // QuorumLock, Cooldown and Quota, driven by the caller's poll(), with a contended
 // acquire woken by a release, a limiter pausing between tries and
 // cancelled mid-pause, and LeaseKeeper::service() renewing without
-// blocking.
+// blocking; and a FairLock over Sentinel, every request routed.
 #include <gtest/gtest.h>
 #include <poll.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 
 #include "../support/alloc_counter.h"
 #include "../support/redis_server.h"
+#include "../support/redis_topology.h"
 #include "../support/test_util.h"
 #include "edgelock/edgelock.h"
 #include "edgelock/lease_keeper.h"
@@ -25,19 +27,25 @@ int cycles() {
   return n > 0 ? n : 1;
 }
 
-// The caller's loop: poll the operation's descriptors until its deadline
-// (at most 100 ms a turn), step it; bounded in turns and in time.
+// One turn of the caller's loop: poll the operation's descriptors until
+// its deadline (at most 100 ms), step it.
+template <class Op>
+Status drive_one(Op& op, Clock& clock, Status s) {
+  pollfd fds[kMaxWaitFds];
+  const size_t n = op.wait_fds(fds, kMaxWaitFds);
+  int timeout = op.next_deadline().poll_timeout_ms(clock);
+  if (timeout < 0 || timeout > 100) timeout = 100;
+  poll(fds, n, timeout);
+  return s.code() == ErrorCode::kInProgress ? op.step() : s;
+}
+
+// The caller's loop, bounded in turns and in time.
 template <class Op>
 Status drive(Op& op, Clock& clock, Status s) {
   const auto end = std::chrono::steady_clock::now() + Millis(5000) * test::slowdown();
   for (int i = 0; i < 100000 && s.code() == ErrorCode::kInProgress; ++i) {
     if (std::chrono::steady_clock::now() > end) return ErrorCode::kTimeout;
-    pollfd fds[kMaxWaitFds];
-    const size_t n = op.wait_fds(fds, kMaxWaitFds);
-    int timeout = op.next_deadline().poll_timeout_ms(clock);
-    if (timeout < 0 || timeout > 100) timeout = 100;
-    poll(fds, n, timeout);
-    s = op.step();
+    s = drive_one(op, clock, s);
   }
   return s;
 }
@@ -132,6 +140,59 @@ TEST_F(ZeroHeapNonblocking, FairLockCycles) {
   EXPECT_EQ(failures, 0);
   EXPECT_EQ(a_.stats().connects, 1u);
   EXPECT_EQ(counts.total(), 0u) << "mallocs=" << counts.mallocs << " news=" << counts.news;
+}
+
+// FairLock over Sentinel: the contended cycle with every request routed
+// (the join, the BLPOP on the wake list, the grant, the wake) and the
+// primary looked up through the sentinels, as steps, before nearly every
+// operation.
+TEST(ZeroHeapNonblockingRoutes, FairLockSentinelCycles) {
+  test::SentinelSetup servers;
+  ASSERT_TRUE(servers.start());
+  SentinelOptions so;
+  so.recheck_interval = Millis(1);
+  Sentinel sm, so_other;
+  ASSERT_TRUE(sm.setup(servers.url().c_str(), {}, so).ok());
+  ASSERT_TRUE(so_other.setup(servers.url().c_str(), {}, so).ok());
+  FairLock mine(sm), other(so_other);
+  ASSERT_TRUE(mine.init(Bytes::from_cstr("zh-nb-fair-routed")).ok());
+  ASSERT_TRUE(other.init(Bytes::from_cstr("zh-nb-fair-routed")).ok());
+  ASSERT_TRUE(mine.nonblocking());
+  Clock& c = sm.clock();
+  // Set-up: connections open, scripts cached.
+  ASSERT_TRUE(other.try_acquire().ok()) << so_other.last_error();
+  ASSERT_EQ(drive(mine, c, mine.start_try_acquire()).code(), ErrorCode::kBusy) << sm.last_error();
+  ASSERT_TRUE(other.release().ok());
+  ASSERT_TRUE(drive(mine, c, mine.start_acquire(Millis(1000))).ok());
+  ASSERT_TRUE(drive(mine, c, mine.start_extend(Millis(5000))).ok());
+  ASSERT_TRUE(drive(mine, c, mine.start_release()).ok());
+  const uint32_t resolves = sm.stats().resolves;
+  const int n = cycles() < 300 ? cycles() : 300;
+  int failures = 0, woken = 0;
+  test::start_counting();
+  for (int i = 0; i < n; ++i) {
+    failures += !other.try_acquire().ok();
+    Status s = mine.start_acquire(Millis(2000) * test::slowdown());
+    // Queued (its BLPOP out) before the holder's release wakes it.
+    for (int k = 0; k < 1000 && s.code() == ErrorCode::kInProgress && mine.queue_position() == 0;
+         ++k) {
+      s = drive_one(mine, c, s);
+    }
+    woken += mine.queue_position() == 1;
+    failures += !other.release().ok();
+    failures += !drive(mine, c, s).ok();
+    failures += !drive(mine, c, mine.start_renew()).ok();
+    failures += !drive(mine, c, mine.start_extend(Millis(5000))).ok();
+    failures += !drive(mine, c, mine.start_release()).ok();
+  }
+  const test::AllocCounts counts = test::stop_counting();
+  EXPECT_EQ(failures, 0) << sm.last_error();
+  EXPECT_EQ(woken, n) << "each acquire queued and was woken";
+  EXPECT_GT(sm.stats().resolves, resolves) << "lookups ran inside the counted loop";
+  EXPECT_EQ(sm.primary().stats().connects, 1u);
+  EXPECT_EQ(counts.total(), 0u) << "mallocs=" << counts.mallocs << " news=" << counts.news;
+  std::printf("zero-heap fair sentinel start/step: %d contended cycles, %llu allocations\n", n,
+              static_cast<unsigned long long>(counts.total()));
 }
 
 TEST_F(ZeroHeapNonblocking, SemaphoreAndReentrantCycles) {

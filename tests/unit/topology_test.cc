@@ -48,6 +48,18 @@ TEST(ClusterKeys, CompanionKeysMustShareTheSlot) {
   EXPECT_EQ(cluster.check_key(Bytes::from_cstr("x{}y")).code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(cluster.check_key(Bytes::from_cstr("a}b")).code(), ErrorCode::kInvalidArgument)
       << "'{a}b}:fence' would hash 'a', not 'a}b'";
+  // A '{' without a tag hashes each companion whole: a key whose ':fence'
+  // lands in its slot by chance is still refused (the other companions,
+  // a FairLock's wake lists among them, would not).
+  int lucky = 0;
+  for (int i = 0; i < 200000 && lucky < 3; ++i) {
+    const std::string k = "k{" + std::to_string(i);
+    if (key_slot(k.c_str()) != key_slot((k + ":fence").c_str())) continue;
+    ++lucky;
+    EXPECT_EQ(cluster.check_key(Bytes(k.data(), k.size())).code(), ErrorCode::kInvalidArgument)
+        << k;
+  }
+  EXPECT_GT(lucky, 0) << "about 12 such keys in 200,000";
   Lock lock(cluster);
   EXPECT_EQ(lock.init(Bytes::from_cstr("a{b")).code(), ErrorCode::kInvalidArgument);
   EXPECT_TRUE(lock.init(Bytes::from_cstr("pump-3")).ok());

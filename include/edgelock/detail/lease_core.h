@@ -187,12 +187,7 @@ class LeaseCore {
   /// True if start_*() operations are served: a plain Connection, or a
   /// back end that routes without blocking (Backend::routes_nonblocking():
   /// Cluster or Sentinel without wait_replicas).
-  bool steps() const {
-    return backend_->direct() || (!direct_only_ && backend_->routes_nonblocking());
-  }
-  /// Serves start_*() operations on a plain Connection only (a primitive
-  /// whose steps need one connection for all its requests).
-  void direct_only() { direct_only_ = true; }
+  bool steps() const { return backend_->direct() || backend_->routes_nonblocking(); }
   /// Ends the operation; returns `s`.
   Status end_op(Status s);
   /// The operation in flight (0: none).
@@ -219,9 +214,15 @@ class LeaseCore {
   /// back end learns the slot's owner from it), or with kNotConnected
   /// while the back end is still looking its node up.
   Status send_command(Span<const Bytes> args, Deadline deadline);
-  /// `first` and then `call` in one write (plain connection only): the
-  /// outcome is the call's; first_status() the command's.
+  /// `first` and then `call` in one write (pipelines() only): the outcome
+  /// is the call's; first_status() the command's. Routed, both go to the
+  /// node route_for() names (while it names none, the call alone goes as
+  /// send() sends it, `first` dropped), and a redirect or resend carries
+  /// the call alone.
   Status send_pipelined(Span<const Bytes> first, const ScriptCall& call, Deadline deadline);
+  /// True if send_pipelined() serves the operation in flight: a plain
+  /// connection, or a start_*() operation on a routing back end.
+  bool pipelines() const { return backend_->direct() || nonblocking_; }
   /// The outcome of the request in flight: nullptr while pending, else its
   /// reply or error (kTimeout once its deadline passed: the connection is
   /// closed). A reply lives until the connection's next request.
@@ -278,6 +279,7 @@ class LeaseCore {
   void await();
   Status start_route();
   Status start_routed(Connection* node, bool asking);
+  Status start_route_pipelined(Span<const Bytes> first);
   Result<const Reply*> reroute(Status s);
   Result<const Reply*> resend();
   Result<const Reply*> resend_due();
@@ -295,7 +297,6 @@ class LeaseCore {
   bool queued_ = false;       // send() waits its turn on a shared connection
   bool routed_ = false;       // the request goes where the back end routes it
   bool plain_ = false;        // a routed plain command: never sent again
-  bool direct_only_ = false;  // start_*() on a plain Connection only
   bool asked_ = false;        // the routed request went with ASKING
   bool resending_ = false;    // a routed request waits until resend_at_ to go again
   uint8_t redirects_ = 0;     // redirects the routed request followed
