@@ -188,7 +188,8 @@ class Connection final : public Backend {
   const Endpoint& endpoint() const { return endpoint_; }
   const ConnectionOptions& options() const { return options_; }
   const ConnectionStats& stats() const { return stats_; }
-  /// Counters of every primitive using this connection, plus reconnects.
+  /// Counters of every primitive using this connection (handles keep none
+  /// of their own; a quorum lock's rounds are not counted), plus reconnects.
   const Metrics& metrics() const { return metrics_; }
   void reset_metrics() { metrics_.reset(); }
   /// Installs (or with nullptr removes) the hook called after every

@@ -230,8 +230,6 @@ class FairLock final : public Lease {
   /// queued.
   uint32_t queue_position() const { return position_; }
   const FairLockOptions& options() const { return options_; }
-  const Metrics& metrics() const { return core_.metrics(); }
-  void reset_metrics() { core_.reset_metrics(); }
   const char* last_error() const override { return core_.last_error(); }
   Nanos renew_budget() const override { return core_.command_timeout(); }
   Clock& clock() const override { return core_.clock(); }

@@ -203,9 +203,6 @@ class Lock final : public Lease {
   /// without TTL.
   Millis busy_ttl() const { return core_.busy_ttl(); }
   const LockOptions& options() const { return options_; }
-  /// This lock's counters (the serving connection keeps totals too).
-  const Metrics& metrics() const { return core_.metrics(); }
-  void reset_metrics() { core_.reset_metrics(); }
   /// Why init() refused its arguments, else the back end's (Connection's,
   /// Sentinel's, Cluster's) last error text.
   const char* last_error() const override { return core_.last_error(); }

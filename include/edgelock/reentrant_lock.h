@@ -157,8 +157,6 @@ class ReentrantLock final : public Lease {
   /// The other owner's TTL seen by the last busy attempt.
   Millis busy_ttl() const { return core_.busy_ttl(); }
   const ReentrantLockOptions& options() const { return options_; }
-  const Metrics& metrics() const { return core_.metrics(); }
-  void reset_metrics() { core_.reset_metrics(); }
   const char* last_error() const override { return core_.last_error(); }
   Nanos renew_budget() const override { return core_.command_timeout(); }
   Clock& clock() const override { return core_.clock(); }

@@ -209,8 +209,6 @@ class Semaphore {
   Millis busy_ttl() const { return core_.busy_ttl(); }
   Bytes key() const { return core_.key(); }
   const SemaphoreOptions& options() const { return options_; }
-  const Metrics& metrics() const { return core_.metrics(); }
-  void reset_metrics() { core_.reset_metrics(); }
   const char* last_error() const { return core_.last_error(); }
   Backend& backend() const { return core_.backend(); }
   Connection& connection() const { return core_.connection(); }

@@ -139,11 +139,9 @@ class LeaseCore {
   /// `out`: tokens, permit ids, owner ids. Errors: kRandomFailed.
   static Status mint(char* out, size_t hex_len) { return random_hex(out, hex_len / 2); }
 
-  /// Counts one operation that started at `start` in metrics() and in the
-  /// serving connection's (which calls its event hook). Returns `s`.
+  /// Counts one operation that started at `start` in the serving
+  /// connection's metrics (which calls its event hook). Returns `s`.
   Status noted(EventKind kind, TimePoint start, Status s);
-  const Metrics& metrics() const { return metrics_; }
-  void reset_metrics() { metrics_.reset(); }
 
   /// Other handles share the connection: a request may wait its turn, so
   /// none may hold it for long (no blocking wait for a release signal).
@@ -306,7 +304,6 @@ class LeaseCore {
   double drift_factor_ = 0.01;
   Prng rng_;
   Backoff backoff_{Millis(2), Millis(250)};
-  Metrics metrics_;
   uint8_t key_[kMaxKeyLen] = {};
 };
 
