@@ -52,13 +52,13 @@
 #include "edgelock/detail/redirect.h"
 #include "edgelock/detail/resp_parser.h"
 #include "edgelock/detail/socket_transport.h"
+#include "edgelock/detail/transport.h"
 #include "edgelock/endpoint.h"
 #include "edgelock/metrics.h"
 #include "edgelock/reply.h"
 #include "edgelock/script.h"
 #include "edgelock/status.h"
 #include "edgelock/tls_options.h"
-#include "edgelock/transport.h"
 
 namespace edgelock {
 
@@ -75,7 +75,8 @@ struct ConnectionOptions {
   /// suspended, as the server's TTL does).
   Clock* clock = nullptr;
   /// The byte stream to use instead of the built-in socket/TLS transport
-  /// (a scripted fake in tests, a simulated network); nullptr = built in.
+  /// (edgelock/detail/transport.h, an internal seam: a scripted fake in
+  /// tests, a simulated network); nullptr = built in.
   /// Not owned: it must outlive the connection, and serves this one
   /// connection only. Host names are then never looked up: the transport
   /// gets the endpoint as parsed. Sentinel and Cluster refuse it.
