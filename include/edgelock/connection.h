@@ -152,11 +152,6 @@ class Connection final : public Backend {
   /// kAuthFailed, kNoAuth, kReadOnly, kOutOfMemory, kServerBusy, kLoading,
   /// kMoved, kAsk, kTryAgain (a cluster node), kNoScript (EVALSHA).
   Result<const Reply*> command(Span<const Bytes> args, Deadline deadline);
-  /// Backend: as command(args, deadline); one server serves every key.
-  Result<const Reply*> command(Bytes key, Span<const Bytes> args, Deadline deadline) override {
-    (void)key;
-    return command(args, deadline);
-  }
   /// EVALSHA call.script, falling back to EVAL on NOSCRIPT (restart, SCRIPT
   /// FLUSH), all within `deadline`. call.writes_lease changes nothing (one
   /// server has no replicas to confirm). The library's own scripts always
@@ -166,22 +161,6 @@ class Connection final : public Backend {
   /// kInvalidArgument (no script, more than 13 keys (with companions) and
   /// arguments, companions without a key).
   Result<const Reply*> eval(const ScriptCall& call, Deadline deadline) override;
-
-  // --- Backend: one server, so every key is fine and served here.
-  /// Always ok (no error).
-  Status check_key(Bytes key) override {
-    (void)key;
-    return Status();
-  }
-  /// This connection.
-  Connection& connection_for(Bytes key) override {
-    (void)key;
-    return *this;
-  }
-  /// This connection.
-  Connection* direct() override { return this; }
-  /// options().command_timeout.
-  Nanos command_timeout() const override { return options_.command_timeout; }
 
   /// The last error's text (fixed buffer, NUL-terminated, never null).
   const char* last_error() const override { return error_; }
@@ -202,6 +181,25 @@ class Connection final : public Backend {
 
  private:
   friend class detail::ConnectionIo;
+
+  // --- Backend routing, for the primitives (they call these through
+  // Backend&): one server, so every key is fine and served here.
+  // As command(args, deadline).
+  Result<const Reply*> command(Bytes key, Span<const Bytes> args, Deadline deadline) override {
+    (void)key;
+    return command(args, deadline);
+  }
+  // Always ok.
+  Status check_key(Bytes key) override {
+    (void)key;
+    return Status();
+  }
+  Connection& connection_for(Bytes key) override {
+    (void)key;
+    return *this;
+  }
+  Connection* direct() override { return this; }
+  Nanos command_timeout() const override { return options_.command_timeout; }
 
   // Where the connection is (src/connection.cc and src/connection_connect.cc
   // have the transitions).
