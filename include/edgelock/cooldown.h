@@ -104,7 +104,6 @@ class Cooldown {
   Bytes key() const { return gate_.key(); }
   const CooldownOptions& options() const { return options_; }
   const char* last_error() const { return gate_.last_error(); }
-  Backend& backend() const { return gate_.backend(); }
   Connection& connection() const { return gate_.connection(); }
 
  private:

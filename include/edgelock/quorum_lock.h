@@ -217,8 +217,6 @@ class QuorumLock final : public Lease {
   size_t quorum() const { return n_ / 2 + 1; }
   /// The per-server round budget in use (after the default is applied).
   Nanos server_timeout() const;
-  /// server_timeout(): one round per renewal.
-  Nanos renew_budget() const override { return server_timeout(); }
   /// The connections' clock (default_clock() before init()).
   Clock& clock() const override;
   /// From the last acquire attempt: how long until enough holders'
@@ -241,6 +239,10 @@ class QuorumLock final : public Lease {
   const char* last_error() const override;
 
  private:
+  // Lease, for the keeper (through Lease&): server_timeout(), one round
+  // per renewal.
+  Nanos renew_budget() const override { return server_timeout(); }
+
   // The operation in flight, and where it is.
   enum class Op : uint8_t { kNone, kTry, kAcquire, kRelease, kExtend };
   enum class Stage : uint8_t { kNone, kAcquire, kFence, kCleanup, kPause, kRelease, kExtend };

@@ -107,7 +107,6 @@ class Quota {
   Bytes key() const { return gate_.key(); }
   const QuotaOptions& options() const { return options_; }
   const char* last_error() const { return gate_.last_error(); }
-  Backend& backend() const { return gate_.backend(); }
   Connection& connection() const { return gate_.connection(); }
 
  private:

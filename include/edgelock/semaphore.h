@@ -116,13 +116,15 @@ class Permit final : public Lease {
   Bytes key() const override;
   /// Permits carry no fencing token: 0.
   uint64_t fence() const override { return 0; }
-  Nanos renew_budget() const override;
   const char* last_error() const override;
   Clock& clock() const override;
   /// The semaphore that granted it (nullptr before the first acquire).
   Semaphore* semaphore() const { return sem_; }
 
  private:
+  // Lease, for the keeper (through Lease&): the longest one renew() blocks.
+  Nanos renew_budget() const override;
+
   friend class Semaphore;
   void unclaim() {
     granted_ = false;
@@ -210,7 +212,6 @@ class Semaphore {
   Bytes key() const { return core_.key(); }
   const SemaphoreOptions& options() const { return options_; }
   const char* last_error() const { return core_.last_error(); }
-  Backend& backend() const { return core_.backend(); }
   Connection& connection() const { return core_.connection(); }
 
  private:

@@ -33,7 +33,7 @@ struct Driver {
   template <class Op>
   Status finish(Op& op, Status s, Nanos bound) {
     const Steady::time_point t0 = Steady::now();
-    Clock& clock = op.backend().clock();
+    Clock& clock = op.connection().clock();
     for (int i = 0; i < 10000 && s.code() == ErrorCode::kInProgress; ++i) {
       if (Steady::now() - t0 > bound) break;
       pollfd fds[kMaxWaitFds];
