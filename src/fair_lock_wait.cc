@@ -36,7 +36,7 @@ Status FairLock::next_attempt(Status last, Nanos left) {
     // plain connection: Sentinel and Cluster pick the node per command).
     // Short TTLs cost a renewal round per TTL / 4 while waiting, not a
     // second round trip per handoff.
-    const bool pipelined = core_.backend().direct() != nullptr;
+    const bool pipelined = core_.direct() != nullptr;
     if (pipelined) cap = min_of(cap, Nanos(options_.ttl) / 4);
     // A plain command is written whole when it starts (never encoded
     // again), so its words may live here.

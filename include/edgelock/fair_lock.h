@@ -205,7 +205,7 @@ class FairLock final : public Lease {
   /// flight.
   Status step() override;
   /// True on a plain Connection (the only back end start_*() serves).
-  bool nonblocking() const override { return core_.backend().direct() != nullptr; }
+  bool nonblocking() const override { return core_.direct() != nullptr; }
   bool in_progress() const override { return core_.op() != 0; }
   /// The connection's socket and poll events while a request is in flight
   /// (at most 1; 0 during a backoff pause).

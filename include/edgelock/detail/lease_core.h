@@ -114,6 +114,9 @@ class LeaseCore {
 
   Bytes key() const { return Bytes(key_, key_len_); }
   Backend& backend() const { return *backend_; }
+  /// The back end's one connection when it is a plain Connection, else
+  /// nullptr (Backend::direct()).
+  Connection* direct() const { return backend_->direct(); }
   Clock& clock() const { return backend_->clock(); }
   Nanos command_timeout() const { return backend_->command_timeout(); }
   /// The connection serving the key (through Sentinel or Cluster, if used).
