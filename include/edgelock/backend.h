@@ -15,6 +15,9 @@ namespace edgelock {
 struct Reply;  // edgelock/reply.h: only pointers to it here
 
 class Connection;
+namespace detail {
+class LeaseCore;
+}  // namespace detail
 
 /// What a request routed by a caller's loop does after an error reply or a
 /// failure (Backend::on_routed_error()).
@@ -66,6 +69,12 @@ class Backend {
   virtual Nanos command_timeout() const = 0;
   /// The last error's text (fixed buffer, NUL-terminated, never null).
   virtual const char* last_error() const = 0;
+
+ protected:
+  // Routing, for the lease core alone (detail::LeaseCore, a friend): a
+  // back end overrides these; nothing else calls them.
+  friend class detail::LeaseCore;
+
   /// The one connection when the back end is a plain Connection (for what
   /// only one connection can do: pipelined waits, BLPOP); else nullptr.
   virtual Connection* direct() { return nullptr; }
@@ -106,7 +115,6 @@ class Backend {
     return next;
   }
 
- protected:
   Backend() = default;
   Backend(const Backend&) = default;
   Backend& operator=(const Backend&) = default;

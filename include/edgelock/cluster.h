@@ -104,23 +104,25 @@ class Cluster final : public Backend {
   Connection& node(size_t i) { return nodes_[i]; }
   const ClusterStats& stats() const { return stats_; }
 
-  // Backend: kInvalidArgument from check_key() for a key whose companion
-  // keys would hash to another slot (a '{' without a valid tag, or a '}'
-  // that would end the tag early). eval()/command() follow redirects.
+  Clock& clock() const override { return *clock_; }
+  const char* last_error() const override { return error_; }
+
+ private:
+  // Backend, for the primitives (they call these through Backend&):
+  // kInvalidArgument from check_key() for a key whose companion keys would
+  // hash to another slot (a '{' without a valid tag, or a '}' that would
+  // end the tag early). eval()/command() follow redirects.
   Status check_key(Bytes key) override;
   Result<const Reply*> eval(const ScriptCall& call, Deadline deadline) override;
   Result<const Reply*> command(Bytes key, Span<const Bytes> args, Deadline deadline) override;
   Connection& connection_for(Bytes key) override;
-  Clock& clock() const override { return *clock_; }
   Nanos command_timeout() const override { return options_.command_timeout; }
-  const char* last_error() const override { return error_; }
   // Non-blocking routing (Backend): served while wait_replicas is 0.
   bool routes_nonblocking() const override;
   Connection* route_for(Bytes key) override;
   RouteNext route_pending(Bytes key) override;
   RouteNext on_routed_error(Connection& node, Bytes key, Status s) override;
 
- private:
   static constexpr uint8_t kNoOwner = 0xFF;
   // An eval, or with no script the plain command in call.args, for `slot`.
   Result<const Reply*> route(const ScriptCall& call, uint16_t slot, Deadline deadline);

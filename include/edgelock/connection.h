@@ -52,13 +52,13 @@
 #include "edgelock/detail/redirect.h"
 #include "edgelock/detail/resp_parser.h"
 #include "edgelock/detail/socket_transport.h"
+#include "edgelock/detail/transport.h"
 #include "edgelock/endpoint.h"
 #include "edgelock/metrics.h"
 #include "edgelock/reply.h"
 #include "edgelock/script.h"
 #include "edgelock/status.h"
 #include "edgelock/tls_options.h"
-#include "edgelock/transport.h"
 
 namespace edgelock {
 
@@ -75,7 +75,8 @@ struct ConnectionOptions {
   /// suspended, as the server's TTL does).
   Clock* clock = nullptr;
   /// The byte stream to use instead of the built-in socket/TLS transport
-  /// (a scripted fake in tests, a simulated network); nullptr = built in.
+  /// (edgelock/detail/transport.h, an internal seam: a scripted fake in
+  /// tests, a simulated network); nullptr = built in.
   /// Not owned: it must outlive the connection, and serves this one
   /// connection only. Host names are then never looked up: the transport
   /// gets the endpoint as parsed. Sentinel and Cluster refuse it.
@@ -151,11 +152,6 @@ class Connection final : public Backend {
   /// kAuthFailed, kNoAuth, kReadOnly, kOutOfMemory, kServerBusy, kLoading,
   /// kMoved, kAsk, kTryAgain (a cluster node), kNoScript (EVALSHA).
   Result<const Reply*> command(Span<const Bytes> args, Deadline deadline);
-  /// Backend: as command(args, deadline); one server serves every key.
-  Result<const Reply*> command(Bytes key, Span<const Bytes> args, Deadline deadline) override {
-    (void)key;
-    return command(args, deadline);
-  }
   /// EVALSHA call.script, falling back to EVAL on NOSCRIPT (restart, SCRIPT
   /// FLUSH), all within `deadline`. call.writes_lease changes nothing (one
   /// server has no replicas to confirm). The library's own scripts always
@@ -166,29 +162,14 @@ class Connection final : public Backend {
   /// arguments, companions without a key).
   Result<const Reply*> eval(const ScriptCall& call, Deadline deadline) override;
 
-  // --- Backend: one server, so every key is fine and served here.
-  /// Always ok (no error).
-  Status check_key(Bytes key) override {
-    (void)key;
-    return Status();
-  }
-  /// This connection.
-  Connection& connection_for(Bytes key) override {
-    (void)key;
-    return *this;
-  }
-  /// This connection.
-  Connection* direct() override { return this; }
-  /// options().command_timeout.
-  Nanos command_timeout() const override { return options_.command_timeout; }
-
   /// The last error's text (fixed buffer, NUL-terminated, never null).
   const char* last_error() const override { return error_; }
   Clock& clock() const override { return *clock_; }
   const Endpoint& endpoint() const { return endpoint_; }
   const ConnectionOptions& options() const { return options_; }
   const ConnectionStats& stats() const { return stats_; }
-  /// Counters of every primitive using this connection, plus reconnects.
+  /// Counters of every primitive using this connection (handles keep none
+  /// of their own; a quorum lock's rounds are not counted), plus reconnects.
   const Metrics& metrics() const { return metrics_; }
   void reset_metrics() { metrics_.reset(); }
   /// Installs (or with nullptr removes) the hook called after every
@@ -200,6 +181,25 @@ class Connection final : public Backend {
 
  private:
   friend class detail::ConnectionIo;
+
+  // --- Backend routing, for the primitives (they call these through
+  // Backend&): one server, so every key is fine and served here.
+  // As command(args, deadline).
+  Result<const Reply*> command(Bytes key, Span<const Bytes> args, Deadline deadline) override {
+    (void)key;
+    return command(args, deadline);
+  }
+  // Always ok.
+  Status check_key(Bytes key) override {
+    (void)key;
+    return Status();
+  }
+  Connection& connection_for(Bytes key) override {
+    (void)key;
+    return *this;
+  }
+  Connection* direct() override { return this; }
+  Nanos command_timeout() const override { return options_.command_timeout; }
 
   // Where the connection is (src/connection/connection.cc and src/connection/connection_connect.cc
   // have the transitions).

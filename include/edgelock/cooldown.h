@@ -103,10 +103,7 @@ class Cooldown {
 
   Bytes key() const { return gate_.key(); }
   const CooldownOptions& options() const { return options_; }
-  const Metrics& metrics() const { return gate_.metrics(); }
-  void reset_metrics() { gate_.reset_metrics(); }
   const char* last_error() const { return gate_.last_error(); }
-  Backend& backend() const { return gate_.backend(); }
   Connection& connection() const { return gate_.connection(); }
 
  private:

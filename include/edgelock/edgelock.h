@@ -20,4 +20,3 @@
 #include "edgelock/semaphore.h"
 #include "edgelock/sentinel.h"
 #include "edgelock/status.h"
-#include "edgelock/transport.h"

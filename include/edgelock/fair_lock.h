@@ -239,15 +239,14 @@ class FairLock final : public Lease {
   /// queued.
   uint32_t queue_position() const { return position_; }
   const FairLockOptions& options() const { return options_; }
-  const Metrics& metrics() const { return core_.metrics(); }
-  void reset_metrics() { core_.reset_metrics(); }
   const char* last_error() const override { return core_.last_error(); }
-  Nanos renew_budget() const override { return core_.command_timeout(); }
   Clock& clock() const override { return core_.clock(); }
-  Backend& backend() const { return core_.backend(); }
   Connection& connection() const { return core_.connection(); }
 
  private:
+  // Lease, for the keeper (through Lease&): the longest one renew() blocks.
+  Nanos renew_budget() const override { return core_.command_timeout(); }
+
   /// ":w:<seq>", the suffix of a waiter's wake list "{key}:w:<seq>".
   struct WakeSuffix {
     uint8_t text[24];  // ":w:" and 20 digits

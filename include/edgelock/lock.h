@@ -203,20 +203,18 @@ class Lock final : public Lease {
   /// without TTL.
   Millis busy_ttl() const { return core_.busy_ttl(); }
   const LockOptions& options() const { return options_; }
-  /// This lock's counters (the serving connection keeps totals too).
-  const Metrics& metrics() const { return core_.metrics(); }
-  void reset_metrics() { core_.reset_metrics(); }
   /// Why init() refused its arguments, else the back end's (Connection's,
   /// Sentinel's, Cluster's) last error text.
   const char* last_error() const override { return core_.last_error(); }
-  /// The back end's command timeout: the longest one renew() blocks.
-  Nanos renew_budget() const override { return core_.command_timeout(); }
   Clock& clock() const override { return core_.clock(); }
-  Backend& backend() const { return core_.backend(); }
-  /// The connection serving the key (through Sentinel or Cluster, if used).
+  /// The connection serving the key (through Sentinel or Cluster, if used):
+  /// its metrics() count this handle's operations.
   Connection& connection() const { return core_.connection(); }
 
  private:
+  // Lease, for the keeper (through Lease&): the longest one renew() blocks.
+  Nanos renew_budget() const override { return core_.command_timeout(); }
+
   // The request in flight.
   enum class Req : uint8_t { kAttempt, kBlpop, kHandBack, kRelease, kExtend };
   static Status step_of(void* self) { return static_cast<Lock*>(self)->step(); }

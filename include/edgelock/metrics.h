@@ -1,14 +1,17 @@
 #pragma once
 /// @file metrics.h
-/// Heap-free counters for locks and connections, and an optional event hook
-/// for logging from firmware.
+/// Heap-free counters for connections, and an optional event hook for
+/// logging from firmware.
 ///
 /// A Metrics block is a fixed set of 32-bit counters plus a small latency
 /// histogram (kLatencyBuckets = 8 counters, 32 bytes; 64 bytes in all).
-/// Every Connection keeps one (all primitives using it add to it); every
-/// Lock, ReentrantLock, Semaphore, Cooldown, Quota and QuorumLock handle
-/// keeps its own. The application reads them at any time through
-/// metrics(); nothing here allocates or locks. Counters wrap at 2^32.
+/// Every Connection keeps one, the one home for counters: every Lock,
+/// FairLock, ReentrantLock, Semaphore, Cooldown and Quota adds its
+/// operations to the connection serving its key, which also counts its own
+/// reconnects (a QuorumLock's servers count their reconnects; its rounds
+/// are not counted). The application reads them at any time through
+/// Connection::metrics(); nothing here allocates or locks. Counters wrap at
+/// 2^32.
 ///
 /// The event hook is a plain function pointer plus a context pointer (no
 /// std::function): it is called synchronously, on the caller's thread, after

@@ -66,7 +66,6 @@
 #include "edgelock/detail/random.h"
 #include "edgelock/lease.h"
 #include "edgelock/limits.h"
-#include "edgelock/metrics.h"
 #include "edgelock/status.h"
 
 namespace edgelock {
@@ -218,8 +217,6 @@ class QuorumLock final : public Lease {
   size_t quorum() const { return n_ / 2 + 1; }
   /// The per-server round budget in use (after the default is applied).
   Nanos server_timeout() const;
-  /// server_timeout(): one round per renewal.
-  Nanos renew_budget() const override { return server_timeout(); }
   /// The connections' clock (default_clock() before init()).
   Clock& clock() const override;
   /// From the last acquire attempt: how long until enough holders'
@@ -240,12 +237,12 @@ class QuorumLock final : public Lease {
   const QuorumOptions& options() const { return options_; }
   /// The last failing server's error text (for logs; "" if none).
   const char* last_error() const override;
-  /// This lock's counters: one acquire attempt per round, releases,
-  /// extends and lost leases (the connections count their own commands).
-  const Metrics& metrics() const { return metrics_; }
-  void reset_metrics() { metrics_.reset(); }
 
  private:
+  // Lease, for the keeper (through Lease&): server_timeout(), one round
+  // per renewal.
+  Nanos renew_budget() const override { return server_timeout(); }
+
   // The operation in flight, and where it is.
   enum class Op : uint8_t { kNone, kTry, kAcquire, kRelease, kExtend };
   enum class Stage : uint8_t { kNone, kAcquire, kFence, kCleanup, kPause, kRelease, kExtend };
@@ -272,7 +269,6 @@ class QuorumLock final : public Lease {
   Status next_attempt();
   void note_acquire();
   // quorum_lock_ops.cc: release, extend, bookkeeping.
-  Status noted(EventKind kind, TimePoint start, Status s);
   Status begin_release();
   bool release_begin(Stage stage);
   size_t release_end(const detail::FanoutResult* fr);
@@ -321,11 +317,10 @@ class QuorumLock final : public Lease {
   uint64_t seen_ = 0;
   Millis busy_ttl_{0};
   Prng rng_;
-  Metrics metrics_;
   Millis ext_ttl_{0};
   detail::FanoutRound round_;
-  // When the release or extend was called (metrics; an extend's validity
-  // counts from here).
+  // When the release or extend was called (an extend's validity counts
+  // from here).
   TimePoint op_t0_{};
   TimePoint attempt_start_{};                // before the attempt's first request left
   TimePoint resume_at_{};                    // the end of the pause between attempts

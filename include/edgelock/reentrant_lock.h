@@ -157,15 +157,14 @@ class ReentrantLock final : public Lease {
   /// The other owner's TTL seen by the last busy attempt.
   Millis busy_ttl() const { return core_.busy_ttl(); }
   const ReentrantLockOptions& options() const { return options_; }
-  const Metrics& metrics() const { return core_.metrics(); }
-  void reset_metrics() { core_.reset_metrics(); }
   const char* last_error() const override { return core_.last_error(); }
-  Nanos renew_budget() const override { return core_.command_timeout(); }
   Clock& clock() const override { return core_.clock(); }
-  Backend& backend() const { return core_.backend(); }
   Connection& connection() const { return core_.connection(); }
 
  private:
+  // Lease, for the keeper (through Lease&): the longest one renew() blocks.
+  Nanos renew_budget() const override { return core_.command_timeout(); }
+
   // The request in flight.
   enum class Req : uint8_t { kAttempt, kHandBack, kRelease, kExtend };
   static Status step_of(void* self) { return static_cast<ReentrantLock*>(self)->step(); }

@@ -116,13 +116,15 @@ class Permit final : public Lease {
   Bytes key() const override;
   /// Permits carry no fencing token: 0.
   uint64_t fence() const override { return 0; }
-  Nanos renew_budget() const override;
   const char* last_error() const override;
   Clock& clock() const override;
   /// The semaphore that granted it (nullptr before the first acquire).
   Semaphore* semaphore() const { return sem_; }
 
  private:
+  // Lease, for the keeper (through Lease&): the longest one renew() blocks.
+  Nanos renew_budget() const override;
+
   friend class Semaphore;
   void unclaim() {
     granted_ = false;
@@ -209,10 +211,7 @@ class Semaphore {
   Millis busy_ttl() const { return core_.busy_ttl(); }
   Bytes key() const { return core_.key(); }
   const SemaphoreOptions& options() const { return options_; }
-  const Metrics& metrics() const { return core_.metrics(); }
-  void reset_metrics() { core_.reset_metrics(); }
   const char* last_error() const { return core_.last_error(); }
-  Backend& backend() const { return core_.backend(); }
   Connection& connection() const { return core_.connection(); }
 
  private:

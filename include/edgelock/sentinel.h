@@ -85,7 +85,12 @@ class Sentinel final : public Backend {
   Connection& primary() { return primary_; }
   const SentinelStats& stats() const { return stats_; }
 
-  // Backend. eval()/command() find the primary first if needed, and find it
+  Clock& clock() const override { return *clock_; }
+  const char* last_error() const override { return error_; }
+
+ private:
+  // Backend, for the primitives (they call these through Backend&).
+  // eval()/command() find the primary first if needed, and find it
   // again and retry when the command surely did not run there (READONLY,
   // connect failed); after an I/O error or timeout (outcome unknown) they
   // return the error and the next call looks the primary up again. A lookup
@@ -95,9 +100,7 @@ class Sentinel final : public Backend {
   Result<const Reply*> eval(const ScriptCall& call, Deadline deadline) override;
   Result<const Reply*> command(Bytes key, Span<const Bytes> args, Deadline deadline) override;
   Connection& connection_for(Bytes key) override;
-  Clock& clock() const override { return *clock_; }
   Nanos command_timeout() const override { return options_.command_timeout; }
-  const char* last_error() const override { return error_; }
 
   // Routing for the non-blocking face (start_*()/step() of the primitives,
   // src/backends/sentinel_step.cc). Served once set up with wait_replicas 0; with

@@ -103,7 +103,6 @@ Deadline LeaseCore::renewal_deadline(TimePoint valid_until, TimePoint start) con
 
 Status LeaseCore::noted(EventKind kind, TimePoint start, Status s) {
   const Nanos latency = clock().now() - start;
-  metrics_.record(kind, s, latency);
   detail::io(connection()).note_event(kind, s, key(), latency);
   return s;
 }

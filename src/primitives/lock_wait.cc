@@ -48,7 +48,7 @@ Status Lock::next_attempt(Status last, Nanos left) {
       // counts from before the BLPOP: only worth it while the wait can cost
       // at most a quarter of the TTL. Only on a plain connection: Sentinel
       // and Cluster pick the node per command.
-      if (core_.backend().direct() && cap * 4 <= options_.ttl) return start_attempt(d, blpop);
+      if (core_.direct() && cap * 4 <= options_.ttl) return start_attempt(d, blpop);
       req_ = Req::kBlpop;
       return core_.send_command(blpop, d);
     }

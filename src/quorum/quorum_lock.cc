@@ -286,7 +286,6 @@ Status QuorumLock::after_cleanup(const detail::FanoutResult* fr) {
 }
 
 Status QuorumLock::attempt_done(Status s) {
-  s = noted(EventKind::kAcquire, attempt_start_, s);
   if (op_ != Op::kAcquire || s.ok() || !round_retryable(s.code()) || ++attempts_ >= 1000000) {
     return end_op(s);
   }

@@ -15,11 +15,6 @@ const char* QuorumLock::last_error() const {
   return last_failed_ < n_ ? conns_[last_failed_]->last_error() : "";
 }
 
-Status QuorumLock::noted(EventKind kind, TimePoint start, Status s) {
-  metrics_.record(kind, s, clock().now() - start);
-  return s;
-}
-
 // A server that answered is up; one we could not reach, or that let a whole
 // round pass in silence, is skipped for a doubling backoff. A request merely
 // left in flight because the round was decided early says nothing.
@@ -129,7 +124,7 @@ Status QuorumLock::begin_release() {
   op_ = Op::kRelease;
   op_t0_ = clock().now();
   released_on_ = 0;
-  if (!has_token_) return end_op(noted(EventKind::kRelease, op_t0_, ErrorCode::kNotHeld));
+  if (!has_token_) return end_op(ErrorCode::kNotHeld);
   granted_ = false;  // whatever the servers say, we stop using it now
   release_any_ = false;
   if (release_begin(Stage::kRelease)) return ErrorCode::kInProgress;
@@ -143,7 +138,7 @@ Status QuorumLock::after_release(const detail::FanoutResult* fr) {
     forget();
     s = deleted > 0 ? Status() : Status(ErrorCode::kNotOwner);
   }
-  return end_op(noted(EventKind::kRelease, op_t0_, s));
+  return end_op(s);
 }
 
 // After an extend/owned round: servers that said "not ours" drop out.
@@ -210,7 +205,7 @@ Status QuorumLock::begin_extend(Millis ttl, ExtendMode mode) {
   op_t0_ = clock().now();
   const Status s = extend_request(ttl, mode);
   if (s.code() == ErrorCode::kInProgress) return s;
-  return end_op(noted(EventKind::kExtend, op_t0_, s));
+  return end_op(s);
 }
 
 Status QuorumLock::extend_request(Millis ttl, ExtendMode mode) {
@@ -235,7 +230,7 @@ Status QuorumLock::extend_request(Millis ttl, ExtendMode mode) {
 Status QuorumLock::after_extend(const detail::FanoutResult& fr) {
   note_servers(fr.decided_at, fr.timed_out);
   const Status s = finish_extend(op_t0_, fr.decided_at, ext_ttl_, ext_mode_);
-  return end_op(noted(EventKind::kExtend, op_t0_, s));
+  return end_op(s);
 }
 
 Result<bool> QuorumLock::owned() {
@@ -255,7 +250,6 @@ Result<bool> QuorumLock::owned() {
   const ErrorCode e = detail::keep_failure(t, possible);
   if (e != ErrorCode::kNotOwner) return e;
   granted_ = false;
-  noted(EventKind::kCheck, c.now(), ErrorCode::kNotOwner).ignore();
   return false;
 }
 

@@ -118,25 +118,21 @@ void QuorumLock::cancel() {
       note_acquire();  // every server sent to may hold the token
       granted_ = false;
       fence_ = 0;
-      noted(EventKind::kAcquire, attempt_start_, ErrorCode::kTimeout).ignore();
       break;
     case Stage::kFence:
     case Stage::kCleanup:
       granted_ = false;
       fence_ = 0;
-      noted(EventKind::kAcquire, attempt_start_, ErrorCode::kTimeout).ignore();
       break;
     case Stage::kRelease:
       released_on_ = 0;
       for (size_t i = 0; i < n_; ++i) released_on_ += maybe_holds_[i] ? 0 : 1;
-      noted(EventKind::kRelease, op_t0_, ErrorCode::kTimeout).ignore();
       break;
     case Stage::kExtend:
       // A replace may have shortened the TTL where it landed.
       if (ext_mode_ == ExtendMode::kReplace) {
         valid_until_ = detail::least_end(valid_until_, op_t0_, ext_ttl_, options_.drift_factor);
       }
-      noted(EventKind::kExtend, op_t0_, ErrorCode::kTimeout).ignore();
       break;
     default: break;
   }

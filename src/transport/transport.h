@@ -13,11 +13,11 @@
 #include <cstdint>
 
 #include "edgelock/clock.h"
+#include "edgelock/detail/transport.h"
 #include "edgelock/detail/transport_state.h"
 #include "edgelock/endpoint.h"
 #include "edgelock/status.h"
 #include "edgelock/tls_options.h"
-#include "edgelock/transport.h"
 
 namespace edgelock {
 namespace detail {

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "edgelock/connection.h"
-#include "edgelock/transport.h"
+#include "edgelock/detail/transport.h"
 #include "fake_clock.h"
 
 namespace edgelock {

@@ -1,7 +1,7 @@
 #pragma once
 // edgelock: every place the tool touches a library handle's names. The
-// subcommands call these, never the handles' renewal, error-text, reset
-// or metrics members directly, so a change of those names is made here.
+// subcommands call these, never the handles' renewal, error-text or reset
+// members directly, so a change of those names is made here.
 
 #include "cli.h"
 
@@ -17,12 +17,6 @@ edgelock::Status renew(L& lock) {
 template <typename L>
 const char* error_text(const L& lock) {
   return lock.last_error();
-}
-
-// The handle's own counters.
-template <typename L>
-const edgelock::Metrics* metrics_of(const L& lock) {
-  return &lock.metrics();
 }
 
 // Ends a cooldown period or quota window now (deletes its server key).

@@ -143,10 +143,7 @@ int with_lock(const Options& o, Target& target, LockT& lock, const Opts& lo) {
     return fail_with(s.code(), "cannot set up the lock: %s", cause_text(s));
   }
   const int rc = run_lock_command(o, lock, target);
-  if (o.stats) {
-    target.print_stats(o.key);
-    print_stats(o.fair ? "fair lock" : "lock", lock.metrics());
-  }
+  if (o.stats) target.print_stats(o.key);
   return rc;
 }
 

@@ -116,10 +116,7 @@ int semaphore(const Options& o, B& backend, Target& t) {
   const Status s = sem.init(Bytes::from_cstr(o.key), so);
   if (!s.ok()) return fail_with(s.code(), "cannot set up the semaphore: %s", cause_text(s));
   const int rc = cmd_semaphore(o, t, sem);
-  if (o.stats) {
-    t.print_stats(o.key);
-    print_stats("semaphore", sem.metrics());
-  }
+  if (o.stats) t.print_stats(o.key);
   return rc;
 }
 
@@ -185,10 +182,7 @@ int admit(const Options& o, Target& t, Gate& gate, const char* what, TakeFn take
              ? too_late(o, what)
              : report_error(gate.connection(), error_text(gate), s, what);
   }
-  if (o.stats) {
-    t.print_stats(o.key);
-    print_stats(what, gate.metrics());
-  }
+  if (o.stats) t.print_stats(o.key);
   if (rc != kExitOk) return rc;
   if (o.reset) {
     if (o.json) JsonObject().str("key", o.key).flag("reset", true).end(kExitOk);

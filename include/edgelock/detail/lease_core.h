@@ -115,6 +115,9 @@ class LeaseCore {
 
   Bytes key() const { return Bytes(key_, key_len_); }
   Backend& backend() const { return *backend_; }
+  /// The back end's one connection when it is a plain Connection, else
+  /// nullptr (Backend::direct()).
+  Connection* direct() const { return backend_->direct(); }
   Clock& clock() const { return backend_->clock(); }
   Nanos command_timeout() const { return backend_->command_timeout(); }
   /// The connection serving the key (through Sentinel or Cluster, if used).
@@ -149,11 +152,9 @@ class LeaseCore {
   /// `out`: tokens, permit ids, owner ids. Errors: kRandomFailed.
   static Status mint(char* out, size_t hex_len) { return random_hex(out, hex_len / 2); }
 
-  /// Counts one operation that started at `start` in metrics() and in the
-  /// serving connection's (which calls its event hook). Returns `s`.
+  /// Counts one operation that started at `start` in the serving
+  /// connection's metrics (which calls its event hook). Returns `s`.
   Status noted(EventKind kind, TimePoint start, Status s);
-  const Metrics& metrics() const { return metrics_; }
-  void reset_metrics() { metrics_.reset(); }
 
   /// Other handles share the connection: a request may wait its turn, so
   /// none may hold it for long (no blocking wait for a release signal).
@@ -317,7 +318,6 @@ class LeaseCore {
   double drift_factor_ = 0.01;
   Prng rng_;
   Backoff backoff_{Millis(2), Millis(250)};
-  Metrics metrics_;
   uint8_t key_[kMaxKeyLen] = {};
 };
 

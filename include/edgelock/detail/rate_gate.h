@@ -83,8 +83,6 @@ class RateGate {
   Status erase_on_server();
 
   Bytes key() const { return core_.key(); }
-  const Metrics& metrics() const { return core_.metrics(); }
-  void reset_metrics() { core_.reset_metrics(); }
   const char* last_error() const { return core_.last_error(); }
   Backend& backend() const { return core_.backend(); }
   Connection& connection() const { return core_.connection(); }

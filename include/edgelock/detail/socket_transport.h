@@ -3,8 +3,8 @@
 // socket, TLS over either). Declared here so a Connection can hold it by
 // value; implemented in src/transport/ (hiredis connects, mbedTLS wraps).
 
+#include "edgelock/detail/transport.h"
 #include "edgelock/detail/transport_state.h"
-#include "edgelock/transport.h"
 
 namespace edgelock {
 namespace detail {

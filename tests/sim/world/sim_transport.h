@@ -7,7 +7,7 @@
 
 #include <poll.h>
 
-#include "edgelock/transport.h"
+#include "edgelock/detail/transport.h"
 #include "world/world.h"
 
 namespace edgelock {

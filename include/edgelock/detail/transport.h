@@ -1,5 +1,6 @@
 #pragma once
 /// @file transport.h
+/// Internal: a seam for tests and simulation, not part of the stable API.
 /// The byte stream under a Connection. The connection encodes commands and
 /// parses replies itself; a transport only opens a stream, moves bytes
 /// both ways without blocking, and waits for readiness against a deadline.
