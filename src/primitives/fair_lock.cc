@@ -207,7 +207,7 @@ Status FairLock::on_attempt(const Result<const Reply*>& r) {
   // Not on a routing back end: there a primary demoted under a BLPOP ends
   // it with an error too (UNBLOCKED), and the next node takes BLPOPs.
   const Status first = core_.first_status();
-  if (first.code() == ErrorCode::kServerError && core_.backend().direct()) {
+  if (first.code() == ErrorCode::kServerError && core_.direct()) {
     wake_supported_ = false;
   }
   blpop_failed_ = !first.ok();
