@@ -250,7 +250,10 @@ TEST_F(ClusterStepTest, MapReadAsStepsWaitsOutAStoppedNode) {
   Loop loop;
   cluster_->node(stopped).pause();
   const TimePoint t0 = fresh.clock().now();
-  const Status got = loop.drive(lock, lock.start_acquire(Millis(3000) * test::slowdown()));
+  // The stopped seed is waited out one command_timeout (3 s under qemu) in
+  // 2 ms polls: more steps than the loop's default.
+  const Status got = loop.drive(lock, lock.start_acquire(Millis(3000) * test::slowdown()),
+                                1000 * test::slowdown());
   const Nanos took = fresh.clock().now() - t0;
   cluster_->node(stopped).resume();
   ASSERT_EQ(got.code(), ErrorCode::kOk) << got.to_string() << " " << fresh.last_error();
