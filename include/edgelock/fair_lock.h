@@ -123,14 +123,16 @@ class FairLock final : public Lease {
   /// While queued it blocks on its wake list (BLPOP) for at most the
   /// holder's remaining TTL, waiter_timeout / 2 and (where its next
   /// attempt is pipelined behind the BLPOP: a plain connection, and
-  /// start_acquire() on Sentinel or Cluster) ttl / 4, then renews its place; else (also on a shared
-  /// connection) it pauses with capped, jittered backoff (same caps). Connection failures are
-  /// retried within the wait; retries keep the token (and so the place in the queue, and a grant
-  /// whose reply was lost is recognised). A grant that came too late is handed back and the handle
-  /// queues again, at the end. When the wait ends without a grant it leaves the queue (best effort:
-  /// else it drops out after waiter_timeout), unless `give_up` is GiveUp::kStay. Returns by wait +
-  /// command_timeout at the latest (and one more command_timeout to leave
-  /// the queue). Allocates nothing.
+  /// start_acquire() on Sentinel or Cluster) ttl / 4, then renews its
+  /// place; else (also on a shared connection) it pauses with capped,
+  /// jittered backoff (same caps). Connection failures are retried within
+  /// the wait; retries keep the token (and so the place in the queue, and a
+  /// grant whose reply was lost is recognised). A grant that came too late
+  /// is handed back and the handle queues again, at the end. When the wait
+  /// ends without a grant it leaves the queue (best effort: else it drops
+  /// out after waiter_timeout), unless `give_up` is GiveUp::kStay. Returns
+  /// by wait + command_timeout at the latest (and one more command_timeout
+  /// to leave the queue). Allocates nothing.
   /// Errors: kBusy (not our turn by the end), kExpired (the last grant
   /// came too late), or the last connection error, or try_acquire()'s
   /// non-retryable ones. As there: on kTimeout, kIo, kConnectionClosed or
@@ -187,14 +189,14 @@ class FairLock final : public Lease {
   // with the attempt pipelined behind it, as on a plain connection; a
   // BLPOP that a redirect or a failover ends costs a backoff pause, and
   // only the attempt's checked reply reports a grant (a resent attempt
-  // goes alone). A BLPOP holds the node's connection, and handles there do not
-  // queue (another's request ends as kConnectionBusy, retried with
+  // goes alone). A BLPOP holds the node's connection, and handles there
+  // do not queue (another's request ends as kConnectionBusy, retried with
   // backoff): give each waiting FairLock its own Sentinel or Cluster. With
   // wait_replicas > 0 start_*() returns kInvalidArgument (use the blocking
-  // calls). One operation at a time: a start_*() or
-  // blocking call while one is in flight returns kInvalidArgument. Handles
-  // sharing a Connection take turns on it (connection.h): a request
-  // waiting its turn ends as kConnectionBusy if its deadline comes first.
+  // calls). One operation at a time: a start_*() or blocking call while
+  // one is in flight returns kInvalidArgument. Handles sharing a
+  // Connection take turns on it (connection.h): a request waiting its turn
+  // ends as kConnectionBusy if its deadline comes first.
   /// try_acquire(). Errors: as try_acquire(), and kInvalidArgument as above.
   Status start_try_acquire();
   /// acquire(wait, give_up). Errors: as acquire(), and kInvalidArgument as

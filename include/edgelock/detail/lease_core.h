@@ -1,12 +1,12 @@
 #pragma once
-// Internal: what every primitive (Lock, ReentrantLock, Semaphore, and the
-// rate gate under Cooldown and Quota) holds by composition
+// Internal: what every primitive (Lock, FairLock, ReentrantLock, Semaphore,
+// and the rate gate under Cooldown and Quota) holds by composition
 // (src/lease/lease_core.cc): the back end, the key checked once with its
 // companion keys, the timing checked once, one validity rule, token
-// minting, the handle's counters, the one bounded retry loop of every
-// wait, and the operation in flight of the non-blocking face (one request
-// or pause at a time, the wait around it, and the blocking driver that
-// makes the blocking calls loops over it). Fixed size, no heap.
+// minting, counting into the serving connection, the one bounded retry
+// loop of every wait, and the operation in flight of the non-blocking face
+// (one request or pause at a time, the wait around it, and the blocking
+// driver that makes the blocking calls loops over it). Fixed size, no heap.
 
 #include <poll.h>
 
