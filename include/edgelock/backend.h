@@ -116,10 +116,17 @@ class Backend {
   }
 
   Backend() = default;
-  Backend(const Backend&) = default;
-  Backend& operator=(const Backend&) = default;
+  // A copy has no handles of its own yet.
+  Backend(const Backend&) {}
+  Backend& operator=(const Backend&) { return *this; }
   // Not deleted through this interface: the owner holds the concrete type.
   ~Backend() = default;
+
+ private:
+  // Handles using this back end (LeaseCore counts itself in and out):
+  // with more than one, no handle may hold a connection behind it in a
+  // BLPOP, on a plain Connection or on a Sentinel's or Cluster's node.
+  uint32_t leases_ = 0;
 };
 
 }  // namespace edgelock

@@ -288,7 +288,6 @@ class Connection final : public Backend {
   const Script* loaded_[kLoadedScripts] = {};  // see note_loaded()
   uint8_t loaded_n_ = 0;
   bool may_block_ = true;  // await() may still wait in the read itself
-  uint8_t handles_ = 0;    // primitives' handles attached (LeaseCore)
   uint8_t turns_n_ = 0;
   // Handles waiting for their turn to start a request, oldest first.
   const void* turns_[kMaxQueuedHandles] = {};

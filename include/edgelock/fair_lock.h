@@ -26,10 +26,11 @@
 /// "{X}". Each step (join, grant, release, leave) is one atomic script,
 /// timed by the server's clock. A waiter blocks on its own wake list
 /// (BLPOP, with its next attempt pipelined behind) and renews its place at
-/// least every waiter_timeout / 2. On a Connection other handles share
-/// (connection.h) a BLPOP would hold it from them: there a waiter polls
-/// its turn instead, one attempt per capped, jittered backoff pause (which
-/// also renews its place), so a handoff costs up to one pause. The grant
+/// least every waiter_timeout / 2. On a back end other handles use (a
+/// Connection, connection.h, or a Sentinel's or Cluster's node) a BLPOP
+/// would hold the connection from them: there a waiter polls its turn
+/// instead, one attempt per capped, jittered backoff pause (which also
+/// renews its place), so a handoff costs up to one pause. The grant
 /// tells the holder who is next, and its release wakes exactly that
 /// waiter: a handoff costs what Lock's does, and no other waiter wakes.
 /// One that crashes or stops waiting drops out of the queue waiter_timeout
@@ -189,9 +190,10 @@ class FairLock final : public Lease {
   // with the attempt pipelined behind it, as on a plain connection; a
   // BLPOP that a redirect or a failover ends costs a backoff pause, and
   // only the attempt's checked reply reports a grant (a resent attempt
-  // goes alone). A BLPOP holds the node's connection, and handles there
-  // do not queue (another's request ends as kConnectionBusy, retried with
-  // backoff): give each waiting FairLock its own Sentinel or Cluster. With
+  // goes alone). Handles on one Sentinel or Cluster share its node
+  // connections: a request waits (nothing sent) while another handle's is
+  // on its node, and with other handles there a waiter polls, never
+  // BLPOPs, as on a shared Connection. With
   // wait_replicas > 0 start_*() returns kInvalidArgument (use the blocking
   // calls). One operation at a time: a start_*() or blocking call while
   // one is in flight returns kInvalidArgument. Handles sharing a

@@ -48,7 +48,7 @@ struct LockOptions {
   /// Waiting without polling: release() leaves a signal on a companion list
   /// ("{key}:wake", see above) and a waiting acquire() blocks on it with BLPOP, so a
   /// released lock is handed over within about one round trip. Not on a
-  /// Connection other handles share: the BLPOP would hold it from them. Every lock
+  /// back end other handles use: the BLPOP would hold it from them. Every lock
   /// on a key should agree on this; a releaser with it off (or another
   /// client library) just makes waiters fall back to the caps below.
   bool wake_on_release = true;

@@ -22,21 +22,14 @@ void DecimalText::set(int64_t v) {
   len = static_cast<uint8_t>(b.size());
 }
 
-LeaseCore::LeaseCore(Backend& backend) : backend_(&backend) {
-  if (Connection* c = backend.direct()) io(*c).attach();
-}
+LeaseCore::LeaseCore(Backend& backend) : backend_(&backend) { ++backend.leases_; }
 
 LeaseCore::~LeaseCore() {
-  if (Connection* c = backend_->direct()) {
-    io(*c).leave_queue(this);
-    io(*c).detach();
-  }
+  if (Connection* c = backend_->direct()) io(*c).leave_queue(this);
+  --backend_->leases_;
 }
 
-bool LeaseCore::shared() const {
-  Connection* c = backend_->direct();
-  return c && io(*c).handles() > 1;
-}
+bool LeaseCore::shared() const { return backend_->leases_ > 1; }
 
 namespace {
 

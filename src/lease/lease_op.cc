@@ -21,10 +21,6 @@ constexpr int kMaxCancelSteps = 8;
 
 // A deadline that has passed on every clock: "step now".
 constexpr Deadline kNow = Deadline::at(TimePoint());
-// How often a request waiting its turn on a shared connection looks
-// again: the handle ahead of it frees the connection in its own step(),
-// which no fd of ours can announce.
-constexpr Nanos kTurnPoll = Millis(1);
 
 }  // namespace
 

@@ -32,11 +32,7 @@ Status LeaseCore::start_routed(Connection* node, bool asking) {
   conn_ = node;
   asked_ = asking;
   ConnectionIo cio = io(*node);
-  // Handles on a routing back end do not queue on its nodes: another's
-  // request there ends this one as a retryable kConnectionBusy.
-  if (!cio.turn_of(this, false)) {
-    return started(cio.refuse_busy("another request is in flight on this node"));
-  }
+  if (!cio.turn_of(this, false)) return wait_node(node, asking);
   pipelined_ = asking;
   // ASKING covers the next command only: a NOSCRIPT fallback would lose it.
   if (asking && cio.script_loaded(turn_call_.script)) {
@@ -44,6 +40,22 @@ Status LeaseCore::start_routed(Connection* node, bool asking) {
   }
   if (asking) return started(cio.start_command_then_eval_by_body(kAsking, turn_call_, deadline_));
   return started(cio.start_eval(turn_call_, deadline_));
+}
+
+// `node` carries another handle's request (handles on one Sentinel or
+// Cluster share its node connections): look again every kTurnPoll until
+// it is free, and give up, nothing sent, at the request's deadline. A
+// neighbour's request holds it one round trip: waiters there poll, never
+// BLPOP (LeaseCore::shared()).
+Status LeaseCore::wait_node(Connection* node, bool asking) {
+  if (deadline_.expired(clock())) {
+    return started(io(*node).refuse_busy(
+        "another handle's request held the node past this request's deadline"));
+  }
+  asked_ = asking;
+  resending_ = true;
+  resend_at_ = Deadline::after(clock(), kTurnPoll).min(deadline_);
+  return ErrorCode::kInProgress;
 }
 
 // `first` and the routed request (turn_call_) in one write to the node the
@@ -56,9 +68,7 @@ Status LeaseCore::start_route_pipelined(Span<const Bytes> first) {
   conn_ = node;
   asked_ = false;
   ConnectionIo cio = io(*node);
-  if (!cio.turn_of(this, false)) {
-    return started(cio.refuse_busy("another request is in flight on this node"));
-  }
+  if (!cio.turn_of(this, false)) return wait_node(node, false);  // `first` only waited
   pipelined_ = true;
   return started(cio.start_command_then_eval(first, turn_call_, deadline_));
 }
@@ -93,7 +103,7 @@ Result<const Reply*> LeaseCore::resend() {
 Result<const Reply*> LeaseCore::resend_due() {
   if (!resend_at_.expired(clock())) return static_cast<const Reply*>(nullptr);
   resending_ = false;
-  if (deadline_.expired(clock()) || cancelling_) {
+  if (cancelling_ || (deadline_.expired(clock()) && !(conn_ && io(*conn_).busy()))) {
     phase_ = OpPhase::kIdle;
     return Status(ErrorCode::kTimeout);
   }

@@ -143,6 +143,15 @@ std::string raw_command(int port, const std::vector<std::string>& args) {
   return raw_exchange(port, encode(args));
 }
 
+uint32_t command_calls(int port, const std::string& command) {
+  const std::string info = raw_command(port, {"INFO", "commandstats"});
+  const std::string tag = "cmdstat_" + command + ":calls=";
+  const size_t at = info.find(tag);
+  return at == std::string::npos
+             ? 0
+             : static_cast<uint32_t>(std::strtoul(info.c_str() + at + tag.size(), nullptr, 10));
+}
+
 int run_program(const std::vector<std::string>& args, const std::string& log, int timeout_ms) {
   const pid_t pid = fork();
   if (pid == 0) {

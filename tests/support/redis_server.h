@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,10 @@ class RedisServer {
 /// the raw RESP reply ("" on failure). For set-up steps whose replies do
 /// not fit a Connection's fixed arena (CLUSTER INFO, SENTINEL replicas).
 std::string raw_command(int port, const std::vector<std::string>& args);
+
+/// How many times the server at `port` ran `command` (lower case), from
+/// INFO commandstats: 0 if never (or the server did not answer).
+uint32_t command_calls(int port, const std::string& command);
 
 /// Runs a program (argv[0] looked up in PATH) with stdout/stderr to
 /// `log`, waiting at most `timeout_ms`; returns its exit status or -1.

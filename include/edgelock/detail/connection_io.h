@@ -126,11 +126,6 @@ class ConnectionIo {
     c_->note_event(kind, status, key, latency);
   }
 
-  /// Sharing the connection among handles: a handle attaches for its
-  /// lifetime; handles() > 1 means a request may have to wait its turn.
-  void attach() { ++c_->handles_; }
-  void detach() { --c_->handles_; }
-  uint8_t handles() const { return c_->handles_; }
   /// `owner` may start a request now: none in flight and, with `in_order`,
   /// no other handle queued before it.
   bool turn_of(const void* owner, bool in_order) const { return c_->turn_of(owner, in_order); }

@@ -156,8 +156,9 @@ class LeaseCore {
   /// connection's metrics (which calls its event hook). Returns `s`.
   Status noted(EventKind kind, TimePoint start, Status s);
 
-  /// Other handles share the connection: a request may wait its turn, so
-  /// none may hold it for long (no blocking wait for a release signal).
+  /// Other handles use the same back end: on a Connection a request may
+  /// wait its turn, and on a Sentinel or Cluster handles do not queue on a
+  /// node, so none may hold a connection for long (no BLPOP).
   bool shared() const;
 
   /// The holder's TTL seen by the last busy attempt (0: none or no TTL).
@@ -280,11 +281,17 @@ class LeaseCore {
   void await();
   Status start_route();
   Status start_routed(Connection* node, bool asking);
+  Status wait_node(Connection* node, bool asking);
   Status start_route_pipelined(Span<const Bytes> first);
   Result<const Reply*> reroute(Status s);
   Result<const Reply*> resend();
   Result<const Reply*> resend_due();
   Result<const Reply*> outcome();
+
+  // How often a request waiting for its connection (another handle's
+  // request on it) looks again: that handle frees it in its own step(),
+  // which no fd of ours can announce.
+  static constexpr Nanos kTurnPoll = Millis(1);
 
   // Small fields first: short offsets, shorter code on Thumb-2.
   Backend* backend_;
