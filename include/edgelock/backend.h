@@ -115,6 +115,24 @@ class Backend {
     return next;
   }
 
+  /// A routed write's reply `reply` from `node` (ScriptCall::writes_lease):
+  /// with replicas to confirm it (wait_replicas), starts that WAIT on
+  /// `node` and returns ok with no reply (the WAIT's reply goes to
+  /// end_confirm()); else the outcome now: `reply`, or an error. Never
+  /// blocks.
+  virtual Result<const Reply*> start_confirm(Connection& node, const Reply* reply,
+                                             Deadline deadline) {
+    static_cast<void>(node);
+    static_cast<void>(deadline);
+    return reply;
+  }
+  /// That WAIT's reply (or its failure): the write's reply, kept, or an
+  /// error (kNoQuorum: too few replicas acknowledged; the WAIT's error).
+  virtual Result<const Reply*> end_confirm(Connection& node, const Result<const Reply*>& wait) {
+    static_cast<void>(node);
+    return wait;
+  }
+
   Backend() = default;
   // A copy has no handles of its own yet.
   Backend(const Backend&) {}

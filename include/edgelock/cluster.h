@@ -8,7 +8,7 @@
 /// A failed connection to a node marks the map stale: it is read again
 /// before the next command, so a cluster failover is followed too.
 /// The non-blocking face (start_*()/step(), docs/nonblocking.md) is served
-/// when wait_replicas is 0: each request goes to the slot's owner from the
+/// once set up: each request goes to the slot's owner from the
 /// map, and MOVED, ASK (ASKING and the script in one write) and TRYAGAIN
 /// (a pause state) are followed by the caller's loop, at most
 /// kMaxRedirects times and within the request's deadline. Nothing blocks
@@ -24,8 +24,7 @@
 /// (Connection::setup()), which resolves a host name (an IP, as Redis
 /// sends unless cluster-preferred-endpoint-type is hostname, does not).
 /// Only opening a node's first connection allocates (see Memory).
-/// With wait_replicas > 0 (WAIT is a blocking exchange) start_*() is
-/// refused with kInvalidArgument.
+/// With wait_replicas > 0 a grant's WAIT is one more step on its node.
 ///
 /// A lock's companion keys share its hash slot (the lock key is used as a
 /// hash tag), so no script crosses slots.
@@ -117,11 +116,14 @@ class Cluster final : public Backend {
   Result<const Reply*> command(Bytes key, Span<const Bytes> args, Deadline deadline) override;
   Connection& connection_for(Bytes key) override;
   Nanos command_timeout() const override { return options_.command_timeout; }
-  // Non-blocking routing (Backend): served while wait_replicas is 0.
+  // Non-blocking routing (Backend): served once set up.
   bool routes_nonblocking() const override;
   Connection* route_for(Bytes key) override;
   RouteNext route_pending(Bytes key) override;
   RouteNext on_routed_error(Connection& node, Bytes key, Status s) override;
+  Result<const Reply*> start_confirm(Connection& node, const Reply* reply,
+                                     Deadline deadline) override;
+  Result<const Reply*> end_confirm(Connection& node, const Result<const Reply*>& wait) override;
 
   static constexpr uint8_t kNoOwner = 0xFF;
   // An eval, or with no script the plain command in call.args, for `slot`.
@@ -141,6 +143,7 @@ class Cluster final : public Backend {
   Status end_refresh(Status s);
   void abandon_refresh();
   Status note(Connection& conn, Status s);
+  Result<const Reply*> settle(const Result<const Reply*>& c);
   int pick_node(uint16_t slot) const;
 
   Connection nodes_[kMaxClusterNodes];
@@ -149,8 +152,9 @@ class Cluster final : public Backend {
   Endpoint creds_;                // user/password for every node
   ConnectionOptions options_;
   ClusterOptions cluster_options_;
-  int last_node_ = 0;   // the node that answered the last command
-  Reply confirmed_[4];  // a reply a WAIT confirmed, and its elements (replica_wait.h)
+  int last_node_ = 0;    // the node that answered the last command
+  Reply confirmed_[4];   // a reply a WAIT confirmed, and its elements (replica_wait.h)
+  Millis wait_sent_{0};  // the timeout of the last WAIT started as a step
   Clock* clock_ = &default_clock();
   bool is_setup_ = false;
   bool map_stale_ = false;  // a node was lost: re-read the map first

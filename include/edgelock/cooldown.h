@@ -72,12 +72,10 @@ class Cooldown {
   // starts enter() and returns kInProgress (then call step() until it
   // returns anything else: enter()'s result), or the final status when it
   // ended at once. The pause between tries is a deadline, never a sleep.
-  // Plain Connection, and Sentinel or Cluster without wait_replicas;
+  // Plain Connection, Sentinel or Cluster;
   // one operation at a time.
   /// enter(wait, out); a `wait` of 0 makes it try_enter(out). *out
-  /// (optional) must live until the operation ends. Errors: as enter();
-  /// kInvalidArgument also on a Sentinel or Cluster with wait_replicas
-  /// (use enter()).
+  /// (optional) must live until the operation ends. Errors: as enter().
   Status start_enter(Nanos wait, Admission* out = nullptr) { return gate_.start_admit(wait, out); }
   /// Moves the operation in flight; kInProgress until it is done, then its
   /// result. Errors: as enter(); kInvalidArgument when none is in flight.

@@ -183,7 +183,7 @@ class FairLock final : public Lease {
   // result), or the final status when it ended at once. The join, the
   // wait on the wake list (an fd), the backoff pauses (a deadline), a
   // hand-back, leaving the queue and waking the next waiter are steps,
-  // never a sleep. On a Sentinel or Cluster (without wait_replicas) every
+  // never a sleep. On a Sentinel or Cluster every
   // request goes to the node Backend::route_for() names for the key (the
   // queue's keys share its slot), and redirects, READONLY and lookups are
   // steps too (docs/nonblocking.md); the wait on the wake list goes there
@@ -193,12 +193,11 @@ class FairLock final : public Lease {
   // goes alone). Handles on one Sentinel or Cluster share its node
   // connections: a request waits (nothing sent) while another handle's is
   // on its node, and with other handles there a waiter polls, never
-  // BLPOPs, as on a shared Connection. With
-  // wait_replicas > 0 start_*() returns kInvalidArgument (use the blocking
-  // calls). One operation at a time: a start_*() or blocking call while
-  // one is in flight returns kInvalidArgument. Handles sharing a
-  // Connection take turns on it (connection.h): a request waiting its turn
-  // ends as kConnectionBusy if its deadline comes first.
+  // BLPOPs, as on a shared Connection. A WAIT
+  // for replicas (wait_replicas) is a step too. One operation at a time: a start_*() or blocking
+  // call while one is in flight returns kInvalidArgument. Handles sharing a Connection take turns
+  // on it (connection.h): a request waiting its turn ends as kConnectionBusy if its deadline comes
+  // first.
   /// try_acquire(). Errors: as try_acquire(), and kInvalidArgument as above.
   Status start_try_acquire();
   /// acquire(wait, give_up). Errors: as acquire(), and kInvalidArgument as
@@ -216,8 +215,8 @@ class FairLock final : public Lease {
   /// result. Errors: the operation's; kInvalidArgument when none is in
   /// flight.
   Status step() override;
-  /// True on a plain Connection, and on a Sentinel or Cluster without
-  /// wait_replicas (Backend::routes_nonblocking()).
+  /// True on a plain Connection, and on a Sentinel or Cluster once set up
+  /// (Backend::routes_nonblocking()).
   bool nonblocking() const override { return core_.steps(); }
   bool in_progress() const override { return core_.op() != 0; }
   /// The connection's socket and poll events while a request is in flight

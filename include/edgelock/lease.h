@@ -84,10 +84,9 @@ class Lease {
   virtual uint64_t fence() const = 0;
 
   // --- Non-blocking face (see the file comment).
-  /// True if start_renew()/start_release()/step() work here: a FairLock
-  /// over a plain Connection; a Lock, ReentrantLock or Permit over a plain
-  /// Connection or a Sentinel or Cluster without wait_replicas; or a
-  /// QuorumLock.
+  /// True if start_renew()/start_release()/step() work here: a Lock,
+  /// FairLock, ReentrantLock or Permit over a plain Connection or a
+  /// Sentinel or Cluster that is set up; or a QuorumLock.
   virtual bool nonblocking() const { return false; }
   /// Starts renew() and returns kInProgress, or its final status if it
   /// ended at once. Errors: as renew(); kInvalidArgument also when an

@@ -21,7 +21,7 @@
 /// so a poll loop wakes up in time to stop before another holder can start.
 ///
 /// A lease whose nonblocking() is true (Lock, FairLock, ReentrantLock and Permit on
-/// a plain Connection, or a Sentinel or Cluster without wait_replicas; QuorumLock) is renewed
+/// a plain Connection, a Sentinel or a Cluster; QuorumLock) is renewed
 /// without blocking: service() starts the renewal (start_renew()) and later calls step it
 /// (wait_fds() are its sockets, next_deadline() its deadline), so a stalled, paused or partitioned
 /// server never holds up the loop. A renewal still out at the keeper's end is given up there
@@ -29,7 +29,7 @@
 /// that end; the renew budget (below) only makes the keeper renew early enough that one timing out
 /// leaves room for another.
 ///
-/// On other leases (Sentinel, Cluster with wait_replicas, your own) a renewal
+/// On other leases (your own, or one whose back end is not set up) a renewal
 /// blocks the caller for up to the lease's renew_budget() (the back end's
 /// command timeout), so the keeper starts one only while one that takes
 /// the whole budget still ends before the validity does (minus

@@ -158,14 +158,11 @@ class Lock final : public Lease {
   // and the BLPOP wake-up are a deadline and an fd, never a sleep. A
   // connect or reconnect inside runs as steps too (socket, TLS, AUTH and
   // SELECT; bounded by connect_timeout), never blocking.
-  // Plain Connection, and Sentinel or Cluster without wait_replicas (a
-  // failover or redirect is followed as steps, docs/nonblocking.md); with
-  // wait_replicas these return kInvalidArgument (WAIT blocks: use the
-  // blocking calls). One operation at a time: a start_*() or blocking
-  // call while one is in flight returns kInvalidArgument. Handles sharing
-  // a Connection take turns on it (connection.h): a request waiting its
-  // turn ends as kConnectionBusy if its deadline comes first, or at once
-  // when the connection's queue is full.
+  // Plain Connection, Sentinel or Cluster (a failover, a redirect and a
+  // WAIT for replicas are steps too, docs/nonblocking.md). One operation at a time: a start_*() or
+  // blocking call while one is in flight returns kInvalidArgument. Handles sharing a Connection
+  // take turns on it (connection.h): a request waiting its turn ends as kConnectionBusy if its
+  // deadline comes first, or at once when the connection's queue is full.
   /// try_acquire(). Errors: as try_acquire().
   Status start_try_acquire();
   /// acquire(wait). Errors: as acquire().
@@ -181,7 +178,7 @@ class Lock final : public Lease {
   /// flight.
   Status step() override;
   /// True on the back ends start_*() serves: a plain Connection, or a
-  /// Sentinel or Cluster without wait_replicas.
+  /// Sentinel or Cluster once set up.
   bool nonblocking() const override { return core_.steps(); }
   bool in_progress() const override { return core_.op() != 0; }
   /// The connection's socket and poll events while a request is in

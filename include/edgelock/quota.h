@@ -75,12 +75,10 @@ class Quota {
   // starts take() and returns kInProgress (then call step() until it
   // returns anything else: take()'s result), or the final status when it
   // ended at once. The pause between tries is a deadline, never a sleep.
-  // Plain Connection, and Sentinel or Cluster without wait_replicas;
+  // Plain Connection, Sentinel or Cluster;
   // one operation at a time.
   /// take(wait, out); a `wait` of 0 makes it try_take(out). *out
-  /// (optional) must live until the operation ends. Errors: as take();
-  /// kInvalidArgument also on a Sentinel or Cluster with wait_replicas
-  /// (use take()).
+  /// (optional) must live until the operation ends. Errors: as take().
   Status start_take(Nanos wait, Admission* out = nullptr) { return gate_.start_admit(wait, out); }
   /// Moves the operation in flight; kInProgress until it is done, then its
   /// result. Errors: as take(); kInvalidArgument when none is in flight.

@@ -86,11 +86,10 @@ class Permit final : public Lease {
 
   // --- Non-blocking face (as Lock's; the permit's semaphore does the
   // work, one operation at a time for all its permits; plain Connection,
-  // Sentinel or Cluster without wait_replicas). The permit must outlive the
+  // Sentinel or Cluster). The permit must outlive the
   // operation.
   /// extend(ttl). Errors: as extend(); kInvalidArgument also when the
-  /// semaphore has an operation in flight or its back end is Sentinel or a
-  /// Cluster with wait_replicas.
+  /// semaphore has an operation in flight.
   Status start_extend(Millis ttl);
   /// renew(). Errors: as start_extend().
   Status start_renew() override;
@@ -188,12 +187,11 @@ class Semaphore {
   Result<uint32_t> in_use();
 
   // --- Non-blocking face (docs/nonblocking.md; as Lock's): plain
-  // Connection, Sentinel or Cluster without wait_replicas (else kInvalidArgument),
+  // Connection, Sentinel or Cluster,
   // one operation at a time for the semaphore and all its permits;
   // *permit must outlive it.
   /// try_acquire(permit). Errors: as try_acquire(); kInvalidArgument also
-  /// when an operation is in flight or the back end is Sentinel or a
-  /// Cluster with wait_replicas.
+  /// when an operation is in flight.
   Status start_try_acquire(Permit* permit);
   /// acquire(permit, wait). Errors: as start_try_acquire().
   Status start_acquire(Permit* permit, Nanos wait);

@@ -103,9 +103,8 @@ class Sentinel final : public Backend {
   Nanos command_timeout() const override { return options_.command_timeout; }
 
   // Routing for the non-blocking face (start_*()/step() of the primitives,
-  // src/backends/sentinel_step.cc). Served once set up with wait_replicas 0; with
-  // WAIT confirmation the start calls are refused (kInvalidArgument) and
-  // only the blocking calls work, since WAIT is a blocking exchange.
+  // src/backends/sentinel_step.cc). Served once set up; with wait_replicas
+  // a grant's WAIT is one more step on the primary (start_confirm()).
   //
   // route_for() names primary() while it is known and verified (no I/O).
   // When the primary must be looked up (first use, recheck_interval
@@ -135,6 +134,9 @@ class Sentinel final : public Backend {
   Connection* route_for(Bytes key) override;
   RouteNext route_pending(Bytes key) override;
   RouteNext on_routed_error(Connection& node, Bytes key, Status s) override;
+  Result<const Reply*> start_confirm(Connection& node, const Reply* reply,
+                                     Deadline deadline) override;
+  Result<const Reply*> end_confirm(Connection& node, const Result<const Reply*>& wait) override;
 
  private:
   enum class Lookup : uint8_t { kIdle, kNext, kAsking, kChecking, kPausing };
@@ -153,6 +155,7 @@ class Sentinel final : public Backend {
   Status lookup_failed(Status s);
   void abandon_lookup();
   Result<const Reply*> confirm(const Reply* reply, Deadline deadline);
+  Result<const Reply*> settle(const Result<const Reply*>& c);
   Status note(Connection& conn, Status s);
 
   Endpoint sentinels_[kMaxSentinels];
@@ -174,7 +177,8 @@ class Sentinel final : public Backend {
   TimePoint resolved_at_{};
   char verified_host_[kMaxHostLen + 1] = {};  // the primary last verified
   uint16_t verified_port_ = 0;
-  Reply confirmed_[4];  // a reply a WAIT confirmed, and its elements (replica_wait.h)
+  Reply confirmed_[4];   // a reply a WAIT confirmed, and its elements (replica_wait.h)
+  Millis wait_sent_{0};  // the timeout of the last WAIT started as a step
   SentinelStats stats_;
   char error_[kErrorTextSize] = {};
 };

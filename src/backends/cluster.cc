@@ -113,9 +113,23 @@ Result<const Reply*> Cluster::eval(const ScriptCall& call, Deadline deadline) {
   }
   const Result<const Reply*> r = route(call, key_slot(call.keys[0]), deadline);
   if (!r.ok() || !call.writes_lease) return r;
-  const Result<const Reply*> c =
-      detail::confirm_write(nodes_[last_node_], r.value(), cluster_options_.wait_replicas,
-                            cluster_options_.wait_timeout, deadline, confirmed_, error_);
+  return settle(detail::confirm_write(nodes_[last_node_], r.value(), cluster_options_.wait_replicas,
+                                      cluster_options_.wait_timeout, deadline, confirmed_, error_));
+}
+
+Result<const Reply*> Cluster::start_confirm(Connection& node, const Reply* reply,
+                                            Deadline deadline) {
+  return settle(detail::start_confirm(node, reply, cluster_options_.wait_replicas,
+                                      cluster_options_.wait_timeout, deadline, confirmed_,
+                                      &wait_sent_, error_));
+}
+
+Result<const Reply*> Cluster::end_confirm(Connection& node, const Result<const Reply*>& wait) {
+  return settle(detail::end_confirm(node, wait, cluster_options_.wait_replicas, confirmed_,
+                                    wait_sent_, error_));
+}
+
+Result<const Reply*> Cluster::settle(const Result<const Reply*>& c) {
   if (c.status().code() == ErrorCode::kNoQuorum) ++stats_.wait_failures;
   return c;
 }
@@ -246,9 +260,7 @@ Status Cluster::settle(Deadline deadline) {
 
 // --- Non-blocking routing: no I/O here, the caller's loop moves the bytes.
 
-bool Cluster::routes_nonblocking() const {
-  return is_setup_ && node_count_ > 0 && cluster_options_.wait_replicas == 0;
-}
+bool Cluster::routes_nonblocking() const { return is_setup_ && node_count_ > 0; }
 
 Connection* Cluster::route_for(Bytes key) {
   // While the map is to be read (first use, a lost node), requests wait
@@ -260,7 +272,7 @@ Connection* Cluster::route_for(Bytes key) {
 RouteNext Cluster::route_pending(Bytes key) {
   RouteNext next;
   if (!routes_nonblocking()) {
-    set_error(error_, "cluster not set up, or wait_replicas > 0 (blocking calls only)");
+    set_error(error_, "cluster used before setup()");
     next.status = ErrorCode::kInvalidArgument;
     return next;
   }

@@ -3,36 +3,10 @@
 #include "base/duration.h"
 #include "base/error_text.h"
 #include "edgelock/bytes.h"
+#include "edgelock/detail/connection_io.h"
 
 namespace edgelock {
 namespace detail {
-
-Status wait_for_replicas(Connection& conn, int want, Nanos max_wait, Deadline deadline,
-                         char (&err)[kErrorTextSize]) {
-  Nanos budget = deadline.remaining(conn.clock()) / 2;
-  if (budget > max_wait) budget = max_wait;
-  // Rounded down: WAIT gives up before the budget does (at least 1 ms).
-  const Millis wait = std::chrono::floor<Millis>(budget);
-  const long long ms = detail::ms_arg(wait > Millis(0) ? wait : Millis(1));
-  const DecimalText n_text(want);
-  const DecimalText ms_text(ms);
-  const Bytes args[3] = {Bytes::from_cstr("WAIT"), n_text.bytes(), ms_text.bytes()};
-  const Result<const Reply*> r = conn.command(args, deadline);
-  if (!r.ok()) {
-    set_error(err, "%s", conn.last_error());
-    return r.status();
-  }
-  if (r.value()->type != ReplyType::kInteger) {
-    set_error(err, "WAIT: unexpected reply type");
-    return ErrorCode::kProtocol;
-  }
-  if (r.value()->integer < want) {
-    set_error(err, "WAIT: %lld of %d replicas acknowledged within %lld ms",
-              static_cast<long long>(r.value()->integer), want, ms);
-    return ErrorCode::kNoQuorum;
-  }
-  return Status();
-}
 
 namespace {
 
@@ -42,30 +16,82 @@ bool is_grant(const Reply* r) {
   return r && r->type == ReplyType::kInteger && r->integer > 0;
 }
 
+// Copies the grant `reply` to keep[] (WAIT's reply replaces it in the
+// arena). Errors: kProtocol (too long, or not all integers: fail closed).
+Status keep_grant(const Reply* reply, Reply (&keep)[4], char (&err)[kErrorTextSize]) {
+  keep[0] = *reply;
+  if (reply->type != ReplyType::kArray) return Status();
+  if (reply->count > 3) {
+    set_error(err, "a grant of %zu elements is too long to keep for WAIT", reply->count);
+    return ErrorCode::kProtocol;
+  }
+  for (size_t i = 0; i < reply->count; ++i) {
+    if (reply->elements[i].type != ReplyType::kInteger) {
+      set_error(err, "a grant with a non-integer element");
+      return ErrorCode::kProtocol;
+    }
+    keep[1 + i] = reply->elements[i];
+  }
+  keep[0].elements = &keep[1];
+  return Status();
+}
+
+// Starts `WAIT want timeout` on `conn`; the timeout is `max_wait` cut to
+// half of what is left of `deadline`, so the reply arrives in time.
+Status start_wait(Connection& conn, int want, Nanos max_wait, Deadline deadline, Millis* sent) {
+  Nanos budget = deadline.remaining(conn.clock()) / 2;
+  if (budget > max_wait) budget = max_wait;
+  // Rounded down: WAIT gives up before the budget does (at least 1 ms).
+  const Millis wait = std::chrono::floor<Millis>(budget);
+  *sent = wait > Millis(0) ? wait : Millis(1);
+  const DecimalText n_text(want);
+  const DecimalText ms_text(detail::ms_arg(*sent));
+  // Written whole when it starts: its words may live here.
+  const Bytes args[3] = {Bytes::from_cstr("WAIT"), n_text.bytes(), ms_text.bytes()};
+  return io(conn).start_command(args, deadline);
+}
+
 }  // namespace
+
+Result<const Reply*> start_confirm(Connection& conn, const Reply* reply, int want, Nanos max_wait,
+                                   Deadline deadline, Reply (&keep)[4], Millis* sent,
+                                   char (&err)[kErrorTextSize]) {
+  if (want == 0 || !is_grant(reply)) return reply;
+  EDGELOCK_TRY(keep_grant(reply, keep, err));
+  const Status s = start_wait(conn, want, max_wait, deadline, sent);
+  if (!s.ok()) {
+    set_error(err, "%s", conn.last_error());
+    return s;
+  }
+  return static_cast<const Reply*>(nullptr);
+}
+
+Result<const Reply*> end_confirm(Connection& conn, const Result<const Reply*>& wait, int want,
+                                 const Reply (&keep)[4], Millis sent, char (&err)[kErrorTextSize]) {
+  if (!wait.ok()) {
+    set_error(err, "%s", conn.last_error());
+    return wait.status();
+  }
+  if (wait.value()->type != ReplyType::kInteger) {
+    set_error(err, "WAIT: unexpected reply type");
+    return ErrorCode::kProtocol;
+  }
+  if (wait.value()->integer < want) {
+    set_error(err, "WAIT: %lld of %d replicas acknowledged within %lld ms",
+              static_cast<long long>(wait.value()->integer), want, detail::ms_arg(sent));
+    return ErrorCode::kNoQuorum;
+  }
+  return &keep[0];
+}
 
 Result<const Reply*> confirm_write(Connection& conn, const Reply* reply, int want, Nanos max_wait,
                                    Deadline deadline, Reply (&keep)[4],
                                    char (&err)[kErrorTextSize]) {
-  if (want == 0 || !is_grant(reply)) return reply;
-  keep[0] = *reply;
-  if (reply->type == ReplyType::kArray) {
-    if (reply->count > 3) {
-      set_error(err, "a grant of %zu elements is too long to keep for WAIT", reply->count);
-      return ErrorCode::kProtocol;
-    }
-    for (size_t i = 0; i < reply->count; ++i) {
-      if (reply->elements[i].type != ReplyType::kInteger) {
-        set_error(err, "a grant with a non-integer element");
-        return ErrorCode::kProtocol;
-      }
-      keep[1 + i] = reply->elements[i];
-    }
-    keep[0].elements = &keep[1];
-  }
-  const Status s = wait_for_replicas(conn, want, max_wait, deadline, err);
-  if (!s.ok()) return s;
-  return static_cast<const Reply*>(&keep[0]);
+  Millis sent{0};
+  const Result<const Reply*> started =
+      start_confirm(conn, reply, want, max_wait, deadline, keep, &sent, err);
+  if (!started.ok() || started.value()) return started;
+  return end_confirm(conn, io(conn).wait(deadline), want, keep, sent, err);
 }
 
 }  // namespace detail

@@ -297,9 +297,26 @@ Result<const Reply*> Sentinel::run(const ScriptCall& call, Deadline deadline) {
 }
 
 Result<const Reply*> Sentinel::confirm(const Reply* reply, Deadline deadline) {
-  const Result<const Reply*> c =
-      detail::confirm_write(primary_, reply, sentinel_options_.wait_replicas,
-                            sentinel_options_.wait_timeout, deadline, confirmed_, error_);
+  return settle(detail::confirm_write(primary_, reply, sentinel_options_.wait_replicas,
+                                      sentinel_options_.wait_timeout, deadline, confirmed_,
+                                      error_));
+}
+
+Result<const Reply*> Sentinel::start_confirm(Connection& node, const Reply* reply,
+                                             Deadline deadline) {
+  return settle(detail::start_confirm(node, reply, sentinel_options_.wait_replicas,
+                                      sentinel_options_.wait_timeout, deadline, confirmed_,
+                                      &wait_sent_, error_));
+}
+
+Result<const Reply*> Sentinel::end_confirm(Connection& node, const Result<const Reply*>& wait) {
+  return settle(detail::end_confirm(node, wait, sentinel_options_.wait_replicas, confirmed_,
+                                    wait_sent_, error_));
+}
+
+// A confirmation's outcome, counted; an unknown one (timeout, I/O error)
+// makes the next request look the primary up first.
+Result<const Reply*> Sentinel::settle(const Result<const Reply*>& c) {
   if (c.status().code() == ErrorCode::kNoQuorum) ++stats_.wait_failures;
   if (detail::outcome_unknown(c.status().code())) stale_ = true;
   return c;

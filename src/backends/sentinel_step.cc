@@ -24,9 +24,7 @@ constexpr size_t kMaxMoves = 2 * kMaxSentinels + 2;
 
 }  // namespace
 
-bool Sentinel::routes_nonblocking() const {
-  return is_setup_ && sentinel_count_ > 0 && sentinel_options_.wait_replicas == 0;
-}
+bool Sentinel::routes_nonblocking() const { return is_setup_ && sentinel_count_ > 0; }
 
 Connection* Sentinel::route_for(Bytes key) {
   static_cast<void>(key);  // one primary holds every key
@@ -42,7 +40,7 @@ Connection* Sentinel::route_for(Bytes key) {
 RouteNext Sentinel::route_pending(Bytes key) {
   RouteNext next;
   if (!routes_nonblocking()) {
-    set_error(error_, "sentinel not set up, or wait_replicas > 0 (blocking calls only)");
+    set_error(error_, "sentinel used before setup()");
     next.status = ErrorCode::kInvalidArgument;
     return next;
   }

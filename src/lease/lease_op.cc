@@ -44,6 +44,7 @@ Status LeaseCore::end_op(Status s) {
   routed_ = false;
   plain_ = false;
   resending_ = false;
+  confirming_ = false;
   return s;
 }
 
@@ -63,19 +64,24 @@ Status LeaseCore::started(Status s) {
   return ErrorCode::kInProgress;
 }
 
-Status LeaseCore::send(const ScriptCall& call, Deadline deadline) {
+// A new request's state; false while cancel() runs (its outcome,
+// kTimeout, is then in result_: nothing new starts).
+bool LeaseCore::begin_request(Deadline deadline) {
   phase_ = OpPhase::kRequest;
   done_ = false;
   pipelined_ = false;
   first_ = Status();
   deadline_ = deadline;
-  if (cancelling_) {
-    complete(ErrorCode::kTimeout);
-    return ErrorCode::kInProgress;
-  }
   routed_ = false;
   plain_ = false;
   resending_ = false;
+  confirming_ = false;
+  if (cancelling_) complete(ErrorCode::kTimeout);
+  return !cancelling_;
+}
+
+Status LeaseCore::send(const ScriptCall& call, Deadline deadline) {
+  if (!begin_request(deadline)) return ErrorCode::kInProgress;
   Connection* c = backend_->direct();
   if (!c && nonblocking_) {
     turn_call_ = call;
@@ -116,18 +122,7 @@ void LeaseCore::leave_queue() {
 }
 
 Status LeaseCore::send_command(Span<const Bytes> args, Deadline deadline) {
-  phase_ = OpPhase::kRequest;
-  done_ = false;
-  pipelined_ = false;
-  first_ = Status();
-  deadline_ = deadline;
-  if (cancelling_) {
-    complete(ErrorCode::kTimeout);
-    return ErrorCode::kInProgress;
-  }
-  routed_ = false;
-  plain_ = false;
-  resending_ = false;
+  if (!begin_request(deadline)) return ErrorCode::kInProgress;
   Connection* c = backend_->direct();
   if (!c && nonblocking_) {
     // Its words are not kept (written whole at once): a redirect ends it,
@@ -158,16 +153,10 @@ Status LeaseCore::send_command(Span<const Bytes> args, Deadline deadline) {
 
 Status LeaseCore::send_pipelined(Span<const Bytes> first, const ScriptCall& call,
                                  Deadline deadline) {
-  phase_ = OpPhase::kRequest;
-  done_ = false;
-  first_ = Status();
-  deadline_ = deadline;
-  routed_ = false;
-  plain_ = false;
-  resending_ = false;
+  if (!begin_request(deadline)) return ErrorCode::kInProgress;
   Connection* c = backend_->direct();
-  if (cancelling_ || (!c && !nonblocking_)) {
-    complete(cancelling_ ? ErrorCode::kTimeout : ErrorCode::kInvalidArgument);
+  if (!c && !nonblocking_) {
+    complete(ErrorCode::kInvalidArgument);
     return ErrorCode::kInProgress;
   }
   if (!c) {
@@ -209,8 +198,10 @@ Result<const Reply*> LeaseCore::reply() {
       return s;
     }
   }
-  for (int i = 0; i < 2; ++i) {
-    const Result<const Reply*> r = io.advance();
+  // Up to three replies in one step: a pipelined first command's, the
+  // call's, and the WAIT that confirms a routed write.
+  for (int i = 0; i < 3; ++i) {
+    Result<const Reply*> r = io.advance();
     if (r.ok() && !r.value()) break;
     if (pipelined_ && io.busy()) {
       // The first command's reply (or its error reply): the call's is next.
@@ -218,11 +209,19 @@ Result<const Reply*> LeaseCore::reply() {
       pipelined_ = false;
       continue;
     }
-    if (routed_ && !r.ok()) {
+    if (confirming_) {
+      confirming_ = false;
+      r = backend_->end_confirm(*conn_, r);
+    } else if (routed_ && !r.ok()) {
       const Result<const Reply*> next = reroute(r.status());
       if (next.ok() && !next.value()) return next;  // on its way again
       phase_ = OpPhase::kIdle;
       return next;
+    } else if (routed_ && !plain_ && turn_call_.writes_lease) {
+      // A grant counts once the back end's replicas confirm it (WAIT).
+      r = backend_->start_confirm(*conn_, r.value(), deadline_);
+      confirming_ = r.ok() && !r.value();
+      if (confirming_) continue;
     }
     phase_ = OpPhase::kIdle;
     return r;

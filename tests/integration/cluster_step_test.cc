@@ -120,15 +120,29 @@ TEST_F(ClusterStepTest, SemaphoreAndCooldownInAPollLoop) {
   EXPECT_LT(loop.longest, step_bound());
 }
 
-TEST_F(ClusterStepTest, WaitReplicasRefusesTheNonblockingFace) {
+// With wait_replicas the grant is confirmed with WAIT as a further step on
+// the slot's node; these primaries have no replica, so the acquire ends as
+// kNoQuorum by wait_timeout, never held, its unconfirmed grant handed back.
+TEST_F(ClusterStepTest, WaitReplicasConfirmedAsSteps) {
   Cluster waiting;
   ClusterOptions co;
   co.wait_replicas = 1;
+  co.wait_timeout = Millis(200) * test::slowdown();
   ASSERT_TRUE(waiting.setup(cluster_->url().c_str(), options(), co).ok());
+  const std::string key = key_on(client_.owner_of(0), "step-wait");
+  const int port = cluster_->node(server_of(client_.owner_of(0))).port();
   Lock lock(waiting);
-  ASSERT_TRUE(lock.init(Bytes::from_cstr("step-wait")).ok());
-  EXPECT_FALSE(lock.nonblocking());
-  EXPECT_EQ(lock.start_try_acquire().code(), ErrorCode::kInvalidArgument);
+  ASSERT_TRUE(lock.init(Bytes(key.data(), key.size())).ok());
+  ASSERT_TRUE(lock.nonblocking());
+  const uint32_t waits = test::command_calls(port, "wait");
+  Loop loop;
+  EXPECT_EQ(loop.drive(lock, lock.start_try_acquire()).code(), ErrorCode::kNoQuorum)
+      << waiting.last_error();
+  EXPECT_EQ(test::command_calls(port, "wait"), waits + 1);
+  EXPECT_FALSE(lock.held());
+  EXPECT_EQ(waiting.stats().wait_failures, 1u);
+  EXPECT_EQ(test::raw_command(port, {"EXISTS", key}), ":0\r\n") << "the grant was handed back";
+  EXPECT_LT(loop.longest, step_bound());
 }
 
 // A waiter's loop while the slot of its key moves to another primary and

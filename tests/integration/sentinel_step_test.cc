@@ -148,16 +148,42 @@ TEST_F(SentinelStepTest, SentinelAuthErrorEndsTheRequest) {
   EXPECT_LT(loop.longest, step_bound());
 }
 
-TEST_F(SentinelStepTest, WaitReplicasRefusesTheNonblockingFace) {
+// With wait_replicas the non-blocking face confirms each grant and
+// extension with WAIT, a further step on the primary: a grant counts once
+// the replica has it; with the replica stopped, an extend and an acquire
+// end as kNoQuorum by wait_timeout, claiming nothing new (the unconfirmed
+// grant is handed back), every step short.
+TEST_F(SentinelStepTest, WaitReplicasConfirmedAsSteps) {
   Sentinel waiting;
   opts_.wait_replicas = 1;
+  opts_.wait_timeout = Millis(300) * test::slowdown();
   ASSERT_TRUE(start(waiting).ok());
-  Lock lock(waiting);
-  ASSERT_TRUE(lock.init(Bytes::from_cstr("step-wait")).ok());
-  EXPECT_FALSE(lock.nonblocking());
-  EXPECT_EQ(lock.start_try_acquire().code(), ErrorCode::kInvalidArgument);
-  EXPECT_TRUE(lock.try_acquire().ok()) << "the blocking calls still work: " << waiting.last_error();
-  EXPECT_TRUE(lock.release().ok());
+  const Millis ttl(5000);
+  Lock lock(waiting), late(waiting);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr("step-wait"), LockOptions{ttl}).ok());
+  ASSERT_TRUE(late.init(Bytes::from_cstr("step-wait-2"), LockOptions{ttl}).ok());
+  ASSERT_TRUE(lock.nonblocking());
+  const int p = setup_.primary().port();
+  const uint32_t waits = test::command_calls(p, "wait");
+  Loop loop;
+  ASSERT_EQ(loop.drive(lock, lock.start_try_acquire()).code(), ErrorCode::kOk)
+      << waiting.last_error();
+  EXPECT_EQ(test::command_calls(p, "wait"), waits + 1) << "the grant was confirmed";
+  EXPECT_EQ(get(setup_.replica().port(), "step-wait"), token_of(lock)) << "the replica has it";
+  setup_.replica().pause();
+  const Status extended = loop.drive(lock, lock.start_extend(Millis(60000)));
+  const Status acquired = loop.drive(late, late.start_try_acquire());
+  setup_.replica().resume();
+  EXPECT_EQ(extended.code(), ErrorCode::kNoQuorum) << waiting.last_error();
+  EXPECT_LE(lock.remaining(), Nanos(ttl)) << "an unconfirmed extension adds nothing";
+  EXPECT_EQ(acquired.code(), ErrorCode::kNoQuorum) << waiting.last_error();
+  EXPECT_FALSE(late.held());
+  EXPECT_EQ(get(p, "step-wait-2"), "") << "the unconfirmed grant was handed back";
+  EXPECT_EQ(waiting.stats().wait_failures, 2u);
+  ASSERT_EQ(loop.drive(lock, lock.start_release()).code(), ErrorCode::kOk) << waiting.last_error();
+  EXPECT_LT(loop.longest, step_bound());
+  std::printf("sentinel WAIT as steps: %d steps, longest %.3f ms\n", loop.steps,
+              ms_of(loop.longest));
 }
 
 // SENTINEL FAILOVER while a lock is held: the loop's later operations reach

@@ -266,25 +266,29 @@ TEST(ZeroHeap, SentinelCyclesWithWaitAndRechecks) {
 }
 
 // The non-blocking face over Sentinel: steady start/step cycles with the
-// sentinels asked again (as steps) before nearly every operation.
+// sentinels asked again (as steps) before nearly every operation and
+// every grant and extension confirmed by WAIT (a step too).
 TEST(ZeroHeap, SentinelStartStepCycles) {
   test::SentinelSetup servers;
   ASSERT_TRUE(servers.start());
   Sentinel sentinel;
   SentinelOptions so;
   so.recheck_interval = Millis(1);  // a lookup before nearly every op
+  so.wait_replicas = 1;
   ASSERT_TRUE(sentinel.setup(servers.url().c_str(), {}, so).ok());
   Lock lock(sentinel);
   ASSERT_TRUE(lock.init(Bytes::from_cstr("zero-heap-step")).ok());
   ASSERT_TRUE(lock.nonblocking());
   ASSERT_EQ(step_cycle(lock), 0) << sentinel.last_error();  // set-up: connects
   const uint32_t resolves = sentinel.stats().resolves;
+  const uint32_t waits = test::command_calls(servers.primary().port(), "wait");
   const int n = router_cycles();
   int failures = 0;
   test::start_counting();
   for (int i = 0; i < n; ++i) failures += step_cycle(lock);
   const test::AllocCounts c = test::stop_counting();
   EXPECT_EQ(failures, 0) << sentinel.last_error();
+  EXPECT_GE(test::command_calls(servers.primary().port(), "wait"), waits + n) << "WAIT per grant";
   EXPECT_EQ(sentinel.primary().stats().connects, 1u);
   EXPECT_GT(sentinel.stats().resolves, resolves) << "lookups ran inside the counted loop";
   EXPECT_EQ(c.total(), 0u) << "mallocs=" << c.mallocs << " frees=" << c.frees << " news=" << c.news;

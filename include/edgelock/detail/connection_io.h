@@ -109,6 +109,8 @@ class ConnectionIo {
   /// kConnectionClosed, kTls, kBufferTooSmall: the connection is closed,
   /// the request lost).
   Status await(Deadline deadline) { return c_->await(deadline); }
+  /// Waits for the reply of the request in flight (a blocking call's loop).
+  Result<const Reply*> wait(Deadline deadline) { return c_->wait(deadline); }
 
   /// Gives up on the request in flight (deadline passed): the connection is
   /// closed since its reply may still arrive. Returns kTimeout; during a

@@ -275,6 +275,7 @@ class LeaseCore {
       "init(): the key is longer than kMaxKeyLen bytes (edgelock/config.h)",
       "init(): ttl, drift_factor or the retry times are out of range (edgelock/limits.h)"};
   void complete(Result<const Reply*> r);
+  bool begin_request(Deadline deadline);
   Status started(Status s);
   Status take_turn(ConnectionIo& io);
   void leave_queue();
@@ -304,6 +305,7 @@ class LeaseCore {
   bool nonblocking_ = false;  // a start_*() operation: takes its turn in order
   bool queued_ = false;       // send() waits its turn on a shared connection
   bool routed_ = false;       // the request goes where the back end routes it
+  bool confirming_ = false;   // a routed write's WAIT is out (Backend::start_confirm())
   bool plain_ = false;        // a routed plain command: never sent again
   bool asked_ = false;        // the routed request went with ASKING
   bool resending_ = false;    // a routed request waits until resend_at_ to go again
