@@ -262,7 +262,7 @@ class FairLock final : public Lease {
   // The request in flight.
   enum class Req : uint8_t {
     kAttempt,   // the acquire script (after a BLPOP, if pipelined)
-    kBlpop,     // BLPOP alone (blocking calls on Sentinel, Cluster)
+    kBlpop,     // BLPOP alone (a back end that cannot route)
     kHandBack,  // release of a grant that came too late or unconfirmed
     kRelease,   // release()
     kLeave,     // leaving the queue (leave(), or a wait that ended)

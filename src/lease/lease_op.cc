@@ -83,14 +83,14 @@ bool LeaseCore::begin_request(Deadline deadline) {
 Status LeaseCore::send(const ScriptCall& call, Deadline deadline) {
   if (!begin_request(deadline)) return ErrorCode::kInProgress;
   Connection* c = backend_->direct();
-  if (!c && nonblocking_) {
+  if (!c && backend_->routes_nonblocking()) {
     turn_call_ = call;
     redirects_ = 0;
     routed_ = true;
     return start_route();
   }
   if (!c) {
-    complete(backend_->eval(call, deadline));  // a blocking call: the back end's own routing
+    complete(backend_->eval(call, deadline));  // a back end that cannot route: blocking only
     return ErrorCode::kInProgress;
   }
   conn_ = c;
@@ -124,7 +124,7 @@ void LeaseCore::leave_queue() {
 Status LeaseCore::send_command(Span<const Bytes> args, Deadline deadline) {
   if (!begin_request(deadline)) return ErrorCode::kInProgress;
   Connection* c = backend_->direct();
-  if (!c && nonblocking_) {
+  if (!c && backend_->routes_nonblocking()) {
     // Its words are not kept (written whole at once): a redirect ends it,
     // after teaching the back end the slot's owner.
     routed_ = true;
@@ -155,7 +155,7 @@ Status LeaseCore::send_pipelined(Span<const Bytes> first, const ScriptCall& call
                                  Deadline deadline) {
   if (!begin_request(deadline)) return ErrorCode::kInProgress;
   Connection* c = backend_->direct();
-  if (!c && !nonblocking_) {
+  if (!c && !backend_->routes_nonblocking()) {
     complete(ErrorCode::kInvalidArgument);
     return ErrorCode::kInProgress;
   }

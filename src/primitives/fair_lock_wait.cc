@@ -39,8 +39,8 @@ Status FairLock::next_attempt(Status last, Nanos left) {
     // The pipelined attempt's validity counts from before the BLPOP: block
     // at most a quarter of the TTL so it can always ride along. Short TTLs
     // cost a renewal round per TTL / 4 while waiting, not a second round
-    // trip per handoff. A blocking call on Sentinel or Cluster sends the
-    // BLPOP alone (the back end routes each command by itself).
+    // trip per handoff. A back end that cannot route (Backend::eval()
+    // alone) gets the BLPOP by itself.
     const bool pipelined = core_.pipelines();
     if (pipelined) cap = min_of(cap, Nanos(options_.ttl) / 4);
     // A plain command is written whole when it starts (never encoded
@@ -67,7 +67,7 @@ Status FairLock::next_attempt(Status last, Nanos left) {
 // now; an error means back off instead.
 Status FairLock::on_blpop(const Result<const Reply*>& r) {
   if (r.ok()) return start_attempt(core_.attempt_deadline());
-  // Only a blocking call on Sentinel or Cluster sends a BLPOP alone: there
+  // Only a back end that routes by itself gets a BLPOP alone: there
   // an error may be a primary demoted under it (UNBLOCKED), not a server
   // that refuses BLPOP, so waits stay on. The back end learned where to go
   // next (a redirect, a lookup): the attempt after the pause goes there.

@@ -153,7 +153,11 @@ Status Lock::start_attempt(Deadline deadline, Span<const Bytes> blpop) {
 
 Status Lock::on_attempt(const Result<const Reply*>& r) {
   // Redis < 6 refuses BLPOP's fractional timeout: stop waiting on signals.
-  if (core_.first_status().code() == ErrorCode::kServerError) wake_supported_ = false;
+  // Not on a routing back end: a primary demoted under a BLPOP ends it
+  // with an error too (UNBLOCKED), and the next node takes BLPOPs.
+  if (core_.first_status().code() == ErrorCode::kServerError && core_.direct()) {
+    wake_supported_ = false;
+  }
   if (!r.ok()) {
     // Granted on the primary but not confirmed by its replicas: a failover
     // could lose it, so hand it back rather than report a grant.

@@ -46,9 +46,9 @@ Status Lock::next_attempt(Status last, Nanos left) {
       // moment the BLPOP returns (signal or timeout), so the grant reaches
       // us one round trip after the release instead of two. Its validity
       // counts from before the BLPOP: only worth it while the wait can cost
-      // at most a quarter of the TTL. Only on a plain connection: Sentinel
-      // and Cluster pick the node per command.
-      if (core_.direct() && cap * 4 <= options_.ttl) return start_attempt(d, blpop);
+      // at most a quarter of the TTL. On Sentinel and Cluster both go to
+      // the key's node (a back end that cannot route sends them apart).
+      if (core_.pipelines() && cap * 4 <= options_.ttl) return start_attempt(d, blpop);
       req_ = Req::kBlpop;
       return core_.send_command(blpop, d);
     }

@@ -241,6 +241,43 @@ TEST_F(ClusterStepTest, FairLockFollowsMovedInsideTheLoop) {
               test::ms_of(loop.longest), client_.stats().moved);
 }
 
+// A Lock waiting alone on its Cluster object blocks on the release signal
+// on the key's node with its next attempt pipelined behind (one write):
+// the holder's release hands the lock over within a round trip or two,
+// not a backoff pause.
+TEST_F(ClusterStepTest, LockWaiterWokenOnItsNode) {
+  const int node = client_.owner_of(4096);
+  const std::string key = key_on(node, "woken");
+  const int port = cluster_->node(server_of(node)).port();
+  Cluster other;
+  ASSERT_TRUE(other.setup(cluster_->url().c_str(), options()).ok());
+  Lock holder(other), waiter(client_);
+  LockOptions lo;
+  lo.ttl = std::chrono::duration_cast<Millis>(Millis(30000) * test::slowdown());
+  lo.retry_min = Millis(500) * test::slowdown();  // a poll would show as a long handoff
+  lo.retry_max = lo.retry_min;
+  ASSERT_TRUE(holder.init(Bytes(key.data(), key.size()), lo).ok());
+  ASSERT_TRUE(waiter.init(Bytes(key.data(), key.size()), lo).ok());
+  ASSERT_TRUE(holder.try_acquire().ok()) << other.last_error();
+  const uint32_t blpops = test::command_calls(port, "blpop");
+  Loop loop;
+  std::chrono::steady_clock::time_point released;
+  const auto t0 = std::chrono::steady_clock::now();
+  const Status got =
+      loop.drive(waiter, waiter.start_acquire(Millis(10000) * test::slowdown()), 1000, 1, [&] {
+        EXPECT_TRUE(holder.release().ok()) << other.last_error();
+        released = std::chrono::steady_clock::now();
+      });
+  const Nanos handoff = std::chrono::steady_clock::now() - released;
+  ASSERT_EQ(got.code(), ErrorCode::kOk) << client_.last_error();
+  EXPECT_GT(test::command_calls(port, "blpop"), blpops) << "it waited on the signal";
+  EXPECT_LT(handoff, Millis(200) * test::slowdown()) << "woken, not polled";
+  EXPECT_LT(Nanos(std::chrono::steady_clock::now() - t0), lo.retry_min) << "no backoff pause";
+  EXPECT_LT(loop.longest, step_bound());
+  std::printf("cluster lock handoff: %.3f ms, %d steps\n", test::ms_of(handoff), loop.steps);
+  ASSERT_EQ(loop.drive(waiter, waiter.start_release()).code(), ErrorCode::kOk);
+}
+
 // A keeper's Lock and a waiting FairLock on one Cluster object, their keys
 // on one node: the waiter must never hold that node's connection for more
 // than a round trip (it polls, no BLPOP), so every renewal goes through.
@@ -250,7 +287,9 @@ TEST_F(ClusterStepTest, KeeperKeepsItsLeaseBesideAFairWaiter) {
   Cluster other;
   ASSERT_TRUE(other.setup(cluster_->url().c_str(), options()).ok());
   FairLock holder(other), waiter(client_);
-  ASSERT_TRUE(holder.init(Bytes(kb.data(), kb.size())).ok());
+  FairLockOptions held;  // outlasts the test, also under qemu
+  held.ttl = std::chrono::duration_cast<Millis>(Millis(60000) * test::slowdown());
+  ASSERT_TRUE(holder.init(Bytes(kb.data(), kb.size()), held).ok());
   ASSERT_TRUE(waiter.init(Bytes(kb.data(), kb.size())).ok());
   ASSERT_TRUE(holder.try_acquire().ok()) << other.last_error();
   Lock a(client_);

@@ -342,7 +342,9 @@ TEST_F(SentinelStepTest, KeeperKeepsItsLeaseBesideAFairWaiter) {
   ASSERT_TRUE(start(shared).ok() && start(other).ok());
   const Bytes kb = Bytes::from_cstr("beside-b");
   FairLock holder(other), waiter(shared);
-  ASSERT_TRUE(holder.init(kb).ok() && waiter.init(kb).ok());
+  FairLockOptions held;  // outlasts the test, also under qemu
+  held.ttl = std::chrono::duration_cast<Millis>(Millis(60000) * test::slowdown());
+  ASSERT_TRUE(holder.init(kb, held).ok() && waiter.init(kb).ok());
   ASSERT_TRUE(holder.try_acquire().ok()) << other.last_error();
   Lock a(shared);
   const Millis ttl = std::chrono::duration_cast<Millis>(Millis(3000) * test::slowdown());

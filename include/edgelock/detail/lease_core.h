@@ -182,13 +182,14 @@ class LeaseCore {
   /// Claims the handle for operation `op` (the primitive's code, not 0).
   /// With `nonblocking` (a start_*() call) the back end must be served
   /// without blocking (steps()); the blocking calls serve every back end
-  /// (a request on Sentinel or Cluster then runs to its end in send()).
+  /// (on a Sentinel or Cluster by the same routed steps, driven by run();
+  /// a back end that cannot route runs each request to its end in send()).
   /// Errors: kInvalidArgument (an operation in flight, or nonblocking on a
   /// back end steps() refuses).
   Status begin_op(uint8_t op, bool nonblocking);
   /// True if start_*() operations are served: a plain Connection, or a
   /// back end that routes without blocking (Backend::routes_nonblocking():
-  /// Cluster or Sentinel without wait_replicas).
+  /// Cluster or Sentinel once set up).
   bool steps() const { return backend_->direct() || backend_->routes_nonblocking(); }
   /// Ends the operation; returns `s`.
   Status end_op(Status s);
@@ -222,9 +223,9 @@ class LeaseCore {
   /// send() sends it, `first` dropped), and a redirect or resend carries
   /// the call alone.
   Status send_pipelined(Span<const Bytes> first, const ScriptCall& call, Deadline deadline);
-  /// True if send_pipelined() serves the operation in flight: a plain
-  /// connection, or a start_*() operation on a routing back end.
-  bool pipelines() const { return backend_->direct() || nonblocking_; }
+  /// True if send_pipelined() serves: a plain connection, or a back end
+  /// that routes (Sentinel, Cluster), blocking calls included.
+  bool pipelines() const { return steps(); }
   /// The outcome of the request in flight: nullptr while pending, else its
   /// reply or error (kTimeout once its deadline passed: the connection is
   /// closed). A reply lives until the connection's next request.
@@ -302,7 +303,7 @@ class LeaseCore {
   bool pipelined_ = false;    // send_pipelined(): two replies due
   bool cancelling_ = false;   // cancel(): nothing new starts
   bool waiting_ = false;      // begin_wait(): failed attempts may be retried
-  bool nonblocking_ = false;  // a start_*() operation: takes its turn in order
+  bool nonblocking_ = false;  // a start_*() operation: takes its turn in order on a Connection
   bool queued_ = false;       // send() waits its turn on a shared connection
   bool routed_ = false;       // the request goes where the back end routes it
   bool confirming_ = false;   // a routed write's WAIT is out (Backend::start_confirm())
