@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <thread>
 
 #include "../support/keeper_beside.h"
 #include "../support/redis_topology.h"
@@ -239,6 +240,44 @@ TEST_F(ClusterStepTest, FairLockFollowsMovedInsideTheLoop) {
   EXPECT_LT(loop.steps, 1000);
   std::printf("fair MOVED in the loop: %d steps, longest %.3f ms, moved=%u\n", loop.steps,
               test::ms_of(loop.longest), client_.stats().moved);
+}
+
+// A routed acquire given up on (its node stopped past the deadline) that
+// the node runs later, when it resumes: the late grant changes nothing the
+// client claims (never held), and cleanup assumes the worst: the release
+// deletes what the late request wrote, with the token kept for it.
+TEST_F(ClusterStepTest, LateAcquireAfterATimeoutClaimsNothingAndIsCleanedUp) {
+  const int node = client_.owner_of(12000);
+  const std::string key = key_on(node, "late");
+  const int server = server_of(node);
+  const int port = cluster_->node(server).port();
+  ConnectionOptions quick = options();
+  quick.command_timeout = Millis(300) * test::slowdown();
+  Cluster c;
+  ASSERT_TRUE(c.setup(cluster_->url().c_str(), quick).ok());
+  Lock lock(c);
+  ASSERT_TRUE(lock.init(Bytes(key.data(), key.size())).ok());
+  Loop loop;
+  ASSERT_EQ(loop.drive(lock, lock.start_try_acquire()).code(), ErrorCode::kOk) << c.last_error();
+  ASSERT_EQ(loop.drive(lock, lock.start_release()).code(), ErrorCode::kOk) << c.last_error();
+  cluster_->node(server).pause();
+  const Status given_up = loop.drive(lock, lock.start_try_acquire());
+  cluster_->node(server).resume();
+  EXPECT_EQ(given_up.code(), ErrorCode::kTimeout) << c.last_error();
+  EXPECT_FALSE(lock.held());
+  const std::string token(reinterpret_cast<const char*>(lock.token().data), lock.token().size);
+  std::string late;
+  for (int i = 0; i < 200 && late.empty(); ++i) {
+    const std::string r = test::raw_command(port, {"GET", key});
+    if (r.rfind("$", 0) == 0 && r != "$-1\r\n") late = r;
+    if (late.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_NE(late.find(token), std::string::npos) << "the late acquire ran on the server: " << late;
+  EXPECT_FALSE(lock.held()) << "a late grant changes nothing the client claims";
+  EXPECT_EQ(lock.remaining(), Nanos::zero());
+  ASSERT_EQ(loop.drive(lock, lock.start_release()).code(), ErrorCode::kOk) << c.last_error();
+  EXPECT_EQ(test::raw_command(port, {"EXISTS", key}), ":0\r\n") << "cleaned up";
+  EXPECT_LT(loop.longest, step_bound());
 }
 
 // A Lock waiting alone on its Cluster object blocks on the release signal
