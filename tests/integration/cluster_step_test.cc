@@ -14,7 +14,6 @@
 #include "../support/step_loop.h"
 #include "../support/test_util.h"
 #include "edgelock/edgelock.h"
-#include "edgelock/lease_keeper.h"
 
 namespace edgelock {
 namespace {
@@ -336,29 +335,9 @@ TEST_F(ClusterStepTest, KeeperKeepsItsLeaseBesideAFairWaiter) {
   const Millis ttl = std::chrono::duration_cast<Millis>(Millis(8000) * test::slowdown());
   ASSERT_TRUE(a.init(Bytes(ka.data(), ka.size()), LockOptions{ttl}).ok());
   ASSERT_TRUE(a.try_acquire().ok()) << client_.last_error();
-  KeeperOptions ko;
-  ko.renew_every = Millis(200) * test::slowdown();
-  LeaseKeeper keeper(a, ko);
-  const Status kept = keeper.start();
-  ASSERT_TRUE(kept.ok()) << kept.to_string();
-  const uint32_t blpops = test::command_calls(cluster_->node(server_of(node)).port(), "blpop");
-  const test::KeeperBeside r =
-      test::keep_beside(keeper, waiter, waiter.start_acquire(Millis(2000) * test::slowdown()),
-                        Millis(2500) * test::slowdown());
-  std::printf("beside a fair waiter: renewals %u, failures %u, longest %.3f ms\n",
-              keeper.stats().renewals, keeper.stats().failures, test::ms_of(r.longest));
-  EXPECT_TRUE(r.kept) << keeper.loss_text();
-  EXPECT_EQ(keeper.stats().failures, 0u);
-  EXPECT_GE(keeper.stats().renewals, 8u) << "one renewal every 200 ms";
-  EXPECT_EQ(test::command_calls(cluster_->node(server_of(node)).port(), "blpop"), blpops)
-      << "a waiter beside another handle polls";
-  EXPECT_NE(r.waiter.code(), ErrorCode::kOk) << "the holder never let go";
-  EXPECT_NE(r.waiter.code(), ErrorCode::kInProgress);
-  EXPECT_FALSE(waiter.held());
-  keeper.stop();
+  test::expect_kept_beside(a, waiter, cluster_->node(server_of(node)).port());
   EXPECT_TRUE(a.release().ok()) << client_.last_error();
   EXPECT_TRUE(holder.release().ok()) << other.last_error();
-  EXPECT_LT(r.longest, step_bound());
 }
 
 // A fresh client's first start/step request reads the slot map as steps

@@ -15,7 +15,6 @@
 #include "../support/step_loop.h"
 #include "../support/test_util.h"
 #include "edgelock/edgelock.h"
-#include "edgelock/lease_keeper.h"
 
 namespace edgelock {
 namespace {
@@ -350,28 +349,9 @@ TEST_F(SentinelStepTest, KeeperKeepsItsLeaseBesideAFairWaiter) {
   const Millis ttl = std::chrono::duration_cast<Millis>(Millis(3000) * test::slowdown());
   ASSERT_TRUE(a.init(Bytes::from_cstr("beside-a"), LockOptions{ttl}).ok());
   ASSERT_TRUE(a.try_acquire().ok()) << shared.last_error();
-  KeeperOptions ko;
-  ko.renew_every = Millis(200) * test::slowdown();
-  LeaseKeeper keeper(a, ko);
-  ASSERT_TRUE(keeper.start().ok()) << a.last_error();
-  const int port = setup_.primary().port();
-  const uint32_t blpops = test::command_calls(port, "blpop");
-  const test::KeeperBeside r =
-      test::keep_beside(keeper, waiter, waiter.start_acquire(Millis(2000) * test::slowdown()),
-                        Millis(2500) * test::slowdown());
-  std::printf("beside a fair waiter: renewals %u, failures %u, longest %.3f ms\n",
-              keeper.stats().renewals, keeper.stats().failures, ms_of(r.longest));
-  EXPECT_TRUE(r.kept) << keeper.loss_text();
-  EXPECT_EQ(keeper.stats().failures, 0u);
-  EXPECT_GE(keeper.stats().renewals, 8u) << "one renewal every 200 ms";
-  EXPECT_EQ(test::command_calls(port, "blpop"), blpops) << "a waiter beside another handle polls";
-  EXPECT_NE(r.waiter.code(), ErrorCode::kOk) << "the holder never let go";
-  EXPECT_NE(r.waiter.code(), ErrorCode::kInProgress);
-  EXPECT_FALSE(waiter.held());
-  keeper.stop();
+  test::expect_kept_beside(a, waiter, setup_.primary().port());
   EXPECT_TRUE(a.release().ok()) << shared.last_error();
   EXPECT_TRUE(holder.release().ok()) << other.last_error();
-  EXPECT_LT(r.longest, step_bound());
 }
 
 // kill -9 of the primary: the loop's acquire waits (retrying) while the

@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 
+#include "edgelock/fair_lock.h"
 #include "edgelock/lease.h"
 #include "edgelock/lease_keeper.h"
 #include "edgelock/limits.h"
@@ -47,6 +49,33 @@ inline KeeperBeside keep_beside(LeaseKeeper& keeper, Lease& waiter, Status start
     r.longest = std::max<Nanos>(r.longest, Steady::now() - t0);
   }
   return r;
+}
+
+/// The whole check, on a back end `a` and `waiter` share (the node or
+/// primary serving both at `port`): a keeper renews `a` (held) every
+/// 200 ms while `waiter` (its key held by another client) waits 2 s; every
+/// renewal goes through, and the waiter polls rather than BLPOP there.
+inline void expect_kept_beside(Lease& a, FairLock& waiter, int port) {
+  KeeperOptions ko;
+  ko.renew_every = Millis(200) * slowdown();
+  LeaseKeeper keeper(a, ko);
+  const Status started = keeper.start();
+  ASSERT_TRUE(started.ok()) << started.to_string();
+  const uint32_t blpops = command_calls(port, "blpop");
+  const KeeperBeside r = keep_beside(
+      keeper, waiter, waiter.start_acquire(Millis(2000) * slowdown()), Millis(2500) * slowdown());
+  std::printf("beside a fair waiter: renewals %u, failures %u, longest %.3f ms\n",
+              keeper.stats().renewals, keeper.stats().failures,
+              std::chrono::duration<double, std::milli>(r.longest).count());
+  EXPECT_TRUE(r.kept) << keeper.loss_text();
+  EXPECT_EQ(keeper.stats().failures, 0u);
+  EXPECT_GE(keeper.stats().renewals, 8u) << "one renewal every 200 ms";
+  EXPECT_EQ(command_calls(port, "blpop"), blpops) << "a waiter beside another handle polls";
+  EXPECT_NE(r.waiter.code(), ErrorCode::kOk) << "the holder never let go";
+  EXPECT_NE(r.waiter.code(), ErrorCode::kInProgress);
+  EXPECT_FALSE(waiter.held());
+  EXPECT_LT(r.longest, Millis(20) * slowdown()) << "a step moves bytes, never waits";
+  keeper.stop();
 }
 
 }  // namespace test
