@@ -94,9 +94,6 @@ class Cluster final : public Backend {
   /// nothing. Errors: as Connection::connect() for the first that fails.
   Status connect_primaries(Deadline deadline);
 
-  /// The index of the node at host:port, added (set up, not connected) if
-  /// new. Errors: kBufferTooSmall (kMaxClusterNodes reached, host too long).
-  Result<int> add_node(const char* host, size_t host_len, uint16_t port);
   /// Index of the node owning `slot`, or -1 if unknown.
   int owner_of(uint16_t slot) const { return owner_[slot] == kNoOwner ? -1 : owner_[slot]; }
   size_t node_count() const { return node_count_; }
@@ -107,6 +104,10 @@ class Cluster final : public Backend {
   const char* last_error() const override { return error_; }
 
  private:
+  /// The index of the node at host:port, added (set up, not connected) if
+  /// new. Errors: kBufferTooSmall (kMaxClusterNodes reached, host too long).
+  Result<int> add_node(const char* host, size_t host_len, uint16_t port);
+  static Status add_seed(void* self, const Endpoint& host);
   // Backend, for the primitives (they call these through Backend&):
   // kInvalidArgument from check_key() for a key whose companion keys would
   // hash to another slot (a '{' without a valid tag, or a '}' that would

@@ -241,7 +241,6 @@ class FairLock final : public Lease {
   /// ahead that left are counted until the head passes them; 0 = not
   /// queued.
   uint32_t queue_position() const { return position_; }
-  const FairLockOptions& options() const { return options_; }
   const char* last_error() const override { return core_.last_error(); }
   Clock& clock() const override { return core_.clock(); }
   Connection& connection() const { return core_.connection(); }

@@ -199,7 +199,6 @@ class Lock final : public Lease {
   /// The holder's TTL seen by the last busy attempt; 0 also for a holder
   /// without TTL.
   Millis busy_ttl() const { return core_.busy_ttl(); }
-  const LockOptions& options() const { return options_; }
   /// Why init() refused its arguments, else the back end's (Connection's,
   /// Sentinel's, Cluster's) last error text.
   const char* last_error() const override { return core_.last_error(); }

@@ -234,7 +234,6 @@ class QuorumLock final : public Lease {
   size_t released_on() const { return released_on_; }
   /// True while server i is skipped after failing to answer.
   bool server_down(size_t i) const;
-  const QuorumOptions& options() const { return options_; }
   /// The last failing server's error text (for logs; "" if none).
   const char* last_error() const override;
 

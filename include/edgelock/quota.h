@@ -103,7 +103,6 @@ class Quota {
   Status erase_on_server() { return gate_.erase_on_server(); }
 
   Bytes key() const { return gate_.key(); }
-  const QuotaOptions& options() const { return options_; }
   const char* last_error() const { return gate_.last_error(); }
   Connection& connection() const { return gate_.connection(); }
 

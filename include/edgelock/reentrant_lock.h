@@ -156,7 +156,6 @@ class ReentrantLock final : public Lease {
   Bytes key() const override { return core_.key(); }
   /// The other owner's TTL seen by the last busy attempt.
   Millis busy_ttl() const { return core_.busy_ttl(); }
-  const ReentrantLockOptions& options() const { return options_; }
   const char* last_error() const override { return core_.last_error(); }
   Clock& clock() const override { return core_.clock(); }
   Connection& connection() const { return core_.connection(); }

@@ -208,12 +208,11 @@ class Semaphore {
   /// Until the first permit expires, seen by the last busy attempt.
   Millis busy_ttl() const { return core_.busy_ttl(); }
   Bytes key() const { return core_.key(); }
-  const SemaphoreOptions& options() const { return options_; }
   const char* last_error() const { return core_.last_error(); }
   Connection& connection() const { return core_.connection(); }
 
  private:
-  friend class Permit;
+  friend class Permit;  // renews for options_.ttl
   // The request in flight.
   enum class Req : uint8_t { kAttempt, kHandBack, kRelease, kExtend };
   static Status step_of(void* self) { return static_cast<Semaphore*>(self)->step(); }

@@ -24,13 +24,13 @@ constexpr int kMaxRounds = 1000;
 // read's page requests give the caller's loop no fd of their own.
 constexpr Nanos kRefreshPoll = Millis(2);
 
-Status add_seed(void* ctx, const Endpoint& host) {
-  Cluster* c = static_cast<Cluster*>(ctx);
-  const Result<int> n = c->add_node(host.host, std::strlen(host.host), host.port);
-  return n.status();
-}
-
 }  // namespace
+
+// A seed of the URL (detail::parse_host_list()'s callback).
+Status Cluster::add_seed(void* self, const Endpoint& host) {
+  Cluster* c = static_cast<Cluster*>(self);
+  return c->add_node(host.host, std::strlen(host.host), host.port).status();
+}
 
 Status Cluster::setup(const char* url, const ConnectionOptions& options,
                       const ClusterOptions& cluster_options) {

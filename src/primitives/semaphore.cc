@@ -19,7 +19,7 @@ Status Permit::extend(Millis ttl) {
   return sem_ ? sem_->extend(this, ttl) : Status(ErrorCode::kNotHeld);
 }
 
-Status Permit::renew() { return sem_ ? extend(sem_->options().ttl) : Status(ErrorCode::kNotHeld); }
+Status Permit::renew() { return sem_ ? extend(sem_->options_.ttl) : Status(ErrorCode::kNotHeld); }
 
 Status Permit::release() { return sem_ ? sem_->release(this) : Status(ErrorCode::kNotHeld); }
 
@@ -28,7 +28,7 @@ Status Permit::start_extend(Millis ttl) {
 }
 
 Status Permit::start_renew() {
-  return sem_ ? start_extend(sem_->options().ttl) : Status(ErrorCode::kNotHeld);
+  return sem_ ? start_extend(sem_->options_.ttl) : Status(ErrorCode::kNotHeld);
 }
 
 Status Permit::start_release() {

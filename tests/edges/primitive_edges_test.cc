@@ -123,8 +123,8 @@ void hold_one(Semaphore& sem, Claims& claims) {
   for (int m = claims.most.load(); n > m && !claims.most.compare_exchange_weak(m, n);) {
   }
   if (p.id().size == 0 || p.remaining() <= Nanos::zero()) ++claims.broken;
-  sleep_ns(ms_s(30));  // well inside the validity: the other must not hold now
-  if (!p.extend(sem.options().ttl).ok()) ++claims.broken;
+  sleep_ns(ms_s(30));                    // well inside the validity: the other must not hold now
+  if (!p.renew().ok()) ++claims.broken;  // extends by the semaphore's ttl
   sleep_ns(ms_s(10));
   --claims.holders;
   if (!p.release().ok()) ++claims.broken;
