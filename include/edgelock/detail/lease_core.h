@@ -156,9 +156,9 @@ class LeaseCore {
   /// connection's metrics (which calls its event hook). Returns `s`.
   Status noted(EventKind kind, TimePoint start, Status s);
 
-  /// Other handles use the same back end: on a Connection a request may
-  /// wait its turn, and on a Sentinel or Cluster handles do not queue on a
-  /// node, so none may hold a connection for long (no BLPOP).
+  /// Other handles use the same back end: a request may wait its turn on
+  /// a Connection, or for its node on a Sentinel or Cluster, so none may
+  /// hold a connection for long (no BLPOP).
   bool shared() const;
 
   /// The holder's TTL seen by the last busy attempt (0: none or no TTL).
