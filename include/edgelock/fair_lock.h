@@ -183,8 +183,8 @@ class FairLock final : public Lease {
   // result), or the final status when it ended at once. The join, the
   // wait on the wake list (an fd), the backoff pauses (a deadline), a
   // hand-back, leaving the queue and waking the next waiter are steps,
-  // never a sleep. On a Sentinel or Cluster every
-  // request goes to the node Backend::route_for() names for the key (the
+  // never a sleep. On a Sentinel or Cluster every request goes to the
+  // node Backend::route_for() names for the key (the
   // queue's keys share its slot), and redirects, READONLY and lookups are
   // steps too (docs/nonblocking.md); the wait on the wake list goes there
   // with the attempt pipelined behind it, as on a plain connection; a
@@ -193,10 +193,11 @@ class FairLock final : public Lease {
   // goes alone). Handles on one Sentinel or Cluster share its node
   // connections: a request waits (nothing sent) while another handle's is
   // on its node, and with other handles there a waiter polls, never
-  // BLPOPs, as on a shared Connection. A WAIT
-  // for replicas (wait_replicas) is a step too. One operation at a time: a start_*() or blocking
-  // call while one is in flight returns kInvalidArgument. Handles sharing a Connection take turns
-  // on it (connection.h): a request waiting its turn ends as kConnectionBusy if its deadline comes
+  // BLPOPs, as on a shared Connection. A WAIT for replicas
+  // (wait_replicas) is a step too. One operation at a time: a start_*()
+  // or blocking call while one is in flight returns kInvalidArgument.
+  // Handles sharing a Connection take turns on it (connection.h): a
+  // request waiting its turn ends as kConnectionBusy if its deadline comes
   // first.
   /// try_acquire(). Errors: as try_acquire(), and kInvalidArgument as above.
   Status start_try_acquire();

@@ -159,10 +159,12 @@ class Lock final : public Lease {
   // connect or reconnect inside runs as steps too (socket, TLS, AUTH and
   // SELECT; bounded by connect_timeout), never blocking.
   // Plain Connection, Sentinel or Cluster (a failover, a redirect and a
-  // WAIT for replicas are steps too, docs/nonblocking.md). One operation at a time: a start_*() or
-  // blocking call while one is in flight returns kInvalidArgument. Handles sharing a Connection
-  // take turns on it (connection.h): a request waiting its turn ends as kConnectionBusy if its
-  // deadline comes first, or at once when the connection's queue is full.
+  // WAIT for replicas are steps too, docs/nonblocking.md). One operation
+  // at a time: a start_*() or blocking call while one is in flight returns
+  // kInvalidArgument. Handles sharing a Connection take turns on it
+  // (connection.h): a request waiting its turn ends as kConnectionBusy if
+  // its deadline comes first, or at once when the connection's queue is
+  // full.
   /// try_acquire(). Errors: as try_acquire().
   Status start_try_acquire();
   /// acquire(wait). Errors: as acquire().

@@ -13,10 +13,10 @@ namespace detail {
 /// semaphore's, reentrant lock's and rate limiters' answers) needs `want`
 /// replicas. Then it is copied to keep[0] (an array's integer elements to
 /// keep[1..3]: WAIT's reply replaces it in the arena) and `WAIT want
-/// timeout` is started on `conn` (its timeout, kept in *sent, is `max_wait` cut
-/// to half of what is left of `deadline` so the reply arrives in time): returns ok
-/// with no reply, and the WAIT's outcome comes from end_confirm(). Any
-/// other reply, or want == 0, is returned as it is. Errors: kProtocol (a
+/// timeout` is started on `conn`; the timeout, kept in *sent, is
+/// `max_wait` cut to half of what is left of `deadline`, so the reply
+/// arrives in time. Returns ok with no reply: the WAIT's outcome comes from
+/// end_confirm(). Any other reply, or want == 0, is returned as it is. Errors: kProtocol (a
 /// grant array too long or not all integers: fail closed),
 /// Connection::start_command()'s.
 Result<const Reply*> start_confirm(Connection& conn, const Reply* reply, int want, Nanos max_wait,

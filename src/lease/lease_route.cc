@@ -32,7 +32,7 @@ Status LeaseCore::start_routed(Connection* node, bool asking) {
   conn_ = node;
   asked_ = asking;
   ConnectionIo cio = io(*node);
-  if (!cio.turn_of(this, false)) return wait_node(node, asking);
+  if (!cio.turn_of(this, false)) return wait_node(node);
   pipelined_ = asking;
   // ASKING covers the next command only: a NOSCRIPT fallback would lose it.
   if (asking && cio.script_loaded(turn_call_.script)) {
@@ -46,13 +46,12 @@ Status LeaseCore::start_routed(Connection* node, bool asking) {
 // Cluster share its node connections): look again every kTurnPoll until
 // it is free, and give up, nothing sent, at the request's deadline. A
 // neighbour's request holds it one round trip: waiters there poll, never
-// BLPOP (LeaseCore::shared()).
-Status LeaseCore::wait_node(Connection* node, bool asking) {
+// BLPOP (LeaseCore::shared()). conn_ and asked_ say where it goes then.
+Status LeaseCore::wait_node(Connection* node) {
   if (deadline_.expired(clock())) {
     return started(io(*node).refuse_busy(
         "another handle's request held the node past this request's deadline"));
   }
-  asked_ = asking;
   resending_ = true;
   resend_at_ = Deadline::after(clock(), kTurnPoll).min(deadline_);
   return ErrorCode::kInProgress;
@@ -68,7 +67,7 @@ Status LeaseCore::start_route_pipelined(Span<const Bytes> first) {
   conn_ = node;
   asked_ = false;
   ConnectionIo cio = io(*node);
-  if (!cio.turn_of(this, false)) return wait_node(node, false);  // `first` only waited
+  if (!cio.turn_of(this, false)) return wait_node(node);  // `first` only waited
   pipelined_ = true;
   return started(cio.start_command_then_eval(first, turn_call_, deadline_));
 }

@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <climits>
 #include <cstdio>
@@ -145,6 +147,12 @@ std::string raw_command(int port, const std::vector<std::string>& args) {
 
 uint32_t command_calls(int port, const std::string& command) {
   const std::string info = raw_command(port, {"INFO", "commandstats"});
+  // raw_command() stops at a line end: a count read from part of the
+  // reply could miss the command and pass an "unchanged" check.
+  const size_t head = info.find("\r\n");
+  const bool whole = !info.empty() && info[0] == '$' && head != std::string::npos &&
+                     info.size() == head + 2 + std::strtoul(info.c_str() + 1, nullptr, 10) + 2;
+  if (!whole) ADD_FAILURE() << "INFO commandstats from port " << port << " came in part";
   const std::string tag = "cmdstat_" + command + ":calls=";
   const size_t at = info.find(tag);
   return at == std::string::npos

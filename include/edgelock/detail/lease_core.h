@@ -283,7 +283,7 @@ class LeaseCore {
   void await();
   Status start_route();
   Status start_routed(Connection* node, bool asking);
-  Status wait_node(Connection* node, bool asking);
+  Status wait_node(Connection* node);
   Status start_route_pipelined(Span<const Bytes> first);
   Result<const Reply*> reroute(Status s);
   Result<const Reply*> resend();
