@@ -37,10 +37,6 @@ struct RouteNext {
 
 class Backend {
  public:
-  /// Checks that `key` and its companion keys ("{key}:fence", ...) can be
-  /// used together here. Errors: kInvalidArgument.
-  virtual Status check_key(Bytes key) = 0;
-
   /// Runs `call` on the server serving call.keys[0] (all keys share its
   /// slot), within `deadline`: EVALSHA, falling back to EVAL on NOSCRIPT.
   /// With call.writes_lease, a replicated back end may confirm a positive
@@ -65,8 +61,6 @@ class Backend {
   virtual Connection& connection_for(Bytes key) = 0;
   /// The time source of every connection behind the back end.
   virtual Clock& clock() const = 0;
-  /// The per-command budget a primitive uses when the caller gives none.
-  virtual Nanos command_timeout() const = 0;
   /// The last error's text (fixed buffer, NUL-terminated, never null).
   virtual const char* last_error() const = 0;
 
@@ -74,6 +68,11 @@ class Backend {
   // Routing, for the lease core alone (detail::LeaseCore, a friend): a
   // back end overrides these; nothing else calls them.
   friend class detail::LeaseCore;
+  /// Checks that `key` and its companion keys ("{key}:fence", ...) can be
+  /// used together here. Errors: kInvalidArgument.
+  virtual Status check_key(Bytes key) = 0;
+  /// The per-command budget a primitive uses when the caller gives none.
+  virtual Nanos command_timeout() const = 0;
 
   /// The one connection when the back end is a plain Connection (for what
   /// only one connection can do: pipelined waits, BLPOP); else nullptr.

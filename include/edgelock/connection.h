@@ -171,7 +171,6 @@ class Connection final : public Backend {
   /// Counters of every primitive using this connection (handles keep none
   /// of their own; a quorum lock's rounds are not counted), plus reconnects.
   const Metrics& metrics() const { return metrics_; }
-  void reset_metrics() { metrics_.reset(); }
   /// Installs (or with nullptr removes) the hook called after every
   /// operation on this connection and on each reconnect.
   void set_event_hook(EventHook hook, void* context) {

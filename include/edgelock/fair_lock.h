@@ -244,7 +244,6 @@ class FairLock final : public Lease {
   uint32_t queue_position() const { return position_; }
   const char* last_error() const override { return core_.last_error(); }
   Clock& clock() const override { return core_.clock(); }
-  Connection& connection() const { return core_.connection(); }
 
  private:
   // Lease, for the keeper (through Lease&): the longest one renew() blocks.

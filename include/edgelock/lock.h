@@ -205,9 +205,6 @@ class Lock final : public Lease {
   /// Sentinel's, Cluster's) last error text.
   const char* last_error() const override { return core_.last_error(); }
   Clock& clock() const override { return core_.clock(); }
-  /// The connection serving the key (through Sentinel or Cluster, if used):
-  /// its metrics() count this handle's operations.
-  Connection& connection() const { return core_.connection(); }
 
  private:
   // Lease, for the keeper (through Lease&): the longest one renew() blocks.

@@ -70,7 +70,6 @@ struct Metrics {
   /// Attempt round trips, bucketed by kLatencyBucketBounds.
   uint32_t latency[kLatencyBuckets] = {};
 
-  void reset() { *this = Metrics(); }
   /// Counts one operation's outcome (and its latency, for attempts).
   void record(EventKind kind, Status status, Nanos latency);
 };

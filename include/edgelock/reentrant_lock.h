@@ -158,7 +158,6 @@ class ReentrantLock final : public Lease {
   Millis busy_ttl() const { return core_.busy_ttl(); }
   const char* last_error() const override { return core_.last_error(); }
   Clock& clock() const override { return core_.clock(); }
-  Connection& connection() const { return core_.connection(); }
 
  private:
   // Lease, for the keeper (through Lease&): the longest one renew() blocks.

@@ -49,10 +49,10 @@ constexpr uint32_t kMaxPermits = 1u << 20;
 class Semaphore;
 
 /// One permit, owned by the caller (several may be held at once), bound to
-/// the semaphore that granted it, which must outlive it. Its id is all
+/// the semaphore that granted it, which must outlive it. Its id, token(), is all
 /// another process needs to release it (Semaphore::release_id()).
 ///
-/// Two things are tracked apart. A non-empty id() means the server MAY hold
+/// Two things are tracked apart. A non-empty token() means the server MAY hold
 /// the permit (a grant, extend or release whose outcome is unknown keeps
 /// it): release() cleans it up. held() (validity left) means the permit IS
 /// held for at least remaining() (less the drift allowance): only then may
@@ -108,17 +108,13 @@ class Permit final : public Lease {
   /// Conservative validity left (0 if none or not claimed).
   Nanos remaining() const override;
   /// The permit id (empty: no permit, nothing to clean up).
-  Bytes id() const { return Bytes(id_, id_len_); }
-  /// The permit id (Lease).
-  Bytes token() const override { return id(); }
+  Bytes token() const override { return Bytes(id_, id_len_); }
   /// The semaphore's key (empty while unbound).
   Bytes key() const override;
   /// Permits carry no fencing token: 0.
   uint64_t fence() const override { return 0; }
   const char* last_error() const override;
   Clock& clock() const override;
-  /// The semaphore that granted it (nullptr before the first acquire).
-  Semaphore* semaphore() const { return sem_; }
 
  private:
   // Lease, for the keeper (through Lease&): the longest one renew() blocks.
@@ -209,7 +205,6 @@ class Semaphore {
   Millis busy_ttl() const { return core_.busy_ttl(); }
   Bytes key() const { return core_.key(); }
   const char* last_error() const { return core_.last_error(); }
-  Connection& connection() const { return core_.connection(); }
 
  private:
   friend class Permit;  // renews for options_.ttl

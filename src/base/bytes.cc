@@ -1,4 +1,4 @@
-#include "edgelock/bytes.h"
+#include "base/byte_builder.h"
 
 namespace edgelock {
 

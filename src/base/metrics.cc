@@ -1,5 +1,6 @@
 // Heap-free counters and the event hook.
 #include "edgelock/metrics.h"
+#include "base/byte_builder.h"
 
 #include <cstring>
 

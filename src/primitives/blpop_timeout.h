@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "base/byte_builder.h"
 #include "edgelock/bytes.h"
 #include "edgelock/clock.h"
 

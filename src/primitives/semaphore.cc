@@ -32,7 +32,7 @@ Status Permit::start_renew() {
 }
 
 Status Permit::start_release() {
-  return sem_ ? sem_->begin_release(this, id(), true) : Status(ErrorCode::kNotHeld);
+  return sem_ ? sem_->begin_release(this, token(), true) : Status(ErrorCode::kNotHeld);
 }
 
 Status Permit::step() { return in_progress() ? sem_->step() : Status(ErrorCode::kInvalidArgument); }
@@ -94,7 +94,7 @@ Status Semaphore::start_acquire(Permit* permit, Nanos wait) {
   return begin_acquire(permit, wait, true);
 }
 Status Semaphore::release(Permit* permit) {
-  return core_.run(begin_release(permit, permit->id(), false), &Semaphore::step_of, this);
+  return core_.run(begin_release(permit, permit->token(), false), &Semaphore::step_of, this);
 }
 Status Semaphore::release_id(Bytes id) {
   return core_.run(begin_release(nullptr, id, false), &Semaphore::step_of, this);
@@ -164,7 +164,7 @@ Status Semaphore::start_attempt(Deadline deadline) {
   w.num[0].set(options_.ttl.count());
   w.num[1].set(options_.permits);
   w.key = key();
-  w.args[0] = permit_->id();
+  w.args[0] = permit_->token();
   w.args[1] = w.num[0].bytes();
   w.args[2] = w.num[1].bytes();
   req_ = Req::kAttempt;
@@ -209,7 +209,7 @@ Status Semaphore::hand_back(Status then, bool noted) {
   last_ = then;
   hand_back_noted_ = noted;
   op_t0_ = core_.clock().now();
-  const Status s = release_request(permit_->id(), Req::kHandBack);
+  const Status s = release_request(permit_->token(), Req::kHandBack);
   permit_->retired_ = true;
   if (s.code() == ErrorCode::kInProgress) return s;
   if (noted) core_.noted(EventKind::kRelease, op_t0_, s).ignore();
@@ -284,7 +284,7 @@ Status Semaphore::extend_request(Millis ttl) {
   auto& w = words_;
   w.num[0].set(ttl.count());
   w.key = key();
-  w.args[0] = permit_->id();
+  w.args[0] = permit_->token();
   w.args[1] = w.num[0].bytes();
   ext_ttl_ = ttl;
   req_start_ = core_.clock().now();

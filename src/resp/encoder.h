@@ -5,6 +5,7 @@
 
 #include <cstddef>
 
+#include "base/byte_builder.h"
 #include "edgelock/bytes.h"
 
 namespace edgelock {

@@ -84,7 +84,7 @@ TYPED_TEST(LeaseEdges, LateGrantLeavesAUsableLock) {
   const Status s = lock.acquire(slow(Millis(2000)));
   fast_again.join();
   ASSERT_TRUE(s.ok()) << s.to_string() << " " << lock.last_error();
-  EXPECT_GE(this->conn_.metrics().attempts, 2u) << "the first grant must have come too late";
+  EXPECT_GE(this->attempts(), 2u) << "the first grant must have come too late";
   EXPECT_TRUE(lock.held());
   const Result<bool> mine = lock.owned();
   ASSERT_TRUE(mine.ok()) << mine.status().to_string();
@@ -173,7 +173,7 @@ TYPED_TEST(LeaseEdges, FailedAcquireKeepsTokenForCleanup) {
   const Status s = lock.acquire(slow(Millis(1200)));
   worse.join();
   EXPECT_EQ(s.code(), ErrorCode::kTimeout) << s.to_string();
-  EXPECT_GE(this->conn_.metrics().attempts, 2u);
+  EXPECT_GE(this->attempts(), 2u);
   EXPECT_FALSE(lock.held());
   // The lost retry lands (it re-arms our key for 200 ms); release() must
   // still know the token and remove it. Wait for the landing itself, not

@@ -122,7 +122,7 @@ void hold_one(Semaphore& sem, Claims& claims) {
   const int n = ++claims.holders;
   for (int m = claims.most.load(); n > m && !claims.most.compare_exchange_weak(m, n);) {
   }
-  if (p.id().size == 0 || p.remaining() <= Nanos::zero()) ++claims.broken;
+  if (p.token().size == 0 || p.remaining() <= Nanos::zero()) ++claims.broken;
   sleep_ns(ms_s(30));                    // well inside the validity: the other must not hold now
   if (!p.renew().ok()) ++claims.broken;  // extends by the semaphore's ttl
   sleep_ns(ms_s(10));
@@ -192,7 +192,7 @@ TEST_F(PrimitiveEdges, SemaphoreExtendStopsAtValidityEnd) {
       << "extend overran the validity by " << test::ms(returned - end) << " ms";
   EXPECT_FALSE(s.ok());
   EXPECT_EQ(p.remaining(), Nanos::zero());
-  EXPECT_GT(p.id().size, 0u) << "the id is kept for release()";
+  EXPECT_GT(p.token().size, 0u) << "the id is kept for release()";
   drain(*proxy);
   const Status rel = p.release();
   EXPECT_TRUE(rel.ok() || rel.code() == ErrorCode::kNotOwner) << rel.to_string();
@@ -236,7 +236,7 @@ TEST_F(PrimitiveEdges, SemaphoreUnknownShorteningExtendShortensValidity) {
   EXPECT_LE(p.remaining(), Millis(asked) - (now() - start)) << "kept the old, longer validity";
   drain(*proxy);
   const Nanos mine = p.remaining();
-  const int64_t server = permit_left_ms("sem-shorten", p.id());
+  const int64_t server = permit_left_ms("sem-shorten", p.token());
   EXPECT_LE(test::ms(mine), server + 1) << "we claim more than the server holds";
   const Status rel = p.release();
   EXPECT_TRUE(rel.ok() || rel.code() == ErrorCode::kNotOwner) << rel.to_string();
@@ -272,7 +272,7 @@ TEST_F(PrimitiveEdges, SemaphoreExtendOkMeansValidityLeft) {
   EXPECT_FALSE(s.ok() && p.remaining() == Nanos::zero()) << "ok with zero validity";
   EXPECT_EQ(s.code(), ErrorCode::kExpired);
   EXPECT_EQ(p.remaining(), Nanos::zero());
-  EXPECT_GT(p.id().size, 0u);
+  EXPECT_GT(p.token().size, 0u);
   const Status rel = p.release();
   EXPECT_TRUE(rel.ok() || rel.code() == ErrorCode::kNotOwner) << rel.to_string();
 }
@@ -320,11 +320,11 @@ TEST_F(PrimitiveEdges, SemaphoreUnknownReleaseStopsClaiming) {
   const Status s = p.release();
   EXPECT_FALSE(s.ok());
   EXPECT_EQ(p.remaining(), Nanos::zero()) << "still claims a permit the server may have dropped";
-  EXPECT_GT(p.id().size, 0u) << "the id is kept so release() can be retried";
+  EXPECT_GT(p.token().size, 0u) << "the id is kept so release() can be retried";
   drain(*proxy);
   EXPECT_EQ(run(admin_, {"ZCARD", "sem-unrel"}), "0");
   EXPECT_EQ(p.release().code(), ErrorCode::kNotOwner) << "the retry finds it gone";
-  EXPECT_EQ(p.id().size, 0u);
+  EXPECT_EQ(p.token().size, 0u);
 }
 
 TEST_F(PrimitiveEdges, ReentrantUnknownReleaseStopsClaiming) {

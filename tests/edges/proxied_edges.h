@@ -60,20 +60,23 @@ class ProxiedEdges : public test::SuiteServerTest {
   }
 
   // A grant, extend and release at no delay: connects and loads the scripts, so
-  // a later delayed request costs exactly one round trip. `lock` is on conn_,
-  // whose counters start again from zero.
+  // a later delayed request costs exactly one round trip. `lock` is on conn_;
+  // attempts() counts from here.
   template <class L>
   void warm(L& lock) {
     ASSERT_TRUE(lock.try_acquire().ok()) << lock.last_error();
     ASSERT_TRUE(lock.renew().ok()) << lock.last_error();
     ASSERT_TRUE(lock.release().ok()) << lock.last_error();
-    conn_.reset_metrics();
+    warm_attempts_ = conn_.metrics().attempts;
   }
+  // conn_'s acquire attempts since warm().
+  uint32_t attempts() const { return conn_.metrics().attempts - warm_attempts_; }
 
   std::string exists(const std::string& key) { return test::run(admin_, {"EXISTS", key}); }
 
   std::unique_ptr<test::DelayProxy> proxy_;
   Connection conn_, other_, admin_;
+  uint32_t warm_attempts_ = 0;
 };
 
 }  // namespace edges

@@ -83,7 +83,7 @@ TEST_F(ClusterStepTest, AcquireAndReleaseOnEveryPrimaryInAPollLoop) {
     ASSERT_TRUE(lock.nonblocking());
     ASSERT_EQ(loop.drive(lock, lock.start_acquire(Millis(2000))).code(), ErrorCode::kOk)
         << client_.last_error();
-    EXPECT_EQ(lock.connection().endpoint().port,
+    EXPECT_EQ(test::serving_port(client_, lock.key()),
               client_.node(static_cast<size_t>(node)).endpoint().port);
     Lock rival(other);
     ASSERT_TRUE(rival.init(Bytes(key.data(), key.size())).ok());
@@ -182,7 +182,7 @@ TEST_F(ClusterStepTest, MovedFollowedInsideTheLoop) {
   ASSERT_TRUE(released.ok()) << released.to_string();
   ASSERT_EQ(got.code(), ErrorCode::kOk) << got.to_string() << " " << client_.last_error();
   EXPECT_GE(client_.stats().moved, 1u) << "the loop followed a MOVED";
-  EXPECT_EQ(waiter.connection().endpoint().port, cluster_->node(sb).port());
+  EXPECT_EQ(test::serving_port(client_, waiter.key()), cluster_->node(sb).port());
   ASSERT_EQ(loop.drive(waiter, waiter.start_release()).code(), ErrorCode::kOk);
   EXPECT_LT(loop.longest, step_bound());
   EXPECT_LT(loop.steps, 1000) << "bounded: busy retries every <= 20 ms, then one redirect";
@@ -231,7 +231,7 @@ TEST_F(ClusterStepTest, FairLockFollowsMovedInsideTheLoop) {
   ASSERT_TRUE(released.ok()) << released.to_string() << " " << other.last_error();
   ASSERT_EQ(got.code(), ErrorCode::kOk) << got.to_string() << " " << client_.last_error();
   EXPECT_GT(client_.stats().moved, moved) << "the loop followed a MOVED";
-  EXPECT_EQ(waiter.connection().endpoint().port, cluster_->node(sb).port());
+  EXPECT_EQ(test::serving_port(client_, waiter.key()), cluster_->node(sb).port());
   EXPECT_EQ(run(admin[sb], {"GET", key}),
             std::string(reinterpret_cast<const char*>(waiter.token().data), waiter.token().size));
   ASSERT_EQ(loop.drive(waiter, waiter.start_release()).code(), ErrorCode::kOk);
@@ -375,7 +375,7 @@ TEST_F(ClusterStepTest, MapReadAsStepsWaitsOutAStoppedNode) {
   EXPECT_EQ(fresh.stats().refreshes, 1u) << "the map was read inside the loop";
   EXPECT_GE(took, o.command_timeout) << "the stopped seed was asked and waited out";
   EXPECT_EQ(fresh.node(static_cast<size_t>(fresh.owner_of(key_slot(key.c_str())))).endpoint().port,
-            lock.connection().endpoint().port)
+            test::serving_port(fresh, lock.key()))
       << "sent to the slot's owner from the map";
   EXPECT_EQ(fresh.stats().moved, 0u) << "no redirect needed";
   EXPECT_LT(loop.longest, step_bound());

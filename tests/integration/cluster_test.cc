@@ -91,7 +91,7 @@ TEST_F(ClusterTest, LocksOnEveryPrimary) {
     Lock lock(client_);
     ASSERT_TRUE(lock.init(Bytes(key.data(), key.size())).ok());
     ASSERT_TRUE(lock.try_acquire().ok()) << key << ": " << lock.last_error();
-    EXPECT_EQ(lock.connection().endpoint().port, cluster_->node(server).port());
+    EXPECT_EQ(test::serving_port(client_, lock.key()), cluster_->node(server).port());
     // The key and its fencing counter live on the slot's primary.
     Connection direct;
     ASSERT_TRUE(test::open(direct, cluster_->node(server).url()));
@@ -219,7 +219,7 @@ TEST_F(ClusterTest, SlotMigrationMidRun) {
               waiter_stats.tryagain, waiter_stats.moved);
   // The first client learns the new owner from MOVED too.
   ASSERT_TRUE(holder.try_acquire().ok()) << client_.last_error();
-  EXPECT_EQ(holder.connection().endpoint().port, cluster_->node(sb).port());
+  EXPECT_EQ(test::serving_port(client_, holder.key()), cluster_->node(sb).port());
   ASSERT_TRUE(holder.release().ok());
   EXPECT_GE(client_.stats().moved, 1u);
 }
@@ -248,7 +248,7 @@ TEST(ClusterFailover, WaitThenFollowPromotedReplicaAfterKill9) {
   Lock confirmed(waiting);
   ASSERT_TRUE(confirmed.init(Bytes::from_cstr("feeder")).ok());
   ASSERT_TRUE(confirmed.try_acquire().ok()) << waiting.last_error();
-  const int old_port = confirmed.connection().endpoint().port;
+  const int old_port = test::serving_port(waiting, confirmed.key());
   const int replica = replica_of(servers, old_port);
   ASSERT_GE(replica, 0);
   servers.node(replica).pause();
@@ -275,7 +275,7 @@ TEST(ClusterFailover, WaitThenFollowPromotedReplicaAfterKill9) {
   const Status s = lock.acquire(Millis(20000) * test::slowdown());
   const Nanos took = cluster.clock().now() - t0;
   ASSERT_TRUE(s.ok()) << s.to_string() << " " << cluster.last_error();
-  EXPECT_EQ(lock.connection().endpoint().port, servers.node(replica).port());
+  EXPECT_EQ(test::serving_port(cluster, lock.key()), servers.node(replica).port());
   EXPECT_GE(cluster.stats().refreshes, 2u);
   std::printf("cluster: kill -9 failover followed in %lld ms\n",
               static_cast<long long>(test::ms(took)));

@@ -40,8 +40,8 @@ TEST_F(SemaphoreTest, CountsReleasesAndExtends) {
   Permit p1, p2, p3;
   ASSERT_TRUE(sa.try_acquire(&p1).ok()) << a_.last_error();
   ASSERT_TRUE(sb.try_acquire(&p2).ok());
-  EXPECT_EQ(p1.id().size, 32u);
-  EXPECT_FALSE(p1.id().equals(p2.id()));
+  EXPECT_EQ(p1.token().size, 32u);
+  EXPECT_FALSE(p1.token().equals(p2.token()));
   EXPECT_GT(p1.remaining(), Millis(4800));
   EXPECT_EQ(sa.try_acquire(&p3).code(), ErrorCode::kBusy);
   EXPECT_GT(sa.busy_ttl(), Millis(4000));
@@ -51,7 +51,7 @@ TEST_F(SemaphoreTest, CountsReleasesAndExtends) {
   ASSERT_TRUE(used.ok());
   EXPECT_EQ(used.value(), 2u);
   // Release by id from the other handle (as another process would).
-  ASSERT_TRUE(sb.release_id(p1.id()).ok());
+  ASSERT_TRUE(sb.release_id(p1.token()).ok());
   EXPECT_EQ(p1.release().code(), ErrorCode::kNotOwner) << "already gone";
   EXPECT_EQ(p1.release().code(), ErrorCode::kNotHeld) << "handle forgot it";
   ASSERT_TRUE(sa.acquire(&p3, Millis(1000)).ok());
@@ -85,7 +85,7 @@ TEST_F(SemaphoreTest, ExpiryComesFromTheServerClock) {
   };
   const long long score = std::stoll(
       run(admin_, {"ZSCORE", "sem-time",
-                   std::string(reinterpret_cast<const char*>(p.id().data), p.id().size)}));
+                   std::string(reinterpret_cast<const char*>(p.token().data), p.token().size)}));
   EXPECT_GE(score, ms(before) + 3000);
   EXPECT_LE(score, ms(after) + 3000);
   const int pttl = std::stoi(run(admin_, {"PTTL", "sem-time"}));

@@ -156,7 +156,7 @@ TEST(ZeroHeap, SemaphoreCycles) {
     failures += !p1.extend(Millis(5000)).ok();
     const Result<uint32_t> used = sb.in_use();
     failures += !(used.ok() && used.value() == 2);
-    failures += !sb.release_id(p2.id()).ok();
+    failures += !sb.release_id(p2.token()).ok();
     failures += p2.release().code() != ErrorCode::kNotOwner;
     failures += !p1.release().ok();
   }

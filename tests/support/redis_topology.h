@@ -7,10 +7,17 @@
 #include <string>
 #include <vector>
 
+#include "edgelock/backend.h"
+#include "edgelock/connection.h"
 #include "redis_server.h"
 
 namespace edgelock {
 namespace test {
+
+/// The port of the node that serves `key` on `backend` now.
+inline int serving_port(Backend& backend, Bytes key) {
+  return backend.connection_for(key).endpoint().port;
+}
 
 class RedisClusterSetup {
  public:

@@ -210,14 +210,14 @@ TEST_F(FakeSemaphore, LateGrantIsHandedBackWithItsId) {
   EXPECT_EQ(permit_.remaining(), Nanos::zero());
   ASSERT_EQ(server_.requests().size(), 2u);
   EXPECT_TRUE(runs(request(1), detail::kSemReleaseScript));
-  EXPECT_TRUE(has_word(request(1), text(permit_.id())));
+  EXPECT_TRUE(has_word(request(1), text(permit_.token())));
 }
 
 TEST_F(FakeSemaphore, LostGrantKeepsTheIdForRelease) {
   server_.lose_reply();
   EXPECT_EQ(sem_.try_acquire(&permit_).code(), ErrorCode::kTimeout);
   EXPECT_EQ(permit_.remaining(), Nanos::zero());
-  const std::string id = text(permit_.id());
+  const std::string id = text(permit_.token());
   ASSERT_FALSE(id.empty());
   server_.reply(resp_int(1));
   EXPECT_TRUE(permit_.release().ok());

@@ -13,11 +13,11 @@ using edgelock::Lock;
 using edgelock::Status;
 
 int report_lock_error(const Lock& lock, Status s, const char* doing) {
-  return report_error(lock.connection(), error_text(lock), s, doing);
+  return report_error(serving(lock.key()), error_text(lock), s, doing);
 }
 
 int report_lock_error(const edgelock::FairLock& lock, Status s, const char* doing) {
-  return report_error(lock.connection(), error_text(lock), s, doing);
+  return report_error(serving(lock.key()), error_text(lock), s, doing);
 }
 
 void name_foreign_holder(edgelock::Connection& conn, const char* key) {

@@ -47,7 +47,7 @@ int sem_error(const Options& o, const Semaphore& sem, Status s, const char* doin
                 "not the owner of a permit of %s: the id is stale (expired, released or unknown)",
                 o.key);
   }
-  return report_error(sem.connection(), error_text(sem), s, doing);
+  return report_error(serving(sem.key()), error_text(sem), s, doing);
 }
 
 int sem_count(const Options& o, Semaphore& sem) {
@@ -71,7 +71,7 @@ int sem_release(const Options& o, Semaphore& sem) {
 
 // The permit id (also with -q: --release needs it later).
 void print_permit(const Options& o, const Permit& p) {
-  const edgelock::Bytes id = p.id();
+  const edgelock::Bytes id = p.token();
   if (!o.json) {
     std::printf("%.*s\n", static_cast<int>(id.size), reinterpret_cast<const char*>(id.data));
     return;
@@ -94,7 +94,7 @@ int cmd_semaphore(const Options& o, Target& t, Semaphore& sem) {
   const WaitResult r = bounded_acquire(
       o, t.clock(), t.direct(), false, [&](Nanos wait) { return sem.acquire(&permit, wait); },
       [&]() {
-        if (!permit.id().empty()) permit.release().ignore();
+        if (!permit.token().empty()) permit.release().ignore();
       });
   if (!r.status.ok()) {
     const int rc = sem_error(o, sem, r.status, "acquire");

@@ -14,6 +14,7 @@
 
 namespace cli {
 
+using edgelock::Bytes;
 using edgelock::Deadline;
 using edgelock::ErrorCode;
 using edgelock::Status;
@@ -191,7 +192,17 @@ int connect_server(edgelock::Connection* conn, bool report) {
   return kExitOk;
 }
 
+namespace {
+Target* g_opened = nullptr;  // the tool opens one back end per run
+}  // namespace
+
+const edgelock::Connection& serving(Bytes key) {
+  static const edgelock::Connection kNone{};
+  return g_opened ? g_opened->backend().connection_for(key) : kNone;
+}
+
 int Target::open(const Options& o, const char* url) {
+  g_opened = this;
   if (!known_scheme(url)) {
     return bad_url(url,
                    "unknown scheme (want redis://, rediss://, unix://, redis-sentinel:// or"

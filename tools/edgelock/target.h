@@ -74,6 +74,10 @@ class Target {
 // --stats: "edgelock: stats WHAT: name=value ..." on stderr.
 void print_stats(const char* what, const edgelock::Metrics& m);
 
+// The connection serving `key` on the back end the last Target::open() set
+// up (for messages; an unset one before that).
+const edgelock::Connection& serving(edgelock::Bytes key);
+
 // "host:port" of a connection, for messages.
 void where_of(const edgelock::Connection& conn, char* buf, int size);
 

@@ -99,7 +99,7 @@ void run_semaphore_keeper(Env& e) {
     e.checker().waiting(e.id(), key, true);
     const Status s = wait == Nanos(0) ? sem.try_acquire(&p) : sem.acquire(&p, wait);
     e.checker().waiting(e.id(), key, false);
-    const LeaseRef ref = lock_ref(LeaseKind::kPermit, key.c_str(), p.id());
+    const LeaseRef ref = lock_ref(LeaseKind::kPermit, key.c_str(), p.token());
     if (s.ok()) {
       ++e.w().stats().grants;
       after_ok(e, p, s, "acquire");
@@ -107,7 +107,7 @@ void run_semaphore_keeper(Env& e) {
       keep_loop(e, p, ref, 0, ko, watch);
     }
     e.checker().unclaim(e.id(), 0);
-    for (int i = 0; i < 3 && !p.id().empty(); ++i) {
+    for (int i = 0; i < 3 && !p.token().empty(); ++i) {
       const Status r = p.release();
       if (r.ok() || r.code() == ErrorCode::kNotOwner || r.code() == ErrorCode::kNotHeld ||
           r.code() == ErrorCode::kInvalidArgument) {

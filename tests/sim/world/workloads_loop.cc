@@ -162,7 +162,7 @@ void permit_hold(Env& e, Permit& p, const LeaseRef& ref) {
 
 void permit_release(Env& e, Permit& p, const LeaseRef& ref, int64_t start) {
   e.checker().unclaim(e.id(), 0);
-  for (int i = 0; i < 3 && !p.id().empty(); ++i) {
+  for (int i = 0; i < 3 && !p.token().empty(); ++i) {
     bool cancelled = false;
     const int64_t cancel_at = i < 2 ? pick_late_cancel(e) : -1;
     const Status r = drive(e, p, p.start_release(), cancel_at, &cancelled);
@@ -196,7 +196,7 @@ void run_semaphore_loop(Env& e) {
     const Status s = loop_acquire(e, p, sem, key, [&](Nanos wait) {
       return wait == Nanos(0) ? sem.start_try_acquire(&p) : sem.start_acquire(&p, wait);
     });
-    const LeaseRef ref = lock_ref(LeaseKind::kPermit, key.c_str(), p.id());
+    const LeaseRef ref = lock_ref(LeaseKind::kPermit, key.c_str(), p.token());
     if (s.ok()) {
       ++e.w().stats().grants;
       after_ok(e, p, s, "acquire");

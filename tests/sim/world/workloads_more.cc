@@ -29,7 +29,7 @@ void run_semaphore(Env& e) {
     e.checker().waiting(e.id(), "S", true);
     const Status s = wait == Nanos(0) ? sem.try_acquire(&p) : sem.acquire(&p, wait);
     e.checker().waiting(e.id(), "S", false);
-    const LeaseRef ref = lock_ref(LeaseKind::kPermit, "S", p.id());
+    const LeaseRef ref = lock_ref(LeaseKind::kPermit, "S", p.token());
     if (s.ok()) {
       ++e.w().stats().grants;
       after_ok(e, p, s, "acquire");
@@ -47,7 +47,7 @@ void run_semaphore(Env& e) {
       }
     }
     e.checker().unclaim(e.id(), 0);
-    for (int i = 0; i < 3 && !p.id().empty(); ++i) {
+    for (int i = 0; i < 3 && !p.token().empty(); ++i) {
       // (A permit whose release was refused before it ran is still held:
       // semaphore.h. Only Lock and QuorumLock promise held() false.)
       const Status r = p.release();
