@@ -88,11 +88,11 @@ struct FairLockOptions {
   Millis waiter_timeout{2000};
 };
 
-class FairLock final : public Lease {
+class FairLock final : public detail::CoreLease {
  public:
   /// Uses `backend` (a Connection, Sentinel or Cluster) and its clock for
   /// every operation; it must outlive the lock.
-  explicit FairLock(Backend& backend) : core_(backend) {}
+  explicit FairLock(Backend& backend) : CoreLease(backend) {}
   FairLock(const FairLock&) = delete;
   FairLock& operator=(const FairLock&) = delete;
 
@@ -216,25 +216,16 @@ class FairLock final : public Lease {
   /// result. Errors: the operation's; kInvalidArgument when none is in
   /// flight.
   Status step() override;
-  /// True on a plain Connection, and on a Sentinel or Cluster once set up
-  /// (Backend::routes_nonblocking()).
-  bool nonblocking() const override { return core_.steps(); }
-  bool in_progress() const override { return core_.op() != 0; }
-  /// The connection's socket and poll events while a request is in flight
-  /// (at most 1; 0 during a backoff pause).
-  size_t wait_fds(pollfd* out, size_t cap) const override { return core_.wait_fds(out, cap); }
-  /// The request's deadline or the pause's end.
-  Deadline next_deadline() const override { return core_.next_deadline(); }
-  /// See Lease::cancel(). Nothing more is sent: a cancelled wait keeps its
-  /// token, so release() gives its place in the queue up at once; else
-  /// the place lapses waiter_timeout after its last attempt.
-  void cancel() override { core_.cancel(&FairLock::step_of, this); }
+  // nonblocking(), in_progress(), wait_fds(), next_deadline(), cancel(),
+  // key(), last_error() and clock() are Lease's (lease.h).
+  // cancel() (Lease) sends nothing more: a cancelled wait keeps its token,
+  // so release() gives its place in the queue up at once; else the place
+  // lapses waiter_timeout after its last attempt.
 
   /// Conservative validity left (0 if not held).
   Nanos remaining() const override;
   uint64_t fence() const override { return fence_; }
   Bytes token() const override { return Bytes(token_, token_len_); }
-  Bytes key() const override { return core_.key(); }
   /// The holder's TTL seen by the last busy attempt (0 also for a holder
   /// without TTL).
   Millis busy_ttl() const { return core_.busy_ttl(); }
@@ -242,13 +233,8 @@ class FairLock final : public Lease {
   /// ahead that left are counted until the head passes them; 0 = not
   /// queued.
   uint32_t queue_position() const { return position_; }
-  const char* last_error() const override { return core_.last_error(); }
-  Clock& clock() const override { return core_.clock(); }
 
  private:
-  // Lease, for the keeper (through Lease&): the longest one renew() blocks.
-  Nanos renew_budget() const override { return core_.command_timeout(); }
-
   /// ":w:<seq>", the suffix of a waiter's wake list "{key}:w:<seq>".
   struct WakeSuffix {
     uint8_t text[24];  // ":w:" and 20 digits
@@ -336,7 +322,6 @@ class FairLock final : public Lease {
   Bytes companions_[2];
   ScriptCall call_;
   Deadline call_deadline_ = Deadline::never();
-  detail::LeaseCore core_;
 };
 
 }  // namespace edgelock

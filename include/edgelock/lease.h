@@ -1,7 +1,7 @@
 #pragma once
 /// @file lease.h
-/// What every held lease offers, whatever granted it: Lock, QuorumLock,
-/// ReentrantLock and a semaphore's Permit implement it, and LockGuard,
+/// What every held lease offers, whatever granted it: Lock, FairLock,
+/// QuorumLock, ReentrantLock and a semaphore's Permit implement it, and LockGuard,
 /// LeaseKeeper and the command-line tool work on any of them through it.
 /// A plain interface (virtual calls, no heap, no RTTI); the owner keeps the
 /// concrete object, which is never deleted through a Lease.
@@ -72,7 +72,8 @@ class Lease {
   /// The longest one renew() can block (the back end's command timeout, or
   /// a quorum round's budget); 0 = unknown.
   virtual Nanos renew_budget() const = 0;
-  /// The last error's text (for logs; never null, "" if none).
+  /// The last error's text (for logs; never null, "" if none): for a
+  /// lock, why init() refused its arguments, else its back end's last error.
   virtual const char* last_error() const = 0;
   /// The time source remaining() is measured on.
   virtual Clock& clock() const = 0;
@@ -102,8 +103,9 @@ class Lease {
   /// True while an operation is in flight.
   virtual bool in_progress() const { return false; }
   /// Writes the descriptors the operation in flight waits on (fd and poll
-  /// events; revents 0) to out[0, cap) and returns how many (0: none, e.g.
-  /// a backoff pause: only next_deadline() counts).
+  /// events; revents 0) to out[0, cap) and returns how many: at most 1
+  /// for a single-key lease, one per server for a QuorumLock (0: none,
+  /// e.g. a backoff pause: only next_deadline() counts).
   virtual size_t wait_fds(pollfd* out, size_t cap) const {
     (void)out;
     (void)cap;

@@ -58,11 +58,11 @@ struct LockOptions {
   Nanos wake_fallback = Millis(500);
 };
 
-class Lock final : public Lease {
+class Lock final : public detail::CoreLease {
  public:
   /// Uses `backend` (a Connection, Sentinel or Cluster) and its clock for
   /// every operation; it must outlive the lock.
-  explicit Lock(Backend& backend) : core_(backend) {}
+  explicit Lock(Backend& backend) : CoreLease(backend) {}
   Lock(const Lock&) = delete;
   Lock& operator=(const Lock&) = delete;
 
@@ -179,17 +179,8 @@ class Lock final : public Lease {
   /// result. Errors: the operation's; kInvalidArgument when none is in
   /// flight.
   Status step() override;
-  /// True on the back ends start_*() serves: a plain Connection, or a
-  /// Sentinel or Cluster once set up.
-  bool nonblocking() const override { return core_.steps(); }
-  bool in_progress() const override { return core_.op() != 0; }
-  /// The connection's socket and poll events while a request is in
-  /// flight (at most 1).
-  size_t wait_fds(pollfd* out, size_t cap) const override { return core_.wait_fds(out, cap); }
-  /// The request's deadline or the pause's end.
-  Deadline next_deadline() const override { return core_.next_deadline(); }
-  /// See Lease::cancel().
-  void cancel() override { core_.cancel(&Lock::step_of, this); }
+  // nonblocking(), in_progress(), wait_fds(), next_deadline(), cancel(),
+  // key(), last_error() and clock() are Lease's (lease.h).
 
   /// Conservative validity left (0 if not held). held() (Lease) is false
   /// from any release() call on, whatever its outcome.
@@ -197,19 +188,11 @@ class Lock final : public Lease {
   /// Fencing token of the current grant (0 if none).
   uint64_t fence() const override { return fence_; }
   Bytes token() const override { return Bytes(token_, token_len_); }
-  Bytes key() const override { return core_.key(); }
   /// The holder's TTL seen by the last busy attempt; 0 also for a holder
   /// without TTL.
   Millis busy_ttl() const { return core_.busy_ttl(); }
-  /// Why init() refused its arguments, else the back end's (Connection's,
-  /// Sentinel's, Cluster's) last error text.
-  const char* last_error() const override { return core_.last_error(); }
-  Clock& clock() const override { return core_.clock(); }
 
  private:
-  // Lease, for the keeper (through Lease&): the longest one renew() blocks.
-  Nanos renew_budget() const override { return core_.command_timeout(); }
-
   // The request in flight.
   enum class Req : uint8_t { kAttempt, kBlpop, kHandBack, kRelease, kExtend };
   static Status step_of(void* self) { return static_cast<Lock*>(self)->step(); }
@@ -253,7 +236,6 @@ class Lock final : public Lease {
   // fencing counter, and "{key}:wake", the release signal) are named as it
   // is encoded (ScriptCall::companions).
   detail::RequestWords<3, 1> words_;
-  detail::LeaseCore core_;
 };
 
 }  // namespace edgelock

@@ -50,11 +50,11 @@ struct ReentrantLockOptions {
   Nanos retry_max = Millis(250);
 };
 
-class ReentrantLock final : public Lease {
+class ReentrantLock final : public detail::CoreLease {
  public:
   /// Uses `backend` (a Connection, Sentinel or Cluster) and its clock; it
   /// must outlive the lock.
-  explicit ReentrantLock(Backend& backend) : core_(backend) {}
+  explicit ReentrantLock(Backend& backend) : CoreLease(backend) {}
   ReentrantLock(const ReentrantLock&) = delete;
   ReentrantLock& operator=(const ReentrantLock&) = delete;
 
@@ -132,11 +132,8 @@ class ReentrantLock final : public Lease {
   /// result. Errors: the operation's; kInvalidArgument when none is in
   /// flight.
   Status step() override;
-  bool nonblocking() const override { return core_.steps(); }
-  bool in_progress() const override { return core_.op() != 0; }
-  size_t wait_fds(pollfd* out, size_t cap) const override { return core_.wait_fds(out, cap); }
-  Deadline next_deadline() const override { return core_.next_deadline(); }
-  void cancel() override { core_.cancel(&ReentrantLock::step_of, this); }
+  // nonblocking(), in_progress(), wait_fds(), next_deadline(), cancel(),
+  // key(), last_error() and clock() are Lease's (lease.h).
 
   /// Levels held by this handle: 0 while not held() (the validity ran out,
   /// or the lock was never confirmed), even if release() has levels to
@@ -153,16 +150,10 @@ class ReentrantLock final : public Lease {
   /// every grant from depth 0, so a request of an earlier grant given up on
   /// can never act on a later one (docs/late-requests.md).
   Bytes handle() const { return Bytes(handle_, sizeof handle_); }
-  Bytes key() const override { return core_.key(); }
   /// The other owner's TTL seen by the last busy attempt.
   Millis busy_ttl() const { return core_.busy_ttl(); }
-  const char* last_error() const override { return core_.last_error(); }
-  Clock& clock() const override { return core_.clock(); }
 
  private:
-  // Lease, for the keeper (through Lease&): the longest one renew() blocks.
-  Nanos renew_budget() const override { return core_.command_timeout(); }
-
   // The request in flight.
   enum class Req : uint8_t { kAttempt, kHandBack, kRelease, kExtend };
   static Status step_of(void* self) { return static_cast<ReentrantLock*>(self)->step(); }
@@ -181,7 +172,6 @@ class ReentrantLock final : public Lease {
   void unknown_outcome(uint32_t most, TimePoint start, Millis ttl);
   Status send(const Script& script, bool fenced, size_t nargs, bool writes, Deadline deadline);
 
-  detail::LeaseCore core_;
   // The request in flight's words; "{key}:fence", the fencing counter, is
   // named as it is encoded (ScriptCall::companions).
   detail::RequestWords<5, 3> words_;

@@ -331,5 +331,35 @@ class LeaseCore {
   uint8_t key_[kMaxKeyLen] = {};
 };
 
+/// The base of the single-key leases (Lock, FairLock, ReentrantLock): the
+/// Lease calls they all answer from their core, written once. A lease
+/// adds its operations (renew, release, start_*, step) and its facts
+/// (remaining, token, fence).
+class CoreLease : public Lease {
+ public:
+  CoreLease(const CoreLease&) = delete;
+  CoreLease& operator=(const CoreLease&) = delete;
+
+  bool nonblocking() const final { return core_.steps(); }
+  bool in_progress() const final { return core_.op() != 0; }
+  size_t wait_fds(pollfd* out, size_t cap) const final { return core_.wait_fds(out, cap); }
+  Deadline next_deadline() const final { return core_.next_deadline(); }
+  void cancel() final { core_.cancel(&CoreLease::step_of, this); }
+  Bytes key() const final { return core_.key(); }
+  const char* last_error() const final { return core_.last_error(); }
+  Clock& clock() const final { return core_.clock(); }
+
+ protected:
+  explicit CoreLease(Backend& backend) : core_(backend) {}
+  ~CoreLease() = default;
+
+  LeaseCore core_;
+
+ private:
+  // Lease, for the keeper: the longest one renew() blocks.
+  Nanos renew_budget() const final { return core_.command_timeout(); }
+  static Status step_of(void* self) { return static_cast<CoreLease*>(self)->step(); }
+};
+
 }  // namespace detail
 }  // namespace edgelock
