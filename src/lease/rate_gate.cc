@@ -96,8 +96,8 @@ Status RateGate::decide(const Result<const Reply*>& r) {
   hinted_ = a->remaining == 0;
   refuse_until_ = end;
   if (!a->allowed) return ErrorCode::kBusy;
-  // An allowed answer is usable only while its window surely
-  // lasts on our clock; later, acting on it could overlap the next one.
+  // An allowed answer is usable only while its window surely lasts on our
+  // clock; later, acting on it could overlap the next one.
   if (core_.clock().now() < end) return Status();
   a->allowed = false;  // counted, but too late to act on
   a->retry_after = Millis(0);
