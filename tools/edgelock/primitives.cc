@@ -1,7 +1,7 @@
 // edgelock semaphore / cooldown: the expiring-permit semaphore and the
 // rate limiter (RateLimiter: --period is limit 1, --quota M per --window)
-// from the shell. `semaphore -- COMMAND`
-// reuses run's machinery (run_child) with the permit as the lease.
+// from the shell. `semaphore -- COMMAND` reuses run's machinery
+// (run_child) with the permit as the lease.
 #include "primitives.h"
 
 #include <unistd.h>
