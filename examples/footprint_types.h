@@ -9,8 +9,7 @@
   X(edgelock::FairLock)             \
   X(edgelock::ReentrantLock)        \
   X(edgelock::Semaphore)            \
-  X(edgelock::Cooldown)             \
-  X(edgelock::Quota)                \
+  X(edgelock::RateLimiter)          \
   X(edgelock::Endpoint)             \
   X(edgelock::resp::Parser)         \
   X(edgelock::ConnectionOptions)    \

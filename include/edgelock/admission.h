@@ -1,7 +1,7 @@
 #pragma once
 /// @file admission.h
-/// The answer of a rate limiter (Cooldown, Quota): allowed or not, and how
-/// long until the next attempt can succeed.
+/// The answer of a RateLimiter: allowed or not, how many attempts are left
+/// and how long until the next attempt can succeed.
 
 #include <cstdint>
 
@@ -11,10 +11,12 @@ namespace edgelock {
 
 struct Admission {
   bool allowed = false;
-  /// Time until the next attempt may be allowed: 0 = now. After an allowed
-  /// cooldown entry this is the period; for a quota with attempts left, 0.
+  /// Time until the next attempt may be allowed: 0 = now. 0 while attempts
+  /// are left; once the window is used up (for limit 1: right after the
+  /// allowed attempt), the time until it ends.
   Millis retry_after{0};
-  /// Attempts still allowed in the current window (quota); 0 for cooldown.
+  /// Attempts still allowed in the current window; for limit 1, 0 after an
+  /// allowed attempt.
   int64_t remaining = 0;
   /// True if answered from the local hint without asking the server.
   bool local = false;

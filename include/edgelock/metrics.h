@@ -6,8 +6,8 @@
 /// A Metrics block is a fixed set of 32-bit counters plus a small latency
 /// histogram (kLatencyBuckets = 8 counters, 32 bytes; 64 bytes in all).
 /// Every Connection keeps one, the one home for counters: every Lock,
-/// FairLock, ReentrantLock, Semaphore, Cooldown and Quota adds its
-/// operations to the connection serving its key, which also counts its own
+/// FairLock, ReentrantLock, Semaphore and RateLimiter adds its operations
+/// to the connection serving its key, which also counts its own
 /// reconnects (a QuorumLock's servers count their reconnects; its rounds
 /// are not counted). The application reads them at any time through
 /// Connection::metrics(); nothing here allocates or locks. Counters wrap at
@@ -35,7 +35,7 @@ constexpr Millis kLatencyBucketBounds[kLatencyBuckets - 1] = {
 /// What an event reports.
 enum class EventKind : uint8_t {
   kAcquire,    ///< One acquire attempt (lock, reentrant lock, semaphore).
-  kAdmit,      ///< One cooldown / quota attempt.
+  kAdmit,      ///< One rate limiter attempt.
   kRelease,    ///< A release.
   kExtend,     ///< An extend / refresh.
   kCheck,      ///< An ownership check.

@@ -1,6 +1,5 @@
-// RateGate: one decision script, the local refusal hint and the wait
-// shared by the rate limiters (Cooldown, Quota), as a start/step machine
-// on LeaseCore's operation in flight.
+// RateGate: RateLimiter's decision script, local refusal hint and wait, as
+// a start/step machine on LeaseCore's operation in flight.
 #include "edgelock/detail/rate_gate.h"
 
 #include "base/duration.h"
@@ -97,8 +96,8 @@ Status RateGate::decide(const Result<const Reply*>& r) {
   hinted_ = a->remaining == 0;
   refuse_until_ = end;
   if (!a->allowed) return ErrorCode::kBusy;
-  // An allowed answer is usable only while its period or window surely
-  // lasts on our clock; later, acting on it could overlap the next one.
+  // An allowed answer is usable only while its window surely lasts on our
+  // clock; later, acting on it could overlap the next one.
   if (core_.clock().now() < end) return Status();
   a->allowed = false;  // counted, but too late to act on
   a->retry_after = Millis(0);

@@ -1,30 +1,18 @@
 #pragma once
-// The Lua scripts behind Cooldown and Quota (private). KEYS[1] = the
-// limiter's key; its TTL (on the server's clock) is the period/window. Both
-// decisions answer {allowed, remaining, pttl} (detail::RateGate).
+// The Lua scripts behind RateLimiter (private). KEYS[1] = the limiter's
+// key; its TTL (on the server's clock) is the window. The decision answers
+// {allowed, remaining, pttl} (detail::RateGate).
 
 #include "edgelock/script.h"
 
 namespace edgelock {
 namespace detail {
 
-// ARGV[1] = period ms. Returns {1, 0, period} if entered, else {0, 0,
-// pttl}: nothing remains until the period ends. A key left without a TTL
-// (set by hand) is given one, never a cooldown that lasts forever.
-constexpr Script kCooldownScript = make_script(
-    "if redis.call('SET', KEYS[1], '1', 'NX', 'PX', ARGV[1]) then\n"
-    "  return {1, 0, tonumber(ARGV[1])}\n"
-    "end\n"
-    "local t = redis.call('PTTL', KEYS[1])\n"
-    "if t < 0 then\n"
-    "  redis.call('PEXPIRE', KEYS[1], ARGV[1])\n"
-    "  t = tonumber(ARGV[1])\n"
-    "end\n"
-    "return {0, 0, t}\n");
-
 // ARGV[1] = M, ARGV[2] = window ms. Returns {allowed, remaining, pttl}.
-// Refused attempts do not count: the counter never goes above M.
-constexpr Script kQuotaScript = make_script(
+// Refused attempts do not count: the counter never goes above M. A key
+// left without a TTL (set by hand) is given one, never a window that lasts
+// forever.
+constexpr Script kRateScript = make_script(
     "local m = tonumber(ARGV[1])\n"
     "local n = tonumber(redis.call('GET', KEYS[1]) or '0')\n"
     "local ok = 0\n"

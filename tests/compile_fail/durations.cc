@@ -34,10 +34,9 @@ void right_units(Lock& lock, Semaphore& sem, Permit& permit, Clock& clock, FakeC
   TimePoint valid_until = end;  // as a permit keeps it
   ConnectionOptions co;
   co.command_timeout = 2s;
-  CooldownOptions cd;
-  cd.period = std::chrono::minutes(1);
-  QuotaOptions qo;
-  qo.window = 60s;
+  RateLimiterOptions ro;
+  ro.window = std::chrono::minutes(1);
+  ro.window = 60s;
   KeeperOptions ko;
   ko.renew_every = 1s;
   KeyStatus ks;
@@ -66,10 +65,8 @@ void right_units(Lock& lock, Semaphore& sem, Permit& permit, Clock& clock, FakeC
   (void)permit.extend(2000);
 #elif defined(CASE_COMMAND_TIMEOUT_BARE_INT)
   co.command_timeout = 2000;
-#elif defined(CASE_PERIOD_BARE_INT)
-  cd.period = 60000;
 #elif defined(CASE_WINDOW_BARE_INT)
-  qo.window = 60000;
+  ro.window = 60000;
 #elif defined(CASE_KEEPER_BARE_INT)
   ko.renew_every = 1000;
 #elif defined(CASE_COMPARE_TTL_WITH_INT)

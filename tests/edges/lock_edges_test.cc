@@ -135,7 +135,7 @@ TEST_F(LockEdges, InitNamesTheRefusedArgument) {
   EXPECT_EQ(fair.init(Bytes::from_cstr(longer.c_str())).code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(std::string(fair.last_error()).find("longer than kMaxKeyLen"), std::string::npos)
       << fair.last_error();
-  Cooldown cooldown(other_);
+  RateLimiter cooldown(other_);
   EXPECT_EQ(cooldown.init(Bytes()).code(), ErrorCode::kInvalidArgument);
   EXPECT_NE(std::string(cooldown.last_error()).find("key is empty"), std::string::npos)
       << cooldown.last_error();

@@ -51,15 +51,10 @@ class PrimitiveEdges : public test::SharedServerTest {
   // must be one that runs, not an EVALSHA answered with NOSCRIPT.
   void SetUp() override {
     SharedServerTest::SetUp();
-    const Script* all[] = {&detail::kSemAcquireScript,
-                           &detail::kSemReleaseScript,
-                           &detail::kSemExtendScript,
-                           &detail::kSemCountScript,
-                           &detail::kReentrantAcquireScript,
-                           &detail::kReentrantReleaseScript,
-                           &detail::kReentrantExtendScript,
-                           &detail::kCooldownScript,
-                           &detail::kQuotaScript};
+    const Script* all[] = {&detail::kSemAcquireScript,       &detail::kSemReleaseScript,
+                           &detail::kSemExtendScript,        &detail::kSemCountScript,
+                           &detail::kReentrantAcquireScript, &detail::kReentrantReleaseScript,
+                           &detail::kReentrantExtendScript,  &detail::kRateScript};
     for (const Script* sc : all) {
       ASSERT_EQ(run(admin_, {"SCRIPT", "LOAD", std::string(sc->body, sc->len)}), sc->sha1);
     }
@@ -409,44 +404,45 @@ TEST_F(PrimitiveEdges, ReentrantFenceCounterAtLimitWritesNothing) {
   EXPECT_TRUE(lock.release().ok());
 }
 
-// --- Cooldown / Quota ------------------------------------------------------
+// --- RateLimiter -----------------------------------------------------------
 
-TEST_F(PrimitiveEdges, CooldownLateEntryIsNotAllowed) {
-  // The entry's reply comes after its period ended on the server (250 ms
-  // back > 200 ms): acting on it would overlap the next entry's period.
+TEST_F(PrimitiveEdges, RateLimiterLimitOneLateAdmissionIsNotAllowed) {
+  // The admission's reply comes after its window ended on the server (250
+  // ms back > 200 ms): acting on it would overlap the next one's window.
   auto proxy = start_proxy(ms_s(250));
   Connection c;
   open_via(c, *proxy, ms_s(2000));
-  CooldownOptions o;
-  o.period = Millis(n_s(200));
-  Cooldown late(c), peer(b_);
+  RateLimiterOptions o;
+  o.window = Millis(n_s(200));
+  RateLimiter late(c), peer(b_);
   ASSERT_TRUE(late.init(Bytes::from_cstr("cd-late"), o).ok());
   ASSERT_TRUE(peer.init(Bytes::from_cstr("cd-late"), o).ok());
   Admission adm;
-  const Status s = late.try_enter(&adm);
+  const Status s = late.try_acquire(&adm);
   if (s.ok()) {
-    EXPECT_EQ(peer.try_enter().code(), ErrorCode::kBusy) << "two entries within one period";
+    EXPECT_EQ(peer.try_acquire().code(), ErrorCode::kBusy) << "two admissions within one window";
   }
   EXPECT_EQ(s.code(), ErrorCode::kExpired);
   EXPECT_FALSE(adm.allowed);
 }
 
-TEST_F(PrimitiveEdges, QuotaLateTakeIsNotAllowed) {
-  // The take's reply comes after its window ended: acting on it would be a
-  // second action in the next window.
+TEST_F(PrimitiveEdges, RateLimiterLateAdmissionIsNotAllowed) {
+  // The admission's reply comes after its window ended: acting on it would
+  // be a second action in the next window.
   auto proxy = start_proxy(ms_s(250));
   Connection c;
   open_via(c, *proxy, ms_s(2000));
-  QuotaOptions o;
+  RateLimiterOptions o;
   o.limit = 1;
   o.window = Millis(n_s(200));
-  Quota late(c), peer(b_);
+  RateLimiter late(c), peer(b_);
   ASSERT_TRUE(late.init(Bytes::from_cstr("q-late"), o).ok());
   ASSERT_TRUE(peer.init(Bytes::from_cstr("q-late"), o).ok());
   Admission adm;
-  const Status s = late.try_take(&adm);
+  const Status s = late.try_acquire(&adm);
   if (s.ok()) {
-    EXPECT_EQ(peer.try_take().code(), ErrorCode::kBusy) << "two takes within one window of M = 1";
+    EXPECT_EQ(peer.try_acquire().code(), ErrorCode::kBusy)
+        << "two admissions within one window of M = 1";
   }
   EXPECT_EQ(s.code(), ErrorCode::kExpired);
   EXPECT_FALSE(adm.allowed);

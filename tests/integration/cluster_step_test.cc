@@ -98,8 +98,8 @@ TEST_F(ClusterStepTest, AcquireAndReleaseOnEveryPrimaryInAPollLoop) {
 }
 
 // The other primitives on the same core: a semaphore's permit and a
-// cooldown, driven by their start/step face.
-TEST_F(ClusterStepTest, SemaphoreAndCooldownInAPollLoop) {
+// rate limiter, driven by their start/step face.
+TEST_F(ClusterStepTest, SemaphoreAndRateLimiterInAPollLoop) {
   Loop loop;
   Semaphore sem(client_);
   ASSERT_TRUE(sem.init(Bytes::from_cstr("step-sem")).ok());
@@ -112,9 +112,9 @@ TEST_F(ClusterStepTest, SemaphoreAndCooldownInAPollLoop) {
   Permit refused;
   EXPECT_EQ(rival.try_acquire(&refused).code(), ErrorCode::kBusy) << "held in the server";
   ASSERT_EQ(loop.drive(permit, permit.start_release()).code(), ErrorCode::kOk);
-  Cooldown cooldown(client_);
+  RateLimiter cooldown(client_);
   ASSERT_TRUE(cooldown.init(Bytes::from_cstr("step-cooldown")).ok());
-  ASSERT_EQ(loop.drive(cooldown, cooldown.start_enter(Millis(0))).code(), ErrorCode::kOk)
+  ASSERT_EQ(loop.drive(cooldown, cooldown.start_acquire(Millis(0))).code(), ErrorCode::kOk)
       << client_.last_error();
   ASSERT_TRUE(cooldown.erase_on_server().ok());
   EXPECT_LT(loop.longest, step_bound());

@@ -1,4 +1,5 @@
-// Reentrant lock, cooldown, quota and metrics against a real redis-server.
+// Reentrant lock, rate limiter (limit 1 and M) and metrics against a real
+// redis-server.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -158,60 +159,63 @@ TEST_F(PrimitivesTest, ReentrantWorksWithLockGuard) {
   EXPECT_EQ(run(admin_, {"EXISTS", "guarded"}), "0");
 }
 
-// --- Cooldown -------------------------------------------------------------
+// --- RateLimiter, limit 1 (a cooldown) -------------------------------------
 
-TEST_F(PrimitivesTest, CooldownExactSequenceRealTtl) {
-  const int64_t period = 300 * test::slowdown();  // real TTL: stretch under qemu
-  Cooldown cd(a_), peer(b_);
-  CooldownOptions o;
-  o.period = Millis(period);
+TEST_F(PrimitivesTest, RateLimiterLimitOneExactSequenceRealTtl) {
+  const int64_t window = 300 * test::slowdown();  // real TTL: stretch under qemu
+  RateLimiter cd(a_), peer(b_);
+  RateLimiterOptions o;
+  o.window = Millis(window);
   o.local_hint = false;  // server answers only: real TTLs decide
   ASSERT_TRUE(cd.init(Bytes::from_cstr("modem-reset"), o).ok());
   ASSERT_TRUE(peer.init(Bytes::from_cstr("modem-reset"), o).ok());
   Admission adm;
-  ASSERT_TRUE(cd.try_enter(&adm).ok());
+  ASSERT_TRUE(cd.try_acquire(&adm).ok());
   EXPECT_TRUE(adm.allowed);
-  EXPECT_EQ(adm.retry_after, Millis(period));
-  EXPECT_EQ(cd.try_enter(&adm).code(), ErrorCode::kBusy);
+  EXPECT_EQ(adm.retry_after, Millis(window));
+  EXPECT_EQ(adm.remaining, 0);
+  EXPECT_EQ(cd.try_acquire(&adm).code(), ErrorCode::kBusy);
   EXPECT_FALSE(adm.allowed);
   EXPECT_GT(adm.retry_after, Millis(0));
-  EXPECT_LE(adm.retry_after, Millis(period));
-  EXPECT_EQ(peer.try_enter(&adm).code(), ErrorCode::kBusy) << "the period is shared";
+  EXPECT_LE(adm.retry_after, Millis(window));
+  EXPECT_EQ(peer.try_acquire(&adm).code(), ErrorCode::kBusy) << "the window is shared";
   SystemClock().sleep_for(adm.retry_after + Millis(20));
-  ASSERT_TRUE(peer.try_enter(&adm).ok()) << "allowed again once the server TTL ran out";
-  EXPECT_EQ(cd.try_enter().code(), ErrorCode::kBusy);
-  const Result<Millis> after = cd.retry_after();
+  ASSERT_TRUE(peer.try_acquire(&adm).ok()) << "allowed again once the server TTL ran out";
+  EXPECT_EQ(cd.try_acquire().code(), ErrorCode::kBusy);
+  const Result<Admission> after = cd.peek();
   ASSERT_TRUE(after.ok());
-  EXPECT_GT(after.value(), Millis(0));
-  // enter() waits out the cooldown (bounded by its wait).
-  ASSERT_TRUE(cd.enter(Millis(2000) * test::slowdown(), &adm).ok());
-  EXPECT_EQ(cd.enter(Millis(50)).code(), ErrorCode::kBusy) << "wait shorter than the period";
+  EXPECT_GT(after.value().retry_after, Millis(0));
+  EXPECT_FALSE(after.value().allowed);
+  EXPECT_EQ(after.value().remaining, 0);
+  // acquire() waits out the window (bounded by its wait).
+  ASSERT_TRUE(cd.acquire(Millis(2000) * test::slowdown(), &adm).ok());
+  EXPECT_EQ(cd.acquire(Millis(50)).code(), ErrorCode::kBusy) << "wait shorter than the window";
   ASSERT_TRUE(cd.erase_on_server().ok());
-  EXPECT_TRUE(peer.try_enter().ok());
+  EXPECT_TRUE(peer.try_acquire().ok());
 }
 
-TEST_F(PrimitivesTest, CooldownLocalHintUsesClientClockServerStillDecides) {
+TEST_F(PrimitivesTest, RateLimiterLimitOneLocalHintUsesClientClockServerStillDecides) {
   FakeClock clock;
   Connection conn;
   ASSERT_TRUE(test::open(conn, server_->url(), &clock));
-  Cooldown cd(conn);
-  CooldownOptions o;
-  o.period = Millis(60000);
+  RateLimiter cd(conn);
+  RateLimiterOptions o;
+  o.window = Millis(60000);
   ASSERT_TRUE(cd.init(Bytes::from_cstr("power-cycle"), o).ok());
   Admission adm;
-  ASSERT_TRUE(cd.try_enter(&adm).ok());
+  ASSERT_TRUE(cd.try_acquire(&adm).ok());
   const uint32_t commands = conn.stats().commands;
   // Refused locally, no round trip, retry_after from the fake clock.
-  EXPECT_EQ(cd.try_enter(&adm).code(), ErrorCode::kBusy);
+  EXPECT_EQ(cd.try_acquire(&adm).code(), ErrorCode::kBusy);
   EXPECT_TRUE(adm.local);
   EXPECT_EQ(adm.retry_after, Millis(60000 - 600 - 2));  // drift 1% + 2 ms
   clock.advance(Millis(30000));
-  EXPECT_EQ(cd.try_enter(&adm).code(), ErrorCode::kBusy);
+  EXPECT_EQ(cd.try_acquire(&adm).code(), ErrorCode::kBusy);
   EXPECT_EQ(adm.retry_after, Millis(30000 - 600 - 2));
   EXPECT_EQ(conn.stats().commands, commands);
   // Past the hint the server is asked: its key (real time) still lives.
   clock.advance(Millis(30000));
-  EXPECT_EQ(cd.try_enter(&adm).code(), ErrorCode::kBusy);
+  EXPECT_EQ(cd.try_acquire(&adm).code(), ErrorCode::kBusy);
   EXPECT_FALSE(adm.local);
   EXPECT_GT(adm.retry_after, Millis(55000));
   EXPECT_EQ(conn.stats().commands, commands + 1);
@@ -219,19 +223,19 @@ TEST_F(PrimitivesTest, CooldownLocalHintUsesClientClockServerStillDecides) {
   // attempt past the hint goes to the server and is allowed.
   ASSERT_EQ(run(admin_, {"DEL", "power-cycle"}), "1");
   clock.advance(adm.retry_after);
-  EXPECT_TRUE(cd.try_enter(&adm).ok());
-  // The cooldown alone uses conn: its counters are the cooldown's.
+  EXPECT_TRUE(cd.try_acquire(&adm).ok());
+  // The limiter alone uses conn: its counters are the limiter's.
   EXPECT_EQ(conn.metrics().attempts, 5u);
   EXPECT_EQ(conn.metrics().grants, 2u);
   EXPECT_EQ(conn.metrics().busy, 3u);
 }
 
-// --- Quota ----------------------------------------------------------------
+// --- RateLimiter, limit M (a quota) ----------------------------------------
 
-TEST_F(PrimitivesTest, QuotaExactSequenceRealWindow) {
+TEST_F(PrimitivesTest, RateLimiterExactSequenceRealWindow) {
   const int64_t window = 400 * test::slowdown();
-  Quota q(a_), peer(b_);
-  QuotaOptions o;
+  RateLimiter q(a_), peer(b_);
+  RateLimiterOptions o;
   o.limit = 3;
   o.window = Millis(window);
   o.local_hint = false;
@@ -241,8 +245,8 @@ TEST_F(PrimitivesTest, QuotaExactSequenceRealWindow) {
   const bool expect[6] = {true, true, true, false, false, false};
   const int64_t left[6] = {2, 1, 0, 0, 0, 0};
   for (int i = 0; i < 6; ++i) {
-    Quota& who = i % 2 ? peer : q;  // the window is shared
-    const Status s = who.try_take(&adm);
+    RateLimiter& who = i % 2 ? peer : q;  // the window is shared
+    const Status s = who.try_acquire(&adm);
     EXPECT_EQ(s.ok(), expect[i]) << i;
     EXPECT_EQ(adm.allowed, expect[i]) << i;
     EXPECT_EQ(adm.remaining, left[i]) << i;
@@ -258,43 +262,43 @@ TEST_F(PrimitivesTest, QuotaExactSequenceRealWindow) {
   ASSERT_TRUE(p.ok());
   EXPECT_FALSE(p.value().allowed);
   SystemClock().sleep_for(adm.retry_after + Millis(20));
-  ASSERT_TRUE(q.try_take(&adm).ok()) << "a new window";
+  ASSERT_TRUE(q.try_acquire(&adm).ok()) << "a new window";
   EXPECT_EQ(adm.remaining, 2);
-  ASSERT_TRUE(q.take(Millis(1000), &adm).ok());
-  ASSERT_TRUE(q.take(Millis(1000), &adm).ok());
-  EXPECT_EQ(q.take(Millis(20), &adm).code(), ErrorCode::kBusy);
-  ASSERT_TRUE(q.take(Millis(2000) * test::slowdown(), &adm).ok()) << "waits for the next window";
+  ASSERT_TRUE(q.acquire(Millis(1000), &adm).ok());
+  ASSERT_TRUE(q.acquire(Millis(1000), &adm).ok());
+  EXPECT_EQ(q.acquire(Millis(20), &adm).code(), ErrorCode::kBusy);
+  ASSERT_TRUE(q.acquire(Millis(2000) * test::slowdown(), &adm).ok()) << "waits for the next window";
   ASSERT_TRUE(q.erase_on_server().ok());
   const Result<Admission> fresh = q.peek();
   ASSERT_TRUE(fresh.ok());
   EXPECT_EQ(fresh.value().remaining, 3);
 }
 
-TEST_F(PrimitivesTest, QuotaLocalHintWithFakeClock) {
+TEST_F(PrimitivesTest, RateLimiterLocalHintWithFakeClock) {
   FakeClock clock;
   Connection conn;
   ASSERT_TRUE(test::open(conn, server_->url(), &clock));
-  Quota q(conn);
-  QuotaOptions o;
+  RateLimiter q(conn);
+  RateLimiterOptions o;
   o.limit = 2;
   o.window = Millis(60000);
   o.drift_factor = 0;
   ASSERT_TRUE(q.init(Bytes::from_cstr("uploads"), o).ok());
   Admission adm;
-  ASSERT_TRUE(q.try_take(&adm).ok());
+  ASSERT_TRUE(q.try_acquire(&adm).ok());
   EXPECT_FALSE(adm.local);
-  ASSERT_TRUE(q.try_take(&adm).ok());
+  ASSERT_TRUE(q.try_acquire(&adm).ok());
   EXPECT_EQ(adm.remaining, 0);
   EXPECT_GT(adm.retry_after, Millis(59000));
   const uint32_t commands = conn.stats().commands;
   clock.advance(Millis(10000));
-  EXPECT_EQ(q.try_take(&adm).code(), ErrorCode::kBusy);
+  EXPECT_EQ(q.try_acquire(&adm).code(), ErrorCode::kBusy);
   EXPECT_TRUE(adm.local);
   EXPECT_LE(adm.retry_after, Millis(50000 - 2));
   EXPECT_GT(adm.retry_after, Millis(49000));
   EXPECT_EQ(conn.stats().commands, commands);
   clock.advance(Millis(50000));
-  EXPECT_EQ(q.try_take(&adm).code(), ErrorCode::kBusy) << "server window (real time) still open";
+  EXPECT_EQ(q.try_acquire(&adm).code(), ErrorCode::kBusy) << "server window (real time) still open";
   EXPECT_FALSE(adm.local);
   EXPECT_EQ(run(admin_, {"GET", "uploads"}), "2");
 }

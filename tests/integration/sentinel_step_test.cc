@@ -94,8 +94,8 @@ TEST_F(SentinelStepTest, AcquireAndReleaseInAPollLoop) {
 }
 
 // The other primitives on the same routing: a semaphore's permit and a
-// cooldown, driven by their start/step face.
-TEST_F(SentinelStepTest, SemaphoreAndCooldownInAPollLoop) {
+// rate limiter, driven by their start/step face.
+TEST_F(SentinelStepTest, SemaphoreAndRateLimiterInAPollLoop) {
   Sentinel sentinel;
   ASSERT_TRUE(start(sentinel).ok());
   Loop loop;
@@ -110,9 +110,9 @@ TEST_F(SentinelStepTest, SemaphoreAndCooldownInAPollLoop) {
   Permit refused;
   EXPECT_EQ(rival.try_acquire(&refused).code(), ErrorCode::kBusy) << "held in the server";
   ASSERT_EQ(loop.drive(permit, permit.start_release()).code(), ErrorCode::kOk);
-  Cooldown cooldown(sentinel);
+  RateLimiter cooldown(sentinel);
   ASSERT_TRUE(cooldown.init(Bytes::from_cstr("step-cooldown")).ok());
-  ASSERT_EQ(loop.drive(cooldown, cooldown.start_enter(Millis(0))).code(), ErrorCode::kOk)
+  ASSERT_EQ(loop.drive(cooldown, cooldown.start_acquire(Millis(0))).code(), ErrorCode::kOk)
       << sentinel.last_error();
   ASSERT_TRUE(cooldown.erase_on_server().ok());
   EXPECT_LT(loop.longest, step_bound());

@@ -199,7 +199,7 @@ TEST_F(SentinelTest, FollowsFailoverAfterKill9) {
 
 // Grant, busy, extend, renew and release of every primitive, two clients,
 // every grant confirmed by the replica (WAIT, also for the array replies of
-// the semaphore, reentrant lock and rate limiters).
+// the semaphore, reentrant lock and rate limiter).
 TEST_F(SentinelTest, EveryPrimitiveThroughSentinel) {
   Sentinel mine, theirs;
   ASSERT_TRUE(start(mine).ok());
@@ -217,8 +217,8 @@ TEST_F(SentinelTest, EveryPrimitiveWaitsForItsReplica) {
   ASSERT_TRUE(start(sentinel).ok());
   ReentrantLock reentrant(sentinel);
   Semaphore sem(sentinel);
-  Cooldown cooldown(sentinel);
-  Quota quota(sentinel);
+  RateLimiter cooldown(sentinel);
+  RateLimiter quota(sentinel);
   // The unconfirmed level must still be on the server when release() runs
   // after four WAIT timeouts: under qemu those take seconds.
   ReentrantLockOptions ro;
@@ -236,8 +236,8 @@ TEST_F(SentinelTest, EveryPrimitiveWaitsForItsReplica) {
   Permit p;
   EXPECT_EQ(sem.try_acquire(&p).code(), ErrorCode::kNoQuorum) << sentinel.last_error();
   EXPECT_FALSE(p.held());
-  EXPECT_EQ(cooldown.try_enter().code(), ErrorCode::kNoQuorum) << sentinel.last_error();
-  EXPECT_EQ(quota.try_take().code(), ErrorCode::kNoQuorum) << sentinel.last_error();
+  EXPECT_EQ(cooldown.try_acquire().code(), ErrorCode::kNoQuorum) << sentinel.last_error();
+  EXPECT_EQ(quota.try_acquire().code(), ErrorCode::kNoQuorum) << sentinel.last_error();
   EXPECT_GE(sentinel.stats().wait_failures, 4u);
   Connection primary;
   ASSERT_TRUE(test::open(primary, setup_.primary().url()));
@@ -259,11 +259,11 @@ TEST_F(SentinelTest, EveryPrimitiveFollowsManualFailover) {
   Lock lock(sentinel);
   ReentrantLock reentrant(sentinel);
   Semaphore sem(sentinel);
-  Cooldown cooldown(sentinel);
-  Quota quota(sentinel);
-  CooldownOptions co;
+  RateLimiter cooldown(sentinel);
+  RateLimiter quota(sentinel);
+  RateLimiterOptions co;
   co.local_hint = false;
-  QuotaOptions qo;
+  RateLimiterOptions qo;
   qo.local_hint = false;
   ASSERT_TRUE(lock.init(Bytes::from_cstr("l")).ok());
   ASSERT_TRUE(reentrant.init(Bytes::from_cstr("r")).ok());
@@ -274,8 +274,8 @@ TEST_F(SentinelTest, EveryPrimitiveFollowsManualFailover) {
   ASSERT_TRUE(lock.try_acquire().ok()) << sentinel.last_error();
   ASSERT_TRUE(reentrant.try_acquire().ok()) << sentinel.last_error();
   ASSERT_TRUE(sem.try_acquire(&permit).ok()) << sentinel.last_error();
-  ASSERT_TRUE(cooldown.try_enter().ok()) << sentinel.last_error();
-  ASSERT_TRUE(quota.try_take().ok()) << sentinel.last_error();
+  ASSERT_TRUE(cooldown.try_acquire().ok()) << sentinel.last_error();
+  ASSERT_TRUE(quota.try_acquire().ok()) << sentinel.last_error();
   ASSERT_EQ(setup_.failover(), "+OK\r\n");
   ASSERT_TRUE(follow_failover(sentinel, lock)) << sentinel.last_error();
   // A client that comes after the failover finds every grant on the new
@@ -286,8 +286,8 @@ TEST_F(SentinelTest, EveryPrimitiveFollowsManualFailover) {
   Lock l2(later);
   ReentrantLock r2(later);
   Semaphore s2(later);
-  Cooldown c2(later);
-  Quota q2(later);
+  RateLimiter c2(later);
+  RateLimiter q2(later);
   ASSERT_TRUE(l2.init(Bytes::from_cstr("l")).ok());
   ASSERT_TRUE(r2.init(Bytes::from_cstr("r")).ok());
   ASSERT_TRUE(s2.init(Bytes::from_cstr("sem")).ok());
@@ -298,8 +298,8 @@ TEST_F(SentinelTest, EveryPrimitiveFollowsManualFailover) {
   EXPECT_EQ(later.primary().endpoint().port, setup_.replica().port());
   EXPECT_EQ(r2.try_acquire().code(), ErrorCode::kBusy) << later.last_error();
   EXPECT_EQ(s2.try_acquire(&p2).code(), ErrorCode::kBusy) << later.last_error();
-  EXPECT_EQ(c2.try_enter().code(), ErrorCode::kBusy) << later.last_error();
-  EXPECT_EQ(q2.try_take().code(), ErrorCode::kBusy) << later.last_error();
+  EXPECT_EQ(c2.try_acquire().code(), ErrorCode::kBusy) << later.last_error();
+  EXPECT_EQ(q2.try_acquire().code(), ErrorCode::kBusy) << later.last_error();
   // The first client's releases land on the new primary.
   EXPECT_TRUE(lock.release().ok()) << sentinel.last_error();
   EXPECT_TRUE(reentrant.release().ok()) << sentinel.last_error();
@@ -309,8 +309,8 @@ TEST_F(SentinelTest, EveryPrimitiveFollowsManualFailover) {
   EXPECT_TRUE(l2.try_acquire().ok()) << later.last_error();
   EXPECT_TRUE(r2.try_acquire().ok()) << later.last_error();
   EXPECT_TRUE(s2.try_acquire(&p2).ok()) << later.last_error();
-  EXPECT_TRUE(c2.try_enter().ok()) << later.last_error();
-  EXPECT_TRUE(q2.try_take().ok()) << later.last_error();
+  EXPECT_TRUE(c2.try_acquire().ok()) << later.last_error();
+  EXPECT_TRUE(q2.try_acquire().ok()) << later.last_error();
   EXPECT_TRUE(l2.release().ok());
   EXPECT_TRUE(r2.release().ok());
   EXPECT_TRUE(p2.release().ok());

@@ -1,6 +1,6 @@
 // No heap after init on the non-blocking path: start_*() / wait_fds() /
 // next_deadline() / step() of Lock, FairLock, Semaphore, ReentrantLock,
-// QuorumLock, Cooldown and Quota, driven by the caller's poll(), with a contended
+// QuorumLock and RateLimiter, driven by the caller's poll(), with a contended
 // acquire woken by a release, a limiter pausing between tries and
 // cancelled mid-pause, and LeaseKeeper::service() renewing without
 // blocking; and a FairLock over Sentinel, every request routed.
@@ -233,44 +233,44 @@ TEST_F(ZeroHeapNonblocking, SemaphoreAndReentrantCycles) {
   EXPECT_EQ(counts.total(), 0u) << "mallocs=" << counts.mallocs << " news=" << counts.news;
 }
 
-// Cooldown and Quota: admitted, refused by the server and by the local
-// hint, a wait that pauses between tries until it runs out, and a cancel()
-// in the middle of a pause.
-TEST_F(ZeroHeapNonblocking, CooldownAndQuotaCycles) {
-  CooldownOptions co;
-  co.period = Millis(60000);
-  Cooldown cd(a_), cd_server(b_);
+// RateLimiter, limit 1 and 2: admitted, refused by the server and by the
+// local hint, a wait that pauses between tries until it runs out, and a
+// cancel() in the middle of a pause.
+TEST_F(ZeroHeapNonblocking, RateLimiterCycles) {
+  RateLimiterOptions co;
+  co.window = Millis(60000);
+  RateLimiter cd(a_), cd_server(b_);
   ASSERT_TRUE(cd.init(Bytes::from_cstr("zh-nb-cd"), co).ok());
   co.local_hint = false;
   ASSERT_TRUE(cd_server.init(Bytes::from_cstr("zh-nb-cd"), co).ok());
-  QuotaOptions qo;
+  RateLimiterOptions qo;
   qo.limit = 2;
-  Quota q(a_);
+  RateLimiter q(a_);
   ASSERT_TRUE(q.init(Bytes::from_cstr("zh-nb-q"), qo).ok());
   Clock& c = a_.clock();
   Admission adm;
-  ASSERT_TRUE(drive(cd, c, cd.start_enter(Nanos::zero(), &adm)).ok());
-  ASSERT_EQ(drive(cd_server, c, cd_server.start_enter(Millis(2), &adm)).code(), ErrorCode::kBusy);
+  ASSERT_TRUE(drive(cd, c, cd.start_acquire(Nanos::zero(), &adm)).ok());
+  ASSERT_EQ(drive(cd_server, c, cd_server.start_acquire(Millis(2), &adm)).code(), ErrorCode::kBusy);
   ASSERT_TRUE(cd.erase_on_server().ok());
-  ASSERT_TRUE(drive(q, c, q.start_take(Nanos::zero(), &adm)).ok());
+  ASSERT_TRUE(drive(q, c, q.start_acquire(Nanos::zero(), &adm)).ok());
   ASSERT_TRUE(q.erase_on_server().ok());
   const int n = cycles();
   int failures = 0;
   test::start_counting();
   for (int i = 0; i < n; ++i) {
-    failures += !drive(cd, c, cd.start_enter(Nanos::zero(), &adm)).ok();
-    failures += cd.start_enter(Nanos::zero(), &adm).code() != ErrorCode::kBusy || !adm.local;
+    failures += !drive(cd, c, cd.start_acquire(Nanos::zero(), &adm)).ok();
+    failures += cd.start_acquire(Nanos::zero(), &adm).code() != ErrorCode::kBusy || !adm.local;
     // Refused by the server, paused, refused again until the wait is over.
     failures +=
-        drive(cd_server, c, cd_server.start_enter(Millis(2), &adm)).code() != ErrorCode::kBusy;
+        drive(cd_server, c, cd_server.start_acquire(Millis(2), &adm)).code() != ErrorCode::kBusy;
     // Pausing on the local hint, given up.
-    failures += cd.start_enter(Millis(10000), &adm).code() != ErrorCode::kInProgress;
+    failures += cd.start_acquire(Millis(10000), &adm).code() != ErrorCode::kInProgress;
     cd.cancel();
     failures += cd.step().code() != ErrorCode::kInvalidArgument;
     failures += !cd.erase_on_server().ok();
-    failures += !drive(q, c, q.start_take(Nanos::zero(), &adm)).ok();
-    failures += !drive(q, c, q.start_take(Millis(10), &adm)).ok();
-    failures += drive(q, c, q.start_take(Nanos::zero(), &adm)).code() != ErrorCode::kBusy;
+    failures += !drive(q, c, q.start_acquire(Nanos::zero(), &adm)).ok();
+    failures += !drive(q, c, q.start_acquire(Millis(10), &adm)).ok();
+    failures += drive(q, c, q.start_acquire(Nanos::zero(), &adm)).code() != ErrorCode::kBusy;
     failures += !q.erase_on_server().ok();
   }
   const test::AllocCounts counts = test::stop_counting();

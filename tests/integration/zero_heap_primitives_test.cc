@@ -1,4 +1,4 @@
-// No heap after init: reentrant lock, semaphore, cooldown, quota, metrics.
+// No heap after init: reentrant lock, semaphore, rate limiter, metrics.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -166,26 +166,26 @@ TEST(ZeroHeap, SemaphoreCycles) {
   EXPECT_EQ(c.total(), 0u) << "mallocs=" << c.mallocs << " news=" << c.news << " over " << n;
 }
 
-TEST(ZeroHeap, CooldownQuotaAndMetrics) {
+TEST(ZeroHeap, RateLimiterAndMetrics) {
   test::RedisServer server;
   ASSERT_TRUE(server.start());
   Connection a;
   ASSERT_TRUE(test::open(a, server.url()));
-  Cooldown cd(a), cd_server(a);
-  CooldownOptions co;
-  co.period = Millis(60000);
+  RateLimiter cd(a), cd_server(a);
+  RateLimiterOptions co;
+  co.window = Millis(60000);
   ASSERT_TRUE(cd.init(Bytes::from_cstr("zh-cooldown"), co).ok());
   co.local_hint = false;
   ASSERT_TRUE(cd_server.init(Bytes::from_cstr("zh-cooldown"), co).ok());
-  Quota q(a);
-  QuotaOptions qo;
+  RateLimiter q(a);
+  RateLimiterOptions qo;
   qo.limit = 2;
   ASSERT_TRUE(q.init(Bytes::from_cstr("zh-quota"), qo).ok());
-  ASSERT_TRUE(cd.try_enter().ok());
+  ASSERT_TRUE(cd.try_acquire().ok());
   ASSERT_TRUE(cd.erase_on_server().ok());
-  ASSERT_TRUE(q.try_take().ok());
+  ASSERT_TRUE(q.try_acquire().ok());
   ASSERT_TRUE(q.erase_on_server().ok());
-  ASSERT_TRUE(cd.retry_after().ok());
+  ASSERT_TRUE(cd.peek().ok());
   ASSERT_TRUE(q.peek().ok());
   const int n = small_cycles();
   int failures = 0;
@@ -193,15 +193,15 @@ TEST(ZeroHeap, CooldownQuotaAndMetrics) {
   Admission adm;
   test::start_counting();
   for (int i = 0; i < n; ++i) {
-    failures += !cd.try_enter(&adm).ok();
-    failures += cd.try_enter(&adm).code() != ErrorCode::kBusy || !adm.local;
-    failures += cd_server.try_enter(&adm).code() != ErrorCode::kBusy || adm.local;
-    failures += cd.enter(Millis(1), &adm).code() != ErrorCode::kBusy;
-    failures += !cd.retry_after().ok();
+    failures += !cd.try_acquire(&adm).ok();
+    failures += cd.try_acquire(&adm).code() != ErrorCode::kBusy || !adm.local;
+    failures += cd_server.try_acquire(&adm).code() != ErrorCode::kBusy || adm.local;
+    failures += cd.acquire(Millis(1), &adm).code() != ErrorCode::kBusy;
+    failures += !cd.peek().ok();
     failures += !cd.erase_on_server().ok();
-    failures += !q.try_take(&adm).ok();
-    failures += !q.take(Millis(10), &adm).ok();
-    failures += q.try_take(&adm).code() != ErrorCode::kBusy;
+    failures += !q.try_acquire(&adm).ok();
+    failures += !q.acquire(Millis(10), &adm).ok();
+    failures += q.try_acquire(&adm).code() != ErrorCode::kBusy;
     failures += !q.peek().ok();
     failures += !q.erase_on_server().ok();
     failures += !format_metrics(a.metrics(), line, sizeof line).ok();

@@ -51,8 +51,8 @@ int lock_cycle(Lock& lock) {
 struct Primitives {
   ReentrantLock reentrant, other_reentrant;
   Semaphore sem, other_sem;
-  Cooldown cooldown;
-  Quota quota;
+  RateLimiter cooldown;
+  RateLimiter quota;
   Permit permit, other_permit;
   std::string keys[4];
 
@@ -66,7 +66,7 @@ struct Primitives {
   bool init(const std::string& tag) {
     const char* names[4] = {"reentrant", "sem", "cooldown", "quota"};
     for (int i = 0; i < 4; ++i) keys[i] = "{" + tag + "}" + names[i];
-    QuotaOptions qo;
+    RateLimiterOptions qo;
     qo.limit = 1;
     return reentrant.init(Bytes(keys[0].data(), keys[0].size())).ok() &&
            other_reentrant.init(Bytes(keys[0].data(), keys[0].size())).ok() &&
@@ -90,12 +90,12 @@ struct Primitives {
     failures += !permit.renew().ok();
     failures += !other_sem.in_use().ok();
     failures += !permit.release().ok();
-    failures += !cooldown.try_enter().ok();
-    failures += cooldown.try_enter().code() != ErrorCode::kBusy;  // local hint
-    failures += !cooldown.retry_after().ok();
+    failures += !cooldown.try_acquire().ok();
+    failures += cooldown.try_acquire().code() != ErrorCode::kBusy;  // local hint
+    failures += !cooldown.peek().ok();
     failures += !cooldown.erase_on_server().ok();
-    failures += !quota.take(Millis(10)).ok();
-    failures += quota.try_take().code() != ErrorCode::kBusy;
+    failures += !quota.acquire(Millis(10)).ok();
+    failures += quota.try_acquire().code() != ErrorCode::kBusy;
     failures += !quota.peek().ok();
     failures += !quota.erase_on_server().ok();
     return failures;
@@ -349,7 +349,7 @@ TEST(ZeroHeap, QuorumCycles) {
               static_cast<unsigned long long>(c.total()));
 }
 
-// --- Reentrant lock, semaphore, cooldown, quota: every steady-state call, granted and refused. ---
+// --- Reentrant lock, semaphore, rate limiter: every steady-state call, granted and refused. ---
 
 #ifdef EDGELOCK_TEST_TLS
 struct ConnectHeap {

@@ -1,6 +1,6 @@
 #pragma once
-// Test support: every primitive (Lock, ReentrantLock, Semaphore, Cooldown,
-// Quota) through any back end (a Connection, Sentinel, Cluster), as two
+// Test support: every primitive (Lock, ReentrantLock, Semaphore,
+// RateLimiter with limit 1 and 2) through any back end (a Connection, Sentinel, Cluster), as two
 // clients on the same key: grant, busy, extend, renew and release. Keys are
 // "{tag}lock", "{tag}sem", ...: one hash tag, so a cluster test picks the
 // node by the tag.
@@ -112,50 +112,51 @@ inline void check_semaphore(Backend& mine, Backend& theirs, const std::string& t
   EXPECT_EQ(ours.grants(), 1u);
 }
 
-inline void check_cooldown(Backend& mine, Backend& theirs, const std::string& tag) {
+inline void check_rate_limiter_one(Backend& mine, Backend& theirs, const std::string& tag) {
   const std::string key = tagged(tag, "cooldown");
-  CooldownOptions o;
-  o.period = Millis(60000);
+  RateLimiterOptions o;
+  o.window = Millis(60000);
   o.local_hint = false;  // every answer from the server
   const Counted ours(mine, key);
-  Cooldown a(mine), b(theirs);
+  RateLimiter a(mine), b(theirs);
   ASSERT_TRUE(a.init(bytes_of(key), o).ok());
   ASSERT_TRUE(b.init(bytes_of(key), o).ok());
   Admission adm;
-  ASSERT_TRUE(a.try_enter(&adm).ok()) << key << ": " << a.last_error();
+  ASSERT_TRUE(a.try_acquire(&adm).ok()) << key << ": " << a.last_error();
   EXPECT_EQ(adm.retry_after, Millis(60000));
-  EXPECT_EQ(b.try_enter(&adm).code(), ErrorCode::kBusy) << b.last_error();
+  EXPECT_EQ(b.try_acquire(&adm).code(), ErrorCode::kBusy) << b.last_error();
   EXPECT_GT(adm.retry_after, Millis(50000));
-  const Result<Millis> left = b.retry_after();
+  const Result<Admission> left = b.peek();
   ASSERT_TRUE(left.ok()) << b.last_error();
-  EXPECT_GT(left.value(), Millis(50000));
+  EXPECT_GT(left.value().retry_after, Millis(50000));
+  EXPECT_FALSE(left.value().allowed);
   ASSERT_TRUE(a.erase_on_server().ok()) << a.last_error();
-  ASSERT_TRUE(b.try_enter().ok()) << b.last_error();
+  ASSERT_TRUE(b.try_acquire().ok()) << b.last_error();
   ASSERT_TRUE(b.erase_on_server().ok());
   EXPECT_EQ(ours.grants(), 1u);
 }
 
-inline void check_quota(Backend& mine, Backend& theirs, const std::string& tag) {
+inline void check_rate_limiter(Backend& mine, Backend& theirs, const std::string& tag) {
   const std::string key = tagged(tag, "quota");
-  QuotaOptions o;
+  RateLimiterOptions o;
   o.limit = 2;
   o.window = Millis(60000);
   o.local_hint = false;  // every answer from the server
-  Quota a(mine), b(theirs);
+  RateLimiter a(mine), b(theirs);
   ASSERT_TRUE(a.init(bytes_of(key), o).ok());
   ASSERT_TRUE(b.init(bytes_of(key), o).ok());
   Admission adm;
-  ASSERT_TRUE(a.try_take(&adm).ok()) << key << ": " << a.last_error();
+  ASSERT_TRUE(a.try_acquire(&adm).ok()) << key << ": " << a.last_error();
   EXPECT_EQ(adm.remaining, 1);
-  ASSERT_TRUE(b.take(Millis(100), &adm).ok()) << b.last_error();
+  ASSERT_TRUE(b.acquire(Millis(100), &adm).ok()) << b.last_error();
   EXPECT_EQ(adm.remaining, 0);
-  EXPECT_EQ(a.try_take(&adm).code(), ErrorCode::kBusy) << a.last_error();
+  EXPECT_EQ(a.try_acquire(&adm).code(), ErrorCode::kBusy) << a.last_error();
   EXPECT_GT(adm.retry_after, Millis(50000));
   const Result<Admission> peek = b.peek();
   ASSERT_TRUE(peek.ok()) << b.last_error();
   EXPECT_FALSE(peek.value().allowed);
   ASSERT_TRUE(b.erase_on_server().ok()) << b.last_error();
-  ASSERT_TRUE(a.try_take().ok()) << a.last_error();
+  ASSERT_TRUE(a.try_acquire().ok()) << a.last_error();
   ASSERT_TRUE(a.erase_on_server().ok());
 }
 
@@ -186,8 +187,8 @@ inline void check_every_primitive(Backend& mine, Backend& theirs, const std::str
   check_fair(mine, theirs, tag);
   check_reentrant(mine, theirs, tag);
   check_semaphore(mine, theirs, tag);
-  check_cooldown(mine, theirs, tag);
-  check_quota(mine, theirs, tag);
+  check_rate_limiter_one(mine, theirs, tag);
+  check_rate_limiter(mine, theirs, tag);
 }
 
 }  // namespace test

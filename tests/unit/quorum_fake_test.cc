@@ -1,6 +1,6 @@
 // More lease state machines over the scripted fake transport, on a
 // FakeClock: QuorumLock (one fake server each) and the lease keeper
-// (Cooldown and Quota: rate_fake_test.cc). Each case checks that nothing
+// (RateLimiter: rate_fake_test.cc). Each case checks that nothing
 // is claimed that the servers may not hold, and that what may be held is
 // cleaned up.
 #include <gtest/gtest.h>

@@ -19,7 +19,7 @@ const char* error_text(const L& lock) {
   return lock.last_error();
 }
 
-// Ends a cooldown period or quota window now (deletes its server key).
+// Ends a rate limiter's window now (deletes its server key).
 template <typename Gate>
 edgelock::Status end_period(Gate& gate) {
   return gate.erase_on_server();

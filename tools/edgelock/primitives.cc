@@ -1,6 +1,7 @@
 // edgelock semaphore / cooldown: the expiring-permit semaphore and the
-// rate limiters (Cooldown, Quota) from the shell. `semaphore -- COMMAND`
-// reuses run's machinery (run_child) with the permit as the lease.
+// rate limiter (RateLimiter: --period is limit 1, --quota M per --window)
+// from the shell. `semaphore -- COMMAND` reuses run's machinery
+// (run_child) with the permit as the lease.
 #include "primitives.h"
 
 #include <unistd.h>
@@ -24,6 +25,7 @@ using edgelock::Bytes;
 using edgelock::ErrorCode;
 using edgelock::Nanos;
 using edgelock::Permit;
+using edgelock::RateLimiter;
 using edgelock::Semaphore;
 using edgelock::Status;
 
@@ -163,24 +165,34 @@ Nanos admit_wait(const Options& o) {
   return o.wait_ms == kForeverMs ? edgelock::kForever : Nanos(from_ms(o.wait_ms));
 }
 
-// One cooldown or quota decision (enter / take, --peek or --reset) on
-// `gate`, then the answer, the stats and COMMAND if allowed.
-template <typename Gate, typename TakeFn, typename PeekFn>
-int admit(const Options& o, Target& t, Gate& gate, const char* what, TakeFn take, PeekFn peek) {
+// --peek: what is left. A cooldown (--period) says "allowed" once no time
+// is left to wait.
+Status peek(const Options& o, RateLimiter& limiter, Admission* a) {
+  const edgelock::Result<Admission> r = limiter.peek();
+  if (!r.ok()) return r.status();
+  *a = r.value();
+  if (o.quota == 0) a->allowed = a->retry_after <= edgelock::Millis(0);
+  return Status();
+}
+
+// One cooldown or quota decision (acquire, --peek or --reset) on
+// `limiter`, then the answer, the stats and COMMAND if allowed.
+int admit(const Options& o, Target& t, edgelock::Backend& backend, RateLimiter& limiter,
+          const char* what) {
   Admission a;
   Status s;
   if (o.reset) {
-    s = end_period(gate);
+    s = end_period(limiter);
   } else if (o.peek) {
-    s = peek(&a);
+    s = peek(o, limiter, &a);
   } else {
-    s = take(admit_wait(o), &a);
+    s = limiter.acquire(admit_wait(o), &a);
   }
   int rc = kExitOk;
   if (!s.ok() && s.code() != ErrorCode::kBusy) {
     rc = s.code() == ErrorCode::kExpired
              ? too_late(o, what)
-             : report_error(gate.connection(), error_text(gate), s, what);
+             : report_error(backend.connection_for(limiter.key()), error_text(limiter), s, what);
   }
   if (o.stats) t.print_stats(o.key);
   if (rc != kExitOk) return rc;
@@ -192,39 +204,18 @@ int admit(const Options& o, Target& t, Gate& gate, const char* what, TakeFn take
   return rc == kExitOk && o.child_argv ? exec_command(o) : rc;
 }
 
+// cooldown: --period MS is limit 1 per period; --quota M --window MS.
 template <typename B>
-int cooldown(const Options& o, B& backend, Target& t) {
-  edgelock::Cooldown c(backend);
-  edgelock::CooldownOptions co;
-  co.period = from_ms(o.period_ms);
-  const Status s = c.init(Bytes::from_cstr(o.key), co);
-  if (!s.ok()) return fail_with(s.code(), "cannot set up the cooldown: %s", cause_text(s));
-  return admit(
-      o, t, c, "cooldown", [&](Nanos wait, Admission* a) { return c.enter(wait, a); },
-      [&](Admission* a) -> Status {
-        const edgelock::Result<edgelock::Millis> r = c.retry_after();
-        if (!r.ok()) return r.status();
-        a->allowed = r.value() <= edgelock::Millis(0);
-        a->retry_after = r.value();
-        return Status();
-      });
-}
-
-template <typename B>
-int quota(const Options& o, B& backend, Target& t) {
-  edgelock::Quota q(backend);
-  edgelock::QuotaOptions qo;
-  qo.limit = o.quota;
-  qo.window = from_ms(o.window_ms);
-  const Status s = q.init(Bytes::from_cstr(o.key), qo);
-  if (!s.ok()) return fail_with(s.code(), "cannot set up the quota: %s", cause_text(s));
-  return admit(
-      o, t, q, "quota", [&](Nanos wait, Admission* a) { return q.take(wait, a); },
-      [&](Admission* a) -> Status {
-        const edgelock::Result<Admission> r = q.peek();
-        if (r.ok()) *a = r.value();
-        return r.status();
-      });
+int rate_limit(const Options& o, B& backend, Target& t) {
+  RateLimiter limiter(backend);
+  edgelock::RateLimiterOptions ro;
+  const bool quota = o.quota != 0;
+  ro.limit = quota ? o.quota : 1;
+  ro.window = from_ms(quota ? o.window_ms : o.period_ms);
+  const char* what = quota ? "quota" : "cooldown";
+  const Status s = limiter.init(Bytes::from_cstr(o.key), ro);
+  if (!s.ok()) return fail_with(s.code(), "cannot set up the %s: %s", what, cause_text(s));
+  return admit(o, t, backend, limiter, what);
 }
 
 }  // namespace
@@ -233,9 +224,8 @@ int dispatch_primitive(const Options& o, Target& t) {
   if (o.command == Subcommand::kSemaphore) {
     return on_target<Semaphore>(t, "semaphore", [&](auto& b) { return semaphore(o, b, t); });
   }
-  if (o.quota != 0)
-    return on_target<edgelock::Quota>(t, "quota", [&](auto& b) { return quota(o, b, t); });
-  return on_target<edgelock::Cooldown>(t, "cooldown", [&](auto& b) { return cooldown(o, b, t); });
+  return on_target<RateLimiter>(t, o.quota != 0 ? "quota" : "cooldown",
+                                [&](auto& b) { return rate_limit(o, b, t); });
 }
 
 }  // namespace cli

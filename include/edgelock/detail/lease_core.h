@@ -1,6 +1,6 @@
 #pragma once
 // Internal: what every primitive (Lock, FairLock, ReentrantLock, Semaphore,
-// and the rate gate under Cooldown and Quota) holds by composition
+// and the rate gate under RateLimiter) holds by composition
 // (src/lease/lease_core.cc): the back end, the key checked once with its
 // companion keys, the timing checked once, one validity rule, token
 // minting, counting into the serving connection, the one bounded retry

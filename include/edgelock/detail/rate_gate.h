@@ -1,9 +1,8 @@
 #pragma once
-// Internal: what the rate limiters Cooldown and Quota hold by composition
-// (src/lease/rate_gate.cc): a lease core (key, back end, counters, the operation
-// in flight and its driver), the decision script with its arguments, and
-// the local refusal hint. A limiter differs only in its rule. Fixed size,
-// no heap.
+// Internal: what RateLimiter holds by composition (src/lease/rate_gate.cc):
+// a lease core (key, back end, counters, the operation in flight and its
+// driver), the decision script with its arguments, and the local refusal
+// hint. Fixed size, no heap.
 
 #include <poll.h>
 
@@ -38,14 +37,14 @@ class RateGate {
   RateGate& operator=(const RateGate&) = delete;
 
   /// Checks and keeps the key, the rule and the hint settings; `ttl` is
-  /// the period or window (1 ms .. kMaxTtl). Changes nothing on error.
+  /// the window (1 ms .. kMaxTtl). Changes nothing on error.
   /// Errors: kInvalidArgument (bad key, ttl, drift_factor outside 0 ..
   /// 0.5, no script), kRandomFailed.
   Status init(Bytes key, const RateRule& rule, Millis ttl, double drift_factor, bool local_hint);
   /// One attempt: refused locally while the hint holds, else the server's
   /// decision; counted in the metrics either way. *out (optional) is
   /// filled in. Errors: kBusy (refused), kExpired (allowed, but the answer
-  /// came after the period or window it counted in could have ended),
+  /// came after the window it counted in could have ended),
   /// kInvalidArgument (not init()ed, or an operation in flight), kProtocol,
   /// Connection::command()'s (on Sentinel or Cluster Backend::eval()'s,
   /// kNoQuorum: counted on the primary, not confirmed by its replicas; do
@@ -85,7 +84,6 @@ class RateGate {
   Bytes key() const { return core_.key(); }
   const char* last_error() const { return core_.last_error(); }
   Backend& backend() const { return core_.backend(); }
-  Connection& connection() const { return core_.connection(); }
 
  private:
   static Status step_of(void* self) { return static_cast<RateGate*>(self)->step(); }

@@ -196,10 +196,10 @@ DiffOp rate_op(uint64_t* s) {
   const char* const ms[] = {"1", "2", "3"};
   switch (pick(s, 5)) {
     case 0:
-      return script_op("cooldown", detail::kCooldownScript, {"cd"}, {one_of(s, kTtls)},
+      return script_op("rate-1", detail::kRateScript, {"cd"}, {"1", one_of(s, kTtls)},
                        Timed::kThird);
     case 1:
-      return script_op("quota", detail::kQuotaScript, {"qt"}, {one_of(s, ms), one_of(s, kTtls)},
+      return script_op("rate", detail::kRateScript, {"qt"}, {one_of(s, ms), one_of(s, kTtls)},
                        Timed::kThird);
     case 2:
       return script_op("rate-peek", detail::kRatePeekScript, {pick(s, 2) ? "qt" : "cd"}, {},

@@ -170,6 +170,28 @@ void Checker::on_request(int server, int client, const std::vector<std::string>&
   if (closed_at < 0) fresh_exec_[{client, first_arg(argv)}] = w_.now();
 }
 
+void Checker::on_rate_admit(int client, const std::vector<std::string>& argv, const RVal& reply,
+                            int64_t now_ms) {
+  const std::string& key = argv[3];
+  ++server_admits_[{client, key}];
+  const int m = std::atoi(argv[4].c_str());
+  const int64_t window = std::atoll(argv[5].c_str());
+  if (m == 1) {
+    // A cooldown: the next admission only once the window has run out.
+    auto it = once_last_.find(key);
+    if (it != once_last_.end() && now_ms - it->second < window && !data_lost_) {
+      violation("rate", "limit-1 %s admitted twice within %lld ms of server time (window %lld ms)",
+                key.c_str(), static_cast<long long>(now_ms - it->second),
+                static_cast<long long>(window));
+    }
+    once_last_[key] = now_ms;
+  }
+  const int n = ++rate_window_[{key, now_ms + reply.a[2].i}];
+  if (n > m && !data_lost_) {
+    violation("rate", "rate %s admitted %d times in one window (limit %d)", key.c_str(), n, m);
+  }
+}
+
 void Checker::on_script(int server, int client, const std::string& name,
                         const std::vector<std::string>& argv, const RVal& reply,
                         int64_t closed_at) {
@@ -186,27 +208,9 @@ void Checker::on_script(int server, int client, const std::string& name,
                          name == "kReentrantAcquireScript";
     if (acquire) late_acquire_[{client, first_arg(argv)}] = true;
   }
-  if (name == "kCooldownScript" && reply.type == RType::kArray && reply.a.size() == 3 &&
+  if (name == "kRateScript" && reply.type == RType::kArray && reply.a.size() == 3 &&
       reply.a[0].i == 1) {
-    const std::string& key = argv[3];
-    ++server_admits_[{client, key}];
-    const int64_t period = std::atoll(argv[4].c_str());
-    auto it = cooldown_last_.find(key);
-    if (it != cooldown_last_.end() && now_ms - it->second < period && !data_lost_) {
-      violation("rate", "cooldown %s admitted twice within %lld ms of server time (period %lld ms)",
-                key.c_str(), static_cast<long long>(now_ms - it->second),
-                static_cast<long long>(period));
-    }
-    cooldown_last_[key] = now_ms;
-  } else if (name == "kQuotaScript" && reply.type == RType::kArray && reply.a.size() == 3 &&
-             reply.a[0].i == 1) {
-    const std::string& key = argv[3];
-    ++server_admits_[{client, key}];
-    const int m = std::atoi(argv[4].c_str());
-    const int n = ++quota_window_[{key, now_ms + reply.a[2].i}];
-    if (n > m && !data_lost_) {
-      violation("rate", "quota %s admitted %d times in one window (limit %d)", key.c_str(), n, m);
-    }
+    on_rate_admit(client, argv, reply, now_ms);
   }
   // Polling: a busy reply is tagged so its arrival at the client is seen.
   bool busy = false;

@@ -9,8 +9,9 @@
 //   truth      a claim implies the server (a majority) holds the token until
 //              at least the claim's end
 //   fencing    fences of successive grants of a key strictly increase
-//   rate       Cooldown/Quota admit at most 1/M per period/window of server
-//              time, and every admission a client reports happened there
+//   rate       a RateLimiter admits at most M per window of server time
+//              (limit 1: never twice within one window length), and every
+//              admission a client reports happened there
 //   keeper     a loss is reported no later than the validity end
 //   liveness   with faults stopped, a free lock with waiters is granted within
 //              a bound; no client retries a busy key faster than its backoff
@@ -75,7 +76,7 @@ class Checker {
   int64_t claim_end(int client, int slot) const;
   /// An acquire returned ok with this fence, for the lease of `token`.
   void granted(int client, const std::string& key, uint64_t fence, const std::string& token);
-  /// Cooldown/Quota let this client in.
+  /// A RateLimiter let this client in.
   void admitted(int client, const std::string& key);
   /// The client is inside a blocking acquire/enter/take of `key` (liveness).
   void waiting(int client, const std::string& key, bool on);
@@ -143,6 +144,9 @@ class Checker {
   void check_starving(const std::string& key, int waiting, bool free, int64_t bound);
   void on_script(int server, int client, const std::string& name,
                  const std::vector<std::string>& argv, const RVal& reply, int64_t closed_at);
+  // An admission by kRateScript (argv: EVALSHA sha 1 key limit window).
+  void on_rate_admit(int client, const std::vector<std::string>& argv, const RVal& reply,
+                     int64_t now_ms);
   // Counts a cleanup the checker excused, by kind (RunStats::excused).
   void excuse(Excuse kind) const;
   bool excused(Excuse kind) const;  // excuse(kind), then true
@@ -152,9 +156,9 @@ class Checker {
   std::map<std::string, uint64_t> last_fence_;
   std::map<std::string, int> last_fence_client_;
   std::map<std::pair<int, std::string>, uint64_t> client_admits_, server_admits_;
-  std::map<std::string, int64_t> cooldown_last_;  // key -> server ms of last admission
+  std::map<std::string, int64_t> once_last_;  // limit 1: key -> server ms of last admission
   std::map<std::pair<std::string, int64_t>, int>
-      quota_window_;  // (key, window end ms) -> admissions
+      rate_window_;  // (key, window end ms) -> admissions
   std::map<std::string, std::map<int, bool>> waiters_;
   std::map<std::string, int64_t> starved_since_;
   std::map<std::string, int64_t> asked_at_;  // last instant a client waited on the key

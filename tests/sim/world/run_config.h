@@ -16,8 +16,8 @@ enum class Work : uint8_t {
   kQuorumKeeper,  // QuorumLock renewed by a LeaseKeeper
   kSemaphore,     // Semaphore permits (N from the config)
   kReentrant,     // ReentrantLock, entered twice at times
-  kCooldown,      // Cooldown::enter / try_enter
-  kQuota,         // Quota::take / try_take
+  kCooldown,      // RateLimiter, limit 1: acquire / try_acquire
+  kQuota,         // RateLimiter, limit quota_max: acquire / try_acquire
   kFair,          // FairLock: queued waits, waiters that die or freeze
   // From a poll loop on the non-blocking face (start_*, step, cancel):
   kLockLoop,         // Lock, 2-3 keys
@@ -49,7 +49,7 @@ struct RunConfig {
   std::vector<Work> work;  // per client
   int64_t ttl_ms = 1000;
   int64_t command_timeout_ms = 200;
-  int64_t period_ms = 500;  // cooldown period / quota window
+  int64_t period_ms = 500;  // rate limiter window
   int quota_max = 3;
   int permits = 1;
   double drift_factor = 0.01;

@@ -255,8 +255,8 @@ void keep(Env& e, L& lock, const LeaseRef& ref, LeaseKeeper& keeper) {
 
 void run_semaphore(Env& e);
 void run_reentrant(Env& e);
-void run_cooldown(Env& e);
-void run_quota(Env& e);
+// A RateLimiter of `limit` per config().period_ms on `key`.
+void run_rate(Env& e, int64_t limit, const char* key);
 void run_fair(Env& e);
 
 }  // namespace sim

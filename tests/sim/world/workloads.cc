@@ -128,8 +128,8 @@ void client_main(World& w, int client) {
     case Work::kQuorumKeeper: run_quorum(e, true); break;
     case Work::kSemaphore: run_semaphore(e); break;
     case Work::kReentrant: run_reentrant(e); break;
-    case Work::kCooldown: run_cooldown(e); break;
-    case Work::kQuota: run_quota(e); break;
+    case Work::kCooldown: run_rate(e, 1, "C"); break;
+    case Work::kQuota: run_rate(e, e.w().config().quota_max, "QT"); break;
     case Work::kFair: run_fair(e); break;
     case Work::kLockLoop: run_lock_loop(e); break;
     case Work::kQuorumLoop: run_quorum_loop(e); break;

@@ -1,6 +1,5 @@
-// Workloads of the semaphore, the reentrant lock and the rate limiters.
-#include "edgelock/cooldown.h"
-#include "edgelock/quota.h"
+// Workloads of the semaphore, the reentrant lock and the rate limiter.
+#include "edgelock/rate_limiter.h"
 #include "edgelock/reentrant_lock.h"
 #include "edgelock/semaphore.h"
 #include "world/workload_env.h"
@@ -134,43 +133,23 @@ void run_reentrant(Env& e) {
   }
 }
 
-void run_cooldown(Env& e) {
-  Cooldown cd(e.conn());
-  CooldownOptions o;
-  o.period = Millis(e.w().config().period_ms);
-  if (!cd.init(Bytes::from_cstr("C"), o).ok()) return;
-  while (!e.w().stopping()) {
-    e.think();
-    if (e.w().stopping()) break;
-    const Nanos wait = e.pick_wait();
-    const Nanos w = wait == kForever ? Nanos(3 * o.period) : wait;
-    e.checker().waiting(e.id(), "C", true);
-    const Status s = w == Nanos(0) ? cd.try_enter() : cd.enter(w);
-    e.checker().waiting(e.id(), "C", false);
-    if (s.ok()) {
-      ++e.w().stats().grants;
-      e.checker().admitted(e.id(), "C");
-    }
-  }
-}
-
-void run_quota(Env& e) {
-  Quota q(e.conn());
-  QuotaOptions o;
+void run_rate(Env& e, int64_t limit, const char* key) {
+  RateLimiter limiter(e.conn());
+  RateLimiterOptions o;
   o.window = Millis(e.w().config().period_ms);
-  o.limit = e.w().config().quota_max;
-  if (!q.init(Bytes::from_cstr("QT"), o).ok()) return;
+  o.limit = limit;
+  if (!limiter.init(Bytes::from_cstr(key), o).ok()) return;
   while (!e.w().stopping()) {
     e.think();
     if (e.w().stopping()) break;
     const Nanos wait = e.pick_wait();
     const Nanos w = wait == kForever ? Nanos(3 * o.window) : wait;
-    e.checker().waiting(e.id(), "QT", true);
-    const Status s = w == Nanos(0) ? q.try_take() : q.take(w);
-    e.checker().waiting(e.id(), "QT", false);
+    e.checker().waiting(e.id(), key, true);
+    const Status s = w == Nanos(0) ? limiter.try_acquire() : limiter.acquire(w);
+    e.checker().waiting(e.id(), key, false);
     if (s.ok()) {
       ++e.w().stats().grants;
-      e.checker().admitted(e.id(), "QT");
+      e.checker().admitted(e.id(), key);
     }
   }
 }
