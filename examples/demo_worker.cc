@@ -58,7 +58,7 @@ bool hold_for(Hold& h, Nanos duration) {
   for (int i = 0; i < 100000 && clock.now() < end; ++i) {
     const Deadline d = keeper.next_deadline().min(Deadline::at(next_write)).min(Deadline::at(end));
     poll(nullptr, 0, d.poll_timeout_ms(clock));
-    if (keeper.service() == LeaseState::kLost) {
+    if (keeper.step() == LeaseState::kLost) {
       h.dev->lost_detected.fetch_add(1);
       h.dev->end(h.id);
       say(*h.dev, h.id, "keeper: %s -> stops using the device", keeper.loss_text());
@@ -93,7 +93,7 @@ void hang_then_write(Hold& h, int64_t ttl_ms) {
   say(*h.dev, h.id, "resumes; unchecked write with old fence %llu: %s", (unsigned long long)h.fence,
       stale_ok ? "accepted (no newer holder yet)" : "REJECTED by the device's fencing check");
   // The keeper knows at once: the local validity ran out while we slept.
-  if (!keeper.start().ok() || keeper.service() == LeaseState::kLost) {
+  if (!keeper.start().ok() || keeper.step() == LeaseState::kLost) {
     h.dev->lost_detected.fetch_add(1);
     say(*h.dev, h.id, "keeper: lease LOST (validity ran out) -> stops using the device");
   }

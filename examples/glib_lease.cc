@@ -44,7 +44,7 @@ struct Holder {
       phase = kHolding;
     }
     if (phase == kHolding) {
-      if (keeper->service() == LeaseState::kLost) {
+      if (keeper->step() == LeaseState::kLost) {
         s = keeper->last_status();
         return false;  // stop touching the device now
       }

@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
     // Wakes up for input, or when the keeper has work: a renewal, or the
     // end of the validity.
     const int n = poll(&in, 1, keeper.next_deadline().poll_timeout_ms(conn.clock()));
-    if (keeper.service() == LeaseState::kLost) {
+    if (keeper.step() == LeaseState::kLost) {
       std::fprintf(stderr, "keeper: %s: stop touching the device\n", keeper.loss_text());
       return 4;
     }

@@ -50,7 +50,7 @@ class Holder {
       phase_ = kHolding;
     }
     if (phase_ == kHolding) {
-      if (keeper_.service() == LeaseState::kLost) {
+      if (keeper_.step() == LeaseState::kLost) {
         s_ = keeper_.last_status();
         return false;  // stop touching the device now
       }

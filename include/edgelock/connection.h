@@ -21,7 +21,7 @@
 /// connect_timeout). The non-blocking engine (detail/connection_io.h)
 /// takes these steps in advance() when the socket is ready for
 /// wait_events() or step_deadline() passed, so a reconnect inside a
-/// primitive's step() or a keeper's service() never holds up the caller's
+/// primitive's step() or a keeper's step() never holds up the caller's
 /// loop. The blocking calls (connect(), command(), eval()) are loops over
 /// the same steps with one wait. TLS still verifies (and sends as SNI) the
 /// host name from the URL. After the server moves to a new address, call

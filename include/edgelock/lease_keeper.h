@@ -9,7 +9,7 @@
 ///     pollfd fds[1 + kMaxWaitFds] = {{my_fd, POLLIN, 0}};
 ///     const size_t n = 1 + keeper.wait_fds(fds + 1, kMaxWaitFds);
 ///     poll(fds, n, keeper.next_deadline().poll_timeout_ms(clock));
-///     if (keeper.service() == LeaseState::kLost) { stop touching the device; }
+///     if (keeper.step() == LeaseState::kLost) { stop touching the device; }
 ///     ...
 ///   }
 ///
@@ -22,7 +22,7 @@
 ///
 /// A lease whose nonblocking() is true (Lock, FairLock, ReentrantLock and Permit on
 /// a plain Connection, a Sentinel or a Cluster; QuorumLock) is renewed
-/// without blocking: service() starts the renewal (start_renew()) and later calls step it
+/// without blocking: step() starts the renewal (start_renew()) and later calls advance it
 /// (wait_fds() are its sockets, next_deadline() its deadline), so a stalled, paused or partitioned
 /// server never holds up the loop. A renewal still out at the keeper's end is given up there
 /// (cancel()) and the loss reported, on the loop's clock. Such a renewal can still start as late as
@@ -103,7 +103,7 @@ class LeaseKeeper {
   /// what the renewal may have set). State becomes kIdle unless lost.
   void stop();
 
-  /// When service() next has work: the next renewal, the renewal in
+  /// When step() next has work: the next renewal, the renewal in
   /// flight's own deadline, or the end of the local validity (minus
   /// lose_before), whichever is first. While a renewal is out it also
   /// comes back 1, 2, 4, ... ms after its start, then every 50 ms, so a
@@ -113,18 +113,18 @@ class LeaseKeeper {
   Deadline next_deadline() const;
   /// The descriptors a renewal in flight waits on (fd and poll events)
   /// into out[0, cap); 0 when none is. Poll them with your own and call
-  /// service() when one is ready or next_deadline() has passed.
+  /// step() when one is ready or next_deadline() has passed.
   size_t wait_fds(pollfd* out, size_t cap) const;
   /// Does any work that is due; call it when next_deadline() has passed or
   /// a descriptor of wait_fds() is ready (calling it early is harmless).
   /// Returns the state. On a lease with the non-blocking face it never
   /// blocks: it starts, steps or ends a renewal. On other leases a renewal
   /// blocks for at most the renew budget and is only started if it then
-  /// still ends before the validity (minus lose_before): service() never
+  /// still ends before the validity (minus lose_before): step() never
   /// returns later than that end plus the loop's own lateness. kLost is
   /// reported by that end at the latest (also when a renewal succeeds too
   /// late or leaves no more than lose_before of validity).
-  LeaseState service();
+  LeaseState step();
   /// True while a renewal is in flight (non-blocking leases).
   bool renewing() const { return renewing_; }
 

@@ -108,7 +108,7 @@ size_t LeaseKeeper::wait_fds(pollfd* out, size_t cap) const {
   return renewing_ && state_ == LeaseState::kKeeping ? lease_->wait_fds(out, cap) : 0;
 }
 
-LeaseState LeaseKeeper::service() {
+LeaseState LeaseKeeper::step() {
   if (state_ != LeaseState::kKeeping) return state_;
   Clock& clock = lease_->clock();
   const TimePoint now = clock.now();

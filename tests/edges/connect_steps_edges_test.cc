@@ -36,14 +36,14 @@ Nanos step_bound() { return Millis(20) * test::slowdown(); }
 
 // What one run of the loop saw.
 struct LoopStats {
-  Nanos longest_call{0};  // the longest single service() / step() call
+  Nanos longest_call{0};  // the longest single step() call (keeper or lease)
   Nanos longest_gap{0};   // the longest time between two ticks of the loop
   int calls = 0;
 };
 
 // A poll() loop with a 10 ms tick around a lease keeper: at `pause_at` the
 // server side of the lock's connection is killed and the server stopped,
-// at `resume_at` continued; the loop ends at `end`. Every service() call
+// at `resume_at` continued; the loop ends at `end`. Every step() call
 // is timed.
 class KeeperLoop {
  public:
@@ -65,7 +65,7 @@ class KeeperLoop {
       const TimePoint before = clock_.now();
       if (before - last_tick > st.longest_gap) st.longest_gap = before - last_tick;
       if (tick.expired(clock_)) last_tick = before;
-      keeper_.service();
+      keeper_.step();
       const Nanos took = clock_.now() - before;
       if (took > st.longest_call) st.longest_call = took;
       ++st.calls;
@@ -93,7 +93,7 @@ class KeeperLoop {
 // The scenario shared by the plain and the TLS server: a lock held with a
 // keeper renewing every 100 ms; the server kills every normal client and
 // is stopped for 2 s, then continued. Each renewal meanwhile reconnects
-// (socket, TLS, AUTH), and none of that may block a service() call.
+// (socket, TLS, AUTH), and none of that may block a step() call.
 void keep_through_kill_and_pause(const std::string& url, const ConnectionOptions& o,
                                  Connection& admin, RedisServer& server, const char* what) {
   Connection c;
@@ -119,7 +119,7 @@ void keep_through_kill_and_pause(const std::string& url, const ConnectionOptions
       },
       [&] { server.resume(); });
   std::printf(
-      "  %s: longest service() %lld ms, longest tick gap %lld ms, %d calls, %u "
+      "  %s: longest step() %lld ms, longest tick gap %lld ms, %d calls, %u "
       "connects, %u connect failures: %s\n",
       what, static_cast<long long>(test::ms(st.longest_call)),
       static_cast<long long>(test::ms(st.longest_gap)), st.calls, c.stats().connects,

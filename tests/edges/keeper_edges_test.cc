@@ -67,7 +67,7 @@ class StallingTransport final : public Transport {
 class KeeperEdge : public test::SuiteServerTest {};
 
 // The keeper starts a renewal while the lease is valid; the start
-// reconnects and blocks until the validity has run out. service() must
+// reconnects and blocks until the validity has run out. step() must
 // then say kLost, not kKeeping with nothing left (lease_keeper.h: the loss
 // is reported by the end of the validity at the latest).
 TEST_F(KeeperEdge, RenewalWhoseStartBlocksPastTheEndIsLost) {
@@ -91,7 +91,7 @@ TEST_F(KeeperEdge, RenewalWhoseStartBlocksPastTheEndIsLost) {
   ASSERT_TRUE(keeper.start().ok());
   clock.sleep_for(keeper.next_deadline().remaining(clock));  // the renewal is due
   transport.stall();
-  const LeaseState st = keeper.service();
+  const LeaseState st = keeper.step();
   EXPECT_EQ(lock.remaining(), Nanos::zero()) << "the reconnect did not run to the validity's end";
   EXPECT_EQ(st, LeaseState::kLost);
   EXPECT_EQ(keeper.last_status().code(), ErrorCode::kExpired);

@@ -25,14 +25,14 @@ using test::slowdown;
 Nanos loop_slack() { return Millis(10) * slowdown(); }
 
 // Runs the keeper's poll loop until it is no longer keeping (bounded).
-// Returns the latest instant a service() call returned.
+// Returns the latest instant a step() call returned.
 TimePoint keep_until_lost(LeaseKeeper& keeper, Clock& clock, Nanos limit) {
   const TimePoint stop_at = clock.now() + limit;
   TimePoint last_return;
   for (int i = 0; i < 10000 && keeper.state() == LeaseState::kKeeping && clock.now() < stop_at;
        ++i) {
     poll(nullptr, 0, keeper.next_deadline().poll_timeout_ms(clock));
-    keeper.service();
+    keeper.step();
     last_return = clock.now();
   }
   return last_return;
@@ -111,7 +111,7 @@ TEST(RunEdges, KeeperWithDefaultOptionsReportsLossByValidityEnd) {
   // Healthy first: the keeper really keeps it with these options.
   for (int i = 0; i < 100 && keeper.stats().renewals < 2 && !keeper.lost(); ++i) {
     poll(nullptr, 0, keeper.next_deadline().poll_timeout_ms(clock));
-    keeper.service();
+    keeper.step();
   }
   ASSERT_EQ(keeper.stats().renewals, 2u);
   const TimePoint end = clock.now() + lock.remaining();

@@ -68,7 +68,7 @@ TEST_F(SharedConnection, KeeperKeepsItsLeaseWhileANeighbourWaits) {
   for (int i = 0; i < 100000 && Steady::now() < end; ++i) {
     wait_turn(a_.clock(), {&b}, &keeper, Millis(50));
     const Steady::time_point t0 = Steady::now();
-    ASSERT_EQ(keeper.service(), LeaseState::kKeeping) << keeper.loss_text();
+    ASSERT_EQ(keeper.step(), LeaseState::kKeeping) << keeper.loss_text();
     if (b_end.code() == ErrorCode::kInProgress) b_end = b.step();
     longest = std::max<Nanos>(longest, Steady::now() - t0);
   }

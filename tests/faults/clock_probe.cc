@@ -112,7 +112,7 @@ int probe(const char* url) {
     const int t = keeper.next_deadline().poll_timeout_ms(g_clock);
     const int left = static_cast<int>(ms(Millis(800) - (g_clock.now() - k0))) + 1;
     poll(nullptr, 0, t < 0 || t > left ? left : t);
-    (void)keeper.service();
+    (void)keeper.step();
   }
   const uint32_t renewals = keeper.stats().renewals;
   check(keeper.state() == LeaseState::kKeeping, "keeper state", static_cast<int>(keeper.state()));

@@ -359,7 +359,7 @@ TEST_F(FairLockTest, KeeperRenews) {
   for (int i = 0; i < 200 * test::slowdown() && keeper.stats().renewals == 0 && now() < give_up;
        ++i) {
     sleep_for(Millis(10));
-    ASSERT_NE(keeper.service(), LeaseState::kLost);
+    ASSERT_NE(keeper.step(), LeaseState::kLost);
   }
   EXPECT_GT(keeper.stats().renewals, 0u);
   EXPECT_GT(std::stoll(run(admin_, {"PTTL", "kept"})), slow_ms(2000));

@@ -65,11 +65,11 @@ TEST_F(KeeperTimingTest, RenewsAtAThirdOfTheValidity) {
   const TimePoint t0 = clock_.now();
   EXPECT_EQ(keeper.next_deadline().when(), t0 + Millis(1000));
   clock_.advance(Millis(999));
-  EXPECT_EQ(keeper.service(), LeaseState::kKeeping);
+  EXPECT_EQ(keeper.step(), LeaseState::kKeeping);
   EXPECT_EQ(lock_.renews, 0) << "renewed early";
   for (int i = 1; i <= 5; ++i) {
     clock_.sleep_for(keeper.next_deadline().remaining(clock_));
-    EXPECT_EQ(keeper.service(), LeaseState::kKeeping);
+    EXPECT_EQ(keeper.step(), LeaseState::kKeeping);
     EXPECT_EQ(lock_.renews, i);
   }
   EXPECT_EQ(keeper.stats().renewals, 5u);
@@ -88,7 +88,7 @@ TEST_F(KeeperTimingTest, ReportsLostWhenValidityRunsOutWithoutRenewal) {
     const Deadline d = keeper.next_deadline();
     ASSERT_LE(d.when(), end) << "the validity's end is always a deadline";
     clock_.sleep_for(d.remaining(clock_));
-    keeper.service();
+    keeper.step();
     if (clock_.now() < end) {
       EXPECT_EQ(keeper.state(), LeaseState::kKeeping);
     }
@@ -99,7 +99,7 @@ TEST_F(KeeperTimingTest, ReportsLostWhenValidityRunsOutWithoutRenewal) {
   EXPECT_GE(keeper.stats().failures, 2u) << "retried before giving up";
   const int renews = lock_.renews;
   clock_.advance(Millis(10000));
-  EXPECT_EQ(keeper.service(), LeaseState::kLost);
+  EXPECT_EQ(keeper.step(), LeaseState::kLost);
   EXPECT_EQ(lock_.renews, renews) << "a lost lease is never renewed again";
 }
 
@@ -108,11 +108,11 @@ TEST_F(KeeperTimingTest, TransientFailureThenRecovery) {
   ASSERT_TRUE(keeper.start().ok());
   lock_.next = ErrorCode::kIo;
   clock_.sleep_for(keeper.next_deadline().remaining(clock_));
-  EXPECT_EQ(keeper.service(), LeaseState::kKeeping);
+  EXPECT_EQ(keeper.step(), LeaseState::kKeeping);
   EXPECT_EQ(keeper.last_status().code(), ErrorCode::kIo);
   lock_.next = Status();
   clock_.sleep_for(keeper.next_deadline().remaining(clock_));
-  EXPECT_EQ(keeper.service(), LeaseState::kKeeping);
+  EXPECT_EQ(keeper.step(), LeaseState::kKeeping);
   EXPECT_EQ(keeper.stats().failures, 1u);
   EXPECT_EQ(keeper.stats().renewals, 1u);
 }
@@ -122,11 +122,11 @@ TEST_F(KeeperTimingTest, StopsAtNotOwner) {
   ASSERT_TRUE(keeper.start().ok());
   lock_.next = ErrorCode::kNotOwner;
   clock_.sleep_for(keeper.next_deadline().remaining(clock_));
-  EXPECT_EQ(keeper.service(), LeaseState::kLost);
+  EXPECT_EQ(keeper.step(), LeaseState::kLost);
   EXPECT_EQ(keeper.last_status().code(), ErrorCode::kNotOwner);
   EXPECT_TRUE(keeper.next_deadline().is_never());
   clock_.advance(Millis(5000));
-  EXPECT_EQ(keeper.service(), LeaseState::kLost);
+  EXPECT_EQ(keeper.step(), LeaseState::kLost);
   EXPECT_EQ(lock_.renews, 1);
 }
 
@@ -139,7 +139,7 @@ TEST_F(KeeperTimingTest, LossTextSaysWhatHappened) {
   EXPECT_STREQ(expired.loss_text(), "") << "not lost yet";
   for (int i = 0; i < 100 && expired.state() == LeaseState::kKeeping; ++i) {
     clock_.sleep_for(expired.next_deadline().remaining(clock_));
-    expired.service();
+    expired.step();
   }
   ASSERT_EQ(expired.last_status().code(), ErrorCode::kExpired);
   EXPECT_NE(std::string(expired.loss_text()).find("no renewal"), std::string::npos)
@@ -153,7 +153,7 @@ TEST_F(KeeperTimingTest, LossTextSaysWhatHappened) {
   LeaseKeeper taken(lock_);
   ASSERT_TRUE(taken.start().ok());
   clock_.sleep_for(taken.next_deadline().remaining(clock_));
-  ASSERT_EQ(taken.service(), LeaseState::kLost);
+  ASSERT_EQ(taken.step(), LeaseState::kLost);
   EXPECT_NE(std::string(taken.loss_text()).find("another owner"), std::string::npos)
       << taken.loss_text();
 }
@@ -165,7 +165,7 @@ TEST_F(KeeperTimingTest, RenewalFinishingAfterValidityEndCountsAsLost) {
   ASSERT_TRUE(keeper.start().ok());
   lock_.renew_takes = Millis(200);  // starts at 2900, answers at 3100 > 3000
   clock_.sleep_for(keeper.next_deadline().remaining(clock_));
-  EXPECT_EQ(keeper.service(), LeaseState::kLost);
+  EXPECT_EQ(keeper.step(), LeaseState::kLost);
   EXPECT_EQ(keeper.last_status().code(), ErrorCode::kExpired);
 }
 
@@ -189,8 +189,8 @@ TEST_F(KeeperTimingTest, RenewalsStartOnlyWhileTheirBudgetFits) {
   EXPECT_EQ(keeper.next_deadline().when(), clock_.now() + Millis(500)) << "half the slack";
   for (int i = 0; i < 10 && keeper.state() == LeaseState::kKeeping; ++i) {
     clock_.sleep_for(keeper.next_deadline().remaining(clock_));
-    keeper.service();
-    EXPECT_LE(clock_.now(), end) << "service() returned after the validity ended";
+    keeper.step();
+    EXPECT_LE(clock_.now(), end) << "step() returned after the validity ended";
   }
   EXPECT_EQ(keeper.state(), LeaseState::kLost);
   EXPECT_EQ(keeper.lost_at(), end);
@@ -206,7 +206,7 @@ TEST_F(KeeperTimingTest, LoseBeforeReportsEarlyAndRefusesWhatCannotFit) {
   const TimePoint end = lock_.valid_until;
   for (int i = 0; i < 100 && keeper.state() == LeaseState::kKeeping; ++i) {
     clock_.sleep_for(keeper.next_deadline().remaining(clock_));
-    keeper.service();
+    keeper.step();
   }
   EXPECT_EQ(keeper.state(), LeaseState::kLost);
   EXPECT_EQ(keeper.lost_at(), end - Millis(500));
@@ -218,7 +218,7 @@ TEST_F(KeeperTimingTest, LoseBeforeReportsEarlyAndRefusesWhatCannotFit) {
   LeaseKeeper thin(lock_, o);
   ASSERT_TRUE(thin.start().ok());
   clock_.sleep_for(thin.next_deadline().remaining(clock_));
-  EXPECT_EQ(thin.service(), LeaseState::kLost);
+  EXPECT_EQ(thin.step(), LeaseState::kLost);
   // lose_before + budget must leave room for one renewal.
   o.renew_budget = lock_.remaining() - o.lose_before;
   LeaseKeeper refused(lock_, o);
@@ -250,11 +250,11 @@ class KeeperRedisTest : public test::SuiteServerTest {
   // (the fake clock stands still), to its end.
   LeaseState step(LeaseKeeper& k) {
     clock_.sleep_for(k.next_deadline().remaining(clock_));
-    LeaseState s = k.service();
+    LeaseState s = k.step();
     for (int i = 0; i < 100 && k.renewing(); ++i) {
       pollfd fds[kMaxWaitFds];
       poll(fds, k.wait_fds(fds, kMaxWaitFds), 100);
-      s = k.service();
+      s = k.step();
     }
     return s;
   }
@@ -317,7 +317,7 @@ TEST_F(KeeperRedisTest, OverwrittenKeyIsLostAndLeftAlone) {
   EXPECT_EQ(run(admin_, {"GET", "modem"}), "someone-else");
   const uint32_t commands = conn_.stats().commands;
   clock_.advance(Millis(5000));
-  EXPECT_EQ(keeper.service(), LeaseState::kLost);
+  EXPECT_EQ(keeper.step(), LeaseState::kLost);
   EXPECT_EQ(conn_.stats().commands, commands) << "no I/O after the loss";
 }
 
@@ -347,7 +347,7 @@ TEST_F(KeeperRedisTest, ServerGoneMeansLostAtValidityEnd) {
   own.kill9();
   for (int i = 0; i < 100 && keeper.state() == LeaseState::kKeeping; ++i) {
     clock.sleep_for(keeper.next_deadline().remaining(clock));
-    keeper.service();
+    keeper.step();
   }
   EXPECT_EQ(keeper.state(), LeaseState::kLost);
   EXPECT_EQ(keeper.last_status().code(), ErrorCode::kExpired);

@@ -297,7 +297,7 @@ TimePoint keep_until(Loop& loop, LeaseKeeper& keeper, Lease& lease, Nanos t, Tim
     pollfd fds[kMaxWaitFds];
     const size_t n = keeper.wait_fds(fds, kMaxWaitFds);
     loop.turn(fds, n, keeper.next_deadline());
-    loop.call([&] { return keeper.service(); });
+    loop.call([&] { return keeper.step(); });
   }
   return keeper.state() == LeaseState::kLost ? clock.now() : TimePoint();
 }

@@ -2,7 +2,7 @@
 // next_deadline() / step() of Lock, FairLock, Semaphore, ReentrantLock,
 // QuorumLock and RateLimiter, driven by the caller's poll(), with a contended
 // acquire woken by a release, a limiter pausing between tries and
-// cancelled mid-pause, and LeaseKeeper::service() renewing without
+// cancelled mid-pause, and LeaseKeeper::step() renewing without
 // blocking; and a FairLock over Sentinel, every request routed.
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -315,7 +315,7 @@ TEST(ZeroHeapNonblockingQuorum, QuorumCyclesAndKeeper) {
     failures += !drive(la, c, la.start_extend(Millis(5000))).ok();
     failures += !drive(la, c, la.start_release()).ok();
   }
-  // The keeper, renewing without blocking: service() when a socket is
+  // The keeper, renewing without blocking: step() when a socket is
   // ready or the deadline passed.
   failures += !drive(la, c, la.start_try_acquire()).ok();
   KeeperOptions ko;
@@ -328,7 +328,7 @@ TEST(ZeroHeapNonblockingQuorum, QuorumCyclesAndKeeper) {
     int timeout = keeper.next_deadline().poll_timeout_ms(c);
     if (timeout < 0 || timeout > 100) timeout = 100;
     poll(fds, nfds, timeout);
-    keeper.service();
+    keeper.step();
   }
   keeper.stop();
   const test::AllocCounts counts = test::stop_counting();

@@ -412,7 +412,11 @@ TEST(ZeroHeap, TlsCycles) {
   EXPECT_GT(first.mallocs, 0u) << "the counter must see the handshake allocate";
   EXPECT_GT(each.mallocs, 0u);
   EXPECT_GE(static_cast<int64_t>(first.peak), first.kept);
-  EXPECT_LE(each.kept, first.kept);
+  // A further connection keeps no more than the first: the first also
+  // holds what mbedTLS keeps process-wide. Up to 1 % apart, as what a
+  // handshake keeps varies by a few bytes between handshakes (seen: 8 B
+  // of 41 KB against Valkey 8.1).
+  EXPECT_LE(each.kept, first.kept + first.kept / 100);
   EXPECT_LT(bare.peak, each.peak);
   // The first commands after the handshake: TLS 1.3 session tickets
   // arrive here (mbedTLS 3.6 skips them without storing them).

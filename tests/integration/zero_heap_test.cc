@@ -161,11 +161,11 @@ TEST(ZeroHeap, LeaseKeeperRenewals) {
   // in real time (the fake clock stands still meanwhile).
   for (int i = 0; i < 1000 && keeper.state() == LeaseState::kKeeping; ++i) {
     clock.sleep_for(keeper.next_deadline().remaining(clock));
-    keeper.service();
+    keeper.step();
     for (int j = 0; j < 100 && keeper.renewing(); ++j) {
       pollfd fds[kMaxWaitFds];
       poll(fds, keeper.wait_fds(fds, kMaxWaitFds), 100);
-      keeper.service();
+      keeper.step();
     }
   }
   const test::AllocCounts c = test::stop_counting();
@@ -197,7 +197,7 @@ TEST(ZeroHeap, LeaseKeeperOverQuorumLock) {
   test::start_counting();
   for (int i = 0; i < 2000 && keeper.stats().renewals < 200 && !keeper.lost(); ++i) {
     conns[0].clock().sleep_for(keeper.next_deadline().remaining(conns[0].clock()));
-    keeper.service();
+    keeper.step();
   }
   const test::AllocCounts c = test::stop_counting();
   EXPECT_EQ(keeper.state(), LeaseState::kKeeping);

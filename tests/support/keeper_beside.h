@@ -23,8 +23,8 @@ namespace test {
 
 struct KeeperBeside {
   Status waiter = ErrorCode::kInProgress;  // the waiter's last step()
-  Nanos longest{0};                        // longest service() + step()
-  bool kept = true;                        // service() never said kLost
+  Nanos longest{0};                        // longest keeper step() + lease step()
+  bool kept = true;                        // step() never said kLost
 };
 
 /// Runs `keeper` and `waiter` (whose start_*() returned `started`) for
@@ -45,7 +45,7 @@ inline KeeperBeside keep_beside(LeaseKeeper& keeper, Lease& waiter, Status start
     const int ms = std::min(d.poll_timeout_ms(waiter.clock()), 50);
     (void)::poll(fds, static_cast<nfds_t>(n), ms < 0 ? 50 : ms);
     const Steady::time_point t0 = Steady::now();
-    r.kept = keeper.service() == LeaseState::kKeeping;
+    r.kept = keeper.step() == LeaseState::kKeeping;
     if (r.waiter.code() == ErrorCode::kInProgress) r.waiter = waiter.step();
     r.longest = std::max<Nanos>(r.longest, Steady::now() - t0);
   }

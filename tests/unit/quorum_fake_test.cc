@@ -202,7 +202,7 @@ class FakeKeeper : public FakeOne {
     for (int i = 0; i < 100 && k.state() == LeaseState::kKeeping && clock_.now() < until; ++i) {
       const TimePoint next = k.next_deadline().when();
       if (next > clock_.now()) clock_.set(next < until ? next : until);
-      k.service();
+      k.step();
     }
   }
   Lock lock_{conn_};

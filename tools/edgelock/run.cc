@@ -211,7 +211,7 @@ void supervise(const Options& o, edgelock::Lease& lease, LeaseKeeper& keeper, in
       }
       break;
     }
-    if (!child->lost && keeper.service() == LeaseState::kLost) {
+    if (!child->lost && keeper.step() == LeaseState::kLost) {
       on_lost(o, keeper, clock.now(), valid_end, child);
     }
     kill_if_due(o, clock, child);

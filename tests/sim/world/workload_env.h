@@ -230,7 +230,7 @@ void keep(Env& e, L& lock, const LeaseRef& ref, LeaseKeeper& keeper) {
                              : e.w().true_at_local(e.id(), next.when().time_since_epoch().count());
     e.sleep_until(wake < stop ? wake : stop);
     if (e.w().now() >= stop) break;
-    const LeaseState st = keeper.service();
+    const LeaseState st = keeper.step();
     // A process frozen since it last looked cannot hear of a loss in time.
     const bool paused = e.pauses() != pauses;
     pauses = e.pauses();

@@ -56,7 +56,7 @@ bool keep_loop(Env& e, L& lease, const LeaseRef& ref, int slot, const KeeperOpti
     const Deadline end = deadline_at(e, stop);
     sim_poll(e.w(), e.id(), fds, n, keeper.next_deadline().min(end));
     if (end.expired(e.clock())) break;
-    const LeaseState st = keeper.service();
+    const LeaseState st = keeper.step();
     // A process frozen since it last looked cannot hear of a loss in time.
     const bool paused = e.pauses() != pauses;
     pauses = e.pauses();
