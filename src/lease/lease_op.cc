@@ -129,7 +129,12 @@ Status LeaseCore::send_command(Span<const Bytes> args, Deadline deadline) {
     // after teaching the back end the slot's owner.
     routed_ = true;
     plain_ = true;
-    conn_ = backend_->route_for(key());
+    // While the back end looks the node up again (a recheck due, a lost
+    // node), the node of the request before: a SCRIPT LOAD must reach the
+    // node that lost the script, and a BLPOP there at worst fails and
+    // backs off.
+    Connection* node = backend_->route_for(key());
+    if (node) conn_ = node;
     if (!conn_) {
       const RouteNext next = backend_->route_pending(key());
       conn_ = next.node;

@@ -5,10 +5,12 @@
 // loop time but never a long step(); two FairLock waiters keep their queue
 // order across a failover.
 #include <gtest/gtest.h>
+#include <poll.h>
 
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <thread>
 
 #include "../support/keeper_beside.h"
 #include "../support/redis_topology.h"
@@ -336,6 +338,35 @@ TEST_F(SentinelStepTest, FairLockKeepsQueueOrderAcrossFailover) {
 // A keeper's Lock and a waiting FairLock on one Sentinel object: the
 // waiter polls (no BLPOP on the primary's connection they share), so the
 // keeper's renewals all go through.
+// The fair scripts are too long to re-send by body: a primary that has
+// lost them gets SCRIPT LOAD, then the call again. With the primary due
+// for a recheck at every step, the load still goes out, to the node that
+// refused the call, instead of ending the request while the primary is
+// looked up again.
+TEST_F(SentinelStepTest, FairLockLoadsItsScriptWhileThePrimaryIsRechecked) {
+  opts_.recheck_interval = Millis(1);
+  Sentinel sentinel;
+  ASSERT_TRUE(start(sentinel).ok());
+  FairLock lock(sentinel);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr("step-fair-load")).ok());
+  const int port = setup_.primary().port();
+  ASSERT_EQ(test::raw_command(port, {"SCRIPT", "FLUSH"}), "+OK\r\n");
+  const uint32_t loads = test::command_calls(port, "script|load");
+  Status s = lock.start_try_acquire();
+  for (int i = 0; i < 2000 && s.code() == ErrorCode::kInProgress; ++i) {
+    pollfd fds[kMaxWaitFds];
+    const size_t n = lock.wait_fds(fds, kMaxWaitFds);
+    poll(fds, n, 5);
+    // Every step finds the primary due for a recheck.
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    s = lock.step();
+  }
+  ASSERT_EQ(s.code(), ErrorCode::kOk) << s.to_string() << ": " << lock.last_error();
+  EXPECT_EQ(test::command_calls(port, "script|load"), loads + 1) << "one SCRIPT LOAD";
+  Loop loop;
+  EXPECT_EQ(loop.drive(lock, lock.start_release()).code(), ErrorCode::kOk);
+}
+
 TEST_F(SentinelStepTest, KeeperKeepsItsLeaseBesideAFairWaiter) {
   Sentinel shared, other;
   ASSERT_TRUE(start(shared).ok() && start(other).ok());

@@ -212,10 +212,12 @@ class LeaseCore {
   /// ends as kConnectionBusy if the turn has not come by `deadline`.
   /// Returns kInProgress: reply() has the outcome.
   Status send(const ScriptCall& call, Deadline deadline);
-  /// As send() for a plain command (BLPOP). Routed, it goes to the node
-  /// route_for() names, and ends with the error a redirect brings (the
-  /// back end learns the slot's owner from it), or with kNotConnected
-  /// while the back end is still looking its node up.
+  /// As send() for a plain command (BLPOP, SCRIPT LOAD). Routed, it goes to
+  /// the node route_for() names, or while the back end looks that up again,
+  /// to the node of the request before (a SCRIPT LOAD must reach the node
+  /// that lost the script); it ends with the error a redirect brings (the
+  /// back end learns the slot's owner from it), or with kNotConnected when
+  /// there is no node yet.
   Status send_command(Span<const Bytes> args, Deadline deadline);
   /// `first` and then `call` in one write (pipelines() only): the outcome
   /// is the call's; first_status() the command's. Routed, both go to the
