@@ -39,7 +39,6 @@
 #include "edgelock/clock.h"
 #include "edgelock/detail/rate_gate.h"
 #include "edgelock/limits.h"
-#include "edgelock/metrics.h"
 #include "edgelock/status.h"
 
 namespace edgelock {

@@ -177,8 +177,7 @@ Status peek(const Options& o, RateLimiter& limiter, Admission* a) {
 
 // One cooldown or quota decision (acquire, --peek or --reset) on
 // `limiter`, then the answer, the stats and COMMAND if allowed.
-int admit(const Options& o, Target& t, edgelock::Backend& backend, RateLimiter& limiter,
-          const char* what) {
+int admit(const Options& o, Target& t, RateLimiter& limiter, const char* what) {
   Admission a;
   Status s;
   if (o.reset) {
@@ -192,7 +191,7 @@ int admit(const Options& o, Target& t, edgelock::Backend& backend, RateLimiter& 
   if (!s.ok() && s.code() != ErrorCode::kBusy) {
     rc = s.code() == ErrorCode::kExpired
              ? too_late(o, what)
-             : report_error(backend.connection_for(limiter.key()), error_text(limiter), s, what);
+             : report_error(serving(limiter.key()), error_text(limiter), s, what);
   }
   if (o.stats) t.print_stats(o.key);
   if (rc != kExitOk) return rc;
@@ -215,7 +214,7 @@ int rate_limit(const Options& o, B& backend, Target& t) {
   const char* what = quota ? "quota" : "cooldown";
   const Status s = limiter.init(Bytes::from_cstr(o.key), ro);
   if (!s.ok()) return fail_with(s.code(), "cannot set up the %s: %s", what, cause_text(s));
-  return admit(o, t, backend, limiter, what);
+  return admit(o, t, limiter, what);
 }
 
 }  // namespace
