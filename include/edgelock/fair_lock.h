@@ -51,11 +51,10 @@
 #include "edgelock/backend.h"
 #include "edgelock/bytes.h"
 #include "edgelock/connection.h"
-#include "edgelock/detail/lease_core.h"
+#include "edgelock/detail/core_lease.h"
 #include "edgelock/lease.h"
 #include "edgelock/limits.h"
 #include "edgelock/lock.h"
-#include "edgelock/metrics.h"
 #include "edgelock/status.h"
 
 namespace edgelock {
@@ -88,11 +87,11 @@ struct FairLockOptions {
   Millis waiter_timeout{2000};
 };
 
-class FairLock final : public detail::CoreLease {
+class FairLock final : public detail::TokenLease {
  public:
   /// Uses `backend` (a Connection, Sentinel or Cluster) and its clock for
   /// every operation; it must outlive the lock.
-  explicit FairLock(Backend& backend) : CoreLease(backend) {}
+  explicit FairLock(Backend& backend) : TokenLease(backend) {}
   FairLock(const FairLock&) = delete;
   FairLock& operator=(const FairLock&) = delete;
 
@@ -147,35 +146,17 @@ class FairLock final : public detail::CoreLease {
   /// True while this handle has a place in the queue (kept, or during a
   /// wait).
   bool queued() const { return joined_ && has_token_ && !granted_; }
-  /// Owner-checked delete (and leaves the queue if queued, as after a
-  /// failed or cancelled acquire); wakes the head of the queue (one more
-  /// round trip, best effort, if the head is not the waiter the grant
-  /// named: it left, or joined later). Afterwards held() is false whatever
-  /// the outcome. Errors: as Lock::release(): kNotHeld, kNotOwner,
-  /// kProtocol, Connection::command()'s (on Sentinel or Cluster
-  /// Backend::eval()'s); kInvalidArgument (an operation in flight). On
-  /// kProtocol and command errors the token is kept and release() may be
-  /// called again.
-  Status release() override;
-  /// Owner-checked TTL raise (never shorter); `ttl` > 0. As Lock::extend(),
-  /// with the same errors (kNotHeld also once a release was sent;
-  /// kInvalidArgument also while an operation is in flight) and the same
-  /// rule for unknown outcomes.
-  Status extend(Millis ttl, ExtendMode mode = ExtendMode::kAdd);
-  /// extend(options().ttl, kReplace): at least options().ttl. Errors: as
-  /// extend().
-  Status renew() override;
-  /// Asks the server whether the key still holds our token.
-  /// Errors: kNotHeld (no token), kInvalidArgument (an operation in
-  /// flight), kProtocol, Connection::command()'s.
-  Result<bool> owned();
-  /// What the server says about the key, whoever holds it.
-  /// Errors: Connection::command()'s, kProtocol.
-  Result<KeyStatus> status();
-  /// Takes over a lease by token so release(), extend() and owned() act
-  /// on it (validity unknown, 0, until an extend). Errors: kInvalidArgument
-  /// (empty or too long, or an operation in flight).
-  Status adopt(Bytes token);
+  // release() (Lease): owner-checked delete (and leaves the queue if
+  // queued, as after a failed or cancelled acquire); wakes the head of the
+  // queue (one more round trip, best effort, if the head is not the waiter
+  // the grant named: it left, or joined later). Afterwards held() is false
+  // whatever the outcome. Errors: as Lock's release(): kNotHeld,
+  // kNotOwner, kProtocol, Connection::command()'s (on Sentinel or Cluster
+  // Backend::eval()'s); kInvalidArgument (an operation in flight). On
+  // kProtocol and command errors the token is kept and release() may be
+  // called again.
+  // renew(), extend(), owned(), status(), adopt(), remaining(), token(),
+  // fence() and busy_ttl(): as Lock's (TokenLease, detail/core_lease.h).
 
   // --- Non-blocking face (docs/nonblocking.md), as Lock's: each start_*()
   // call starts the blocking call of the same name and returns kInProgress
@@ -206,29 +187,14 @@ class FairLock final : public detail::CoreLease {
   Status start_acquire(Nanos wait, GiveUp give_up = GiveUp::kLeave);
   /// leave(). Errors: as leave(), and kInvalidArgument as above.
   Status start_leave();
-  /// release(). Errors: as release(), and kInvalidArgument as above.
-  Status start_release() override;
-  /// extend(ttl, mode). Errors: as extend(), and kInvalidArgument as above.
-  Status start_extend(Millis ttl, ExtendMode mode = ExtendMode::kAdd);
-  /// renew(). Errors: as renew(), and kInvalidArgument as above.
-  Status start_renew() override;
-  /// Moves the operation in flight; kInProgress until it is done, then its
-  /// result. Errors: the operation's; kInvalidArgument when none is in
-  /// flight.
-  Status step() override;
+  // start_release(), start_renew(), start_extend() and step(): as
+  // Lock's.
   // nonblocking(), in_progress(), wait_fds(), next_deadline(), cancel(),
   // key(), last_error() and clock() are Lease's (lease.h).
   // cancel() (Lease) sends nothing more: a cancelled wait keeps its token,
   // so release() gives its place in the queue up at once; else the place
   // lapses waiter_timeout after its last attempt.
 
-  /// Conservative validity left (0 if not held).
-  Nanos remaining() const override;
-  uint64_t fence() const override { return fence_; }
-  Bytes token() const override { return Bytes(token_, token_len_); }
-  /// The holder's TTL seen by the last busy attempt (0 also for a holder
-  /// without TTL).
-  Millis busy_ttl() const { return core_.busy_ttl(); }
   /// Our place in the queue at the last busy attempt: 1 = next; waiters
   /// ahead that left are counted until the head passes them; 0 = not
   /// queued.
@@ -242,9 +208,7 @@ class FairLock final : public detail::CoreLease {
     explicit WakeSuffix(uint64_t seq);
     Bytes bytes() const { return Bytes(text, len); }
   };
-  // The operation in flight (LeaseCore::op()).
-  enum Op : uint8_t { kOpTry = 1, kOpAcquire, kOpRelease, kOpExtend, kOpLeave };
-  // The request in flight.
+  // The request in flight (an extend's is the core's).
   enum class Req : uint8_t {
     kAttempt,   // the acquire script (after a BLPOP, if pipelined)
     kBlpop,     // BLPOP alone (a back end that cannot route)
@@ -252,34 +216,29 @@ class FairLock final : public detail::CoreLease {
     kRelease,   // release()
     kLeave,     // leaving the queue (leave(), or a wait that ended)
     kWake,      // waking the head a release or leave found
-    kExtend,    // extend()
     kLoad,      // SCRIPT LOAD, then the script call again
   };
 
-  static Status step_of(void* self) { return static_cast<FairLock*>(self)->step(); }
   Status begin_try(bool nonblocking);
   Status begin_acquire(Nanos wait, GiveUp give_up, bool nonblocking);
-  Status begin_release(bool nonblocking);
-  Status begin_extend(Millis ttl, ExtendMode mode, bool nonblocking);
   Status begin_leave(bool nonblocking);
-  Status new_token();
   Status send_call(Req req, const ScriptCall& call, Deadline deadline);
-  Status on_reply(const Result<const Reply*>& r);
+  Status on_reply(const Result<const Reply*>& r) override;
+  Status on_result(const Result<const Reply*>& r);
   Status start_attempt(Deadline deadline, Span<const Bytes> blpop = {});
+  Status attempt_again(Deadline deadline) override { return start_attempt(deadline); }
+  Millis lease_ttl() const override { return options_.ttl; }
   Status on_attempt(const Result<const Reply*>& r);
   Status on_grant(const Reply* rep);
   Status on_busy_reply(const Reply* rep);
-  Status hand_back(Status then);
-  Status attempt_done(Status s);
-  Status release_request(Req req);
+  Status attempt_done(Status s) override;
+  Status release_request(bool hand_back) override;
   Status on_release(const Result<const Reply*>& r);
   Status leave_request(Deadline deadline);
   Status on_leave(const Result<const Reply*>& r);
   Status wake_or_finish(Req after);
   Status finish(Req after);
-  Status extend_request(Millis ttl, ExtendMode mode);
-  Status on_extend(const Result<const Reply*>& r);
-  void forget();
+  void forget() override;
   // fair_lock_wait.cc
   Status next_attempt(Status last, Nanos left);
   Status on_blpop(const Result<const Reply*>& r);
@@ -287,11 +246,8 @@ class FairLock final : public detail::CoreLease {
   Status on_load(const Result<const Reply*>& r);
 
   // Small fields first: short offsets, shorter code on Thumb-2.
-  bool has_token_ = false;      // release/extend may act (held or maybe held)
-  bool granted_ = false;        // the server confirmed the grant
   bool wake_supported_ = true;  // false after the server refused BLPOP
   bool joined_ = false;         // a join was sent since the last grant
-  bool retired_ = false;        // a release of this token was sent: never granted under it again
   bool join_ = false;           // the attempts join the queue (acquire), else only try
   bool loaded_ = false;         // the request's script was loaded once after kBufferTooSmall
   bool blpop_failed_ = false;   // the BLPOP before the last attempt failed: pause first
@@ -299,25 +255,18 @@ class FairLock final : public detail::CoreLease {
   Req req_ = Req::kAttempt;
   Req load_for_ = Req::kAttempt;    // the request a SCRIPT LOAD sends again
   Req wake_after_ = Req::kRelease;  // what the wake request follows
-  Status last_;  // the attempt before a pause; the status a hand-back, leave or wake ends with
   uint32_t position_ = 0;
-  size_t token_len_ = 0;
   Millis hint_{0};         // last busy answer's wait_ms
   uint64_t seq_ = 0;       // our arrival number (0: not queued)
   uint64_t next_seq_ = 0;  // the waiter our grant named as next
   int64_t wake_seq_ = 0;   // the head a release or leave found, to wake (0: none)
-  TimePoint valid_until_{};
-  TimePoint req_start_{};  // the attempt's or extend's request left after this
-  TimePoint op_t0_{};      // when the release or extend was called (metrics)
-  Millis ext_ttl_{0};
-  uint64_t fence_ = 0;
   FairLockOptions options_;
-  char token_[kMaxTokenLen] = {};
-  // The request in flight: its words, its companion suffixes and its call
-  // (sent again after a SCRIPT LOAD) live until its reply is in. The
-  // companion keys ("{key}:fence", "{key}:queue", "{key}:w:<seq>") are
-  // named when a request is encoded.
-  detail::RequestWords<3, 2> words_;
+  // The request in flight: its second number (the waiter timeout), its
+  // companion suffixes and its call (sent again after a SCRIPT LOAD) live
+  // until its reply is in, beside its words (TokenLease). The companion
+  // keys ("{key}:fence", "{key}:queue", "{key}:w:<seq>") are named when a
+  // request is encoded.
+  detail::DecimalText num2_;
   WakeSuffix next_wake_{0};
   Bytes companions_[2];
   ScriptCall call_;

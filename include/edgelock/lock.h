@@ -26,10 +26,9 @@
 
 #include "edgelock/backend.h"
 #include "edgelock/bytes.h"
-#include "edgelock/detail/lease_core.h"
+#include "edgelock/detail/core_lease.h"
 #include "edgelock/lease.h"
 #include "edgelock/limits.h"
-#include "edgelock/metrics.h"
 #include "edgelock/status.h"
 
 namespace edgelock {
@@ -58,11 +57,11 @@ struct LockOptions {
   Nanos wake_fallback = Millis(500);
 };
 
-class Lock final : public detail::CoreLease {
+class Lock final : public detail::TokenLease {
  public:
   /// Uses `backend` (a Connection, Sentinel or Cluster) and its clock for
   /// every operation; it must outlive the lock.
-  explicit Lock(Backend& backend) : CoreLease(backend) {}
+  explicit Lock(Backend& backend) : TokenLease(backend) {}
   Lock(const Lock&) = delete;
   Lock& operator=(const Lock&) = delete;
 
@@ -103,53 +102,23 @@ class Lock final : public detail::CoreLease {
   /// (also from the pipelined wait + attempt) or kProtocol the grant may
   /// have landed: call release().
   Status acquire(Nanos wait);
-  /// Owner-checked delete. Afterwards held() is false whatever the outcome
-  /// (the delete may have run even if its reply never came), and the token
-  /// is retired: extend() refuses it and the next grant has a new one.
-  /// Errors: kNotHeld (no token: nothing to release; also when the token
-  /// comes from an acquire that never saw a grant, e.g. one cancel()ed
-  /// while waiting, and the server holds nothing of it), kNotOwner (granted,
-  /// then expired and maybe taken: the other holder's key is left alone), kProtocol (reply
-  /// other than 0/1: connection closed), and Connection::command()'s (on
-  /// Sentinel or Cluster Backend::eval()'s). On kProtocol and command
-  /// errors the token is kept and the key may still be there until its
-  /// TTL: release() may be called again (a retry after a delete that did
-  /// run says kNotOwner).
-  Status release() override;
-  /// Owner-checked TTL raise; `ttl` > 0 (0 is refused, never a delete).
-  /// kAdd: the server's PTTL + ttl; kReplace: max(PTTL, ttl). Never
-  /// shorter: a request given up on may still run after a later one, so no
-  /// extend may cut a lease (docs/late-requests.md); release() ends it.
-  /// While held(), the call waits no later than the current validity end
-  /// (a renewal never outlives the lease it renews); otherwise up to the
-  /// command timeout. ok means held with validity > 0 left.
-  /// Errors: kInvalidArgument, kNotHeld (no token, or a release of it was
-  /// sent: nothing is claimed under it again), kNotOwner (not ours any
-  /// more: token dropped), kExpired (applied, but the new TTL minus round
-  /// trip and drift leaves no validity: held() false, token kept),
-  /// kProtocol (reply not a TTL or 0; connection closed),
-  /// Connection::command()'s (kTimeout also when the validity ended first:
-  /// held() is then false), kNoQuorum (Sentinel or Cluster with WAIT: applied on the
-  /// primary, not confirmed by replicas), kBufferTooSmall.
-  /// On the other errors (not kInvalidArgument, kNotHeld, kNotOwner,
-  /// kExpired) the new TTL may or may not have been applied: the local
-  /// validity becomes the earlier of the old end and (call start + ttl -
-  /// drift), and the token is kept for release().
-  Status extend(Millis ttl, ExtendMode mode = ExtendMode::kAdd);
-  /// extend(options().ttl, kReplace): at least the original TTL (never
-  /// shorter). Errors: as extend().
-  Status renew() override;
-  /// Asks the server whether the key still holds our token.
-  /// Errors: kNotHeld (no token), kProtocol, Connection::command()'s.
-  Result<bool> owned();
-  /// What the server says about the key, whoever holds it.
-  /// Errors: Connection::command()'s, kProtocol.
-  Result<KeyStatus> status();
-
-  /// Takes over a lease by token (e.g. from another process) so release(),
-  /// extend() and owned() act on it. Local validity is unknown (0) until a
-  /// successful extend. Errors: kInvalidArgument (empty or too long).
-  Status adopt(Bytes token);
+  // release() (Lease): owner-checked delete. Afterwards held() is false
+  // whatever the outcome (the delete may have run even if its reply never
+  // came), and the token is retired: extend() refuses it and the next
+  // grant has a new one. Errors: kNotHeld (no token: nothing to release;
+  // also when the token comes from an acquire that never saw a grant, e.g.
+  // one cancel()ed while waiting, and the server holds nothing of it),
+  // kNotOwner (granted, then expired and maybe taken: the other holder's
+  // key is left alone), kInvalidArgument (an operation in flight),
+  // kProtocol (reply other than 0/1: connection closed), and
+  // Connection::command()'s (on Sentinel or Cluster Backend::eval()'s). On
+  // kProtocol and command errors the token is kept and the key may still
+  // be there until its TTL: release() may be called again (a retry after
+  // a delete that did run says kNotOwner).
+  // renew() (Lease): extend(options().ttl, kReplace), at least the
+  // original TTL (never shorter). Errors: as extend().
+  // extend(), owned(), status(), adopt() and remaining() are TokenLease's
+  // (detail/core_lease.h); token(), fence() and busy_ttl() CoreLease's.
 
   // --- Non-blocking face (docs/nonblocking.md). Each start_*() call
   // starts the blocking call of the same name and returns kInProgress
@@ -169,73 +138,37 @@ class Lock final : public detail::CoreLease {
   Status start_try_acquire();
   /// acquire(wait). Errors: as acquire().
   Status start_acquire(Nanos wait);
-  /// release(). Errors: as release().
-  Status start_release() override;
-  /// extend(ttl, mode). Errors: as extend().
-  Status start_extend(Millis ttl, ExtendMode mode = ExtendMode::kAdd);
-  /// renew(). Errors: as renew().
-  Status start_renew() override;
-  /// Moves the operation in flight; kInProgress until it is done, then its
-  /// result. Errors: the operation's; kInvalidArgument when none is in
-  /// flight.
-  Status step() override;
+  // start_release(), start_renew(), start_extend() and step(): as
+  // Lease's and TokenLease's (their blocking calls as steps).
   // nonblocking(), in_progress(), wait_fds(), next_deadline(), cancel(),
   // key(), last_error() and clock() are Lease's (lease.h).
 
-  /// Conservative validity left (0 if not held). held() (Lease) is false
-  /// from any release() call on, whatever its outcome.
-  Nanos remaining() const override;
-  /// Fencing token of the current grant (0 if none).
-  uint64_t fence() const override { return fence_; }
-  Bytes token() const override { return Bytes(token_, token_len_); }
-  /// The holder's TTL seen by the last busy attempt; 0 also for a holder
-  /// without TTL.
-  Millis busy_ttl() const { return core_.busy_ttl(); }
-
  private:
-  // The request in flight.
-  enum class Req : uint8_t { kAttempt, kBlpop, kHandBack, kRelease, kExtend };
-  static Status step_of(void* self) { return static_cast<Lock*>(self)->step(); }
+  // The request in flight of an acquire or release (an extend's is the
+  // core's).
+  enum class Req : uint8_t { kAttempt, kBlpop, kHandBack, kRelease };
   Status begin_try(bool nonblocking);
   Status begin_acquire(Nanos wait, bool nonblocking);
-  Status begin_release(bool nonblocking);
-  Status begin_extend(Millis ttl, ExtendMode mode, bool nonblocking);
   Status first_attempt();
-  Status new_token();
   Status start_attempt(Deadline deadline, Span<const Bytes> blpop = {});
+  Status attempt_again(Deadline deadline) override { return start_attempt(deadline); }
+  Millis lease_ttl() const override { return options_.ttl; }
+  Status on_reply(const Result<const Reply*>& r) override;
   Status on_attempt(const Result<const Reply*>& r);
-  Status hand_back(Status then);
-  Status attempt_done(Status s);
-  Status release_request(Req req);
+  Status attempt_done(Status s) override;
+  Status release_request(bool hand_back) override;
   Status on_release(const Result<const Reply*>& r);
-  Status extend_request(Millis ttl, ExtendMode mode);
-  Status on_extend(const Result<const Reply*>& r);
-  Status after_unknown_extend(TimePoint start, Millis ttl, Status s);
-  void forget();
+  void forget() override;
   // lock_wait.cc
   Status next_attempt(Status last, Nanos left);
   Status on_blpop(const Result<const Reply*>& r);
 
-  // Small fields first: short offsets, shorter code on Thumb-2.
-  bool has_token_ = false;      // release/extend may act (held or maybe held)
-  bool granted_ = false;        // the server confirmed the grant
   bool attempted_ = false;      // the token went out in an acquire (not adopt())
   bool wake_supported_ = true;  // false after the server refused BLPOP
-  bool retired_ = false;        // a release of this token was sent: never granted under it again
   Req req_ = Req::kAttempt;
-  Status last_;            // the attempt that led to the pause, or a hand-back's result
-  uint8_t token_len_ = 0;  // up to kMaxTokenLen
-  TimePoint valid_until_{};
-  TimePoint req_start_{};  // the attempt's or extend's request left after this
-  TimePoint op_t0_{};      // when the release or extend was called (metrics)
-  Millis ext_ttl_{0};
-  uint64_t fence_ = 0;
+  // The companion keys of a request ("{key}:fence", the fencing counter,
+  // and "{key}:wake", the release signal) are named as it is encoded.
   LockOptions options_;
-  char token_[kMaxTokenLen] = {};
-  // The request in flight's words; its companion keys ("{key}:fence", the
-  // fencing counter, and "{key}:wake", the release signal) are named as it
-  // is encoded (ScriptCall::companions).
-  detail::RequestWords<3, 1> words_;
 };
 
 }  // namespace edgelock

@@ -31,10 +31,9 @@
 #include "edgelock/backend.h"
 #include "edgelock/bytes.h"
 #include "edgelock/connection.h"
-#include "edgelock/detail/lease_core.h"
+#include "edgelock/detail/core_lease.h"
 #include "edgelock/lease.h"
 #include "edgelock/limits.h"
-#include "edgelock/metrics.h"
 #include "edgelock/script.h"
 #include "edgelock/status.h"
 
@@ -88,18 +87,17 @@ class ReentrantLock final : public detail::CoreLease {
   /// try_acquire()'s non-retryable ones; after a failure, release() cleans
   /// up a level that may have landed (see try_acquire()).
   Status acquire(Nanos wait);
-  /// Drops one level (the last one deletes the key; others refresh the
-  /// TTL, and OK means the levels left have validity). Errors: kNotHeld
-  /// (nothing counted or possibly left), kNotOwner (expired or taken, or a
-  /// retried release that had already landed: all levels are forgotten),
-  /// kExpired (the level was dropped, but the refreshed TTL came back too
-  /// late: the levels left are not claimed; release() them or extend()),
-  /// kProtocol, Connection::command()'s. After kProtocol and the errors
-  /// that leave the outcome unknown the level is no longer counted (at
-  /// depth 1 the lock is no longer held) but remembered: call release()
-  /// again to make sure it is gone; the levels left are then claimed for
-  /// the lesser of the old validity and start + ttl - drift.
-  Status release() override;
+  // release() (Lease): drops one level (the last one deletes the key; others refresh the
+  // TTL, and OK means the levels left have validity). Errors: kNotHeld
+  // (nothing counted or possibly left), kNotOwner (expired or taken, or a
+  // retried release that had already landed: all levels are forgotten),
+  // kExpired (the level was dropped, but the refreshed TTL came back too
+  // late: the levels left are not claimed; release() them or extend()),
+  // kProtocol, Connection::command()'s. After kProtocol and the errors
+  // that leave the outcome unknown the level is no longer counted (at
+  // depth 1 the lock is no longer held) but remembered: call release()
+  // again to make sure it is gone; the levels left are then claimed for
+  // the lesser of the old validity and start + ttl - drift.
   /// Owner-checked TTL raise to at least `ttl` (> 0; never shorter: a
   /// request given up on may run after a later one); keeps the depth. Waits no
   /// later than the end of the validity (nor the command timeout): a
@@ -111,9 +109,8 @@ class ReentrantLock final : public detail::CoreLease {
   /// Connection::command()'s (kNoQuorum on Sentinel or Cluster with WAIT).
   /// When the outcome is unknown the validity becomes the lesser of the
   /// old one and start + ttl - drift.
-  Status extend(Millis ttl);
-  /// extend(options().ttl). Errors: as extend().
-  Status renew() override { return extend(options_.ttl); }
+  Status extend(Millis ttl) { return drive(begin_extend(ttl, ExtendMode::kReplace, false)); }
+  // renew() (Lease): extend(options().ttl). Errors: as extend().
 
   // --- Non-blocking face (docs/nonblocking.md; as Lock's): plain
   // Connection back end only (else kInvalidArgument), one operation at a
@@ -122,16 +119,9 @@ class ReentrantLock final : public detail::CoreLease {
   Status start_try_acquire();
   /// acquire(wait). Errors: as acquire().
   Status start_acquire(Nanos wait);
-  /// release(). Errors: as release().
-  Status start_release() override;
   /// extend(ttl). Errors: as extend().
-  Status start_extend(Millis ttl);
-  /// renew(). Errors: as extend().
-  Status start_renew() override { return start_extend(options_.ttl); }
-  /// Moves the operation in flight: kInProgress until done, then its
-  /// result. Errors: the operation's; kInvalidArgument when none is in
-  /// flight.
-  Status step() override;
+  Status start_extend(Millis ttl) { return begin_extend(ttl, ExtendMode::kReplace, true); }
+  // start_release(), start_renew() and step(): Lease's.
   // nonblocking(), in_progress(), wait_fds(), next_deadline(), cancel(),
   // key(), last_error() and clock() are Lease's (lease.h).
 
@@ -142,31 +132,29 @@ class ReentrantLock final : public detail::CoreLease {
   /// Conservative validity left (0 if not held): held() while depth > 0
   /// and the local validity has not run out.
   Nanos remaining() const override;
-  uint64_t fence() const override { return fence_; }
-  Bytes owner() const { return Bytes(owner_, owner_len_); }
-  /// The owner id (Lease).
-  Bytes token() const override { return owner(); }
+  /// The owner id; token() (Lease) too.
+  Bytes owner() const { return token(); }
   /// The grant's random nonce (stored in the hash as "handle"): new for
   /// every grant from depth 0, so a request of an earlier grant given up on
   /// can never act on a later one (docs/late-requests.md).
   Bytes handle() const { return Bytes(handle_, sizeof handle_); }
-  /// The other owner's TTL seen by the last busy attempt.
-  Millis busy_ttl() const { return core_.busy_ttl(); }
 
  private:
-  // The request in flight.
-  enum class Req : uint8_t { kAttempt, kHandBack, kRelease, kExtend };
-  static Status step_of(void* self) { return static_cast<ReentrantLock*>(self)->step(); }
+  // The request in flight of an acquire or release (an extend's is the
+  // core's).
+  enum class Req : uint8_t { kAttempt, kHandBack, kRelease };
   Status begin_acquire(bool wait_too, Nanos wait, bool nonblocking);
   Status start_attempt(Deadline deadline);
+  Status attempt_again(Deadline deadline) override { return start_attempt(deadline); }
+  Millis lease_ttl() const override { return options_.ttl; }
+  Status on_reply(const Result<const Reply*>& r) override;
   Status on_attempt(const Result<const Reply*>& r);
-  Status attempt_done(Status s);
-  Status begin_release(bool nonblocking);
-  Status release_request(Req req);
+  Status attempt_done(Status s) override;
+  Status release_request(bool hand_back) override;
   Status on_release(const Result<const Reply*>& r);
-  Status begin_extend(Millis ttl, bool nonblocking);
-  Status extend_request(Millis ttl);
-  Status on_extend(const Result<const Reply*>& r);
+  // The extend sets the TTL to at least `ttl`: `mode` is kReplace.
+  Status extend_request(Millis ttl, ExtendMode mode) override;
+  Status on_extend(const Result<const Reply*>& r) override;
   void forget();
   void maybe_holds(uint32_t levels);
   void unknown_outcome(uint32_t most, TimePoint start, Millis ttl);
@@ -176,21 +164,12 @@ class ReentrantLock final : public detail::CoreLease {
   // named as it is encoded (ScriptCall::companions).
   detail::RequestWords<5, 3> words_;
   ReentrantLockOptions options_;
-  char owner_[kMaxTokenLen] = {};
-  size_t owner_len_ = 0;
   char handle_[16] = {};
-  uint32_t depth_ = 0;    // levels counted (release() drops one)
-  uint32_t most_ = 0;     // levels the server may hold: >= depth_ after unknown outcomes
-  uint32_t want_ = 0;     // the depth the request in flight asks for
-  bool retired_ = false;  // a last-level release was sent: no grant under this handle again
+  uint32_t depth_ = 0;  // levels counted (release() drops one)
+  uint32_t most_ = 0;   // levels the server may hold: >= depth_ after unknown outcomes
+  uint32_t want_ = 0;   // the depth the request in flight asks for
   Req req_ = Req::kAttempt;
-  Status last_;  // the attempt's result after a hand-back
-  Millis ext_ttl_{0};
   TimePoint attempt_start_{};  // the attempt's request left after this
-  TimePoint req_start_{};      // the release's or extend's request left after this
-  TimePoint op_t0_{};          // when the release or extend was called (metrics)
-  TimePoint valid_until_{};
-  uint64_t fence_ = 0;
 };
 
 }  // namespace edgelock

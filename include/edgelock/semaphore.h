@@ -211,6 +211,9 @@ class Semaphore {
   // The request in flight.
   enum class Req : uint8_t { kAttempt, kHandBack, kRelease, kExtend };
   static Status step_of(void* self) { return static_cast<Semaphore*>(self)->step(); }
+  static Status again_of(void* self, Deadline deadline);
+  static Status reply_of(void* self, const Result<const Reply*>& r);
+  Status on_reply(const Result<const Reply*>& r);
   Status begin_try(Permit* permit, bool nonblocking);
   Status begin_acquire(Permit* permit, Nanos wait, bool nonblocking);
   Status first_attempt(Permit* permit);

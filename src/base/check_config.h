@@ -7,7 +7,7 @@
 // src/primitives/eval_capacity.h): config.h is generated with the library, so a program
 // using it sees the same values. The check that needs the
 // library's own scripts (the longest EVAL against tx_buffer_size) is in
-// src/primitives/eval_capacity.h and uses tx_buffer_size_at_least() below.
+// src/primitives/eval_capacity.h and uses buffer_at_least() below.
 
 #include <cstddef>
 
@@ -57,28 +57,25 @@ constexpr size_t kLongestFixedCommand =
     max_of(array_header(3) + bulk_frame(4) + bulk_frame(kMaxUserLen) + bulk_frame(kMaxPasswordLen),
            array_header(3) + bulk_frame(8) + bulk_frame(23) + bulk_frame(kMaxMasterNameLen));
 
-// Fails the build, naming the option, when the command buffer is smaller
-// than kMinimum bytes (shown in the compiler's note).
-template <size_t kMinimum, size_t kConfigured>
-constexpr bool tx_buffer_size_at_least() {
-  static_assert(kConfigured >= kMinimum,
+// The two fixed buffers of a connection.
+enum class Buffer { kTx, kRx };
+
+// Fails the build, naming the Meson option, when buffer `kWhich` is
+// smaller than kMinimum bytes (shown in the compiler's note).
+template <Buffer kWhich, size_t kMinimum, size_t kConfigured>
+constexpr bool buffer_at_least() {
+  static_assert(kWhich != Buffer::kTx || kConfigured >= kMinimum,
                 "tx_buffer_size is too small for the longest command the library sends: "
                 "raise the Meson option tx_buffer_size to at least kMinimum (see the note)");
-  return true;
-}
-
-// Fails the build, naming the option, when the receive buffer is smaller
-// than kMinimum bytes (shown in the compiler's note).
-template <size_t kMinimum, size_t kConfigured>
-constexpr bool rx_buffer_size_at_least() {
-  static_assert(kConfigured >= kMinimum,
+  static_assert(kWhich != Buffer::kRx || kConfigured >= kMinimum,
                 "rx_buffer_size is too small for the longest reply a primitive parses: "
                 "raise the Meson option rx_buffer_size to at least kMinimum (see the note)");
   return true;
 }
 
-static_assert(tx_buffer_size_at_least<kLongestFixedCommand, kTxBufferSize>(), "tx_buffer_size");
-static_assert(rx_buffer_size_at_least<kLongestReplyFrame, kRxBufferSize>(), "rx_buffer_size");
+static_assert(buffer_at_least<Buffer::kTx, kLongestFixedCommand, kTxBufferSize>(),
+              "tx_buffer_size");
+static_assert(buffer_at_least<Buffer::kRx, kLongestReplyFrame, kRxBufferSize>(), "rx_buffer_size");
 
 // Companion keys ("{key}:fence") and the tests' keys need room, and a key
 // longer than a few KB would make every buffer above large.

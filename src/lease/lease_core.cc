@@ -33,10 +33,6 @@ bool LeaseCore::shared() const { return backend_->leases_ > 1; }
 
 namespace {
 
-// A second guard behind every wait's deadline: the shortest pause is 1 ms
-// (rate limiters) or retry_min, so this is over 16 minutes of waiting.
-constexpr uint32_t kMaxAttempts = 1000000;
-
 bool valid_timing(const LeaseTiming& t) {
   return t.ttl >= Millis(1) && t.ttl <= kMaxTtl && t.drift_factor >= 0.0 && t.drift_factor <= 0.5 &&
          t.retry_min > Nanos::zero() && t.retry_max >= t.retry_min;
@@ -100,6 +96,18 @@ Status LeaseCore::noted(EventKind kind, TimePoint start, Status s) {
   return s;
 }
 
+Status LeaseCore::finish(EventKind kind, TimePoint start, Status s) {
+  if (s.code() == ErrorCode::kInProgress) return s;
+  return end_op(noted(kind, start, s));
+}
+
+Status LeaseCore::after_attempt(Status s, TimePoint start) {
+  s = noted(EventKind::kAcquire, start, s);
+  Nanos left{0};
+  if (wait_on(s, &left)) return pause(backoff_delay(s, left));
+  return end_op(s);
+}
+
 Connection& LeaseCore::connection() const { return backend_->connection_for(key()); }
 
 Status LeaseCore::reject(const char* what) const {
@@ -144,22 +152,6 @@ Nanos LeaseCore::backoff_delay(Status last, Nanos left) {
   const Nanos expiry = busy_ttl_ + Millis(1);
   if (last.code() == ErrorCode::kBusy && busy_ttl_ > Millis(0) && expiry < delay) delay = expiry;
   return delay < left ? delay : left;
-}
-
-Status LeaseCore::retry(Status s, Deadline deadline, RetryOn on, Step step, void* self) {
-  Clock& c = clock();
-  // The whole call ends by the wait + one command budget: the last attempt
-  // may start just before the wait runs out and still needs its round trip.
-  const Deadline op_deadline =
-      deadline.is_never() ? deadline : Deadline::at(deadline.when() + command_timeout());
-  backoff_.reset();
-  // Bounded by the deadline; the count is a second guard.
-  for (uint32_t i = 0; i < kMaxAttempts && !s.ok() && wants_retry(s, on); ++i) {
-    const Nanos left = deadline.remaining(c);
-    if (left <= Nanos::zero()) break;
-    s = step(self, s, left, op_deadline);
-  }
-  return s;
 }
 
 }  // namespace detail

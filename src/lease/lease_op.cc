@@ -13,7 +13,8 @@ namespace {
 // Each driver turn moves bytes, waits or ends a pause; the count only
 // guards against a misbehaving peer.
 constexpr int kMaxTurns = 1 << 20;
-// A second guard behind every wait's deadline (as LeaseCore::retry()).
+// A second guard behind every wait's deadline: the shortest pause is 1 ms
+// (rate limiters) or retry_min, so this is over 16 minutes of waiting.
 constexpr uint32_t kMaxWaitAttempts = 1000000;
 // Steps cancel() runs: an operation ends within a few (the request, a
 // hand-back, the end).
@@ -33,6 +34,17 @@ Status LeaseCore::begin_op(uint8_t op, bool nonblocking) {
   waiting_ = false;
   nonblocking_ = nonblocking;
   return Status();
+}
+
+Status LeaseCore::step(Again again, OnReply on_reply, void* self) {
+  if (op_ == 0) return ErrorCode::kInvalidArgument;
+  if (phase_ == OpPhase::kPause) {
+    if (!pause_over()) return ErrorCode::kInProgress;
+    return again(self, attempt_deadline());
+  }
+  const Result<const Reply*> r = reply();
+  if (r.ok() && !r.value()) return ErrorCode::kInProgress;
+  return on_reply(self, r);
 }
 
 Status LeaseCore::end_op(Status s) {
@@ -332,7 +344,7 @@ void LeaseCore::begin_wait(Nanos wait, RetryOn on) {
   waiting_ = true;
   retry_on_ = on;
   attempts_ = 0;
-  wait_until_ = wait_deadline(wait);
+  wait_until_ = Deadline::after(clock(), wait);
   // The last attempt may start just before the wait ends and still needs
   // its round trip.
   attempts_until_ =

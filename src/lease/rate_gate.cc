@@ -50,15 +50,15 @@ Status RateGate::begin_admit(Nanos wait, Admission* out, bool nonblocking) {
   return attempt(core_.io_deadline());
 }
 
-Status RateGate::step() {
-  if (core_.op() == 0) return ErrorCode::kInvalidArgument;
-  if (core_.phase() == OpPhase::kPause) {
-    if (!core_.pause_over()) return ErrorCode::kInProgress;
-    return attempt(core_.attempt_deadline());
-  }
-  const Result<const Reply*> r = core_.reply();
-  if (r.ok() && !r.value()) return ErrorCode::kInProgress;
-  return attempt_done(decide(r));
+Status RateGate::step() { return core_.step(&again_of, &reply_of, this); }
+
+Status RateGate::again_of(void* self, Deadline deadline) {
+  return static_cast<RateGate*>(self)->attempt(deadline);
+}
+
+Status RateGate::reply_of(void* self, const Result<const Reply*>& r) {
+  RateGate& g = *static_cast<RateGate*>(self);
+  return g.attempt_done(g.decide(r));
 }
 
 // One counted attempt: refused at once while the hint holds, else the

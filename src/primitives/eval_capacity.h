@@ -104,8 +104,9 @@ constexpr size_t kTxBufferNeeded =
 // Fails the build naming the Meson option tx_buffer_size; the compiler's
 // note shows kMinimum, the smallest size that works with these scripts at
 // max_key_len.
-static_assert(config_check::tx_buffer_size_at_least<kTxBufferNeeded, kTxBufferSize>(),
-              "tx_buffer_size");
+static_assert(
+    config_check::buffer_at_least<config_check::Buffer::kTx, kTxBufferNeeded, kTxBufferSize>(),
+    "tx_buffer_size");
 
 }  // namespace detail
 }  // namespace edgelock

@@ -13,7 +13,6 @@ namespace edgelock {
 
 namespace {
 
-constexpr size_t kTokenLen = 32;  // 128 random bits as hex
 // A waiter renews every waiter_timeout / 2; the server ends a BLPOP up to
 // one timer period late (1 / hz: 100 ms by default), and the renewal needs
 // its round trip: half of this leaves room for both.
@@ -22,34 +21,28 @@ constexpr Millis kMinWaiterTimeout{500};
 // KEYS[2..] of the acquire.
 constexpr Bytes kAcquireCompanions[2] = {detail::kFenceSuffix, detail::kQueueSuffix};
 
+using detail::kOpAcquire;
+using detail::kOpLeave;
+using detail::kOpTry;
+
 }  // namespace
 
 Status FairLock::init(Bytes key, const FairLockOptions& options) {
-  if (core_.op() != 0) return ErrorCode::kInvalidArgument;
   if (options.waiter_timeout < kMinWaiterTimeout || options.waiter_timeout > kMaxTtl) {
     return ErrorCode::kInvalidArgument;
   }
-  // The core checks the key and that the back end serves its companions
-  // with it (every companion shares the key's slot: lock_keys.h).
-  EDGELOCK_TRY(core_.init(key,
-                          {options.ttl, options.drift_factor, options.retry_min, options.retry_max},
-                          kAcquireCompanions));
+  EDGELOCK_TRY(init_lease(key, detail::timing_of(options), kAcquireCompanions));
   wake_supported_ = true;
   options_ = options;
-  forget();
   return Status();
 }
 
 void FairLock::forget() {
-  has_token_ = false;
-  retired_ = false;
-  granted_ = false;
+  TokenLease::forget();
   joined_ = false;
   position_ = 0;
   seq_ = 0;
   next_seq_ = 0;
-  valid_until_ = TimePoint();
-  fence_ = 0;
 }
 
 FairLock::WakeSuffix::WakeSuffix(uint64_t seq) {
@@ -59,46 +52,29 @@ FairLock::WakeSuffix::WakeSuffix(uint64_t seq) {
   len = b.size();
 }
 
-Nanos FairLock::remaining() const { return granted_ ? core_.left(valid_until_) : Nanos::zero(); }
-
 // --- The blocking calls: the start/step machine driven to its end.
 
-Status FairLock::try_acquire() { return core_.run(begin_try(false), &FairLock::step_of, this); }
+Status FairLock::try_acquire() { return drive(begin_try(false)); }
 Status FairLock::start_try_acquire() { return begin_try(true); }
 Status FairLock::acquire(Nanos wait, GiveUp give_up) {
-  return core_.run(begin_acquire(wait, give_up, false), &FairLock::step_of, this);
+  return drive(begin_acquire(wait, give_up, false));
 }
 Status FairLock::start_acquire(Nanos wait, GiveUp give_up) {
   return begin_acquire(wait, give_up, true);
 }
-Status FairLock::leave() { return core_.run(begin_leave(false), &FairLock::step_of, this); }
+Status FairLock::leave() { return drive(begin_leave(false)); }
 Status FairLock::start_leave() { return begin_leave(true); }
-Status FairLock::release() { return core_.run(begin_release(false), &FairLock::step_of, this); }
-Status FairLock::start_release() { return begin_release(true); }
-Status FairLock::extend(Millis ttl, ExtendMode mode) {
-  return core_.run(begin_extend(ttl, mode, false), &FairLock::step_of, this);
-}
-Status FairLock::start_extend(Millis ttl, ExtendMode mode) { return begin_extend(ttl, mode, true); }
-Status FairLock::renew() { return extend(options_.ttl, ExtendMode::kReplace); }
-Status FairLock::start_renew() { return start_extend(options_.ttl, ExtendMode::kReplace); }
 
-Status FairLock::step() {
-  if (core_.op() == 0) return ErrorCode::kInvalidArgument;
-  if (core_.phase() == detail::OpPhase::kPause) {
-    if (!core_.pause_over()) return ErrorCode::kInProgress;
-    return start_attempt(core_.attempt_deadline());
-  }
-  const Result<const Reply*> r = core_.reply();
-  if (r.ok() && !r.value()) return ErrorCode::kInProgress;
+Status FairLock::on_reply(const Result<const Reply*>& r) {
   // NOSCRIPT with an EVAL too long to re-send: nothing ran; load and retry.
   if (r.status().code() == ErrorCode::kBufferTooSmall && req_ != Req::kLoad &&
       req_ != Req::kBlpop && !loaded_) {
     return load_script();
   }
-  return on_reply(r);
+  return on_result(r);
 }
 
-Status FairLock::on_reply(const Result<const Reply*>& r) {
+Status FairLock::on_result(const Result<const Reply*>& r) {
   switch (req_) {
     case Req::kAttempt: return on_attempt(r);
     case Req::kBlpop: return on_blpop(r);
@@ -115,7 +91,6 @@ Status FairLock::on_reply(const Result<const Reply*>& r) {
       return wake_or_finish(Req::kLeave);
     }
     case Req::kWake: return finish(wake_after_);
-    case Req::kExtend: return core_.end_op(core_.noted(EventKind::kExtend, op_t0_, on_extend(r)));
   }
   return core_.end_op(ErrorCode::kInvalidArgument);
 }
@@ -158,40 +133,20 @@ Status FairLock::begin_acquire(Nanos wait, GiveUp give_up, bool nonblocking) {
   return start_attempt(core_.attempt_deadline());
 }
 
-Status FairLock::new_token() {
-  forget();
-  EDGELOCK_TRY(core_.mint(token_, kTokenLen));
-  token_len_ = kTokenLen;
-  return Status();
-}
-
 // One counted attempt; with `blpop`, pipelined behind that command on the
 // plain connection (fair_lock_wait.cc).
 Status FairLock::start_attempt(Deadline deadline, Span<const Bytes> blpop) {
-  // Retries keep the token (our place, and a grant whose reply was lost),
-  // except after a hand-back of unknown outcome: that delete may still land
-  // and must find no grant under its token. The old lease lapses by its
-  // TTL; the new token queues afresh.
-  if (retired_) {
-    const Status minted = new_token();
-    if (!minted.ok()) return core_.end_op(minted);
-  }
+  // Retries keep the token: our place, too (the new token after a
+  // hand-back queues afresh).
+  const Status ready = begin_attempt();
+  if (!ready.ok()) return core_.end_op(ready);
   auto& w = words_;
-  w.key = key();
   // +waiter_timeout joins the queue, -waiter_timeout only tries.
   const int64_t wt = options_.waiter_timeout.count();
-  w.num[0].set(options_.ttl.count());
-  w.num[1].set(join_ ? wt : -wt);
-  w.args[0] = token();
-  w.args[1] = w.num[0].bytes();
-  w.args[2] = w.num[1].bytes();
-  // From here a lost reply may mean the key is ours: keep the token so
-  // release() can clean up, and leave the queue if the wait ends.
-  has_token_ = true;
+  num2_.set(join_ ? wt : -wt);
+  w.args[2] = num2_.bytes();
+  // A lost reply may also mean we queued: leave the queue if the wait ends.
   joined_ = joined_ || join_;
-  // Validity counts from before the request leaves (before the BLPOP, if
-  // any): the server's TTL may have started any time after this.
-  req_start_ = clock().now();
   const ScriptCall call{
       &detail::kFairAcquireScript, {&w.key, 1}, {w.args, 3}, true, kAcquireCompanions};
   if (blpop.empty()) return send_call(Req::kAttempt, call, deadline);
@@ -258,16 +213,6 @@ Status FairLock::on_busy_reply(const Reply* rep) {
   // our wake list is named after it.
   seq_ = static_cast<uint64_t>(rep->elements[2].integer);
   return ErrorCode::kBusy;
-}
-
-// Releases what the attempt got; the attempt then ends with `then`.
-Status FairLock::hand_back(Status then) {
-  last_ = then;
-  op_t0_ = clock().now();
-  const Status s = release_request(Req::kHandBack);
-  if (s.code() == ErrorCode::kInProgress) return s;
-  core_.noted(EventKind::kRelease, op_t0_, s).ignore();
-  return attempt_done(then);
 }
 
 // After an attempt: wait on (fair_lock_wait.cc), or end, leaving the queue

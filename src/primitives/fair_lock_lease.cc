@@ -1,13 +1,9 @@
-// FairLock: what a held lease does (release, extend, ownership, status,
-// adopt) and leaving the queue, as steps of the machine (fair_lock.cc).
-// Extend and the ownership check are Lock's scripts (the key alone);
-// release and leave are the fair ones, which wake the head of the queue.
-#include <cstring>
-
+// FairLock: its release and leaving the queue, as steps of the machine
+// (fair_lock.cc): the fair scripts, which wake the head of the queue.
+// Extend and the ownership check are Lock's (TokenLease).
 #include "base/lock_keys.h"
 #include "edgelock/fair_lock.h"
 #include "primitives/fair_scripts.h"
-#include "primitives/lock_scripts.h"
 
 namespace edgelock {
 
@@ -15,19 +11,13 @@ namespace {
 
 constexpr Bytes kQueueCompanion[1] = {detail::kQueueSuffix};
 
+using detail::kOpLeave;
+
 }  // namespace
 
 // --- Release.
 
-Status FairLock::begin_release(bool nonblocking) {
-  EDGELOCK_TRY(core_.begin_op(kOpRelease, nonblocking));
-  op_t0_ = clock().now();
-  const Status s = release_request(Req::kRelease);
-  if (s.code() == ErrorCode::kInProgress) return s;
-  return core_.end_op(core_.noted(EventKind::kRelease, op_t0_, s));
-}
-
-Status FairLock::release_request(Req req) {
+Status FairLock::release_request(bool hand_back) {
   if (!has_token_) return ErrorCode::kNotHeld;
   // Whatever the outcome, the lease is no longer ours to use: the delete
   // may run even if its reply never comes. The token stays for a retry.
@@ -42,11 +32,11 @@ Status FairLock::release_request(Req req) {
   auto& w = words_;
   w.key = key();
   w.num[0].set(static_cast<int64_t>(next_seq_));
-  w.num[1].set(options_.waiter_timeout.count());
+  num2_.set(options_.waiter_timeout.count());
   w.args[0] = token();
   w.args[1] = w.num[0].bytes();
-  w.args[2] = w.num[1].bytes();
-  return send_call(req,
+  w.args[2] = num2_.bytes();
+  return send_call(hand_back ? Req::kHandBack : Req::kRelease,
                    {&detail::kFairReleaseScript, {&w.key, 1}, {w.args, 3}, false, {companions_, 2}},
                    core_.io_deadline());
 }
@@ -133,78 +123,6 @@ Status FairLock::wake_or_finish(Req after) {
 Status FairLock::finish(Req after) {
   if (after == Req::kHandBack) return attempt_done(last_);
   return core_.end_op(last_);
-}
-
-// --- Extend.
-
-Status FairLock::begin_extend(Millis ttl, ExtendMode mode, bool nonblocking) {
-  EDGELOCK_TRY(core_.begin_op(kOpExtend, nonblocking));
-  op_t0_ = clock().now();
-  const Status s = extend_request(ttl, mode);
-  if (s.code() == ErrorCode::kInProgress) return s;
-  return core_.end_op(core_.noted(EventKind::kExtend, op_t0_, s));
-}
-
-Status FairLock::extend_request(Millis ttl, ExtendMode mode) {
-  if (ttl < Millis(1) || ttl > kMaxTtl) return ErrorCode::kInvalidArgument;
-  if (!has_token_ || retired_) return ErrorCode::kNotHeld;
-  auto& w = words_;
-  w.key = key();
-  w.num[0].set(ttl.count());
-  w.args[0] = token();
-  w.args[1] = w.num[0].bytes();
-  w.args[2] = Bytes::from_cstr(mode == ExtendMode::kAdd ? "add" : "set");
-  ext_ttl_ = ttl;
-  req_start_ = clock().now();
-  // A renewal never waits past the lease it renews: at its end the caller
-  // must learn of the loss.
-  const Deadline d = core_.renewal_deadline(granted_ ? valid_until_ : TimePoint(), req_start_);
-  return send_call(Req::kExtend, {&detail::kExtendScript, {&w.key, 1}, {w.args, 3}, true}, d);
-}
-
-Status FairLock::on_extend(const Result<const Reply*>& r) {
-  // The new TTL may or may not have been applied (timeout, lost reply,
-  // WAIT short of its replicas): the lease lasts until the earlier end.
-  if (!r.ok()) {
-    if (granted_) valid_until_ = core_.least_end(valid_until_, req_start_, ext_ttl_);
-    return r.status();
-  }
-  const Reply* rep = r.value();
-  if (rep->type != ReplyType::kInteger || rep->integer < 0 || Millis(rep->integer) > 2 * kMaxTtl) {
-    if (granted_) valid_until_ = core_.least_end(valid_until_, req_start_, ext_ttl_);
-    return core_.reject("extend wants a TTL or 0");
-  }
-  if (rep->integer == 0) {
-    forget();
-    return ErrorCode::kNotOwner;
-  }
-  granted_ = true;
-  valid_until_ = core_.validity_end(req_start_, Millis(rep->integer));
-  // ok means usable: a TTL the round trip and drift eat is not (token kept).
-  if (remaining() <= Nanos::zero()) return ErrorCode::kExpired;
-  return Status();
-}
-
-// --- Queries (blocking only).
-
-Result<bool> FairLock::owned() {
-  if (!has_token_) return ErrorCode::kNotHeld;
-  if (core_.op() != 0) return ErrorCode::kInvalidArgument;
-  const Result<bool> r = core_.check_owned(detail::kOwnedScript, token());
-  if (r.ok() && !r.value()) forget();
-  return r;
-}
-
-Result<KeyStatus> FairLock::status() { return core_.key_status(); }
-
-Status FairLock::adopt(Bytes token) {
-  if (core_.op() != 0) return ErrorCode::kInvalidArgument;
-  if (token.size == 0 || token.size > kMaxTokenLen) return ErrorCode::kInvalidArgument;
-  forget();
-  std::memcpy(token_, token.data, token.size);
-  token_len_ = token.size;
-  has_token_ = true;
-  return Status();
 }
 
 }  // namespace edgelock

@@ -97,7 +97,7 @@ Status FairLock::on_load(const Result<const Reply*>& r) {
     out = core_.reject("SCRIPT LOAD wants a SHA-1");
   }
   // The request it was for ends with the load's error.
-  if (!out.ok()) return on_reply(out);
+  if (!out.ok()) return on_result(out);
   return core_.send(call_, call_deadline_);
 }
 

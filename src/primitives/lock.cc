@@ -14,8 +14,6 @@ namespace edgelock {
 
 namespace {
 
-constexpr size_t kTokenLen = 32;  // 128 random bits as hex
-static_assert(kMaxTokenLen <= UINT8_MAX, "Lock keeps the token's length in a uint8_t");
 // How long an unclaimed wake signal lives: long enough to cover a waiter
 // that got its busy reply but has not reached BLPOP yet, short enough that
 // a stale signal costs at most one extra attempt.
@@ -25,68 +23,39 @@ constexpr const char* kWakeSignalTtlMs = "250";
 constexpr Bytes kAcquireCompanions[2] = {detail::kFenceSuffix, detail::kWakeSuffix};
 constexpr Bytes kReleaseCompanions[1] = {detail::kWakeSuffix};
 
-// What the operation in flight is (LeaseCore::op()).
-enum LockOp : uint8_t { kOpTry = 1, kOpAcquire, kOpRelease, kOpExtend };
+using detail::kOpAcquire;
+using detail::kOpTry;
 
 }  // namespace
 
 Status Lock::init(Bytes key, const LockOptions& options) {
-  if (core_.op() != 0) return ErrorCode::kInvalidArgument;
   if (options.wake_fallback < Millis(2)) return ErrorCode::kInvalidArgument;
-  EDGELOCK_TRY(core_.init(key,
-                          {options.ttl, options.drift_factor, options.retry_min, options.retry_max},
-                          kAcquireCompanions));
+  EDGELOCK_TRY(init_lease(key, detail::timing_of(options), kAcquireCompanions));
   wake_supported_ = true;
   options_ = options;
-  forget();
   return Status();
 }
 
 void Lock::forget() {
-  has_token_ = false;
-  retired_ = false;
-  granted_ = false;
+  TokenLease::forget();
   attempted_ = false;
-  valid_until_ = TimePoint();
-  fence_ = 0;
 }
-
-Nanos Lock::remaining() const { return granted_ ? core_.left(valid_until_) : Nanos::zero(); }
 
 // --- The blocking calls: the start/step machine driven to its end.
 
-Status Lock::try_acquire() { return core_.run(begin_try(false), &Lock::step_of, this); }
+Status Lock::try_acquire() { return drive(begin_try(false)); }
 Status Lock::start_try_acquire() { return begin_try(true); }
-Status Lock::acquire(Nanos wait) {
-  return core_.run(begin_acquire(wait, false), &Lock::step_of, this);
-}
+Status Lock::acquire(Nanos wait) { return drive(begin_acquire(wait, false)); }
 Status Lock::start_acquire(Nanos wait) { return begin_acquire(wait, true); }
-Status Lock::release() { return core_.run(begin_release(false), &Lock::step_of, this); }
-Status Lock::start_release() { return begin_release(true); }
-Status Lock::extend(Millis ttl, ExtendMode mode) {
-  return core_.run(begin_extend(ttl, mode, false), &Lock::step_of, this);
-}
-Status Lock::start_extend(Millis ttl, ExtendMode mode) { return begin_extend(ttl, mode, true); }
-Status Lock::renew() { return extend(options_.ttl, ExtendMode::kReplace); }
-Status Lock::start_renew() { return start_extend(options_.ttl, ExtendMode::kReplace); }
 
-Status Lock::step() {
-  if (core_.op() == 0) return ErrorCode::kInvalidArgument;
-  if (core_.phase() == detail::OpPhase::kPause) {
-    if (!core_.pause_over()) return ErrorCode::kInProgress;
-    return start_attempt(core_.attempt_deadline());
-  }
-  const Result<const Reply*> r = core_.reply();
-  if (r.ok() && !r.value()) return ErrorCode::kInProgress;
+Status Lock::on_reply(const Result<const Reply*>& r) {
   switch (req_) {
     case Req::kAttempt: return on_attempt(r);
     case Req::kBlpop: return on_blpop(r);
     case Req::kHandBack:
       core_.noted(EventKind::kRelease, op_t0_, on_release(r)).ignore();
       return attempt_done(last_);
-    case Req::kRelease:
-      return core_.end_op(core_.noted(EventKind::kRelease, op_t0_, on_release(r)));
-    case Req::kExtend: return core_.end_op(core_.noted(EventKind::kExtend, op_t0_, on_extend(r)));
+    case Req::kRelease: return core_.finish(EventKind::kRelease, op_t0_, on_release(r));
   }
   return core_.end_op(ErrorCode::kInvalidArgument);
 }
@@ -113,38 +82,15 @@ Status Lock::first_attempt() {
   return start_attempt(core_.io_deadline());
 }
 
-Status Lock::new_token() {
-  forget();
-  EDGELOCK_TRY(core_.mint(token_, kTokenLen));
-  token_len_ = kTokenLen;
-  return Status();
-}
-
 // One counted attempt; with `blpop`, pipelined behind that command
 // (lock_wait.cc).
 Status Lock::start_attempt(Deadline deadline, Span<const Bytes> blpop) {
-  // Retries keep the token (the script recognises a grant whose reply we
-  // lost), except after a hand-back whose outcome is unknown: that delete
-  // may still land and must find no grant under its token. The old lease,
-  // if the hand-back never lands, lapses by its TTL.
-  if (retired_) {
-    const Status minted = new_token();
-    if (!minted.ok()) return core_.end_op(minted);
-  }
-  auto& w = words_;
-  w.key = key();
-  w.num[0].set(options_.ttl.count());
-  w.args[0] = token();
-  w.args[1] = w.num[0].bytes();
-  const size_t ncomp = options_.wake_on_release ? 2 : 1;
-  // From here a lost reply may mean the key is ours (also on a retry after
-  // a late grant was handed back): keep the token so release() can clean up.
-  has_token_ = true;
+  const Status ready = begin_attempt();
+  if (!ready.ok()) return core_.end_op(ready);
   attempted_ = true;
   req_ = Req::kAttempt;
-  // Validity counts from before the request leaves (before the BLPOP, if
-  // any): the server's TTL may have started any time after this.
-  req_start_ = clock().now();
+  auto& w = words_;
+  const size_t ncomp = options_.wake_on_release ? 2 : 1;
   const ScriptCall call{
       &detail::kAcquireScript, {&w.key, 1}, {w.args, 2}, true, {kAcquireCompanions, ncomp}};
   if (blpop.empty()) return core_.send(call, deadline);
@@ -180,16 +126,6 @@ Status Lock::on_attempt(const Result<const Reply*>& r) {
   return attempt_done(Status());
 }
 
-// Releases what the attempt got; the attempt then ends with `then`.
-Status Lock::hand_back(Status then) {
-  last_ = then;
-  op_t0_ = clock().now();
-  const Status s = release_request(Req::kHandBack);
-  if (s.code() == ErrorCode::kInProgress) return s;
-  core_.noted(EventKind::kRelease, op_t0_, s).ignore();
-  return attempt_done(then);
-}
-
 Status Lock::attempt_done(Status s) {
   s = core_.noted(EventKind::kAcquire, req_start_, s);
   Nanos left{0};
@@ -199,15 +135,7 @@ Status Lock::attempt_done(Status s) {
 
 // --- Release.
 
-Status Lock::begin_release(bool nonblocking) {
-  EDGELOCK_TRY(core_.begin_op(kOpRelease, nonblocking));
-  op_t0_ = clock().now();
-  const Status s = release_request(Req::kRelease);
-  if (s.code() == ErrorCode::kInProgress) return s;
-  return core_.end_op(core_.noted(EventKind::kRelease, op_t0_, s));
-}
-
-Status Lock::release_request(Req req) {
+Status Lock::release_request(bool hand_back) {
   if (!has_token_) return ErrorCode::kNotHeld;
   // Whatever the outcome, the lease is no longer ours to use: the delete
   // may run even if its reply never comes, so nothing is claimed under
@@ -220,7 +148,7 @@ Status Lock::release_request(Req req) {
   w.args[0] = token();
   w.args[1] = Bytes::from_cstr(kWakeSignalTtlMs);
   const size_t n = options_.wake_on_release ? 1 : 0;
-  req_ = req;
+  req_ = hand_back ? Req::kHandBack : Req::kRelease;
   return core_.send(
       {&detail::kReleaseScript, {&w.key, 1}, {w.args, n + 1}, false, {kReleaseCompanions, n}},
       core_.io_deadline());
@@ -239,80 +167,6 @@ Status Lock::on_release(const Result<const Reply*>& r) {
   forget();
   if (rep->integer == 1) return Status();
   return never_granted ? ErrorCode::kNotHeld : ErrorCode::kNotOwner;
-}
-
-// --- Extend.
-
-Status Lock::begin_extend(Millis ttl, ExtendMode mode, bool nonblocking) {
-  EDGELOCK_TRY(core_.begin_op(kOpExtend, nonblocking));
-  op_t0_ = clock().now();
-  const Status s = extend_request(ttl, mode);
-  if (s.code() == ErrorCode::kInProgress) return s;
-  return core_.end_op(core_.noted(EventKind::kExtend, op_t0_, s));
-}
-
-Status Lock::extend_request(Millis ttl, ExtendMode mode) {
-  if (ttl < Millis(1) || ttl > kMaxTtl) return ErrorCode::kInvalidArgument;
-  if (!has_token_ || retired_) return ErrorCode::kNotHeld;
-  auto& w = words_;
-  w.num[0].set(ttl.count());
-  w.key = key();
-  w.args[0] = token();
-  w.args[1] = w.num[0].bytes();
-  w.args[2] = Bytes::from_cstr(mode == ExtendMode::kAdd ? "add" : "set");
-  ext_ttl_ = ttl;
-  req_start_ = clock().now();
-  req_ = Req::kExtend;
-  // A renewal never waits past the lease it renews: at its end the caller
-  // must learn of the loss (e.g. to stop the work it guards).
-  const Deadline d = core_.renewal_deadline(granted_ ? valid_until_ : TimePoint(), req_start_);
-  return core_.send({&detail::kExtendScript, {&w.key, 1}, {w.args, 3}, true}, d);
-}
-
-Status Lock::on_extend(const Result<const Reply*>& r) {
-  if (!r.ok()) return after_unknown_extend(req_start_, ext_ttl_, r.status());
-  const Reply* rep = r.value();
-  if (rep->type != ReplyType::kInteger || rep->integer < 0 || Millis(rep->integer) > 2 * kMaxTtl) {
-    return after_unknown_extend(req_start_, ext_ttl_, core_.reject("extend wants a TTL or 0"));
-  }
-  if (rep->integer == 0) {
-    forget();
-    return ErrorCode::kNotOwner;
-  }
-  granted_ = true;
-  valid_until_ = core_.validity_end(req_start_, Millis(rep->integer));
-  // ok means usable: a TTL the round trip and drift eat is not (token kept).
-  if (remaining() <= Nanos::zero()) return ErrorCode::kExpired;
-  return Status();
-}
-
-Status Lock::after_unknown_extend(TimePoint start, Millis ttl, Status s) {
-  // The new TTL may have been applied (timeout, lost reply, WAIT short of
-  // its replicas), or not: the lease lasts until the earlier of the two.
-  if (granted_) valid_until_ = core_.least_end(valid_until_, start, ttl);
-  return s;
-}
-
-// --- Queries (blocking only).
-
-Result<bool> Lock::owned() {
-  if (!has_token_) return ErrorCode::kNotHeld;
-  if (core_.op() != 0) return ErrorCode::kInvalidArgument;
-  const Result<bool> r = core_.check_owned(detail::kOwnedScript, token());
-  if (r.ok() && !r.value()) forget();
-  return r;
-}
-
-Result<KeyStatus> Lock::status() { return core_.key_status(); }
-
-Status Lock::adopt(Bytes token) {
-  if (core_.op() != 0) return ErrorCode::kInvalidArgument;
-  if (token.size == 0 || token.size > kMaxTokenLen) return ErrorCode::kInvalidArgument;
-  forget();
-  std::memcpy(token_, token.data, token.size);
-  token_len_ = static_cast<uint8_t>(token.size);
-  has_token_ = true;
-  return Status();
 }
 
 }  // namespace edgelock

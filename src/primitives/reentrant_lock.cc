@@ -16,23 +16,21 @@ constexpr uint32_t kMaxDepth = 1u << 31;
 // KEYS[2] of the acquire: the fence counter.
 constexpr Bytes kFenceCompanion[1] = {detail::kFenceSuffix};
 
-// What the operation in flight is (LeaseCore::op()).
-enum ReentrantOp : uint8_t { kOpTry = 1, kOpAcquire, kOpRelease, kOpExtend };
+using detail::kOpAcquire;
+using detail::kOpTry;
 }  // namespace
 
 Status ReentrantLock::init(Bytes key, const ReentrantLockOptions& options, Bytes owner) {
   if (core_.op() != 0) return ErrorCode::kInvalidArgument;
   if (owner.size > kMaxTokenLen) return ErrorCode::kInvalidArgument;
-  EDGELOCK_TRY(core_.init(key,
-                          {options.ttl, options.drift_factor, options.retry_min, options.retry_max},
-                          kFenceCompanion));
+  EDGELOCK_TRY(core_.init(key, detail::timing_of(options), kFenceCompanion));
   EDGELOCK_TRY(core_.mint(handle_, sizeof handle_));
   if (owner.size == 0) {
-    EDGELOCK_TRY(core_.mint(owner_, kOwnerLen));
-    owner_len_ = kOwnerLen;
+    EDGELOCK_TRY(core_.mint(token_, kOwnerLen));
+    token_len_ = kOwnerLen;
   } else {
-    std::memcpy(owner_, owner.data, owner.size);
-    owner_len_ = owner.size;
+    std::memcpy(token_, owner.data, owner.size);
+    token_len_ = static_cast<uint8_t>(owner.size);
   }
   options_ = options;
   forget();
@@ -70,40 +68,20 @@ Status ReentrantLock::send(const Script& script, bool fenced, size_t nargs, bool
 }
 
 // The blocking calls: the start/step machine driven to its end.
-Status ReentrantLock::try_acquire() {
-  return core_.run(begin_acquire(false, Nanos::zero(), false), &ReentrantLock::step_of, this);
-}
+Status ReentrantLock::try_acquire() { return drive(begin_acquire(false, Nanos::zero(), false)); }
 Status ReentrantLock::start_try_acquire() { return begin_acquire(false, Nanos::zero(), true); }
-Status ReentrantLock::acquire(Nanos wait) {
-  return core_.run(begin_acquire(true, wait, false), &ReentrantLock::step_of, this);
-}
+Status ReentrantLock::acquire(Nanos wait) { return drive(begin_acquire(true, wait, false)); }
 Status ReentrantLock::start_acquire(Nanos wait) { return begin_acquire(true, wait, true); }
-Status ReentrantLock::release() {
-  return core_.run(begin_release(false), &ReentrantLock::step_of, this);
-}
-Status ReentrantLock::start_release() { return begin_release(true); }
-Status ReentrantLock::extend(Millis ttl) {
-  return core_.run(begin_extend(ttl, false), &ReentrantLock::step_of, this);
-}
-Status ReentrantLock::start_extend(Millis ttl) { return begin_extend(ttl, true); }
 
-Status ReentrantLock::step() {
-  if (core_.op() == 0) return ErrorCode::kInvalidArgument;
-  if (core_.phase() == detail::OpPhase::kPause) {
-    if (!core_.pause_over()) return ErrorCode::kInProgress;
-    // Same wanted depth on retries: a grant whose reply was lost is found.
-    return start_attempt(core_.attempt_deadline());
-  }
-  const Result<const Reply*> r = core_.reply();
-  if (r.ok() && !r.value()) return ErrorCode::kInProgress;
+// A retry (attempt_again()) asks for the same depth: a grant whose reply
+// was lost is found.
+Status ReentrantLock::on_reply(const Result<const Reply*>& r) {
   switch (req_) {
     case Req::kAttempt: return on_attempt(r);
     case Req::kHandBack:
       core_.noted(EventKind::kRelease, op_t0_, on_release(r)).ignore();
       return attempt_done(last_);
-    case Req::kRelease:
-      return core_.end_op(core_.noted(EventKind::kRelease, op_t0_, on_release(r)));
-    case Req::kExtend: return core_.end_op(core_.noted(EventKind::kExtend, op_t0_, on_extend(r)));
+    case Req::kRelease: return core_.finish(EventKind::kRelease, op_t0_, on_release(r));
   }
   return core_.end_op(ErrorCode::kInvalidArgument);
 }
@@ -170,23 +148,10 @@ Status ReentrantLock::on_attempt(const Result<const Reply*>& r) {
   fence_ = static_cast<uint64_t>(value);
   valid_until_ = core_.validity_end(attempt_start_, options_.ttl);
   if (remaining() > Nanos::zero()) return attempt_done(Status());
-  // This level came too late to use: hand it back (a release).
-  last_ = ErrorCode::kExpired;
-  op_t0_ = clock().now();
-  const Status h = release_request(Req::kHandBack);
-  if (h.code() == ErrorCode::kInProgress) return h;
-  core_.noted(EventKind::kRelease, op_t0_, h).ignore();
-  return attempt_done(last_);
+  return hand_back(ErrorCode::kExpired);  // this level came too late to use
 }
 
-Status ReentrantLock::attempt_done(Status s) {
-  s = core_.noted(EventKind::kAcquire, attempt_start_, s);
-  Nanos left{0};
-  if (core_.op() == kOpAcquire && core_.wait_on(s, &left)) {
-    return core_.pause(core_.backoff_delay(s, left));
-  }
-  return core_.end_op(s);
-}
+Status ReentrantLock::attempt_done(Status s) { return core_.after_attempt(s, attempt_start_); }
 
 void ReentrantLock::unknown_outcome(uint32_t most, TimePoint start, Millis ttl) {
   maybe_holds(most);
@@ -195,15 +160,7 @@ void ReentrantLock::unknown_outcome(uint32_t most, TimePoint start, Millis ttl) 
 
 // --- Release.
 
-Status ReentrantLock::begin_release(bool nonblocking) {
-  EDGELOCK_TRY(core_.begin_op(kOpRelease, nonblocking));
-  op_t0_ = clock().now();
-  const Status s = release_request(Req::kRelease);
-  if (s.code() == ErrorCode::kInProgress) return s;
-  return core_.end_op(core_.noted(EventKind::kRelease, op_t0_, s));
-}
-
-Status ReentrantLock::release_request(Req req) {
+Status ReentrantLock::release_request(bool hand_back) {
   if (depth_ == 0 && most_ == 0) return ErrorCode::kNotHeld;
   // After an acquire whose outcome we never learnt the level may be there
   // even at depth 0: release() removes it too.
@@ -218,7 +175,7 @@ Status ReentrantLock::release_request(Req req) {
   w.args[2] = w.num[1].bytes();
   w.args[3] = handle();
   w.args[4] = w.num[2].bytes();
-  req_ = req;
+  req_ = hand_back ? Req::kHandBack : Req::kRelease;
   req_start_ = clock().now();
   return send(detail::kReentrantReleaseScript, false, 5, false, core_.io_deadline());
 }
@@ -253,15 +210,7 @@ Status ReentrantLock::on_release(const Result<const Reply*>& r) {
 
 // --- Extend.
 
-Status ReentrantLock::begin_extend(Millis ttl, bool nonblocking) {
-  EDGELOCK_TRY(core_.begin_op(kOpExtend, nonblocking));
-  op_t0_ = clock().now();
-  const Status s = extend_request(ttl);
-  if (s.code() == ErrorCode::kInProgress) return s;
-  return core_.end_op(core_.noted(EventKind::kExtend, op_t0_, s));
-}
-
-Status ReentrantLock::extend_request(Millis ttl) {
+Status ReentrantLock::extend_request(Millis ttl, ExtendMode) {
   if (ttl < Millis(1) || ttl > kMaxTtl) return ErrorCode::kInvalidArgument;
   if (depth_ == 0) return ErrorCode::kNotHeld;
   auto& w = words_;
@@ -270,7 +219,6 @@ Status ReentrantLock::extend_request(Millis ttl) {
   w.args[1] = w.num[0].bytes();
   w.args[2] = handle();
   ext_ttl_ = ttl;
-  req_ = Req::kExtend;
   req_start_ = clock().now();
   // A renewal is worth waiting for only while the lease is still valid.
   const Deadline deadline = core_.renewal_deadline(valid_until_, req_start_);

@@ -70,8 +70,7 @@ Clock& Permit::clock() const { return sem_ ? sem_->core_.clock() : default_clock
 Status Semaphore::init(Bytes key, const SemaphoreOptions& options) {
   if (core_.op() != 0) return ErrorCode::kInvalidArgument;
   if (options.permits < 1 || options.permits > kMaxPermits) return ErrorCode::kInvalidArgument;
-  EDGELOCK_TRY(
-      core_.init(key, {options.ttl, options.drift_factor, options.retry_min, options.retry_max}));
+  EDGELOCK_TRY(core_.init(key, detail::timing_of(options)));
   options_ = options;
   return Status();
 }
@@ -103,14 +102,18 @@ Status Semaphore::extend(Permit* permit, Millis ttl) {
   return core_.run(begin_extend(permit, ttl, false), &Semaphore::step_of, this);
 }
 
-Status Semaphore::step() {
-  if (core_.op() == 0) return ErrorCode::kInvalidArgument;
-  if (core_.phase() == detail::OpPhase::kPause) {
-    if (!core_.pause_over()) return ErrorCode::kInProgress;
-    return start_attempt(core_.attempt_deadline());  // same id: lost grants are found
-  }
-  const Result<const Reply*> r = core_.reply();
-  if (r.ok() && !r.value()) return ErrorCode::kInProgress;
+Status Semaphore::step() { return core_.step(&again_of, &reply_of, this); }
+
+// A retry keeps the id: a grant whose reply was lost is found.
+Status Semaphore::again_of(void* self, Deadline deadline) {
+  return static_cast<Semaphore*>(self)->start_attempt(deadline);
+}
+
+Status Semaphore::reply_of(void* self, const Result<const Reply*>& r) {
+  return static_cast<Semaphore*>(self)->on_reply(r);
+}
+
+Status Semaphore::on_reply(const Result<const Reply*>& r) {
   switch (req_) {
     case Req::kAttempt: return on_attempt(r);
     case Req::kHandBack: {
@@ -119,7 +122,7 @@ Status Semaphore::step() {
       return attempt_done(last_);
     }
     case Req::kRelease: return finish_release(on_release(r));
-    case Req::kExtend: return core_.end_op(core_.noted(EventKind::kExtend, op_t0_, on_extend(r)));
+    case Req::kExtend: return core_.finish(EventKind::kExtend, op_t0_, on_extend(r));
   }
   return core_.end_op(ErrorCode::kInvalidArgument);
 }
@@ -216,14 +219,7 @@ Status Semaphore::hand_back(Status then, bool noted) {
   return attempt_done(then);
 }
 
-Status Semaphore::attempt_done(Status s) {
-  s = core_.noted(EventKind::kAcquire, req_start_, s);
-  Nanos left{0};
-  if (core_.op() == kOpAcquire && core_.wait_on(s, &left)) {
-    return core_.pause(core_.backoff_delay(s, left));
-  }
-  return core_.end_op(s);
-}
+Status Semaphore::attempt_done(Status s) { return core_.after_attempt(s, req_start_); }
 
 // --- Release: of a permit, or of an id alone (release_id()).
 
@@ -273,9 +269,7 @@ Status Semaphore::begin_extend(Permit* permit, Millis ttl, bool nonblocking) {
   EDGELOCK_TRY(core_.begin_op(kOpExtend, nonblocking));
   permit_ = permit;
   op_t0_ = core_.clock().now();
-  const Status s = extend_request(ttl);
-  if (s.code() == ErrorCode::kInProgress) return s;
-  return core_.end_op(core_.noted(EventKind::kExtend, op_t0_, s));
+  return core_.finish(EventKind::kExtend, op_t0_, extend_request(ttl));
 }
 
 Status Semaphore::extend_request(Millis ttl) {

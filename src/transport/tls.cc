@@ -197,33 +197,36 @@ void tls_close(TransportState& t) {
   t.want_events = 0;
 }
 
-Result<size_t> tls_write(TransportState& t, const uint8_t* data, size_t n, ErrorText& err) {
-  // On WANT_*, mbedTLS expects the same data again: Connection resends from
-  // the same offset, so that holds.
-  const int ret = mbedtls_ssl_write(&t.tls->ssl, data, n);
+namespace {
+
+// What mbedtls_ssl_write() or a positive mbedtls_ssl_read() returned:
+// bytes moved, 0 while it waits for the fd event it names, else the error.
+Result<size_t> io_result(TransportState& t, int ret, const char* what, ErrorText& err) {
   if (ret >= 0) {
     t.want_events = 0;
     return static_cast<size_t>(ret);
   }
-  if (ret == MBEDTLS_ERR_SSL_WANT_WRITE || ret == MBEDTLS_ERR_SSL_WANT_READ) {
+  if (ret == MBEDTLS_ERR_SSL_WANT_READ || ret == MBEDTLS_ERR_SSL_WANT_WRITE) {
     t.want_events = ret == MBEDTLS_ERR_SSL_WANT_READ ? POLLIN : POLLOUT;
     return static_cast<size_t>(0);
   }
-  return tls_record_error(*t.tls, ret, "write", err);
+  return tls_record_error(*t.tls, ret, what, err);
+}
+
+}  // namespace
+
+Result<size_t> tls_write(TransportState& t, const uint8_t* data, size_t n, ErrorText& err) {
+  // On WANT_*, mbedTLS expects the same data again: Connection resends from
+  // the same offset, so that holds.
+  return io_result(t, mbedtls_ssl_write(&t.tls->ssl, data, n), "write", err);
 }
 
 Result<size_t> tls_read(TransportState& t, uint8_t* dst, size_t cap, ErrorText& err) {
   const int ret = mbedtls_ssl_read(&t.tls->ssl, dst, cap);
-  if (ret > 0) {
-    t.tls->app_bytes += static_cast<size_t>(ret);
-    t.want_events = 0;
-    return static_cast<size_t>(ret);
-  }
-  if (ret == MBEDTLS_ERR_SSL_WANT_READ || ret == MBEDTLS_ERR_SSL_WANT_WRITE) {
-    t.want_events = ret == MBEDTLS_ERR_SSL_WANT_WRITE ? POLLOUT : POLLIN;
-    return static_cast<size_t>(0);
-  }
-  return tls_record_error(*t.tls, ret, "read", err);
+  if (ret > 0) t.tls->app_bytes += static_cast<size_t>(ret);
+  // 0 is the peer's end of the stream, an error here (not "nothing yet").
+  if (ret == 0) return tls_record_error(*t.tls, ret, "read", err);
+  return io_result(t, ret, "read", err);
 }
 
 bool tls_has_pending(const TransportState& t) {

@@ -57,9 +57,14 @@ bool parse_number(Span s, long lo, long hi, long* out) {
   return true;
 }
 
+// A decimal field in [lo, hi]; else `what` is why it was refused.
+Status number_field(Span s, long lo, long hi, long* out, const char** why, const char* what) {
+  return parse_number(s, lo, hi, out) ? Status() : fail(why, what);
+}
+
 Status parse_db(Span s, Endpoint* ep, const char** why) {
   long db = 0;
-  if (!parse_number(s, 0, 1000000, &db)) return fail(why, "bad database number");
+  EDGELOCK_TRY(number_field(s, 0, 1000000, &db, why, "bad database number"));
   ep->db = static_cast<int>(db);
   return Status();
 }
@@ -103,11 +108,10 @@ Status parse_hostport(Span s, Endpoint* ep, const char** why) {
     if (c <= 0x20 || c == 0x7f) return fail(why, "space or control character in host");
   }
   EDGELOCK_TRY(copy_part(host, ep->host, kMaxHostLen, false, why, "host name too long"));
-  if (port.p) {
-    long v = 0;
-    if (!parse_number(port, 1, 65535, &v)) return fail(why, "bad port");
-    ep->port = static_cast<uint16_t>(v);
-  }
+  if (!port.p) return Status();
+  long v = 0;
+  EDGELOCK_TRY(number_field(port, 1, 65535, &v, why, "bad port"));
+  ep->port = static_cast<uint16_t>(v);
   return Status();
 }
 

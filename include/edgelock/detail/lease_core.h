@@ -19,13 +19,13 @@
 #include "edgelock/detail/random.h"
 #include "edgelock/lease.h"
 #include "edgelock/limits.h"
-#include "edgelock/metrics.h"
 #include "edgelock/script.h"
 #include "edgelock/status.h"
 
 namespace edgelock {
 
-struct Reply;  // edgelock/reply.h: only pointers to it here
+struct Reply;                    // edgelock/reply.h: only pointers to it here
+enum class EventKind : uint8_t;  // edgelock/metrics.h
 namespace detail {
 
 /// The timing a primitive's options carry, checked once by init().
@@ -38,6 +38,12 @@ struct LeaseTiming {
   Nanos retry_min = Millis(2);
   Nanos retry_max = Millis(250);
 };
+
+/// The timing of a primitive's options (each has these four fields).
+template <class Options>
+LeaseTiming timing_of(const Options& o) {
+  return {o.ttl, o.drift_factor, o.retry_min, o.retry_max};
+}
 
 /// A companion key's name ("{key}:wake", "{key}:w:<seq>") built on the
 /// stack for a command sent at once (BLPOP, a blocking call): a handle
@@ -155,6 +161,13 @@ class LeaseCore {
   /// Counts one operation that started at `start` in the serving
   /// connection's metrics (which calls its event hook). Returns `s`.
   Status noted(EventKind kind, TimePoint start, Status s);
+  /// A step that may have sent a request: `s` while that is kInProgress,
+  /// else the operation ends with `s`, counted as `kind` from `start`.
+  Status finish(EventKind kind, TimePoint start, Status s);
+  /// After an attempt sent at `start` that ended with `s` (counted): a
+  /// backoff pause while the wait goes on, else the operation ends with
+  /// `s`.
+  Status after_attempt(Status s, TimePoint start);
 
   /// Other handles use the same back end: a request may wait its turn on
   /// a Connection, or for its node on a Sentinel or Cluster, so none may
@@ -170,15 +183,18 @@ class LeaseCore {
   /// to `left`.
   Nanos backoff_delay(Status last, Nanos left);
 
-  /// One step of a wait after the retryable failure `last`: pause as the
-  /// primitive sees fit (at most `left`), then attempt again within
-  /// `op_deadline`; returns that attempt's status.
-  using Step = Status (*)(void* self, Status last, Nanos left, Deadline op_deadline);
-  /// The deadline of a wait of `wait` from now (negative or kForever: never).
-  Deadline wait_deadline(Nanos wait) const { return Deadline::after(clock(), wait); }
   // --- The operation in flight (src/lease/lease_op.cc): one per handle.
   /// The primitive's step(): continues the operation (LeaseCore::run()).
   using OpStep = Status (*)(void* self);
+  /// A wait's next attempt once its pause is over, within `deadline`.
+  using Again = Status (*)(void* self, Deadline deadline);
+  /// The outcome of the request in flight (never pending).
+  using OnReply = Status (*)(void* self, const Result<const Reply*>& r);
+  /// The one step of every primitive: kInvalidArgument without an
+  /// operation, kInProgress while its request or pause is pending, else
+  /// again(self) after a pause or on_reply(self) with the request's
+  /// outcome.
+  Status step(Again again, OnReply on_reply, void* self);
   /// Claims the handle for operation `op` (the primitive's code, not 0).
   /// With `nonblocking` (a start_*() call) the back end must be served
   /// without blocking (steps()); the blocking calls serve every back end
@@ -265,13 +281,6 @@ class LeaseCore {
   /// Time left of the wait (0 once over).
   Nanos wait_left() const { return wait_until_.remaining(clock()); }
 
-  /// The one retry loop: after the first attempt's status `first`, runs
-  /// `step` while the last status is retryable (`on`) and `deadline` has
-  /// not passed, within a bounded count. Attempts end by deadline + one
-  /// command timeout (the last round trip's budget). Returns the last
-  /// status.
-  Status retry(Status first, Deadline deadline, RetryOn on, Step step, void* self);
-
  private:
   static constexpr const char* kInitFaults[] = {
       "", "init(): the key is empty",
@@ -331,36 +340,6 @@ class LeaseCore {
   Prng rng_;
   Backoff backoff_{Millis(2), Millis(250)};
   uint8_t key_[kMaxKeyLen] = {};
-};
-
-/// The base of the single-key leases (Lock, FairLock, ReentrantLock): the
-/// Lease calls they all answer from their core, written once. A lease
-/// adds its operations (renew, release, start_*, step) and its facts
-/// (remaining, token, fence).
-class CoreLease : public Lease {
- public:
-  CoreLease(const CoreLease&) = delete;
-  CoreLease& operator=(const CoreLease&) = delete;
-
-  bool nonblocking() const final { return core_.steps(); }
-  bool in_progress() const final { return core_.op() != 0; }
-  size_t wait_fds(pollfd* out, size_t cap) const final { return core_.wait_fds(out, cap); }
-  Deadline next_deadline() const final { return core_.next_deadline(); }
-  void cancel() final { core_.cancel(&CoreLease::step_of, this); }
-  Bytes key() const final { return core_.key(); }
-  const char* last_error() const final { return core_.last_error(); }
-  Clock& clock() const final { return core_.clock(); }
-
- protected:
-  explicit CoreLease(Backend& backend) : core_(backend) {}
-  ~CoreLease() = default;
-
-  LeaseCore core_;
-
- private:
-  // Lease, for the keeper: the longest one renew() blocks.
-  Nanos renew_budget() const final { return core_.command_timeout(); }
-  static Status step_of(void* self) { return static_cast<CoreLease*>(self)->step(); }
 };
 
 }  // namespace detail

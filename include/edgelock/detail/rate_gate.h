@@ -87,6 +87,8 @@ class RateGate {
 
  private:
   static Status step_of(void* self) { return static_cast<RateGate*>(self)->step(); }
+  static Status again_of(void* self, Deadline deadline);
+  static Status reply_of(void* self, const Result<const Reply*>& r);
   Status begin_admit(Nanos wait, Admission* out, bool nonblocking);
   Status attempt(Deadline deadline);
   Status decide(const Result<const Reply*>& r);

@@ -1,0 +1,159 @@
+// CoreLease and TokenLease: the step, release, extend and hand-back every
+// single-key lease runs (edgelock/detail/core_lease.h).
+#include "edgelock/detail/core_lease.h"
+
+#include <cstring>
+
+#include "edgelock/metrics.h"
+#include "edgelock/reply.h"
+#include "primitives/lock_scripts.h"
+
+namespace edgelock {
+namespace detail {
+
+namespace {
+constexpr size_t kTokenLen = 32;  // 128 random bits as hex
+static_assert(kMaxTokenLen <= UINT8_MAX, "a lease keeps its token's length in a uint8_t");
+}  // namespace
+
+Status CoreLease::step() { return core_.step(&again_of, &reply_of, this); }
+
+Status CoreLease::again_of(void* self, Deadline deadline) {
+  return static_cast<CoreLease*>(self)->attempt_again(deadline);
+}
+
+// An extend's reply is the core's; every other the lease's.
+Status CoreLease::reply_of(void* self, const Result<const Reply*>& r) {
+  CoreLease& l = *static_cast<CoreLease*>(self);
+  if (l.core_.op() != kOpExtend) return l.on_reply(r);
+  return l.core_.finish(EventKind::kExtend, l.op_t0_, l.on_extend(r));
+}
+
+Status CoreLease::begin_release(bool nonblocking) {
+  EDGELOCK_TRY(core_.begin_op(kOpRelease, nonblocking));
+  op_t0_ = clock().now();
+  return core_.finish(EventKind::kRelease, op_t0_, release_request(false));
+}
+
+Status CoreLease::begin_extend(Millis ttl, ExtendMode mode, bool nonblocking) {
+  EDGELOCK_TRY(core_.begin_op(kOpExtend, nonblocking));
+  op_t0_ = clock().now();
+  return core_.finish(EventKind::kExtend, op_t0_, extend_request(ttl, mode));
+}
+
+Status CoreLease::hand_back(Status then) {
+  last_ = then;
+  op_t0_ = clock().now();
+  const Status s = release_request(true);
+  if (s.code() == ErrorCode::kInProgress) return s;
+  core_.noted(EventKind::kRelease, op_t0_, s).ignore();
+  return attempt_done(then);
+}
+
+// --- TokenLease.
+
+Status TokenLease::init_lease(Bytes key, const LeaseTiming& timing, Span<const Bytes> companions) {
+  if (core_.op() != 0) return ErrorCode::kInvalidArgument;
+  // The core checks the key and that the back end serves its companions
+  // with it (every companion shares the key's slot: lock_keys.h).
+  EDGELOCK_TRY(core_.init(key, timing, companions));
+  forget();
+  return Status();
+}
+
+void TokenLease::forget() {
+  has_token_ = false;
+  retired_ = false;
+  granted_ = false;
+  valid_until_ = TimePoint();
+  fence_ = 0;
+}
+
+Status TokenLease::new_token() {
+  forget();
+  EDGELOCK_TRY(core_.mint(token_, kTokenLen));
+  token_len_ = kTokenLen;
+  return Status();
+}
+
+// Retries keep the token (the script recognises a grant whose reply was
+// lost), except after a hand-back of unknown outcome: that delete may
+// still land and must find no grant under its token (the old lease, if
+// the hand-back never lands, lapses by its TTL).
+Status TokenLease::begin_attempt() {
+  if (retired_) EDGELOCK_TRY(new_token());
+  auto& w = words_;
+  w.key = key();
+  w.num[0].set(lease_ttl().count());
+  w.args[0] = token();
+  w.args[1] = w.num[0].bytes();
+  // From here a lost reply may mean the key is ours (also on a retry after
+  // a late grant was handed back): keep the token so release() can clean up.
+  has_token_ = true;
+  // Validity counts from before the request leaves (before a BLPOP, if
+  // any): the server's TTL may have started any time after this.
+  req_start_ = clock().now();
+  return Status();
+}
+
+Status TokenLease::extend_request(Millis ttl, ExtendMode mode) {
+  if (ttl < Millis(1) || ttl > kMaxTtl) return ErrorCode::kInvalidArgument;
+  if (!has_token_ || retired_) return ErrorCode::kNotHeld;
+  auto& w = words_;
+  w.num[0].set(ttl.count());
+  w.key = key();
+  w.args[0] = token();
+  w.args[1] = w.num[0].bytes();
+  w.args[2] = Bytes::from_cstr(mode == ExtendMode::kAdd ? "add" : "set");
+  ext_ttl_ = ttl;
+  req_start_ = clock().now();
+  // A renewal never waits past the lease it renews: at its end the caller
+  // must learn of the loss (e.g. to stop the work it guards).
+  const Deadline d = core_.renewal_deadline(granted_ ? valid_until_ : TimePoint(), req_start_);
+  return core_.send({&kExtendScript, {&w.key, 1}, {w.args, 3}, true}, d);
+}
+
+Status TokenLease::on_extend(const Result<const Reply*>& r) {
+  Status s = r.ok() ? Status() : r.status();
+  const Reply* rep = r.ok() ? r.value() : nullptr;
+  if (rep && (rep->type != ReplyType::kInteger || rep->integer < 0 ||
+              Millis(rep->integer) > 2 * kMaxTtl)) {
+    s = core_.reject("extend wants a TTL or 0");
+  }
+  if (!s.ok()) {
+    // The new TTL may have been applied (timeout, lost reply, WAIT short
+    // of its replicas), or not: the lease lasts until the earlier end.
+    if (granted_) valid_until_ = core_.least_end(valid_until_, req_start_, ext_ttl_);
+    return s;
+  }
+  if (rep->integer == 0) {
+    forget();
+    return ErrorCode::kNotOwner;
+  }
+  granted_ = true;
+  valid_until_ = core_.validity_end(req_start_, Millis(rep->integer));
+  // ok means usable: a TTL the round trip and drift eat is not (token kept).
+  if (remaining() <= Nanos::zero()) return ErrorCode::kExpired;
+  return Status();
+}
+
+Result<bool> TokenLease::owned() {
+  if (!has_token_) return ErrorCode::kNotHeld;
+  if (core_.op() != 0) return ErrorCode::kInvalidArgument;
+  const Result<bool> r = core_.check_owned(kOwnedScript, token());
+  if (r.ok() && !r.value()) forget();
+  return r;
+}
+
+Status TokenLease::adopt(Bytes token) {
+  if (core_.op() != 0) return ErrorCode::kInvalidArgument;
+  if (token.size == 0 || token.size > kMaxTokenLen) return ErrorCode::kInvalidArgument;
+  forget();
+  std::memcpy(token_, token.data, token.size);
+  token_len_ = static_cast<uint8_t>(token.size);
+  has_token_ = true;
+  return Status();
+}
+
+}  // namespace detail
+}  // namespace edgelock
