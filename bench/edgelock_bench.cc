@@ -53,7 +53,7 @@ struct Shared {
 };
 
 bool open_lock(const Args& a, edgelock::Connection& conn, edgelock::Lock& lock) {
-  if (!conn.setup(a.urls[0]).ok() || !conn.connect().ok()) {
+  if (!conn.init(a.urls[0]).ok() || !conn.connect().ok()) {
     std::fprintf(stderr, "connect %s: %s\n", a.urls[0], conn.last_error());
     return false;
   }

@@ -109,7 +109,7 @@ template <typename L>
 int client(const Config& c, Shared& sh, int me, const char* key) {
   edgelock::Connection conn;
   L lock(conn);
-  edgelock::Status s = conn.setup(c.url);
+  edgelock::Status s = conn.init(c.url);
   if (s.ok()) init_lock(lock, c, key, &s);
   // Warm-up: the scripts get cached on the server (EVALSHA from here on).
   if (s.ok()) s = lock.acquire(edgelock::Millis(30000));

@@ -134,7 +134,7 @@ bool start_proxies(Args& a, std::vector<std::unique_ptr<test::DelayProxy>>& prox
 bool make_locks(const std::vector<const char*>& urls, size_t n, const char* key, Connection* conns,
                 std::vector<std::unique_ptr<Lock>>& locks) {
   for (size_t i = 0; i < n; ++i) {
-    if (!conns[i].setup(urls[i]).ok() || !conns[i].connect().ok()) return false;
+    if (!conns[i].init(urls[i]).ok() || !conns[i].connect().ok()) return false;
     locks.emplace_back(new Lock(conns[i]));
     if (!locks.back()->init(Bytes::from_cstr(key)).ok()) return false;
   }
@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
   std::vector<Connection*> ptrs(n + 1);
   for (size_t i = 0; i <= n; ++i) {
     const char* url = a.urls[i < n ? i : 0];
-    if (!conns[i].setup(url).ok() || !conns[i].connect().ok()) {
+    if (!conns[i].init(url).ok() || !conns[i].connect().ok()) {
       std::fprintf(stderr, "%s: %s\n", url, conns[i].last_error());
       return 1;
     }

@@ -15,7 +15,7 @@ int run_quorum(const Args& a, Histogram& latency) {
   static edgelock::Connection conns[kMaxUrls];
   edgelock::Connection* ptrs[kMaxUrls] = {};
   for (int i = 0; i < a.nurls; ++i) {
-    if (!conns[i].setup(a.urls[i]).ok() || !conns[i].connect().ok()) {
+    if (!conns[i].init(a.urls[i]).ok() || !conns[i].connect().ok()) {
       std::fprintf(stderr, "connect %s: %s\n", a.urls[i], conns[i].last_error());
       return 1;
     }

@@ -188,7 +188,7 @@ int run_worker(Device& dev, const Config& cfg, int id) {
   L lock(conn);
   Options lo;
   lo.ttl = Millis(cfg.ttl_ms);
-  if (!conn.setup(cfg.url, co).ok() || !lock.init(edgelock::Bytes::from_cstr(cfg.key), lo).ok()) {
+  if (!conn.init(cfg.url, co).ok() || !lock.init(edgelock::Bytes::from_cstr(cfg.key), lo).ok()) {
     say(dev, id, "setup failed: %s", conn.last_error());
     return 2;
   }

@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
   options.ttl = std::chrono::seconds(3);
   ConnectionOptions co;
   co.command_timeout = std::chrono::milliseconds(500);
-  if (!conn.setup(argc > 1 ? argv[1] : "redis://127.0.0.1:6379", co).ok() ||
+  if (!conn.init(argc > 1 ? argv[1] : "redis://127.0.0.1:6379", co).ok() ||
       !lock.init(Bytes::from_cstr("modem"), options).ok()) {
     std::fprintf(stderr, "glib-lease: bad setup: %s\n", conn.last_error());
     return 2;

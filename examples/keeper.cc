@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
   Lock lock(conn);
   LockOptions options;
   options.ttl = std::chrono::seconds(6);
-  if (!conn.setup(argc > 1 ? argv[1] : "redis://127.0.0.1:6379").ok() ||
+  if (!conn.init(argc > 1 ? argv[1] : "redis://127.0.0.1:6379").ok() ||
       !lock.init(Bytes::from_cstr("modem"), options).ok()) {
     std::fprintf(stderr, "keeper: bad setup: %s\n", conn.last_error());
     return 2;

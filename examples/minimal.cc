@@ -10,7 +10,7 @@ int main(int argc, char** argv) {
   edgelock::Lock lock(conn);
   edgelock::LockOptions options;
   options.ttl = std::chrono::seconds(10);
-  if (!conn.setup(url).ok() || !lock.init(edgelock::Bytes::from_cstr("modem"), options).ok()) {
+  if (!conn.init(url).ok() || !lock.init(edgelock::Bytes::from_cstr("modem"), options).ok()) {
     std::fprintf(stderr, "minimal: bad setup: %s\n", conn.last_error());
     return 2;
   }

@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
   options.ttl = std::chrono::seconds(3);
   ConnectionOptions co;
   co.command_timeout = std::chrono::milliseconds(500);  // a renewal lost in 0.5 s is retried
-  if (!conn.setup(argc > 1 ? argv[1] : "redis://127.0.0.1:6379", co).ok() ||
+  if (!conn.init(argc > 1 ? argv[1] : "redis://127.0.0.1:6379", co).ok() ||
       !lock.init(Bytes::from_cstr("modem"), options).ok()) {
     std::fprintf(stderr, "poll-lease: bad setup: %s\n", conn.last_error());
     return 2;

@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
   Connection* ptrs[kMaxQuorumServers];
   for (size_t i = 0; i < n; ++i) {
     ptrs[i] = &conns[i];
-    if (!conns[i].setup(argv[i + 1]).ok()) {
+    if (!conns[i].init(argv[i + 1]).ok()) {
       std::fprintf(stderr, "quorum: bad URL %s: %s\n", argv[i + 1], conns[i].last_error());
       return 2;
     }

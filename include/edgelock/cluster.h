@@ -8,7 +8,7 @@
 /// A failed connection to a node marks the map stale: it is read again
 /// before the next command, so a cluster failover is followed too.
 /// The non-blocking face (start_*()/step(), docs/nonblocking.md) is served
-/// once set up: each request goes to the slot's owner from the
+/// after init(): each request goes to the slot's owner from the
 /// map, and MOVED, ASK (ASKING and the script in one write) and TRYAGAIN
 /// (a pause state) are followed by the caller's loop, at most
 /// kMaxRedirects times and within the request's deadline. Nothing blocks
@@ -20,9 +20,10 @@
 /// answers, the requests go by the map as it is (a seed while none was
 /// read, the next known node for a failed node's slot), and the MOVED
 /// they get names the owner. Redirects update the map too. One exception
-/// may block: a redirect (or a map) naming a node not yet known sets it up
-/// (Connection::setup()), which resolves a host name (an IP, as Redis
-/// sends unless cluster-preferred-endpoint-type is hostname, does not).
+/// may block: the first connect to a node given by host name (a seed, or a
+/// redirect or map naming one) looks the name up (Connection::resolve());
+/// an IP, as Redis sends unless cluster-preferred-endpoint-type is
+/// hostname, is not looked up.
 /// Only opening a node's first connection allocates (see Memory).
 /// With wait_replicas > 0 a grant's WAIT is one more step on its node.
 ///
@@ -31,11 +32,11 @@
 ///
 /// Memory: kMaxClusterNodes Connections plus 16 KB of slot map, all inside
 /// the object. Connections are opened lazily, on first use of a node (that
-/// is setup and allocates); refresh() + connect_primaries() do it up front.
+/// is set-up and allocates); refresh() + connect_primaries() do it up front.
 ///
 /// Usage:
 ///   Cluster cluster;
-///   cluster.setup("redis-cluster://10.0.0.1:7000,10.0.0.2:7000");
+///   cluster.init("redis-cluster://10.0.0.1:7000,10.0.0.2:7000");
 ///   Lock lock(cluster);
 ///   lock.init(Bytes::from_cstr("pump-3"));
 
@@ -48,6 +49,10 @@
 #include "edgelock/limits.h"
 
 namespace edgelock {
+
+namespace detail {
+struct WriteConfirm;
+}  // namespace detail
 
 struct ClusterOptions {
   /// After an acquire or extend that succeeded on a slot's primary, WAIT
@@ -74,20 +79,22 @@ class Cluster final : public Backend {
   Cluster& operator=(const Cluster&) = delete;
 
   /// Parses `redis-cluster://[user:pass@]host:port[,host:port...]` (the
-  /// seeds; credentials apply to every node) and keeps the options. No I/O.
+  /// seeds; credentials apply to every node) and keeps the options. No I/O:
+  /// the slot map is read at first use (or by refresh()), and a seed given
+  /// by host name is looked up by its first connect.
   /// Errors: kInvalidArgument (malformed URL, no seeds, a path, bad
   /// cluster options, options.transport set),
   /// kBufferTooSmall (a part exceeds its capacity, more than
   /// kMaxClusterNodes seeds).
-  Status setup(const char* url, const ConnectionOptions& options = {},
-               const ClusterOptions& cluster_options = {});
+  Status init(const char* url, const ConnectionOptions& options = {},
+              const ClusterOptions& cluster_options = {});
 
   /// Reads the slot map from the known nodes in turn, seeds included,
   /// until one answers. Connects to the node it asks (allocates). Slots it
   /// reports overwrite the table; others keep their last owner.
   /// Errors: kBufferTooSmall (more primaries than kMaxClusterNodes, or a
   /// host name that does not fit), kProtocol (unexpected CLUSTER SLOTS
-  /// shape), kInvalidArgument (not set up), or the last node's
+  /// shape), kInvalidArgument (before init()), or the last node's
   /// Connection::command() error.
   Status refresh(Deadline deadline);
   /// Connects every primary in the map now, so later operations allocate
@@ -104,8 +111,9 @@ class Cluster final : public Backend {
   const char* last_error() const override { return error_; }
 
  private:
-  /// The index of the node at host:port, added (set up, not connected) if
-  /// new. Errors: kBufferTooSmall (kMaxClusterNodes reached, host too long).
+  /// The index of the node at host:port, added (its connection given its
+  /// init(), not connected) if new. Errors: kBufferTooSmall
+  /// (kMaxClusterNodes reached, host too long).
   Result<int> add_node(const char* host, size_t host_len, uint16_t port);
   static Status add_seed(void* self, const Endpoint& host);
   // Backend, for the primitives (they call these through Backend&):
@@ -117,7 +125,7 @@ class Cluster final : public Backend {
   Result<const Reply*> command(Bytes key, Span<const Bytes> args, Deadline deadline) override;
   Connection& connection_for(Bytes key) override;
   Nanos command_timeout() const override { return options_.command_timeout; }
-  // Non-blocking routing (Backend): served once set up.
+  // Non-blocking routing (Backend): served after init().
   bool routes_nonblocking() const override;
   Connection* route_for(Bytes key) override;
   RouteNext route_pending(Bytes key) override;
@@ -144,7 +152,7 @@ class Cluster final : public Backend {
   Status end_refresh(Status s);
   void abandon_refresh();
   Status note(Connection& conn, Status s);
-  Result<const Reply*> settle(const Result<const Reply*>& c);
+  detail::WriteConfirm confirmer();  // the WAIT over cluster_options_ (replica_wait.h)
   int pick_node(uint16_t slot) const;
 
   Connection nodes_[kMaxClusterNodes];
@@ -157,7 +165,7 @@ class Cluster final : public Backend {
   Reply confirmed_[4];   // a reply a WAIT confirmed, and its elements (replica_wait.h)
   Millis wait_sent_{0};  // the timeout of the last WAIT started as a step
   Clock* clock_ = &default_clock();
-  bool is_setup_ = false;
+  bool initialized_ = false;
   bool map_stale_ = false;  // a node was lost: re-read the map first
   // The map read as steps: wanted before the steps route (first use, a
   // lost node), and where it is (a page out on refresh_conn_).

@@ -3,17 +3,22 @@
 /// One connection to one Redis server: fixed buffers, one deadline per
 /// operation, sticky error text, reconnect with bounded backoff.
 ///
-/// Lifecycle (Mbed TLS style): construct, setup() (parses; looks a host
-/// name up once), then use; the first command connects. Connect/reconnect
-/// allocate (hiredis's context while a socket connect starts, freed before
+/// Lifecycle (Mbed TLS style): construct, init() (parses and keeps the
+/// options: no I/O), then use; the first command connects.
+/// Connect/reconnect allocate (hiredis's context while a socket connect starts, freed before
 /// that step returns; the TLS session, kept until the connection closes);
 /// commands after that allocate nothing. A reply returned by a command
 /// stays valid until the next command on this connection.
 ///
-/// What may block: only the host name lookup, in setup() and resolve()
-/// (getaddrinfo, which has no timeout of ours and allocates). Every connect
-/// and reconnect goes to the addresses found then and never calls the
-/// resolver. A connect is a sequence of steps of the same state machine
+/// What may block: only the host name lookup (getaddrinfo, which has no
+/// timeout of ours and allocates). resolve() is that lookup, the one call
+/// that may block, to be called at set-up. DNS may stay at set-up: call
+/// resolve() after init() to keep the lookup out of your loop. A host name
+/// not looked up yet when a connect starts is looked up once by that
+/// connect, which then blocks for the lookup only. An IP literal or a unix
+/// socket is never looked up: init() takes its address as it is. Every
+/// other connect and reconnect goes to the addresses found then and never
+/// calls the resolver. A connect is a sequence of steps of the same state machine
 /// that moves requests, none of which waits: a non-blocking socket connect
 /// to each address in turn (the next one when one fails), the TLS
 /// handshake one message per step, then AUTH and SELECT written together
@@ -89,7 +94,7 @@ struct ConnectionStats {
   uint32_t connect_failures = 0;
   uint32_t commands = 0;   ///< Commands sent (EVAL retries included).
   uint32_t io_errors = 0;  ///< Connections dropped by an error/timeout.
-  uint32_t lookups = 0;    ///< Host name lookups (setup(), resolve()).
+  uint32_t lookups = 0;    ///< Host name lookups (resolve(), a first connect).
 };
 
 namespace detail {
@@ -103,37 +108,42 @@ class Connection final : public Backend {
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  /// Parses `url`, keeps the options and resolves the host (resolve()).
-  /// An IP literal or a unix socket needs no I/O and no allocation; a host
-  /// name is looked up now (may block on DNS, allocates). A name that does
-  /// not resolve still makes a valid setup (last_error() says why): connects
-  /// then fail with kConnectFailed until resolve() succeeds.
-  /// Errors: kInvalidArgument, kBufferTooSmall (bad URL; see last_error()),
+  /// Parses `url` and keeps the options. No I/O: an IP literal (IPv4, or
+  /// IPv6 with or without a scope) or a unix socket is its own address; a
+  /// host name is looked up by resolve() or, if that was not called, by the
+  /// first connect. Calling it again replaces the options (an open
+  /// connection is closed).
+  /// Errors: kInvalidArgument (bad URL or timeouts; see last_error()),
+  /// kBufferTooSmall (a part of the URL exceeds its capacity),
   /// kTlsUnavailable (rediss:// in a build without TLS).
-  Status setup(const char* url, const ConnectionOptions& options = {});
-  /// As above with an already parsed endpoint.
-  Status setup(const Endpoint& endpoint, const ConnectionOptions& options = {});
+  Status init(const char* url, const ConnectionOptions& options = {});
+  /// As above with an already parsed endpoint. Errors: kInvalidArgument
+  /// (bad timeouts), kTlsUnavailable.
+  Status init(const Endpoint& endpoint, const ConnectionOptions& options = {});
 
-  /// Looks the host name up again (getaddrinfo: blocks on DNS with no
-  /// timeout of ours, allocates); the next connect uses the new addresses,
-  /// an open connection stays as it is. IP literals, unix sockets and a
-  /// custom transport: no I/O. On failure the old addresses are kept.
+  /// Looks the host name up (getaddrinfo: blocks on DNS with no timeout of
+  /// ours, allocates): the one call here that may block, for set-up, and
+  /// again after the server moved to a new address. The next connect uses
+  /// the new addresses; an open connection stays as it is. IP literals,
+  /// unix sockets and a custom transport: no I/O. On failure the old
+  /// addresses are kept, and a connect does not look the name up again
+  /// (it fails with kConnectFailed) until resolve() succeeds.
   /// Errors: kConnectFailed (the name does not resolve; see last_error()),
-  /// kInvalidArgument (not set up).
+  /// kInvalidArgument (before init()).
   Status resolve();
   /// The addresses connects try, in order (empty for unix sockets and
-  /// before a lookup succeeded).
+  /// while a host name is not looked up or its lookup failed).
   const ResolvedHost& addresses() const { return addresses_; }
 
   /// Connects now: socket, TLS, AUTH, SELECT, all within `deadline` (and
-  /// connect_timeout), to the addresses resolved at setup()/resolve(); it
-  /// never looks a name up. Blocks: the connect's steps with a wait
-  /// between them.
-  /// Errors: kConnectFailed (refused, unreachable, or the host name never
-  /// resolved), kTimeout, kTls, kTlsUntrusted, kTlsCertTime,
+  /// connect_timeout), to the addresses resolve() found; a host name never
+  /// looked up is looked up first, once (blocking on DNS, see resolve()).
+  /// Blocks: the connect's steps with a wait between them.
+  /// Errors: kConnectFailed (refused, unreachable, or the host name does
+  /// not resolve), kTimeout, kTls, kTlsUntrusted, kTlsCertTime,
   /// kTlsHostMismatch, kTlsUnavailable, kAuthFailed,
   /// kNoAuth, kServerError, kIo, kConnectionClosed, kProtocol,
-  /// kBufferTooSmall, kInvalidArgument (not set up).
+  /// kBufferTooSmall, kInvalidArgument (before init()).
   Status connect(Deadline deadline);
   Status connect() { return connect(Deadline::after(clock(), options_.connect_timeout)); }
   /// Closes the connection (a command in flight is given up). The next
@@ -148,7 +158,7 @@ class Connection final : public Backend {
   /// Errors: everything connect() returns, kNotConnected (reconnect backing
   /// off), kTimeout, kIo, kConnectionClosed, kProtocol, kBufferTooSmall,
   /// kConnectionBusy (another request is in flight on it), kInvalidArgument
-  /// (not set up), and for an error reply: kServerError,
+  /// (before init()), and for an error reply: kServerError,
   /// kAuthFailed, kNoAuth, kReadOnly, kOutOfMemory, kServerBusy, kLoading,
   /// kMoved, kAsk, kTryAgain (a cluster node), kNoScript (EVALSHA).
   Result<const Reply*> command(Span<const Bytes> args, Deadline deadline);
@@ -203,7 +213,7 @@ class Connection final : public Backend {
   // Where the connection is (src/connection/connection.cc and src/connection/connection_connect.cc
   // have the transitions).
   enum class State : uint8_t {
-    kUnconfigured,  // before setup()
+    kUnconfigured,  // before init()
     kDisconnected,  // no stream; the next command connects
     kBackingOff,    // the last connect failed: none before next_connect_at_
     kConnecting,    // the transport opens (socket connect, TLS handshake)
@@ -218,7 +228,8 @@ class Connection final : public Backend {
   static constexpr size_t kHandshakeSize = kMaxUserLen + kMaxPasswordLen + 96;
   static_assert(kHandshakeSize <= kRxBufferSize, "AUTH and SELECT fit the receive buffer");
 
-  Status not_set_up();
+  Status before_init();
+  bool name_unresolved() const;
   Status leave(Status s);
   void drop();
   void back_off();
@@ -241,6 +252,7 @@ class Connection final : public Backend {
   void begin(uint8_t replies);
   Result<size_t> read(bool may_wait);
   Result<const Reply*> send_some();
+  Result<const Reply*> pull_reply(const char** why);
   Result<const Reply*> receive();
   Result<const Reply*> on_reply(const Reply* reply);
   void note_loaded(const Reply* reply);
@@ -270,7 +282,7 @@ class Connection final : public Backend {
 
   Endpoint endpoint_;
   ConnectionOptions options_;
-  ResolvedHost addresses_;  // where connects go (setup()/resolve())
+  ResolvedHost addresses_;  // where connects go (init() for a literal, else resolve())
   Clock* clock_ = &default_clock();
   Transport* transport_ = &socket_;  // socket_, or options_.transport
   detail::SocketTransport socket_;

@@ -12,7 +12,7 @@
 ///
 /// Usage:
 ///   Sentinel sentinel;
-///   sentinel.setup("redis-sentinel://10.0.0.1:26379,10.0.0.2:26379/gw");
+///   sentinel.init("redis-sentinel://10.0.0.1:26379,10.0.0.2:26379/gw");
 ///   Lock lock(sentinel);
 
 #include <cstddef>
@@ -23,6 +23,10 @@
 #include "edgelock/limits.h"
 
 namespace edgelock {
+
+namespace detail {
+struct WriteConfirm;
+}  // namespace detail
 
 struct SentinelOptions {
   /// After an acquire or extend that succeeded on the primary, WAIT until
@@ -38,7 +42,7 @@ struct SentinelOptions {
   /// client notices only then. 0 = only after errors.
   Nanos recheck_interval = Millis(1000);
   /// AUTH for the sentinels (their own `requirepass`/ACL user), copied at
-  /// setup; nullptr = none. The URL's credentials are for the primary.
+  /// init(); nullptr = none. The URL's credentials are for the primary.
   const char* sentinel_user = nullptr;
   const char* sentinel_password = nullptr;
   /// Pause between rounds of asking the sentinels while no primary is
@@ -62,12 +66,15 @@ class Sentinel final : public Backend {
 
   /// Parses `redis-sentinel://[user:pass@]host:port[,host:port...]/NAME[?db=N]`
   /// (credentials and db are for the primary; sentinels get
-  /// sentinel_options' AUTH, if any) and keeps the options. No I/O.
+  /// sentinel_options' AUTH, if any) and keeps the options. No I/O: the
+  /// sentinels are asked at first use (or by resolve()), and a sentinel or
+  /// primary given by host name is looked up by its connection's first
+  /// connect (Connection::resolve()).
   /// Errors: kInvalidArgument (malformed URL, no master name, more than
   /// kMaxSentinels, bad options), kBufferTooSmall (a part or a sentinel
   /// credential exceeds its capacity).
-  Status setup(const char* url, const ConnectionOptions& options = {},
-               const SentinelOptions& sentinel_options = {});
+  Status init(const char* url, const ConnectionOptions& options = {},
+              const SentinelOptions& sentinel_options = {});
 
   /// Asks the sentinels, starting with the last one that answered, for the
   /// primary and checks with ROLE that it is one. Connects (allocates).
@@ -76,9 +83,9 @@ class Sentinel final : public Backend {
   /// verified with the default kReplyNodes.
   /// Errors: kNotConnected (no sentinel named a node that is a primary:
   /// failover in progress, unknown master name, or ROLE too large to
-  /// read), kInvalidArgument (not
-  /// set up), kTimeout, kProtocol (a malformed address from a sentinel), or
-  /// the last sentinel's or the primary's Connection::command() error.
+  /// read), kInvalidArgument (before init()), kTimeout, kProtocol (a
+  /// malformed address from a sentinel), or the last sentinel's or the
+  /// primary's Connection::command() error.
   Status resolve(Deadline deadline);
 
   /// The connection to the current primary.
@@ -103,7 +110,7 @@ class Sentinel final : public Backend {
   Nanos command_timeout() const override { return options_.command_timeout; }
 
   // Routing for the non-blocking face (start_*()/step() of the primitives,
-  // src/backends/sentinel_step.cc). Served once set up; with wait_replicas
+  // src/backends/sentinel_step.cc). Served after init(); with wait_replicas
   // a grant's WAIT is one more step on the primary (start_confirm()).
   //
   // route_for() names primary() while it is known and verified (no I/O).
@@ -128,8 +135,9 @@ class Sentinel final : public Backend {
   // froze ends by its deadline (kTimeout), which closes it. LOADING and BUSY are the
   // request's outcome (retryable: a wait tries again), as in the blocking
   // calls: the node is not replaced for them. A primary or sentinel given
-  // by host name is resolved when its connection is set up (DNS may
-  // block): give IP literals for a loop that must never block.
+  // by host name is looked up by its connection's first connect, inside
+  // a step (DNS may block): give IP literals for a loop that must never
+  // block.
   bool routes_nonblocking() const override;
   Connection* route_for(Bytes key) override;
   RouteNext route_pending(Bytes key) override;
@@ -156,6 +164,7 @@ class Sentinel final : public Backend {
   void abandon_lookup();
   Result<const Reply*> confirm(const Reply* reply, Deadline deadline);
   Result<const Reply*> settle(const Result<const Reply*>& c);
+  detail::WriteConfirm confirmer();  // the WAIT over sentinel_options_ (replica_wait.h)
   Status note(Connection& conn, Status s);
 
   Endpoint sentinels_[kMaxSentinels];
@@ -168,7 +177,7 @@ class Sentinel final : public Backend {
   Clock* clock_ = &default_clock();
   Connection probe_;    // to a sentinel
   Connection primary_;  // to the primary
-  bool is_setup_ = false;
+  bool initialized_ = false;
   bool stale_ = true;                          // look the primary up before the next command
   Lookup lookup_ = Lookup::kIdle;              // the steps' lookup (route_pending())
   uint8_t lookup_index_ = 0;                   // the sentinel it asks, after preferred_

@@ -32,11 +32,11 @@ Status Cluster::add_seed(void* self, const Endpoint& host) {
   return c->add_node(host.host, std::strlen(host.host), host.port).status();
 }
 
-Status Cluster::setup(const char* url, const ConnectionOptions& options,
-                      const ClusterOptions& cluster_options) {
+Status Cluster::init(const char* url, const ConnectionOptions& options,
+                     const ClusterOptions& cluster_options) {
   for (size_t i = 0; i < node_count_; ++i) nodes_[i].close();
   node_count_ = 0;
-  is_setup_ = false;
+  initialized_ = false;
   std::memset(owner_, kNoOwner, sizeof owner_);
   stats_ = ClusterStats();
   map_stale_ = false;
@@ -72,7 +72,7 @@ Status Cluster::setup(const char* url, const ConnectionOptions& options,
     node_count_ = 0;
     return s;
   }
-  is_setup_ = true;
+  initialized_ = true;
   return Status();
 }
 
@@ -113,25 +113,20 @@ Result<const Reply*> Cluster::eval(const ScriptCall& call, Deadline deadline) {
   }
   const Result<const Reply*> r = route(call, key_slot(call.keys[0]), deadline);
   if (!r.ok() || !call.writes_lease) return r;
-  return settle(detail::confirm_write(nodes_[last_node_], r.value(), cluster_options_.wait_replicas,
-                                      cluster_options_.wait_timeout, deadline, confirmed_, error_));
+  return confirmer().run(nodes_[last_node_], r.value(), deadline);
+}
+
+detail::WriteConfirm Cluster::confirmer() {
+  return detail::confirm_over(cluster_options_, stats_, confirmed_, wait_sent_, error_);
 }
 
 Result<const Reply*> Cluster::start_confirm(Connection& node, const Reply* reply,
                                             Deadline deadline) {
-  return settle(detail::start_confirm(node, reply, cluster_options_.wait_replicas,
-                                      cluster_options_.wait_timeout, deadline, confirmed_,
-                                      &wait_sent_, error_));
+  return confirmer().start(node, reply, deadline);
 }
 
 Result<const Reply*> Cluster::end_confirm(Connection& node, const Result<const Reply*>& wait) {
-  return settle(detail::end_confirm(node, wait, cluster_options_.wait_replicas, confirmed_,
-                                    wait_sent_, error_));
-}
-
-Result<const Reply*> Cluster::settle(const Result<const Reply*>& c) {
-  if (c.status().code() == ErrorCode::kNoQuorum) ++stats_.wait_failures;
-  return c;
+  return confirmer().end(node, wait);
 }
 
 Result<const Reply*> Cluster::command(Bytes key, Span<const Bytes> args, Deadline deadline) {
@@ -157,12 +152,9 @@ Result<const Reply*> Cluster::send(const ScriptCall& call, Connection& conn, boo
 }
 
 Result<const Reply*> Cluster::route(const ScriptCall& call, uint16_t slot, Deadline deadline) {
-  if (!is_setup_) {
-    set_error(error_, "cluster used before setup()");
-    return ErrorCode::kInvalidArgument;
-  }
+  if (!initialized_) return detail::not_initialized("cluster", error_);
   if (stats_.refreshes == 0 || map_stale_) {
-    // First use: read the map (seeds connect here; this is setup). After a
+    // First use: read the map (seeds connect here; this is set-up). After a
     // lost node: re-read it, keeping the old map if that fails.
     const Status s = refresh(deadline);
     if (!s.ok() && stats_.refreshes == 0) return s;
@@ -260,7 +252,7 @@ Status Cluster::settle(Deadline deadline) {
 
 // --- Non-blocking routing: no I/O here, the caller's loop moves the bytes.
 
-bool Cluster::routes_nonblocking() const { return is_setup_ && node_count_ > 0; }
+bool Cluster::routes_nonblocking() const { return initialized_ && node_count_ > 0; }
 
 Connection* Cluster::route_for(Bytes key) {
   // While the map is to be read (first use, a lost node), requests wait
@@ -270,12 +262,8 @@ Connection* Cluster::route_for(Bytes key) {
 }
 
 RouteNext Cluster::route_pending(Bytes key) {
+  if (!routes_nonblocking()) return detail::unrouted("cluster", error_);
   RouteNext next;
-  if (!routes_nonblocking()) {
-    set_error(error_, "cluster used before setup()");
-    next.status = ErrorCode::kInvalidArgument;
-    return next;
-  }
   if (refresh_wanted_ || refresh_running_) {
     const Status s = refresh_step();
     if (s.code() == ErrorCode::kInProgress) {

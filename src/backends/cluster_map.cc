@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "backends/cluster_scripts.h"
+#include "backends/routed_call.h"
 #include "base/error_text.h"
 #include "edgelock/cluster.h"
 #include "edgelock/detail/connection_io.h"
@@ -46,7 +47,7 @@ Result<int> Cluster::add_node(const char* host, size_t host_len, uint16_t port) 
   ep.port = port;
   ep.db = 0;
   Connection& conn = nodes_[node_count_];
-  const Status s = conn.setup(ep, options_);
+  const Status s = conn.init(ep, options_);
   if (!s.ok()) return note(conn, s);
   return static_cast<int>(node_count_++);
 }
@@ -93,10 +94,7 @@ Status Cluster::apply_page(Connection& conn, const Reply& rep, int32_t* total) {
 }
 
 Status Cluster::refresh(Deadline deadline) {
-  if (!is_setup_) {
-    set_error(error_, "cluster used before setup()");
-    return ErrorCode::kInvalidArgument;
-  }
+  if (!initialized_) return detail::not_initialized("cluster", error_);
   abandon_refresh();  // a read as steps gives way: this one reads it all
   Status last = ErrorCode::kConnectFailed;
   const size_t count = node_count_;  // read_map may add nodes

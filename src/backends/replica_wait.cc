@@ -53,12 +53,10 @@ Status start_wait(Connection& conn, int want, Nanos max_wait, Deadline deadline,
 
 }  // namespace
 
-Result<const Reply*> start_confirm(Connection& conn, const Reply* reply, int want, Nanos max_wait,
-                                   Deadline deadline, Reply (&keep)[4], Millis* sent,
-                                   char (&err)[kErrorTextSize]) {
+Result<const Reply*> WriteConfirm::start(Connection& conn, const Reply* reply, Deadline deadline) {
   if (want == 0 || !is_grant(reply)) return reply;
   EDGELOCK_TRY(keep_grant(reply, keep, err));
-  const Status s = start_wait(conn, want, max_wait, deadline, sent);
+  const Status s = start_wait(conn, want, max_wait, deadline, &sent);
   if (!s.ok()) {
     set_error(err, "%s", conn.last_error());
     return s;
@@ -66,8 +64,7 @@ Result<const Reply*> start_confirm(Connection& conn, const Reply* reply, int wan
   return static_cast<const Reply*>(nullptr);
 }
 
-Result<const Reply*> end_confirm(Connection& conn, const Result<const Reply*>& wait, int want,
-                                 const Reply (&keep)[4], Millis sent, char (&err)[kErrorTextSize]) {
+Result<const Reply*> WriteConfirm::end(Connection& conn, const Result<const Reply*>& wait) {
   if (!wait.ok()) {
     set_error(err, "%s", conn.last_error());
     return wait.status();
@@ -77,6 +74,7 @@ Result<const Reply*> end_confirm(Connection& conn, const Result<const Reply*>& w
     return ErrorCode::kProtocol;
   }
   if (wait.value()->integer < want) {
+    ++failures;
     set_error(err, "WAIT: %lld of %d replicas acknowledged within %lld ms",
               static_cast<long long>(wait.value()->integer), want, detail::ms_arg(sent));
     return ErrorCode::kNoQuorum;
@@ -84,14 +82,13 @@ Result<const Reply*> end_confirm(Connection& conn, const Result<const Reply*>& w
   return &keep[0];
 }
 
-Result<const Reply*> confirm_write(Connection& conn, const Reply* reply, int want, Nanos max_wait,
-                                   Deadline deadline, Reply (&keep)[4],
-                                   char (&err)[kErrorTextSize]) {
-  Millis sent{0};
-  const Result<const Reply*> started =
-      start_confirm(conn, reply, want, max_wait, deadline, keep, &sent, err);
+Result<const Reply*> WriteConfirm::run(Connection& conn, const Reply* reply, Deadline deadline) {
+  // Its own timeout: a WAIT started as a step elsewhere keeps `sent`.
+  Millis own{0};
+  WriteConfirm blocking{want, max_wait, keep, own, failures, err};
+  const Result<const Reply*> started = blocking.start(conn, reply, deadline);
   if (!started.ok() || started.value()) return started;
-  return end_confirm(conn, io(conn).wait(deadline), want, keep, sent, err);
+  return blocking.end(conn, io(conn).wait(deadline));
 }
 
 }  // namespace detail

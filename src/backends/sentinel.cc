@@ -75,12 +75,12 @@ Status parse_name(const char* path, char* name, int* db, const char** why) {
 
 }  // namespace
 
-Status Sentinel::setup(const char* url, const ConnectionOptions& options,
-                       const SentinelOptions& sentinel_options) {
+Status Sentinel::init(const char* url, const ConnectionOptions& options,
+                      const SentinelOptions& sentinel_options) {
   probe_.close();
   primary_.close();
   lookup_ = Lookup::kIdle;
-  is_setup_ = false;
+  initialized_ = false;
   stale_ = true;
   const char* why = nullptr;
   Status s;
@@ -100,11 +100,11 @@ Status Sentinel::setup(const char* url, const ConnectionOptions& options,
     s = detail::parse_host_list(url, "redis-sentinel://", add_sentinel, &list, &hosts, &why);
   creds_ = hosts.creds;
   if (s.ok()) s = parse_name(hosts.path, name_, &creds_.db, &why);
-  // Validates the timeouts once, the way every later setup() will see them.
-  if (s.ok() && list.count > 0) s = probe_.setup(sentinels_[0], options);
+  // Validates the timeouts once, the way every later init() will see them.
+  if (s.ok() && list.count > 0) s = probe_.init(sentinels_[0], options);
   // The primary's address comes from the sentinels; until then the
   // connection already carries the options (its clock is Lock's clock).
-  if (s.ok()) s = primary_.setup(creds_, options);
+  if (s.ok()) s = primary_.init(creds_, options);
   if (!s.ok()) {
     set_error(error_, "bad sentinel URL or options: %s", why ? why : probe_.last_error());
     sentinel_count_ = 0;
@@ -117,7 +117,7 @@ Status Sentinel::setup(const char* url, const ConnectionOptions& options,
   clock_ = options.clock ? options.clock : &default_clock();
   stats_ = SentinelStats();
   verified_port_ = 0;
-  is_setup_ = true;
+  initialized_ = true;
   return Status();
 }
 
@@ -131,7 +131,7 @@ Status Sentinel::aim_probe(size_t index) {
   const Endpoint& cur = probe_.endpoint();
   // Keep the connection to a sentinel that answered before.
   if (cur.port == sentinel.port && std::strcmp(cur.host, sentinel.host) == 0) return Status();
-  return probe_.setup(sentinel, options_);
+  return probe_.init(sentinel, options_);
 }
 
 Status Sentinel::ask(size_t index, Deadline deadline, Endpoint* primary) {
@@ -196,10 +196,7 @@ Status Sentinel::role_verdict(Result<const Reply*> r) {
 }
 
 Status Sentinel::resolve(Deadline deadline) {
-  if (!is_setup_) {
-    set_error(error_, "sentinel used before setup()");
-    return ErrorCode::kInvalidArgument;
-  }
+  if (!initialized_) return detail::not_initialized("sentinel", error_);
   abandon_lookup();  // a blocking lookup replaces one the steps started
   Status last = ErrorCode::kNotConnected;
   for (size_t i = 0; i < sentinel_count_; ++i) {
@@ -212,7 +209,7 @@ Status Sentinel::resolve(Deadline deadline) {
     const bool same = cur.port == ep.port && std::strcmp(cur.host, ep.host) == 0;
     // An open connection was checked with ROLE when it was opened.
     if (!same || !primary_.is_connected()) {
-      last = primary_.setup(ep, options_);
+      last = primary_.init(ep, options_);
       if (!last.ok()) return note(primary_, last);
       last = check_role(deadline);
       if (!last.ok()) {
@@ -264,8 +261,9 @@ Result<const Reply*> Sentinel::command(Bytes key, Span<const Bytes> args, Deadli
 }
 
 Result<const Reply*> Sentinel::run(const ScriptCall& call, Deadline deadline) {
-  Status s = is_setup_ ? Status(ErrorCode::kNotConnected) : Status(ErrorCode::kInvalidArgument);
-  for (int round = 0; round < kMaxRounds && is_setup_; ++round) {
+  if (!initialized_) return detail::not_initialized("sentinel", error_);
+  Status s = ErrorCode::kNotConnected;
+  for (int round = 0; round < kMaxRounds; ++round) {
     if (round > 0) {
       // No primary right now (failover in progress): pause, then ask again.
       const Nanos left = deadline.remaining(*clock_);
@@ -292,34 +290,31 @@ Result<const Reply*> Sentinel::run(const ScriptCall& call, Deadline deadline) {
     if (detail::outcome_unknown(s.code())) stale_ = true;
     return s;
   }
-  if (!is_setup_) set_error(error_, "sentinel used before setup()");
   return s;
 }
 
+detail::WriteConfirm Sentinel::confirmer() {
+  return detail::confirm_over(sentinel_options_, stats_, confirmed_, wait_sent_, error_);
+}
+
+// Every confirmation ends here: an unknown outcome (timeout, I/O error)
+// makes the next request look the primary up first.
+Result<const Reply*> Sentinel::settle(const Result<const Reply*>& c) {
+  if (detail::outcome_unknown(c.status().code())) stale_ = true;
+  return c;
+}
+
 Result<const Reply*> Sentinel::confirm(const Reply* reply, Deadline deadline) {
-  return settle(detail::confirm_write(primary_, reply, sentinel_options_.wait_replicas,
-                                      sentinel_options_.wait_timeout, deadline, confirmed_,
-                                      error_));
+  return settle(confirmer().run(primary_, reply, deadline));
 }
 
 Result<const Reply*> Sentinel::start_confirm(Connection& node, const Reply* reply,
                                              Deadline deadline) {
-  return settle(detail::start_confirm(node, reply, sentinel_options_.wait_replicas,
-                                      sentinel_options_.wait_timeout, deadline, confirmed_,
-                                      &wait_sent_, error_));
+  return settle(confirmer().start(node, reply, deadline));
 }
 
 Result<const Reply*> Sentinel::end_confirm(Connection& node, const Result<const Reply*>& wait) {
-  return settle(detail::end_confirm(node, wait, sentinel_options_.wait_replicas, confirmed_,
-                                    wait_sent_, error_));
-}
-
-// A confirmation's outcome, counted; an unknown one (timeout, I/O error)
-// makes the next request look the primary up first.
-Result<const Reply*> Sentinel::settle(const Result<const Reply*>& c) {
-  if (c.status().code() == ErrorCode::kNoQuorum) ++stats_.wait_failures;
-  if (detail::outcome_unknown(c.status().code())) stale_ = true;
-  return c;
+  return settle(confirmer().end(node, wait));
 }
 
 }  // namespace edgelock

@@ -3,6 +3,7 @@
 // exchange started on its Connection and moved with non-blocking I/O).
 #include <cstring>
 
+#include "backends/routed_call.h"
 #include "backends/sentinel_rules.h"
 #include "base/error_text.h"
 #include "edgelock/detail/connection_io.h"
@@ -22,9 +23,21 @@ constexpr Nanos kNextStep = Nanos(1);
 // returns) or passes to the next sentinel.
 constexpr size_t kMaxMoves = 2 * kMaxSentinels + 2;
 
+// Moves the lookup's exchange on `conn` (a question to a sentinel, or ROLE
+// to the primary): its reply, kInProgress while it is under way, or its
+// error; one that passed `until` is given up (a stopped node: the lookup
+// asks the next).
+Result<const Reply*> exchange(Connection& conn, Deadline until) {
+  detail::ConnectionIo io = detail::io(conn);
+  Result<const Reply*> r = io.advance();
+  if (!r.ok() || r.value()) return r;
+  if (!until.expired(conn.clock())) return ErrorCode::kInProgress;
+  return io.abandon();
+}
+
 }  // namespace
 
-bool Sentinel::routes_nonblocking() const { return is_setup_ && sentinel_count_ > 0; }
+bool Sentinel::routes_nonblocking() const { return initialized_ && sentinel_count_ > 0; }
 
 Connection* Sentinel::route_for(Bytes key) {
   static_cast<void>(key);  // one primary holds every key
@@ -38,12 +51,8 @@ Connection* Sentinel::route_for(Bytes key) {
 }
 
 RouteNext Sentinel::route_pending(Bytes key) {
+  if (!routes_nonblocking()) return detail::unrouted("sentinel", error_);
   RouteNext next;
-  if (!routes_nonblocking()) {
-    set_error(error_, "sentinel used before setup()");
-    next.status = ErrorCode::kInvalidArgument;
-    return next;
-  }
   if (!stale_ && lookup_ == Lookup::kIdle && route_for(key)) {
     next.node = &primary_;
     return next;
@@ -148,12 +157,8 @@ Status Sentinel::lookup_ask() {
 // The sentinel's answer: the primary known (and connected) as is, or a
 // new one to verify with ROLE.
 Status Sentinel::lookup_asked() {
-  detail::ConnectionIo io = detail::io(probe_);
-  Result<const Reply*> r = io.advance();
-  if (r.ok() && !r.value()) {
-    if (!lookup_until_.expired(*clock_)) return ErrorCode::kInProgress;
-    r = io.abandon();  // a stopped sentinel: ask the next
-  }
+  const Result<const Reply*> r = exchange(probe_, lookup_until_);
+  if (r.status().code() == ErrorCode::kInProgress) return r.status();
   if (!r.ok()) return note(probe_, r.status());
   Endpoint ep;
   EDGELOCK_TRY(parse_primary(*r.value(), &ep));
@@ -170,7 +175,7 @@ Status Sentinel::lookup_asked() {
     lookup_until_ = Deadline::after(*clock_, sentinel_options_.retry_pause);
     return ErrorCode::kInProgress;
   }
-  EDGELOCK_TRY(primary_.setup(ep, options_));
+  EDGELOCK_TRY(primary_.init(ep, options_));
   const Bytes role[1] = {Bytes::from_cstr("ROLE")};
   lookup_until_ = Deadline::after(*clock_, options_.command_timeout);
   const Status s = pio.start_command(role, lookup_until_);
@@ -183,12 +188,8 @@ Status Sentinel::lookup_asked() {
 }
 
 Status Sentinel::lookup_checked() {
-  detail::ConnectionIo io = detail::io(primary_);
-  Result<const Reply*> r = io.advance();
-  if (r.ok() && !r.value()) {
-    if (!lookup_until_.expired(*clock_)) return ErrorCode::kInProgress;
-    r = io.abandon();
-  }
+  const Result<const Reply*> r = exchange(primary_, lookup_until_);
+  if (r.status().code() == ErrorCode::kInProgress) return r.status();
   const Status s = role_verdict(r);
   if (!s.ok()) primary_.close();  // not verified: check again next time
   return s;

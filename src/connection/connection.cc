@@ -1,6 +1,6 @@
 // Connection: one state machine over a byte transport.
 //
-//   kUnconfigured --setup--> kDisconnected --connect/start--> kConnecting
+//   kUnconfigured --init--> kDisconnected --connect/start--> kConnecting
 //   kConnecting --open--> kHandshaking --AUTH, SELECT +OK--> kIdle (or, for a
 //       request started while disconnected, straight on to kSending)
 //   kConnecting, kHandshaking --any failure--> kBackingOff (connects wait
@@ -37,7 +37,7 @@ constexpr size_t kMaxEvalWords = 16;
 
 Connection::~Connection() { transport_->close(); }
 
-// --- Set-up (setup(), resolve()) and the connect: connection_connect.cc.
+// --- Set-up (init(), resolve()) and the connect: connection_connect.cc.
 
 // Closes the stream; a set-up connection becomes kDisconnected (or stays
 // kBackingOff), an unconfigured one stays so.
@@ -72,7 +72,7 @@ Status Connection::prepare() {
     set_error(error_, "idle connection had unexpected input or was closed; reconnecting");
     leave(ErrorCode::kProtocol).ignore();
   }
-  if (state_ == State::kUnconfigured) return not_set_up();
+  if (state_ == State::kUnconfigured) return before_init();
   // Keep the last connect error's text; say why we did not try.
   if (state_ == State::kBackingOff && clock_->now() < next_connect_at_) {
     return ErrorCode::kNotConnected;
@@ -194,29 +194,42 @@ Result<const Reply*> Connection::send_some() {
   return static_cast<const Reply*>(nullptr);
 }
 
-Result<const Reply*> Connection::receive() {
+// The next whole reply in the receive buffer, reading what the transport
+// has (never waiting) while none is: nullptr when none is whole yet. A
+// parse error sets *why to what was wrong (the caller words it); a read
+// error leaves *why null, its text already in error_.
+Result<const Reply*> Connection::pull_reply(const char** why) {
+  *why = nullptr;
   for (int i = 0; i < 4; ++i) {
     const Reply* reply = nullptr;
-    const char* why = "";
-    const Status s = rx_.next(&reply, &why);
+    const char* parse_why = "";
+    const Status s = rx_.next(&reply, &parse_why);
     if (!s.ok()) {
-      if (s.code() == ErrorCode::kProtocol) {
-        // The code's name ("protocol error") comes with the code; the text
-        // says what was wrong. A first byte that starts no RESP reply at
-        // all is most often another service on the port (HTTP, SSH).
-        const bool alien = std::strcmp(why, "unknown type byte") == 0;
-        set_error(error_, "%s%s", why, alien ? " (not a RESP reply: is this a Redis port?)" : "");
-      } else {
-        set_error(error_, "reply larger than the fixed reply capacities: %s", why);
-      }
-      return leave(s);
+      *why = parse_why;
+      return s;
     }
-    if (reply) return on_reply(reply);
+    if (reply) return reply;
     const Result<size_t> n = read(false);
-    if (!n.ok()) return leave(n.status());
+    if (!n.ok()) return n.status();
     if (n.value() == 0) break;
   }
   return static_cast<const Reply*>(nullptr);
+}
+
+Result<const Reply*> Connection::receive() {
+  const char* why = nullptr;
+  const Result<const Reply*> r = pull_reply(&why);
+  if (r.ok()) return r.value() ? on_reply(r.value()) : r;
+  if (why && r.status().code() == ErrorCode::kProtocol) {
+    // The code's name ("protocol error") comes with the code; the text
+    // says what was wrong. A first byte that starts no RESP reply at all
+    // is most often another service on the port (HTTP, SSH).
+    const bool alien = std::strcmp(why, "unknown type byte") == 0;
+    set_error(error_, "%s%s", why, alien ? " (not a RESP reply: is this a Redis port?)" : "");
+  } else if (why) {
+    set_error(error_, "reply larger than the fixed reply capacities: %s", why);
+  }
+  return leave(r.status());
 }
 
 Result<const Reply*> Connection::on_reply(const Reply* reply) {

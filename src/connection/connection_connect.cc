@@ -29,12 +29,12 @@ Status encode_words(ByteBuilder& out, const Bytes* words, size_t n) {
 
 }  // namespace
 
-Status Connection::not_set_up() {
-  set_error(error_, "connection used before setup()");
+Status Connection::before_init() {
+  set_error(error_, "connection used before init()");
   return ErrorCode::kInvalidArgument;
 }
 
-Status Connection::setup(const char* url, const ConnectionOptions& options) {
+Status Connection::init(const char* url, const ConnectionOptions& options) {
   Endpoint ep;
   const char* why = nullptr;
   const Status s = parse_url(url, &ep, &why);
@@ -42,10 +42,10 @@ Status Connection::setup(const char* url, const ConnectionOptions& options) {
     set_error(error_, "bad URL: %s", why ? why : "invalid");
     return s;
   }
-  return setup(ep, options);
+  return init(ep, options);
 }
 
-Status Connection::setup(const Endpoint& endpoint, const ConnectionOptions& options) {
+Status Connection::init(const Endpoint& endpoint, const ConnectionOptions& options) {
   close();
   if (endpoint.scheme == Scheme::kTls && !options.transport && !detail::tls_available()) {
     set_error(error_, "rediss:// needs TLS, and this build has none");
@@ -65,14 +65,21 @@ Status Connection::setup(const Endpoint& endpoint, const ConnectionOptions& opti
   state_ = State::kDisconnected;
   error_[0] = '\0';
   addresses_ = ResolvedHost();
-  // A name that does not resolve now still makes a valid setup (DNS may
-  // come up later): connects fail fast until resolve() succeeds.
-  resolve().ignore();
+  // A literal is its own address; a name waits for resolve() (or the first
+  // connect): no I/O here.
+  if (!options.transport) detail::transport_resolve_numeric(endpoint_, &addresses_);
   return Status();
 }
 
+// A host name neither resolve() nor a connect has looked up since init()
+// (a failed lookup sets lookup_error: it is not tried again by a connect).
+bool Connection::name_unresolved() const {
+  return !options_.transport && addresses_.count == 0 && addresses_.lookup_error == 0 &&
+         endpoint_.scheme != Scheme::kUnix && endpoint_.host[0] != '\0';
+}
+
 Status Connection::resolve() {
-  if (state_ == State::kUnconfigured) return not_set_up();
+  if (state_ == State::kUnconfigured) return before_init();
   if (options_.transport) return Status();  // it gets the endpoint as parsed
   bool looked_up = false;
   const Status s = detail::transport_resolve(endpoint_, &addresses_, &looked_up, error_);
@@ -83,7 +90,7 @@ Status Connection::resolve() {
 // --- The connect.
 
 Status Connection::connect(Deadline deadline) {
-  if (state_ == State::kUnconfigured) return not_set_up();
+  if (state_ == State::kUnconfigured) return before_init();
   EDGELOCK_TRY(start_connect(deadline, 0));
   if (!busy()) return Status();
   return wait(deadline).status();
@@ -92,6 +99,9 @@ Status Connection::connect(Deadline deadline) {
 // Drops what was there and starts opening the stream. `queued` replies
 // belong to a request already encoded in tx_: it begins once connected.
 Status Connection::start_connect(Deadline deadline, uint8_t queued) {
+  // Blocks on DNS, once: resolve() at set-up keeps this out of the loop.
+  // A failure leaves its reason in addresses_ for the open to report.
+  if (name_unresolved()) resolve().ignore();
   drop();
   state_ = State::kConnecting;
   queued_replies_ = queued;
@@ -171,29 +181,22 @@ Result<const Reply*> Connection::step_handshake() {
 
 // Reads what is there of the AUTH/SELECT replies; the last one connects.
 Result<const Reply*> Connection::read_handshake() {
-  for (int i = 0; i < 6; ++i) {
-    const Reply* reply = nullptr;
-    const char* why = "";
-    const Status s = rx_.next(&reply, &why);
-    if (!s.ok()) {
-      set_error(error_, "reply to AUTH/SELECT: %s", why);
-      return fail_connect(s);
+  while (hs_due_ > 0) {
+    const char* why = nullptr;
+    const Result<const Reply*> r = pull_reply(&why);
+    if (!r.ok()) {
+      if (why) set_error(error_, "reply to AUTH/SELECT: %s", why);
+      return fail_connect(r.status());
     }
-    if (!reply) {
-      const Result<size_t> n = read(false);
-      if (!n.ok()) return fail_connect(n.status());
-      if (n.value() == 0) break;
-      continue;
-    }
-    EDGELOCK_TRY(check_handshake_reply(*reply));
-    if (--hs_due_ > 0) continue;
-    if (rx_.unread() > 0) {
-      set_error(error_, "server sent more than one reply");
-      return fail_connect(ErrorCode::kProtocol);
-    }
-    return connected();
+    if (!r.value()) return r;
+    EDGELOCK_TRY(check_handshake_reply(*r.value()));
+    --hs_due_;
   }
-  return static_cast<const Reply*>(nullptr);
+  if (rx_.unread() > 0) {
+    set_error(error_, "server sent more than one reply");
+    return fail_connect(ErrorCode::kProtocol);
+  }
+  return connected();
 }
 
 // An error reply keeps its own code (kAuthFailed, kNoAuth, kServerError..).

@@ -1,7 +1,8 @@
-// Name lookup (only when asked: setup or resolve), then hiredis starts a
-// non-blocking connect to the numeric addresses found then (no lookup on
-// reconnect), one after the other, each step a poll() that never waits;
-// the socket is made close-on-exec as soon as hiredis returns it.
+// Name lookup (only when asked: Connection::resolve(), or the connect of a
+// name never looked up), then hiredis starts a non-blocking connect to the
+// numeric addresses found then (no lookup on reconnect), one after the
+// other, each step a poll() that never waits; the socket is made
+// close-on-exec as soon as hiredis returns it.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -26,6 +27,9 @@ namespace detail {
 
 namespace {
 
+// An IPv4 or IPv6 literal, without I/O. A scoped IPv6 one ("fe80::1%eth0";
+// no host name has a '%') goes to getaddrinfo with AI_NUMERICHOST, which
+// never asks a resolver.
 bool literal(const char* host, HostAddress* out) {
   if (inet_pton(AF_INET, host, out->bytes) == 1) {
     out->family = 4;
@@ -35,7 +39,22 @@ bool literal(const char* host, HostAddress* out) {
     out->family = 6;
     return true;
   }
-  return false;
+  if (!std::strchr(host, '%')) return false;
+  addrinfo hints{};
+  hints.ai_family = AF_INET6;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICHOST;
+  addrinfo* list = nullptr;
+  if (getaddrinfo(host, nullptr, &hints, &list) != 0 || !list) {
+    if (list) freeaddrinfo(list);
+    return false;
+  }
+  const sockaddr_in6* in6 = reinterpret_cast<const sockaddr_in6*>(list->ai_addr);
+  out->family = 6;
+  std::memcpy(out->bytes, &in6->sin6_addr, 16);
+  out->scope_id = in6->sin6_scope_id;
+  freeaddrinfo(list);
+  return true;
 }
 
 void add(ResolvedHost* out, const addrinfo* ai) {
@@ -113,19 +132,22 @@ int connect_one(const Endpoint& ep, const HostAddress* a, const char* where, Err
 
 }  // namespace
 
-Status transport_resolve(const Endpoint& ep, ResolvedHost* out, bool* looked_up, ErrorText& err) {
-  *looked_up = false;
+bool transport_resolve_numeric(const Endpoint& ep, ResolvedHost* out) {
   if (ep.scheme == Scheme::kUnix || ep.host[0] == '\0') {
     *out = ResolvedHost();
-    return Status();
+    return true;
   }
   HostAddress a;
-  if (literal(ep.host, &a)) {
-    *out = ResolvedHost();
-    out->addrs[0] = a;
-    out->count = 1;
-    return Status();
-  }
+  if (!literal(ep.host, &a)) return false;
+  *out = ResolvedHost();
+  out->addrs[0] = a;
+  out->count = 1;
+  return true;
+}
+
+Status transport_resolve(const Endpoint& ep, ResolvedHost* out, bool* looked_up, ErrorText& err) {
+  *looked_up = false;
+  if (transport_resolve_numeric(ep, out)) return Status();
   *looked_up = true;
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -161,8 +183,8 @@ Status socket_connect_start(TransportState& t, ErrorText& err) {
   format_endpoint(ep, where, sizeof where);
   const size_t n = ep.scheme == Scheme::kUnix ? 1 : t.addrs->count;
   if (n == 0) {
-    // Never looked up, or the lookup failed: connects never call the
-    // resolver (it has no timeout); setup() or resolve() does.
+    // No address (the lookup failed, or no host): the open never calls the
+    // resolver (it has no timeout of ours); Connection::resolve() does.
     set_error(err, "cannot connect to %s: host name not resolved (%s)", where,
               t.addrs->lookup_error ? gai_strerror(t.addrs->lookup_error) : "no address");
     return ErrorCode::kConnectFailed;

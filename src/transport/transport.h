@@ -25,8 +25,14 @@ namespace detail {
 /// A fixed error text buffer of kErrorTextSize bytes.
 using ErrorText = edgelock::ErrorText;
 
+/// Fills *out when `ep` needs no lookup: a unix socket or an empty host
+/// (no address), an IPv4 or IPv6 literal, a scoped one included. No I/O
+/// (a scoped literal allocates, in getaddrinfo with AI_NUMERICHOST).
+/// False for a host name: *out is unchanged.
+bool transport_resolve_numeric(const Endpoint& ep, ResolvedHost* out);
+
 /// Looks `ep`'s host up into *out (IPv4 first, at most kMaxHostAddresses).
-/// IP literals and unix sockets need no lookup: no allocation, no I/O.
+/// IP literals and unix sockets need no lookup (transport_resolve_numeric()).
 /// A name goes to getaddrinfo(), which may block on DNS with no bound of
 /// ours and allocates; *looked_up says whether it was called. On failure
 /// *out keeps its addresses and gets lookup_error.

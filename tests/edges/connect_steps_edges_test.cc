@@ -97,7 +97,7 @@ class KeeperLoop {
 void keep_through_kill_and_pause(const std::string& url, const ConnectionOptions& o,
                                  Connection& admin, RedisServer& server, const char* what) {
   Connection c;
-  ASSERT_TRUE(c.setup(url.c_str(), o).ok()) << c.last_error();
+  ASSERT_TRUE(c.init(url.c_str(), o).ok()) << c.last_error();
   Lock lock(c);
   LockOptions lo;
   lo.ttl = Millis(20000) * test::slowdown();
@@ -220,7 +220,7 @@ TEST(ConnectSteps, UnansweredSynTimesOutWithoutBlockingStep) {
   o.connect_timeout = Millis(300) * test::slowdown();
   o.command_timeout = Millis(5000) * test::slowdown();
   Connection c;
-  ASSERT_TRUE(c.setup(("redis://127.0.0.1:" + std::to_string(peer.port())).c_str(), o).ok());
+  ASSERT_TRUE(c.init(("redis://127.0.0.1:" + std::to_string(peer.port())).c_str(), o).ok());
   Lock lock(c);
   ASSERT_TRUE(lock.init(Bytes::from_cstr("connect-steps-syn")).ok());
   Clock& clock = c.clock();
@@ -260,7 +260,7 @@ TEST(ConnectSteps, BlockingConnectToUnansweredSynTimesOut) {
   ConnectionOptions o;
   o.connect_timeout = Millis(300) * test::slowdown();
   Connection c;
-  ASSERT_TRUE(c.setup(("redis://127.0.0.1:" + std::to_string(peer.port())).c_str(), o).ok());
+  ASSERT_TRUE(c.init(("redis://127.0.0.1:" + std::to_string(peer.port())).c_str(), o).ok());
   const TimePoint t0 = now();
   const Status s = c.connect();
   const Nanos took = now() - t0;

@@ -31,7 +31,7 @@
 // Counts name lookups: the library (and hiredis, which binds to the
 // executable's definition) resolve through this. A numeric address is not
 // counted: getaddrinfo answers it without asking any resolver (hiredis
-// connects to the numeric address found at setup).
+// connects to the numeric address found by the lookup).
 namespace {
 std::atomic<int> g_lookups{0};
 
@@ -100,7 +100,7 @@ TEST(ConnectionEdgesText, ForeignServiceGetsAHint) {
   });
   ASSERT_TRUE(http.start());
   Connection c;
-  ASSERT_TRUE(c.setup(http.url().c_str()).ok());
+  ASSERT_TRUE(c.init(http.url().c_str()).ok());
   const Bytes ping[1] = {Bytes::from_cstr("PING")};
   const Result<const Reply*> r = c.command(ping, Deadline::after(c.clock(), Millis(2000)));
   EXPECT_EQ(r.status().code(), ErrorCode::kProtocol);
@@ -118,7 +118,7 @@ TEST_F(ConnectionEdges, ErrorTextClearsOnSuccess) {
   Connection c;
   ConnectionOptions o;
   o.command_timeout = Millis(50);
-  ASSERT_TRUE(c.setup(server_->url().c_str(), o).ok());
+  ASSERT_TRUE(c.init(server_->url().c_str(), o).ok());
   const Bytes bad[1] = {Bytes::from_cstr("NO-SUCH-COMMAND")};
   EXPECT_FALSE(c.command(bad, Deadline::after(c.clock(), Millis(2000))).ok());
   EXPECT_STRNE(c.last_error(), "") << "the failure has its text";
@@ -259,13 +259,18 @@ TEST(ConnectionEdgesClock, DefaultClockCountsSuspend) {
   EXPECT_LT(slept, Millis(30) + Millis(100) * test::slowdown());
 }
 
-// Name resolution: hiredis looked the host name up on every connect, with
-// no timeout, so a reconnect during a renewal could block past the
-// validity. Resolve once at setup, reconnect to the address.
+// Name resolution: a lookup has no timeout of ours, so a reconnect during
+// a renewal must never call the resolver. The name is looked up once (here
+// by the first connect: init() does no I/O), reconnects go to the address.
 TEST_F(ConnectionEdges, ReconnectDoesNotResolveTheHostNameAgain) {
   Connection c;
+  const int at_init = g_lookups.load();
   ASSERT_TRUE(test::open(c, "redis://localhost:" + std::to_string(server_->port())));
+  EXPECT_EQ(g_lookups.load(), at_init) << "init() looks nothing up";
+  EXPECT_EQ(c.stats().lookups, 0u);
+  EXPECT_EQ(c.addresses().count, 0) << "a name has no address before its lookup";
   ASSERT_EQ(test::run(c, {"PING"}), "PONG") << c.last_error();
+  EXPECT_EQ(c.stats().lookups, 1u) << "the first connect looked the name up";
   const int lookups = g_lookups.load();
   for (int i = 0; i < 3; ++i) {
     kill_client(admin_, c);
@@ -273,7 +278,7 @@ TEST_F(ConnectionEdges, ReconnectDoesNotResolveTheHostNameAgain) {
   }
   EXPECT_GE(c.stats().connects, 4u);
   EXPECT_EQ(g_lookups.load(), lookups) << "reconnects must not call the resolver";
-  EXPECT_EQ(c.stats().lookups, 1u) << "one lookup, at setup";
+  EXPECT_EQ(c.stats().lookups, 1u) << "one lookup, by the first connect";
   ASSERT_GE(c.addresses().count, 1);
   EXPECT_NE(c.addresses().addrs[0].family, 0);
   // Looking up again is explicit, and the connection keeps working.
@@ -282,7 +287,8 @@ TEST_F(ConnectionEdges, ReconnectDoesNotResolveTheHostNameAgain) {
   kill_client(admin_, c);
   EXPECT_EQ(test::run(c, {"PING"}), "PONG") << c.last_error();
 
-  // A name that did not resolve at setup: connects fail fast, never look up.
+  // A name that did not resolve: the first connect tried once; later
+  // connects fail fast and never look up, until resolve() does.
   Connection u;
   ASSERT_TRUE(test::open(u, "redis://unresolvable.edgelock.test:6379"));
   const int before = g_lookups.load();
@@ -291,9 +297,74 @@ TEST_F(ConnectionEdges, ReconnectDoesNotResolveTheHostNameAgain) {
     EXPECT_NE(std::string(u.last_error()).find("not resolved"), std::string::npos)
         << u.last_error();
   }
-  EXPECT_EQ(g_lookups.load(), before);
+  EXPECT_EQ(g_lookups.load(), before + 1) << "only the first connect looked up";
+  EXPECT_EQ(u.stats().lookups, 1u);
   EXPECT_EQ(u.resolve().code(), ErrorCode::kConnectFailed) << "resolve() looks up again";
+  EXPECT_EQ(g_lookups.load(), before + 2);
+}
+
+// resolve() right after init() is where the lookup happens: no connect or
+// reconnect calls the resolver after it.
+TEST_F(ConnectionEdges, ResolveAfterInitKeepsTheLookupOutOfConnects) {
+  Connection c;
+  ASSERT_TRUE(test::open(c, "redis://localhost:" + std::to_string(server_->port())));
+  ASSERT_TRUE(c.resolve().ok()) << c.last_error();
+  EXPECT_EQ(c.stats().lookups, 1u);
+  ASSERT_GE(c.addresses().count, 1);
+  const int lookups = g_lookups.load();
+  ASSERT_EQ(test::run(c, {"PING"}), "PONG") << c.last_error();
+  kill_client(admin_, c);
+  ASSERT_EQ(test::run(c, {"PING"}), "PONG") << c.last_error();
+  EXPECT_EQ(g_lookups.load(), lookups) << "connects must not call the resolver after resolve()";
+  EXPECT_EQ(c.stats().lookups, 1u);
+}
+
+// IP literals are their own address from init() on, scoped IPv6 included:
+// nothing to look up, ever.
+TEST(ConnectionEdgesLiteral, InitTakesAnIpLiteralWithoutALookup) {
+  const int before = g_lookups.load();
+  Connection v4;
+  ASSERT_TRUE(v4.init("redis://127.0.0.1:1").ok()) << v4.last_error();
+  ASSERT_EQ(v4.addresses().count, 1);
+  EXPECT_EQ(v4.addresses().addrs[0].family, 4);
+  Connection v6;
+  ASSERT_TRUE(v6.init("redis://[::1]:1").ok()) << v6.last_error();
+  ASSERT_EQ(v6.addresses().count, 1);
+  EXPECT_EQ(v6.addresses().addrs[0].family, 6);
+  Connection scoped;
+  ASSERT_TRUE(scoped.init("redis://[fe80::1%1]:1").ok()) << scoped.last_error();
+  ASSERT_EQ(scoped.addresses().count, 1);
+  EXPECT_EQ(scoped.addresses().addrs[0].family, 6);
+  EXPECT_EQ(scoped.addresses().addrs[0].scope_id, 1u);
+  Connection name;
+  ASSERT_TRUE(name.init("redis://unresolvable.edgelock.test:1").ok()) << name.last_error();
+  EXPECT_EQ(name.addresses().count, 0) << "a name waits for resolve() or a connect";
+  EXPECT_EQ(g_lookups.load(), before);
+  EXPECT_EQ(v4.stats().lookups + v6.stats().lookups + scoped.stats().lookups + name.stats().lookups,
+            0u);
+  // The control: a connect looks the name up (and counts it).
+  EXPECT_EQ(name.connect().code(), ErrorCode::kConnectFailed);
   EXPECT_EQ(g_lookups.load(), before + 1);
+  EXPECT_EQ(name.stats().lookups, 1u);
+}
+
+// Sentinel and Cluster init() look no sentinel or seed name up: their
+// connections' first connects do.
+TEST(ConnectionEdgesLiteral, SentinelAndClusterInitLookNothingUp) {
+  const int before = g_lookups.load();
+  Sentinel s;
+  ASSERT_TRUE(s.init("redis-sentinel://unresolvable.edgelock.test:26379,localhost:26380/gw").ok())
+      << s.last_error();
+  Cluster c;
+  ASSERT_TRUE(
+      c.init("redis-cluster://unresolvable.edgelock.test:7000,unresolvable.edgelock.test:7001")
+          .ok())
+      << c.last_error();
+  EXPECT_EQ(g_lookups.load(), before);
+  EXPECT_EQ(c.node(0).stats().lookups + c.node(1).stats().lookups, 0u);
+  // The control: the first use connects to a seed, which looks it up.
+  EXPECT_FALSE(c.refresh(Deadline::after(default_clock(), Millis(200) * test::slowdown())).ok());
+  EXPECT_GT(g_lookups.load(), before);
 }
 
 // Sentinel: a ROLE reply too large for the reply buffer is not taken as
@@ -323,7 +394,7 @@ TEST(ConnectionEdgesSentinel, RoleReplyTooLargeIsNotConfirmed) {
   ConnectionOptions o;
   o.command_timeout = Millis(500) * test::slowdown();
   ASSERT_TRUE(
-      s.setup(("redis-sentinel://127.0.0.1:" + std::to_string(sentinel.port()) + "/gw").c_str(), o)
+      s.init(("redis-sentinel://127.0.0.1:" + std::to_string(sentinel.port()) + "/gw").c_str(), o)
           .ok());
   const Status st = s.resolve(Deadline::after(default_clock(), Millis(1000) * test::slowdown()));
   EXPECT_FALSE(st.ok()) << "a node whose role could not be read is not a primary";
@@ -351,7 +422,7 @@ TEST(ConnectionEdgesDeadline, HungServerEndsEveryCallByItsDeadline) {
   o.command_timeout = Millis(5000);
   Connection c;
   ASSERT_TRUE(
-      c.setup(("redis://:pw@127.0.0.1:" + std::to_string(server.port()) + "/1").c_str(), o).ok());
+      c.init(("redis://:pw@127.0.0.1:" + std::to_string(server.port()) + "/1").c_str(), o).ok());
   server.pause();
   const Bytes ping[1] = {Bytes::from_cstr("PING")};
   TimePoint t0 = now();
@@ -383,7 +454,7 @@ TEST(ConnectionEdgesDeadline, HungServerEndsEveryCallByItsDeadline) {
   fake.script({});
   ASSERT_TRUE(fake.start());
   Connection f;
-  ASSERT_TRUE(f.setup(fake.url().c_str(), o).ok());
+  ASSERT_TRUE(f.init(fake.url().c_str(), o).ok());
   ASSERT_EQ(test::run(f, {"PING"}), "PONG");
   fake.script({test::reply("-NOSCRIPT No matching script.\r\n"), test::silent()});
   const Script s = make_script("return 1");

@@ -187,7 +187,7 @@ TEST_F(FairStepEdges, StoppedServerNeverBlocksAStep) {
   o.reconnect_min = Millis(1);
   o.reconnect_max = Millis(10);
   Connection c;
-  ASSERT_TRUE(c.setup(server_->url().c_str(), o).ok());
+  ASSERT_TRUE(c.init(server_->url().c_str(), o).ok());
   FairLock l(c);
   ASSERT_TRUE(l.init(Bytes::from_cstr("fse"), opts()).ok());
   ASSERT_TRUE(l.try_acquire().ok());  // connected, scripts cached

@@ -79,7 +79,7 @@ TEST_F(KeeperEdge, RenewalWhoseStartBlocksPastTheEndIsLost) {
   o.transport = &transport;
   o.command_timeout = Millis(1000);
   o.connect_timeout = Millis(10000);  // the renewal's deadline bounds the connect
-  ASSERT_TRUE(conn.setup(server_->url().c_str(), o).ok()) << conn.last_error();
+  ASSERT_TRUE(conn.init(server_->url().c_str(), o).ok()) << conn.last_error();
   Lock lock(conn);
   LockOptions lo;
   lo.ttl = Millis(3000);

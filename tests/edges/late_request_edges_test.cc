@@ -63,7 +63,7 @@ class LateRequest : public test::SuiteServerTest {
     o.command_timeout = timeout;
     o.reconnect_min = Millis(1);
     o.reconnect_max = Millis(10);
-    ASSERT_TRUE(conn_.setup(proxy_->url().c_str(), o).ok());
+    ASSERT_TRUE(conn_.init(proxy_->url().c_str(), o).ok());
   }
 
   // Waits until a held chunk was caught and everything has been delivered.

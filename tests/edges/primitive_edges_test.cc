@@ -67,7 +67,7 @@ class PrimitiveEdges : public test::SharedServerTest {
     o.command_timeout = timeout;
     o.reconnect_min = Millis(1);
     o.reconnect_max = Millis(10);
-    ASSERT_TRUE(c.setup(proxy.url().c_str(), o).ok());
+    ASSERT_TRUE(c.init(proxy.url().c_str(), o).ok());
   }
   std::unique_ptr<DelayProxy> start_proxy(Nanos delay) {
     auto p = std::make_unique<DelayProxy>(server_->port(), delay);

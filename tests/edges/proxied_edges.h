@@ -56,7 +56,7 @@ class ProxiedEdges : public test::SuiteServerTest {
     o.command_timeout = timeout;
     o.reconnect_min = Millis(1);
     o.reconnect_max = Millis(10);
-    return conn_.setup(proxy_->url().c_str(), o).ok();
+    return conn_.init(proxy_->url().c_str(), o).ok();
   }
 
   // A grant, extend and release at no delay: connects and loads the scripts, so

@@ -41,7 +41,7 @@ TimePoint keep_until_lost(LeaseKeeper& keeper, Clock& clock, Nanos limit) {
 bool connect_with(Connection& c, const std::string& url, Nanos command_timeout) {
   ConnectionOptions o;
   o.command_timeout = command_timeout;
-  return c.setup(url.c_str(), o).ok() && c.connect().ok();
+  return c.init(url.c_str(), o).ok() && c.connect().ok();
 }
 
 // A renewal stalled by a partition must not make the keeper report the
@@ -99,7 +99,7 @@ TEST(RunEdges, KeeperWithDefaultOptionsReportsLossByValidityEnd) {
   RedisServer server;
   ASSERT_TRUE(server.start());
   Connection conn;
-  ASSERT_TRUE(conn.setup(server.url().c_str()).ok());  // default ConnectionOptions
+  ASSERT_TRUE(conn.init(server.url().c_str()).ok());  // default ConnectionOptions
   Clock& clock = conn.clock();
   Lock lock(conn);
   LockOptions lo;

@@ -60,7 +60,7 @@ bool open(Connection& c, const char* url) {
   ConnectionOptions o;
   o.connect_timeout = Millis(1000);
   o.command_timeout = Millis(500);
-  return c.setup(url, o).ok() && c.connect().ok();
+  return c.init(url, o).ok() && c.connect().ok();
 }
 
 int probe(const char* url) {

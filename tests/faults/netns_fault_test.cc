@@ -140,7 +140,7 @@ class Netns : public ::testing::Test {
     o.reconnect_min = Millis(1);
     o.reconnect_max = Millis(20);
     const std::string url = "redis://" + server_ip_ + ":" + std::to_string(kPort);
-    return c.setup(url.c_str(), o).ok();
+    return c.init(url.c_str(), o).ok();
   }
 
   std::string ns_, veth_, host_ip_, server_ip_, dir_;

@@ -28,7 +28,7 @@ bool open_fast(Connection& c, const std::string& url, const char* password = nul
   o.reconnect_max = Millis(10);
   std::string u = url;
   if (password) u = "redis://:" + std::string(password) + "@" + url.substr(8);
-  return c.setup(u.c_str(), o).ok();
+  return c.init(u.c_str(), o).ok();
 }
 
 int64_t ms_since(SystemClock& clock, TimePoint t0) { return test::ms(clock.now() - t0); }

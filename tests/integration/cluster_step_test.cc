@@ -47,7 +47,7 @@ class ClusterStepTest : public ::testing::Test {
     cluster_ = nullptr;
   }
   void SetUp() override {
-    ASSERT_TRUE(client_.setup(cluster_->url().c_str(), options()).ok()) << client_.last_error();
+    ASSERT_TRUE(client_.init(cluster_->url().c_str(), options()).ok()) << client_.last_error();
     ASSERT_TRUE(client_.refresh(Deadline::after(client_.clock(), Millis(5000))).ok())
         << client_.last_error();
   }
@@ -73,7 +73,7 @@ test::RedisClusterSetup* ClusterStepTest::cluster_ = nullptr;
 
 TEST_F(ClusterStepTest, AcquireAndReleaseOnEveryPrimaryInAPollLoop) {
   Cluster other;
-  ASSERT_TRUE(other.setup(cluster_->url().c_str(), options()).ok());
+  ASSERT_TRUE(other.init(cluster_->url().c_str(), options()).ok());
   const int owners[3] = {client_.owner_of(0), client_.owner_of(8192), client_.owner_of(16383)};
   Loop loop;
   for (int node : owners) {
@@ -128,7 +128,7 @@ TEST_F(ClusterStepTest, WaitReplicasConfirmedAsSteps) {
   ClusterOptions co;
   co.wait_replicas = 1;
   co.wait_timeout = Millis(200) * test::slowdown();
-  ASSERT_TRUE(waiting.setup(cluster_->url().c_str(), options(), co).ok());
+  ASSERT_TRUE(waiting.init(cluster_->url().c_str(), options(), co).ok());
   const std::string key = key_on(client_.owner_of(0), "step-wait");
   const int port = cluster_->node(server_of(client_.owner_of(0))).port();
   Lock lock(waiting);
@@ -158,7 +158,7 @@ TEST_F(ClusterStepTest, MovedFollowedInsideTheLoop) {
   Connection admin[3];
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(test::open(admin[i], cluster_->node(i).admin_url()));
   Cluster other;
-  ASSERT_TRUE(other.setup(cluster_->url().c_str(), options()).ok());
+  ASSERT_TRUE(other.init(cluster_->url().c_str(), options()).ok());
   Lock holder(other);
   ASSERT_TRUE(holder.init(Bytes(key.data(), key.size())).ok());
   ASSERT_TRUE(holder.try_acquire().ok()) << other.last_error();
@@ -204,7 +204,7 @@ TEST_F(ClusterStepTest, FairLockFollowsMovedInsideTheLoop) {
   Connection admin[3];
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(test::open(admin[i], cluster_->node(i).admin_url()));
   Cluster other;
-  ASSERT_TRUE(other.setup(cluster_->url().c_str(), options()).ok());
+  ASSERT_TRUE(other.init(cluster_->url().c_str(), options()).ok());
   const Bytes k(key.data(), key.size());
   FairLock holder(other), waiter(client_);
   FairLockOptions fo;
@@ -253,7 +253,7 @@ TEST_F(ClusterStepTest, LateAcquireAfterATimeoutClaimsNothingAndIsCleanedUp) {
   ConnectionOptions quick = options();
   quick.command_timeout = Millis(300) * test::slowdown();
   Cluster c;
-  ASSERT_TRUE(c.setup(cluster_->url().c_str(), quick).ok());
+  ASSERT_TRUE(c.init(cluster_->url().c_str(), quick).ok());
   Lock lock(c);
   ASSERT_TRUE(lock.init(Bytes(key.data(), key.size())).ok());
   Loop loop;
@@ -288,7 +288,7 @@ TEST_F(ClusterStepTest, LockWaiterWokenOnItsNode) {
   const std::string key = key_on(node, "woken");
   const int port = cluster_->node(server_of(node)).port();
   Cluster other;
-  ASSERT_TRUE(other.setup(cluster_->url().c_str(), options()).ok());
+  ASSERT_TRUE(other.init(cluster_->url().c_str(), options()).ok());
   Lock holder(other), waiter(client_);
   LockOptions lo;
   lo.ttl = std::chrono::duration_cast<Millis>(Millis(30000) * test::slowdown());
@@ -323,7 +323,7 @@ TEST_F(ClusterStepTest, KeeperKeepsItsLeaseBesideAFairWaiter) {
   const int node = client_.owner_of(8192);
   const std::string ka = key_on(node, "beside-a"), kb = key_on(node, "beside-b");
   Cluster other;
-  ASSERT_TRUE(other.setup(cluster_->url().c_str(), options()).ok());
+  ASSERT_TRUE(other.init(cluster_->url().c_str(), options()).ok());
   FairLock holder(other), waiter(client_);
   FairLockOptions held;  // outlasts the test, also under qemu
   held.ttl = std::chrono::duration_cast<Millis>(Millis(60000) * test::slowdown());
@@ -358,7 +358,7 @@ TEST_F(ClusterStepTest, MapReadAsStepsWaitsOutAStoppedNode) {
     if (server_of(client_.owner_of(key_slot(k.c_str()))) != stopped) key = k;
   }
   Cluster fresh;
-  ASSERT_TRUE(fresh.setup(url.c_str(), o).ok());
+  ASSERT_TRUE(fresh.init(url.c_str(), o).ok());
   Lock lock(fresh);
   ASSERT_TRUE(lock.init(Bytes(key.data(), key.size())).ok());
   ASSERT_TRUE(lock.nonblocking());

@@ -37,7 +37,7 @@ class ClusterTest : public ::testing::Test {
     cluster_ = nullptr;
   }
   void SetUp() override {
-    ASSERT_TRUE(client_.setup(cluster_->url().c_str(), options()).ok()) << client_.last_error();
+    ASSERT_TRUE(client_.init(cluster_->url().c_str(), options()).ok()) << client_.last_error();
     ASSERT_TRUE(client_.refresh(Deadline::after(client_.clock(), Millis(5000))).ok())
         << client_.last_error();
   }
@@ -115,7 +115,7 @@ TEST_F(ClusterTest, LocksOnEveryPrimary) {
 // keys of one tag (and the companion keys) live on the primary owning it.
 TEST_F(ClusterTest, EveryPrimitiveOnEveryPrimary) {
   Cluster other;
-  ASSERT_TRUE(other.setup(cluster_->url().c_str(), options()).ok()) << other.last_error();
+  ASSERT_TRUE(other.init(cluster_->url().c_str(), options()).ok()) << other.last_error();
   for (uint16_t s : {0, 8192, 16383}) {
     const int node = client_.owner_of(s);
     const std::string tag = key_on(node, "every");
@@ -138,7 +138,7 @@ TEST_F(ClusterTest, OneSeedFindsEveryPrimary) {
   // A client that only knows one seed still reaches every slot.
   Cluster lone;
   const std::string url = "redis-cluster://127.0.0.1:" + std::to_string(cluster_->node(0).port());
-  ASSERT_TRUE(lone.setup(url.c_str(), options()).ok());
+  ASSERT_TRUE(lone.init(url.c_str(), options()).ok());
   for (int node = 0; node < 3; ++node) {
     const std::string key = key_on(client_.owner_of(static_cast<uint16_t>(node * 5461)), "pump");
     Lock lock(lone);
@@ -194,7 +194,7 @@ TEST_F(ClusterTest, SlotMigrationMidRun) {
   ClusterStats waiter_stats;
   std::thread waiter([&] {
     Cluster other;
-    if (!other.setup(cluster_->url().c_str(), options()).ok()) return;
+    if (!other.init(cluster_->url().c_str(), options()).ok()) return;
     Lock lock(other);
     LockOptions lo;
     lo.retry_max = Millis(20);
@@ -244,7 +244,7 @@ TEST(ClusterFailover, WaitThenFollowPromotedReplicaAfterKill9) {
   ClusterOptions co;
   co.wait_replicas = 1;
   co.wait_timeout = Millis(300) * test::slowdown();
-  ASSERT_TRUE(waiting.setup(servers.url().c_str(), options(), co).ok());
+  ASSERT_TRUE(waiting.init(servers.url().c_str(), options(), co).ok());
   Lock confirmed(waiting);
   ASSERT_TRUE(confirmed.init(Bytes::from_cstr("feeder")).ok());
   ASSERT_TRUE(confirmed.try_acquire().ok()) << waiting.last_error();
@@ -258,7 +258,7 @@ TEST(ClusterFailover, WaitThenFollowPromotedReplicaAfterKill9) {
   ASSERT_TRUE(confirmed.release().ok());
 
   Cluster cluster;
-  ASSERT_TRUE(cluster.setup(servers.url().c_str(), options()).ok());
+  ASSERT_TRUE(cluster.init(servers.url().c_str(), options()).ok());
   Lock lock(cluster);
   ASSERT_TRUE(lock.init(Bytes::from_cstr("feeder")).ok());
   ASSERT_TRUE(lock.try_acquire().ok()) << cluster.last_error();
@@ -287,7 +287,7 @@ constexpr int kGrantsEach = 250;
 
 int worker(const std::string& url, const std::string& key, test::FencedResource* dev) {
   Cluster cluster;
-  if (!cluster.setup(url.c_str(), options()).ok()) return test::kWorkerSetupFailed;
+  if (!cluster.init(url.c_str(), options()).ok()) return test::kWorkerSetupFailed;
   Lock lock(cluster);
   LockOptions lo;
   lo.ttl = Millis(5000 * test::slowdown());

@@ -118,7 +118,7 @@ TEST(Connection, ReconnectBacksOffAfterFailedConnects) {
   ConnectionOptions o;
   o.reconnect_min = Millis(300);
   o.reconnect_max = Millis(1000);
-  ASSERT_TRUE(c.setup(("redis://127.0.0.1:" + std::to_string(test::free_port())).c_str(), o).ok());
+  ASSERT_TRUE(c.init(("redis://127.0.0.1:" + std::to_string(test::free_port())).c_str(), o).ok());
   Lock l(c);
   ASSERT_TRUE(l.init(Bytes::from_cstr("x")).ok());
   EXPECT_EQ(l.try_acquire().code(), ErrorCode::kConnectFailed);
@@ -190,7 +190,7 @@ TEST(Connection, StalledServerTimesOutAtDeadline) {
   Connection c;
   ConnectionOptions o;
   o.command_timeout = Millis(200);
-  ASSERT_TRUE(c.setup(s.url().c_str(), o).ok());
+  ASSERT_TRUE(c.init(s.url().c_str(), o).ok());
   ASSERT_TRUE(c.connect().ok());
   s.pause();
   SystemClock clock;

@@ -215,7 +215,7 @@ TEST(Latency, SingleLockDeadlineShorterThanRoundTrip) {
   co.reconnect_min = Millis(1);
   co.reconnect_max = Millis(10);
   Connection conn, admin;
-  ASSERT_TRUE(conn.setup(proxy.url().c_str(), co).ok());
+  ASSERT_TRUE(conn.init(proxy.url().c_str(), co).ok());
   ASSERT_TRUE(test::open(admin, server.admin_url()));
   Lock lock(conn);
   ASSERT_TRUE(lock.init(Bytes::from_cstr(kKey)).ok());

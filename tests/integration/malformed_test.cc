@@ -301,7 +301,7 @@ class Malformed : public ::testing::Test {
     o.reconnect_min = Millis(1);
     o.reconnect_max = Millis(2);
     const std::string url = auth ? "redis://:pw@127.0.0.1:" + std::to_string(s.port()) : s.url();
-    ASSERT_TRUE(c.setup(url.c_str(), o).ok());
+    ASSERT_TRUE(c.init(url.c_str(), o).ok());
   }
 
   Outcome run(const Case& c, Connection& conn, Lock& lock) {

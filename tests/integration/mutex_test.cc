@@ -20,7 +20,7 @@ int worker(const std::string& url, test::FencedResource* dev) {
   Connection conn;
   ConnectionOptions o;
   o.command_timeout = Millis(2000) * test::slowdown();
-  if (!conn.setup(url.c_str(), o).ok()) return test::kWorkerSetupFailed;
+  if (!conn.init(url.c_str(), o).ok()) return test::kWorkerSetupFailed;
   Lock lock(conn);
   LockOptions lo;
   lo.ttl = Millis(5000 * test::slowdown());

@@ -204,7 +204,7 @@ class NonblockingLoopTest : public ::testing::Test {
     o.command_timeout = command_timeout;
     o.reconnect_min = Millis(1);
     o.reconnect_max = Millis(10);
-    return c.setup(servers_[i]->url().c_str(), o).ok();
+    return c.init(servers_[i]->url().c_str(), o).ok();
   }
 
   std::unique_ptr<RedisServer> servers_[3];
@@ -371,7 +371,7 @@ TEST_F(NonblockingLoopTest, QuorumKeeperAndReleaseOverSlowLinks) {
     ConnectionOptions o;
     o.connect_timeout = scaled(Millis(2000));
     o.command_timeout = scaled(Millis(2000));
-    ASSERT_TRUE(c[i].setup(links[i]->url().c_str(), o).ok());
+    ASSERT_TRUE(c[i].init(links[i]->url().c_str(), o).ok());
     conns[i] = &c[i];
   }
   QuorumOptions qo;

@@ -69,7 +69,7 @@ class NonblockingRateTest : public ::testing::Test {
     ConnectionOptions o;
     o.connect_timeout = scaled(Millis(2000));
     o.command_timeout = command_timeout;
-    return c.setup(server_.url().c_str(), o).ok();
+    return c.init(server_.url().c_str(), o).ok();
   }
 
   test::RedisServer server_;

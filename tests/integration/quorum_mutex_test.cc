@@ -25,7 +25,7 @@ int worker(const std::string* urls, test::FencedResource* dev) {
   ConnectionOptions o;
   o.command_timeout = Millis(2000) * test::slowdown();
   for (size_t i = 0; i < kServers; ++i) {
-    if (!conns[i].setup(urls[i].c_str(), o).ok()) return test::kWorkerSetupFailed;
+    if (!conns[i].init(urls[i].c_str(), o).ok()) return test::kWorkerSetupFailed;
     ptrs[i] = &conns[i];
   }
   QuorumLock lock;

@@ -70,8 +70,8 @@ QuorumOptions opts(int64_t ttl_ms = 5000) {
 
 TEST(QuorumLock, InitValidates) {
   Connection a, b;
-  ASSERT_TRUE(a.setup("redis://127.0.0.1:1").ok());
-  ASSERT_TRUE(b.setup("redis://127.0.0.1:2").ok());
+  ASSERT_TRUE(a.init("redis://127.0.0.1:1").ok());
+  ASSERT_TRUE(b.init("redis://127.0.0.1:2").ok());
   Connection* two[2] = {&a, &b};
   Connection* dup[2] = {&a, &a};
   QuorumLock q;

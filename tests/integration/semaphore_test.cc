@@ -119,7 +119,7 @@ TEST_F(SemaphoreTest, CrashedHolderPermitReturnsAfterTtl) {
   if (pid == 0) {
     // The "device": takes the only permit and dies without releasing.
     Connection c;
-    if (!c.setup(server_->url().c_str()).ok()) _exit(10);
+    if (!c.init(server_->url().c_str()).ok()) _exit(10);
     Semaphore s(c);
     Permit p;
     if (!s.init(Bytes::from_cstr("modem-slots"), opts(1, ttl)).ok()) _exit(11);
@@ -172,7 +172,7 @@ int worker(int w, const std::string& url, Shared* sh) {
   Connection conn;
   ConnectionOptions o;
   o.command_timeout = Millis(2000) * test::slowdown();
-  if (!conn.setup(url.c_str(), o).ok()) return 10;
+  if (!conn.init(url.c_str(), o).ok()) return 10;
   Semaphore sem(conn), short_sem(conn);
   if (!sem.init(Bytes::from_cstr("fw-slots"), opts(kPermits, 5000 * test::slowdown())).ok())
     return 11;

@@ -40,7 +40,7 @@ class SentinelStepTest : public ::testing::Test {
     opts_.recheck_interval = Millis(100);
     opts_.retry_pause = Millis(20);
   }
-  Status start(Sentinel& s) { return s.setup(setup_.url().c_str(), conn_, opts_); }
+  Status start(Sentinel& s) { return s.init(setup_.url().c_str(), conn_, opts_); }
   std::string token_of(const Lock& lock) {
     return std::string(reinterpret_cast<const char*>(lock.token().data), lock.token().size);
   }
@@ -131,7 +131,7 @@ TEST_F(SentinelStepTest, SentinelAuthErrorEndsTheRequest) {
   const std::string url = "redis-sentinel://127.0.0.1:" + std::to_string(guarded.port()) + "/" +
                           test::SentinelSetup::kMaster;
   Sentinel without;
-  ASSERT_TRUE(without.setup(url.c_str(), conn_, opts_).ok());
+  ASSERT_TRUE(without.init(url.c_str(), conn_, opts_).ok());
   Lock lock(without);
   ASSERT_TRUE(lock.init(Bytes::from_cstr("step-auth")).ok());
   Loop loop;
@@ -141,7 +141,7 @@ TEST_F(SentinelStepTest, SentinelAuthErrorEndsTheRequest) {
   EXPECT_LT(without.clock().now() - t0, Millis(2000) * test::slowdown());
   Sentinel with;
   opts_.sentinel_password = "s3cret";
-  ASSERT_TRUE(with.setup(url.c_str(), conn_, opts_).ok());
+  ASSERT_TRUE(with.init(url.c_str(), conn_, opts_).ok());
   Lock ok(with);
   ASSERT_TRUE(ok.init(Bytes::from_cstr("step-auth")).ok());
   ASSERT_EQ(loop.drive(ok, ok.start_try_acquire()).code(), ErrorCode::kOk) << with.last_error();

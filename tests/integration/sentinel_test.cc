@@ -28,7 +28,7 @@ class SentinelTest : public ::testing::Test {
     opts_.recheck_interval = Millis(100);
     opts_.retry_pause = Millis(20);
   }
-  Status start(Sentinel& s) { return s.setup(setup_.url().c_str(), conn_, opts_); }
+  Status start(Sentinel& s) { return s.init(setup_.url().c_str(), conn_, opts_); }
   // Asks through `lock` until `s` has moved to the promoted replica (bounded).
   bool follow_failover(Sentinel& s, Lock& lock) {
     const TimePoint t0 = s.clock().now();
@@ -74,13 +74,13 @@ TEST_F(SentinelTest, AuthenticatesToSentinelsWithPassword) {
                           test::SentinelSetup::kMaster;
   conn_.command_timeout = Millis(300) * test::slowdown();
   Sentinel without;
-  ASSERT_TRUE(without.setup(url.c_str(), conn_, opts_).ok());
+  ASSERT_TRUE(without.init(url.c_str(), conn_, opts_).ok());
   Lock refused(without);
   ASSERT_TRUE(refused.init(Bytes::from_cstr("gate")).ok());
   EXPECT_EQ(refused.try_acquire().code(), ErrorCode::kNoAuth) << without.last_error();
   Sentinel with;
   opts_.sentinel_password = "s3cret";
-  ASSERT_TRUE(with.setup(url.c_str(), conn_, opts_).ok());
+  ASSERT_TRUE(with.init(url.c_str(), conn_, opts_).ok());
   Lock lock(with);
   ASSERT_TRUE(lock.init(Bytes::from_cstr("gate")).ok());
   ASSERT_TRUE(lock.try_acquire().ok()) << with.last_error();

@@ -216,7 +216,7 @@ TEST(TlsFault, HandshakeTimeoutHasItsOwnDeadline) {
   o.connect_timeout = Millis(5000) * test::slowdown();
   o.tls.handshake_timeout = Millis(300) * test::slowdown();
   Connection c;
-  ASSERT_TRUE(c.setup(("rediss://127.0.0.1:" + std::to_string(port)).c_str(), o).ok());
+  ASSERT_TRUE(c.init(("rediss://127.0.0.1:" + std::to_string(port)).c_str(), o).ok());
   auto t0 = std::chrono::steady_clock::now();
   Status s = c.connect();
   int64_t ms = elapsed_ms(t0);
@@ -230,7 +230,7 @@ TEST(TlsFault, HandshakeTimeoutHasItsOwnDeadline) {
   o.connect_timeout = Millis(300) * test::slowdown();
   o.tls.handshake_timeout = Millis(5000) * test::slowdown();
   Connection d;
-  ASSERT_TRUE(d.setup(("rediss://127.0.0.1:" + std::to_string(port)).c_str(), o).ok());
+  ASSERT_TRUE(d.init(("rediss://127.0.0.1:" + std::to_string(port)).c_str(), o).ok());
   Lock lock(d);
   ASSERT_TRUE(lock.init(Bytes::from_cstr("never")).ok());
   t0 = std::chrono::steady_clock::now();
@@ -250,8 +250,7 @@ TEST(TlsFault, ResetMidRecord) {
   const std::string ca = certs.path("ca.crt");
   Connection c;
   ASSERT_TRUE(
-      c.setup(("rediss://127.0.0.1:" + std::to_string(proxy.port())).c_str(), tls_options(ca))
-          .ok());
+      c.init(("rediss://127.0.0.1:" + std::to_string(proxy.port())).c_str(), tls_options(ca)).ok());
   ASSERT_EQ(test::run(c, {"PING"}), "PONG") << c.last_error();
   proxy.cut();
   const Bytes ping[1] = {Bytes::from_cstr("PING")};
@@ -273,8 +272,7 @@ TEST(TlsFault, NoSniForIpLiterals) {
   ScriptedPeer by_ip("");
   Connection c;
   ASSERT_TRUE(
-      c.setup(("rediss://127.0.0.1:" + std::to_string(by_ip.port())).c_str(), tls_options(ca))
-          .ok());
+      c.init(("rediss://127.0.0.1:" + std::to_string(by_ip.port())).c_str(), tls_options(ca)).ok());
   EXPECT_FALSE(c.connect().ok());
   const std::string hello = by_ip.received();
   EXPECT_EQ(sni_of(hello), "") << hello.size() << " bytes received";
@@ -283,7 +281,7 @@ TEST(TlsFault, NoSniForIpLiterals) {
   ConnectionOptions o = tls_options(ca);
   o.tls.server_name = "localhost";
   Connection d;
-  ASSERT_TRUE(d.setup(("rediss://127.0.0.1:" + std::to_string(by_name.port())).c_str(), o).ok());
+  ASSERT_TRUE(d.init(("rediss://127.0.0.1:" + std::to_string(by_name.port())).c_str(), o).ok());
   EXPECT_FALSE(d.connect().ok());
   EXPECT_EQ(sni_of(by_name.received()), "localhost");
 }
@@ -295,7 +293,7 @@ TEST(TlsFault, ClearTextAlertIsNamed) {
   ScriptedPeer peer(std::string("\x15\x03\x03\x00\x02\x02\x28", 7));  // fatal handshake_failure
   Connection c;
   ASSERT_TRUE(
-      c.setup(("rediss://127.0.0.1:" + std::to_string(peer.port())).c_str(), tls_options(ca)).ok());
+      c.init(("rediss://127.0.0.1:" + std::to_string(peer.port())).c_str(), tls_options(ca)).ok());
   const Status s = c.connect();
   EXPECT_EQ(s.code(), ErrorCode::kTls) << c.last_error();
   EXPECT_NE(std::string(c.last_error()).find("fatal alert 40 from server (handshake failure)"),
@@ -310,7 +308,7 @@ TEST(TlsFault, NotTlsReplyIsNamed) {
   ScriptedPeer peer("-ERR unknown command\r\n");
   Connection c;
   ASSERT_TRUE(
-      c.setup(("rediss://127.0.0.1:" + std::to_string(peer.port())).c_str(), tls_options(ca)).ok());
+      c.init(("rediss://127.0.0.1:" + std::to_string(peer.port())).c_str(), tls_options(ca)).ok());
   const Status s = c.connect();
   EXPECT_EQ(s.code(), ErrorCode::kTls) << c.last_error();
   EXPECT_NE(std::string(c.last_error()).find("does not speak TLS"), std::string::npos)

@@ -62,7 +62,7 @@ class TlsTest : public ::testing::Test {
   // Connects, returning the status and the elapsed milliseconds.
   Status connect(Connection& c, const std::string& url, const ConnectionOptions& o,
                  int64_t* elapsed_ms = nullptr) {
-    const Status s = c.setup(url.c_str(), o);
+    const Status s = c.init(url.c_str(), o);
     if (!s.ok()) return s;
     const auto t0 = std::chrono::steady_clock::now();
     const Status r = c.connect();
@@ -350,7 +350,7 @@ TEST_F(TlsTest, TlsServerBehindRedis) {
   o.command_timeout = Millis(1000) * test::slowdown();
   const std::string url = "redis://127.0.0.1:" + std::to_string(good_->tls_port());
   Connection c;
-  ASSERT_TRUE(c.setup(url.c_str(), o).ok());
+  ASSERT_TRUE(c.init(url.c_str(), o).ok());
   Lock lock(c);
   ASSERT_TRUE(lock.init(Bytes::from_cstr("tls-plain")).ok());
   const auto t0 = std::chrono::steady_clock::now();
@@ -376,10 +376,10 @@ TEST_F(TlsTest, QuorumMixedEndpoints) {
   mtls.tls.cert_file = cert.c_str();
   mtls.tls.key_file = key.c_str();
   Connection a, b, c, bad;
-  ASSERT_TRUE(a.setup(good_->tls_url().c_str(), tls).ok());
-  ASSERT_TRUE(b.setup(mtls_->tls_url().c_str(), mtls).ok());
-  ASSERT_TRUE(c.setup(dnsonly_->plain_url().c_str(), plain).ok());
-  ASSERT_TRUE(bad.setup(expired_->tls_url().c_str(), options()).ok());
+  ASSERT_TRUE(a.init(good_->tls_url().c_str(), tls).ok());
+  ASSERT_TRUE(b.init(mtls_->tls_url().c_str(), mtls).ok());
+  ASSERT_TRUE(c.init(dnsonly_->plain_url().c_str(), plain).ok());
+  ASSERT_TRUE(bad.init(expired_->tls_url().c_str(), options()).ok());
   for (Connection* conn : {&a, &b, &c}) ASSERT_TRUE(conn->connect().ok()) << conn->last_error();
   QuorumOptions q;
   q.ttl = Millis(5000 * test::slowdown());
@@ -401,7 +401,7 @@ TEST_F(TlsTest, QuorumMixedEndpoints) {
 
   // Two of three endpoints fail TLS verification: no quorum, nothing held.
   Connection bad2;
-  ASSERT_TRUE(bad2.setup(future_->tls_url().c_str(), options()).ok());
+  ASSERT_TRUE(bad2.init(future_->tls_url().c_str(), options()).ok());
   Connection* bad_set[3] = {&a, &bad, &bad2};
   QuorumLock denied;
   ASSERT_TRUE(denied.init(bad_set, 3, Bytes::from_cstr("tls-quorum-2"), q).ok());

@@ -152,8 +152,8 @@ TEST(ZeroHeapNonblockingRoutes, FairLockSentinelCycles) {
   SentinelOptions so;
   so.recheck_interval = Millis(1);
   Sentinel sm, so_other;
-  ASSERT_TRUE(sm.setup(servers.url().c_str(), {}, so).ok());
-  ASSERT_TRUE(so_other.setup(servers.url().c_str(), {}, so).ok());
+  ASSERT_TRUE(sm.init(servers.url().c_str(), {}, so).ok());
+  ASSERT_TRUE(so_other.init(servers.url().c_str(), {}, so).ok());
   FairLock mine(sm), other(so_other);
   ASSERT_TRUE(mine.init(Bytes::from_cstr("zh-nb-fair-routed")).ok());
   ASSERT_TRUE(other.init(Bytes::from_cstr("zh-nb-fair-routed")).ok());

@@ -106,13 +106,13 @@ TEST(ZeroHeap, ClusterCyclesOnEveryPrimary) {
   test::RedisClusterSetup servers(3);
   ASSERT_TRUE(servers.start());
   Cluster cluster;
-  ASSERT_TRUE(cluster.setup(servers.url().c_str()).ok());
+  ASSERT_TRUE(cluster.init(servers.url().c_str()).ok());
   // Set-up: read the slot map and connect every primary.
   ASSERT_TRUE(cluster.refresh(Deadline::after(cluster.clock(), Millis(5000))).ok());
   ASSERT_TRUE(cluster.connect_primaries(Deadline::after(cluster.clock(), Millis(5000))).ok());
   // A second client for the refused calls of the other primitives.
   Cluster other;
-  ASSERT_TRUE(other.setup(servers.url().c_str()).ok());
+  ASSERT_TRUE(other.init(servers.url().c_str()).ok());
   ASSERT_TRUE(other.refresh(Deadline::after(other.clock(), Millis(5000))).ok());
   ASSERT_TRUE(other.connect_primaries(Deadline::after(other.clock(), Millis(5000))).ok());
   Lock locks[3] = {Lock(cluster), Lock(cluster), Lock(cluster)};
@@ -175,7 +175,7 @@ TEST(ZeroHeap, ClusterStartStepCyclesAndMoved) {
   test::RedisClusterSetup servers(3);
   ASSERT_TRUE(servers.start());
   Cluster cluster;
-  ASSERT_TRUE(cluster.setup(servers.url().c_str()).ok());
+  ASSERT_TRUE(cluster.init(servers.url().c_str()).ok());
   ASSERT_TRUE(cluster.refresh(Deadline::after(cluster.clock(), Millis(5000))).ok());
   ASSERT_TRUE(cluster.connect_primaries(Deadline::after(cluster.clock(), Millis(5000))).ok());
   const int a = cluster.owner_of(0);
@@ -239,9 +239,9 @@ TEST(ZeroHeap, SentinelCyclesWithWaitAndRechecks) {
   SentinelOptions so;
   so.wait_replicas = 1;             // WAIT after every acquire and extend
   so.recheck_interval = Millis(1);  // ask a sentinel before nearly every op
-  ASSERT_TRUE(sentinel.setup(servers.url().c_str(), {}, so).ok());
+  ASSERT_TRUE(sentinel.init(servers.url().c_str(), {}, so).ok());
   Sentinel other;  // a second client for the refused calls
-  ASSERT_TRUE(other.setup(servers.url().c_str(), {}, so).ok());
+  ASSERT_TRUE(other.init(servers.url().c_str(), {}, so).ok());
   Lock lock(sentinel);
   ASSERT_TRUE(lock.init(Bytes::from_cstr("zero-heap")).ok());
   ASSERT_EQ(lock_cycle(lock), 0) << sentinel.last_error();  // set-up: connects
@@ -275,7 +275,7 @@ TEST(ZeroHeap, SentinelStartStepCycles) {
   SentinelOptions so;
   so.recheck_interval = Millis(1);  // a lookup before nearly every op
   so.wait_replicas = 1;
-  ASSERT_TRUE(sentinel.setup(servers.url().c_str(), {}, so).ok());
+  ASSERT_TRUE(sentinel.init(servers.url().c_str(), {}, so).ok());
   Lock lock(sentinel);
   ASSERT_TRUE(lock.init(Bytes::from_cstr("zero-heap-step")).ok());
   ASSERT_TRUE(lock.nonblocking());
@@ -401,10 +401,10 @@ TEST(ZeroHeap, TlsCycles) {
   // keeps process-wide (3.x: PSA crypto); the second one is what each
   // further connection costs.
   Connection conn, second, tls12, plain;
-  ASSERT_TRUE(conn.setup(server.tls_url().c_str(), o).ok());
-  ASSERT_TRUE(second.setup(server.tls_url().c_str(), o).ok());
-  ASSERT_TRUE(tls12.setup(server12.tls_url().c_str(), o).ok());
-  ASSERT_TRUE(plain.setup(server.plain_url().c_str(), o).ok());
+  ASSERT_TRUE(conn.init(server.tls_url().c_str(), o).ok());
+  ASSERT_TRUE(second.init(server.tls_url().c_str(), o).ok());
+  ASSERT_TRUE(tls12.init(server12.tls_url().c_str(), o).ok());
+  ASSERT_TRUE(plain.init(server.plain_url().c_str(), o).ok());
   const ConnectHeap first = measure_connect(conn, "tls connect+handshake (first):", info.tls_max);
   const ConnectHeap each = measure_connect(second, "tls connect+handshake (next):", info.tls_max);
   measure_connect(tls12, "tls connect, TLS-1.2-only server:", "TLSv1.2");

@@ -114,7 +114,7 @@ int grant_loop(int id, L& lock, const Args& a, Shared& sh, Nanos call_budget) {
 int worker(int id, const std::vector<std::string>& urls, const Args& a, Shared& sh) {
   static Connection conns[kMaxQuorumServers];
   for (size_t i = 0; i < urls.size(); ++i) {
-    if (!conns[i].setup(urls[i].c_str(), conn_options()).ok()) return 10;
+    if (!conns[i].init(urls[i].c_str(), conn_options()).ok()) return 10;
   }
   if (urls.size() == 1) {
     Lock lock(conns[0]);
@@ -144,7 +144,7 @@ void admin(test::RedisServer& server, std::initializer_list<const char*> args) {
   ConnectionOptions o;
   o.connect_timeout = Millis(200);
   o.command_timeout = Millis(200);
-  if (!c.setup(server.url().c_str(), o).ok()) return;
+  if (!c.init(server.url().c_str(), o).ok()) return;
   Bytes argv[8];
   size_t n = 0;
   for (const char* x : args) argv[n++] = Bytes::from_cstr(x);

@@ -210,7 +210,7 @@ Status setup_fake(Connection& conn, FakeTransport& server, FakeClock& clock,
                   ConnectionOptions options, const char* url) {
   options.clock = &clock;
   options.transport = &server;
-  return conn.setup(url, options);
+  return conn.init(url, options);
 }
 
 }  // namespace test

@@ -112,7 +112,7 @@ class FakeTransport final : public Transport {
 };
 
 /// Sets `conn` up over `server` with `clock` (URL redis://10.0.0.1:6379 by
-/// default; no lookup). Returns setup()'s status.
+/// default; no lookup). Returns init()'s status.
 Status setup_fake(Connection& conn, FakeTransport& server, FakeClock& clock,
                   ConnectionOptions options = {}, const char* url = "redis://10.0.0.1:6379");
 

@@ -38,7 +38,7 @@ bool open(Connection& c, const std::string& url, Clock* clock) {
   o.reconnect_min = Millis(1);
   o.reconnect_max = Millis(10);
   o.clock = clock;
-  const Status s = c.setup(url.c_str(), o);
+  const Status s = c.init(url.c_str(), o);
   if (!s.ok()) {
     ADD_FAILURE() << "setup " << url << ": " << s.to_string() << " " << c.last_error();
     return false;

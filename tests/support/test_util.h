@@ -20,7 +20,7 @@ std::string run(Connection& c, std::initializer_list<std::string> args);
 /// `d` in whole ms, rounded down (for printing and ms arithmetic).
 inline int64_t ms(Nanos d) { return std::chrono::floor<Millis>(d).count(); }
 
-/// A connection set up to `url` with short timeouts suited to tests.
+/// A connection given init(`url`) with short timeouts suited to tests.
 /// Returns false (and fails the calling test via ADD_FAILURE) on error.
 bool open(Connection& c, const std::string& url, Clock* clock = nullptr);
 

@@ -40,7 +40,7 @@ TEST(KeySlot, HashTags) {
 
 TEST(ClusterKeys, CompanionKeysMustShareTheSlot) {
   Cluster cluster;
-  ASSERT_TRUE(cluster.setup("redis-cluster://127.0.0.1:7000").ok());
+  ASSERT_TRUE(cluster.init("redis-cluster://127.0.0.1:7000").ok());
   // Every primitive checks its key at init() (no I/O).
   Lock lock(cluster);
   const auto init = [&lock](const std::string& k) {
@@ -67,7 +67,7 @@ TEST(ClusterKeys, CompanionKeysMustShareTheSlot) {
 
 TEST(ClusterUrl, SeedsAndCredentials) {
   Cluster c;
-  ASSERT_TRUE(c.setup("redis-cluster://app:p%40ss@10.0.0.1:7000,[::1]:7001,node-c").ok())
+  ASSERT_TRUE(c.init("redis-cluster://app:p%40ss@10.0.0.1:7000,[::1]:7001,node-c").ok())
       << c.last_error();
   ASSERT_EQ(c.node_count(), 3u);
   EXPECT_STREQ(c.node(0).endpoint().host, "10.0.0.1");
@@ -78,26 +78,26 @@ TEST(ClusterUrl, SeedsAndCredentials) {
   EXPECT_STREQ(c.node(2).endpoint().password, "p@ss");
   EXPECT_EQ(c.node(2).endpoint().port, 6379);
   EXPECT_EQ(c.owner_of(0), -1) << "no map before the first refresh";
-  ASSERT_TRUE(c.setup("redis-cluster://h:1,h:1").ok());
+  ASSERT_TRUE(c.init("redis-cluster://h:1,h:1").ok());
   EXPECT_EQ(c.node_count(), 1u) << "a repeated seed is one node";
 }
 
 TEST(ClusterUrl, Refusals) {
   Cluster c;
-  EXPECT_EQ(c.setup("redis://h:1").code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(c.setup("redis-cluster://").code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(c.setup("redis-cluster://a:1,,b:2").code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(c.setup("redis-cluster://a:1,").code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(c.setup("redis-cluster://a:1/2").code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(c.setup("redis-cluster://a:99999").code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(c.init("redis://h:1").code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(c.init("redis-cluster://").code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(c.init("redis-cluster://a:1,,b:2").code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(c.init("redis-cluster://a:1,").code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(c.init("redis-cluster://a:1/2").code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(c.init("redis-cluster://a:99999").code(), ErrorCode::kInvalidArgument);
   std::string many = "redis-cluster://";
   for (size_t i = 0; i <= kMaxClusterNodes; ++i)
     many += (i ? ",h:" : "h:") + std::to_string(1000 + i);
-  EXPECT_EQ(c.setup(many.c_str()).code(), ErrorCode::kBufferTooSmall);
+  EXPECT_EQ(c.init(many.c_str()).code(), ErrorCode::kBufferTooSmall);
   EXPECT_NE(std::string(c.last_error()), "");
   ClusterOptions bad;
   bad.wait_replicas = -1;
-  EXPECT_EQ(c.setup("redis-cluster://h:1", {}, bad).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(c.init("redis-cluster://h:1", {}, bad).code(), ErrorCode::kInvalidArgument);
   Lock lock(c);
   ASSERT_TRUE(lock.init(Bytes::from_cstr("k")).ok());
   EXPECT_EQ(lock.try_acquire().code(), ErrorCode::kInvalidArgument) << "not set up";
@@ -105,25 +105,25 @@ TEST(ClusterUrl, Refusals) {
 
 TEST(SentinelUrl, ParsesSentinelsNameAndDb) {
   Sentinel s;
-  EXPECT_TRUE(s.setup("redis-sentinel://u:pw@10.0.0.1:26379,10.0.0.2:26380/gw-main?db=3").ok())
+  EXPECT_TRUE(s.init("redis-sentinel://u:pw@10.0.0.1:26379,10.0.0.2:26380/gw-main?db=3").ok())
       << s.last_error();
-  EXPECT_TRUE(s.setup("redis-sentinel://10.0.0.1:26379/m").ok());
-  EXPECT_EQ(s.setup("redis-sentinel://10.0.0.1:26379").code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(s.setup("redis-sentinel://10.0.0.1:26379/").code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(s.setup("redis-sentinel://h:1/m?db=x").code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(s.setup("redis-sentinel://h:1/m?x=1").code(), ErrorCode::kInvalidArgument);
+  EXPECT_TRUE(s.init("redis-sentinel://10.0.0.1:26379/m").ok());
+  EXPECT_EQ(s.init("redis-sentinel://10.0.0.1:26379").code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(s.init("redis-sentinel://10.0.0.1:26379/").code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(s.init("redis-sentinel://h:1/m?db=x").code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(s.init("redis-sentinel://h:1/m?x=1").code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(
-      s.setup(("redis-sentinel://h:1/" + std::string(kMaxMasterNameLen + 1, 'n')).c_str()).code(),
+      s.init(("redis-sentinel://h:1/" + std::string(kMaxMasterNameLen + 1, 'n')).c_str()).code(),
       ErrorCode::kBufferTooSmall);
   std::string many = "redis-sentinel://";
   for (size_t i = 0; i <= kMaxSentinels; ++i) many += (i ? ",h:" : "h:") + std::to_string(1000 + i);
-  EXPECT_EQ(s.setup((many + "/m").c_str()).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(s.init((many + "/m").c_str()).code(), ErrorCode::kInvalidArgument);
   SentinelOptions bad;
   bad.wait_replicas = -1;
-  EXPECT_EQ(s.setup("redis-sentinel://h:1/m", {}, bad).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(s.init("redis-sentinel://h:1/m", {}, bad).code(), ErrorCode::kInvalidArgument);
   Lock lock(s);
   ASSERT_TRUE(lock.init(Bytes::from_cstr("k")).ok());
-  EXPECT_EQ(lock.try_acquire().code(), ErrorCode::kInvalidArgument) << "failed setup";
+  EXPECT_EQ(lock.try_acquire().code(), ErrorCode::kInvalidArgument) << "failed init()";
 }
 
 }  // namespace

@@ -69,7 +69,7 @@ int open_servers(const Options& o, Servers* sv) {
   if (files != kExitOk) return files;
   for (size_t i = 0; i < sv->n; ++i) {
     sv->ptrs[i] = &sv->conns[i];
-    const int rc = setup_server(o, o.urls[i], &sv->conns[i]);
+    const int rc = init_server(o, o.urls[i], &sv->conns[i]);
     if (rc != kExitOk) return rc;
   }
   for (size_t i = 0; i < sv->n; ++i) {

@@ -163,7 +163,7 @@ int report_error(const edgelock::Connection& conn, const char* text, Status s, c
   return fail_with(s.code(), "%s failed at %s: %s", doing, where, cause_text(s));
 }
 
-int setup_server(const Options& o, const char* url, edgelock::Connection* conn) {
+int init_server(const Options& o, const char* url, edgelock::Connection* conn) {
   edgelock::Endpoint ep;
   const char* why = nullptr;
   if (!edgelock::parse_url(url, &ep, &why).ok()) return bad_url(url, why);
@@ -176,7 +176,7 @@ int setup_server(const Options& o, const char* url, edgelock::Connection* conn) 
     std::snprintf(ep.password, sizeof ep.password, "%s", password);
     ep.has_password = true;
   }
-  const Status s = conn->setup(ep, connection_options(o));
+  const Status s = conn->init(ep, connection_options(o));
   if (!s.ok()) return report_error(*conn, conn->last_error(), s, "setup");
   return kExitOk;
 }
@@ -220,7 +220,7 @@ int Target::open(const Options& o, const char* url) {
     return fail("usage", kExitUsage,
                 "--wait-replicas needs a redis-sentinel:// or redis-cluster:// URL");
   }
-  const int rc = setup_server(o, url, &conn_);
+  const int rc = init_server(o, url, &conn_);
   return rc != kExitOk ? rc : connect_server(&conn_, true);
 }
 
@@ -235,7 +235,7 @@ int Target::open_sentinel(const Options& o, const char* url) {
   so.wait_replicas = static_cast<int>(o.wait_replicas);
   if (o.replica_timeout_ms > 0) so.wait_timeout = from_ms(o.replica_timeout_ms);
   so.sentinel_password = std::getenv("EDGELOCK_SENTINEL_PASSWORD");
-  Status s = sentinel_->setup(full.c_str(), co, so);
+  Status s = sentinel_->init(full.c_str(), co, so);
   if (!s.ok()) return bad_url(url, sentinel_->last_error());
   s = sentinel_->resolve(
       Deadline::after(sentinel_->clock(), co.connect_timeout + co.command_timeout));
@@ -256,7 +256,7 @@ int Target::open_cluster(const Options& o, const char* url) {
   edgelock::ClusterOptions cl;
   cl.wait_replicas = static_cast<int>(o.wait_replicas);
   if (o.replica_timeout_ms > 0) cl.wait_timeout = from_ms(o.replica_timeout_ms);
-  Status s = cluster_->setup(full.c_str(), co, cl);
+  Status s = cluster_->init(full.c_str(), co, cl);
   if (!s.ok()) return bad_url(url, cluster_->last_error());
   const Deadline d = Deadline::after(cluster_->clock(), co.connect_timeout + co.command_timeout);
   s = cluster_->refresh(d);

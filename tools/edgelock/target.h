@@ -32,7 +32,7 @@ edgelock::ConnectionOptions connection_options(const Options& o);
 // Sets up a single-server connection (no I/O): the URL, plus the
 // environment's password if the URL has none. Reports errors; returns
 // kExitOk or the exit code.
-int setup_server(const Options& o, const char* url, edgelock::Connection* conn);
+int init_server(const Options& o, const char* url, edgelock::Connection* conn);
 // Exit 2 naming the first --tls-* file that cannot be read, else kExitOk.
 int check_tls_files(const Options& o);
 // Connects now (reporting the error only if `report`).

@@ -39,7 +39,7 @@ class Env {
       char url[128];
       std::snprintf(url, sizeof url, "redis://%s127.0.0.1:%d/%d",
                     cfg.password ? ":sim-secret@" : "", kSimPortBase + s, cfg.db);
-      if (!conns_.back()->setup(url, o).ok()) {
+      if (!conns_.back()->init(url, o).ok()) {
         w_.checker().violation("setup", "c%d: connection setup failed: %s", c_,
                                conns_.back()->last_error());
         return false;
