@@ -257,9 +257,9 @@ class QuorumLock final : public Lease {
   Status begin_try();
   Status begin_acquire(Nanos wait);
   Status first_attempt();
-  Status attempt_begin(Deadline limit);
+  Status start_attempt(Deadline limit);
   Status after_acquire(const detail::FanoutResult& fr);
-  Status fence_begin();
+  Status start_fence();
   size_t agreed_on_fence() const;
   Status after_fence(const detail::FanoutResult& fr);
   Status cleanup(Status then);
@@ -269,7 +269,7 @@ class QuorumLock final : public Lease {
   void note_acquire();
   // quorum_lock_ops.cc: release, extend, bookkeeping.
   Status begin_release();
-  bool release_begin(Stage stage);
+  bool start_release_round(Stage stage);
   size_t release_end(const detail::FanoutResult* fr);
   Status after_release(const detail::FanoutResult* fr);
   Status begin_extend(Millis ttl, ExtendMode mode);

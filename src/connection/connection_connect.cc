@@ -108,7 +108,7 @@ Status Connection::start_connect(Deadline deadline, uint8_t queued) {
   // The connect budget caps the caller's deadline: a dead server must not
   // hold an operation longer than connect_timeout.
   connect_deadline_ = deadline.min(Deadline::after(*clock_, options_.connect_timeout));
-  Status s = transport_->open_start(endpoint_, addresses_, options_.tls, connect_deadline_, *clock_,
+  Status s = transport_->start_open(endpoint_, addresses_, options_.tls, connect_deadline_, *clock_,
                                     error_);
   // A first look at once: on loopback or a LAN the peer has often answered
   // within the connect call (a refusal then fails the start itself).

@@ -220,7 +220,7 @@ void leave(Round& r, bool deadline_passed) {
 
 }  // namespace
 
-void fanout_begin(Connection* const* conns, FanoutSlot* slots, size_t n, const FanoutRound& round,
+void start_fanout(Connection* const* conns, FanoutSlot* slots, size_t n, const FanoutRound& round,
                   Clock& clock) {
   Round r = round_of(conns, slots, n, round);
   begin(r, clock);
@@ -298,7 +298,7 @@ FanoutResult run_fanout(Connection* const* conns, FanoutSlot* slots, size_t n,
                         const FanoutRequest& req, const FanoutGoal& goal, Deadline deadline,
                         Clock& clock) {
   FanoutRound round{req, goal, deadline};
-  fanout_begin(conns, slots, n, round, clock);
+  start_fanout(conns, slots, n, round, clock);
   short ready[kMaxQuorumServers];
   for (int turn = 0; turn < kMaxTurns && !fanout_over(slots, n, round, clock); ++turn) {
     if (!fanout_await(conns, slots, n, round, clock, ready)) break;

@@ -43,7 +43,7 @@ struct FanoutResult {
 /// Starts the round: drops dead idle connections, queues or drains behind
 /// old requests, and writes every request it can (connected servers first;
 /// a connect or reconnect is started, its steps taken by fanout_step()).
-void fanout_begin(Connection* const* conns, FanoutSlot* slots, size_t n, const FanoutRound& round,
+void start_fanout(Connection* const* conns, FanoutSlot* slots, size_t n, const FanoutRound& round,
                   Clock& clock);
 /// Moves the slots in flight without blocking: those with ready[i] != 0,
 /// or with `ready` null every one (a recv() that finds nothing is cheap).
@@ -69,7 +69,7 @@ Deadline fanout_step_deadline(Connection* const* conns, const FanoutSlot* slots,
 bool fanout_await(Connection* const* conns, const FanoutSlot* slots, size_t n,
                   const FanoutRound& round, Clock& clock, short* ready);
 
-/// A whole round, blocking: fanout_begin(), then fanout_await() and
+/// A whole round, blocking: start_fanout(), then fanout_await() and
 /// fanout_step() until fanout_over(), then fanout_end().
 FanoutResult run_fanout(Connection* const* conns, FanoutSlot* slots, size_t n,
                         const FanoutRequest& req, const FanoutGoal& goal, Deadline deadline,

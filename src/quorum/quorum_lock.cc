@@ -160,10 +160,10 @@ Status QuorumLock::first_attempt() {
   forget();
   const Status s = random_hex(token_, kTokenRandomBytes);
   if (!s.ok()) return end_op(s);
-  return attempt_begin(Deadline::never());
+  return start_attempt(Deadline::never());
 }
 
-Status QuorumLock::attempt_begin(Deadline limit) {
+Status QuorumLock::start_attempt(Deadline limit) {
   has_token_ = true;  // from here a lost reply may mean a key is ours
   granted_ = false;
   attempt_start_ = clock().now();  // before the first request leaves
@@ -188,7 +188,7 @@ Status QuorumLock::after_acquire(const detail::FanoutResult& fr) {
   // its counter to it with our key in place): final after one round.
   // Otherwise the others are raised to it first.
   agreed_ = static_cast<uint8_t>(agreed_on_fence());
-  if (options_.fencing && agreed_ < quorum()) return fence_begin();
+  if (options_.fencing && agreed_ < quorum()) return start_fence();
   if (!options_.fencing) fence_ = 0;
   return held() ? attempt_done(Status()) : cleanup(ErrorCode::kExpired);
 }
@@ -236,7 +236,7 @@ size_t QuorumLock::agreed_on_fence() const {
 // already; raise the counter to fence_ on the other servers that may hold
 // our key, each only while it still holds our token. fence_ counts once
 // the agreed and the confirmed make a majority.
-Status QuorumLock::fence_begin() {
+Status QuorumLock::start_fence() {
   fence_text_.set(static_cast<int64_t>(fence_));
   fence_args_[1] = fence_text_.bytes();
   // Every other server that may hold our key, not only the granting ones:
@@ -268,10 +268,10 @@ Status QuorumLock::after_fence(const detail::FanoutResult& fr) {
 }
 
 // After a failed attempt: release on every server that may hold the token
-// (release_begin()); the attempt then ends with `then`.
+// (start_release_round()); the attempt then ends with `then`.
 Status QuorumLock::cleanup(Status then) {
   then_ = then;
-  if (release_begin(Stage::kCleanup)) return ErrorCode::kInProgress;
+  if (start_release_round(Stage::kCleanup)) return ErrorCode::kInProgress;
   return after_cleanup(nullptr);
 }
 
@@ -314,7 +314,7 @@ Status QuorumLock::next_attempt() {
     const Status s = random_hex(token_, kTokenRandomBytes);
     if (!s.ok()) return end_op(s);
   }
-  return attempt_begin(limit());
+  return start_attempt(limit());
 }
 
 }  // namespace edgelock

@@ -78,7 +78,7 @@ Deadline QuorumLock::round_deadline(Deadline limit) const {
 // working on an earlier request the release is queued behind it (it runs
 // after that request, even if the round ends first). False if no server
 // may hold it (no round).
-bool QuorumLock::release_begin(Stage stage) {
+bool QuorumLock::start_release_round(Stage stage) {
   const Deadline deadline = Deadline::after(clock(), server_timeout());  // before any I/O
   want_holders(false, TimePoint());
   size_t asked = 0;
@@ -127,7 +127,7 @@ Status QuorumLock::begin_release() {
   if (!has_token_) return end_op(ErrorCode::kNotHeld);
   granted_ = false;  // whatever the servers say, we stop using it now
   release_any_ = false;
-  if (release_begin(Stage::kRelease)) return ErrorCode::kInProgress;
+  if (start_release_round(Stage::kRelease)) return ErrorCode::kInProgress;
   return after_release(nullptr);
 }
 

@@ -26,7 +26,7 @@ Status QuorumLock::begin_round(Stage stage, const detail::FanoutRequest& req,
                                const detail::FanoutGoal& goal, Deadline deadline) {
   stage_ = stage;
   round_ = detail::FanoutRound{req, goal, deadline};
-  detail::fanout_begin(conns_, slots_, n_, round_, clock());
+  detail::start_fanout(conns_, slots_, n_, round_, clock());
   return ErrorCode::kInProgress;
 }
 

@@ -177,7 +177,7 @@ Status transport_resolve(const Endpoint& ep, ResolvedHost* out, bool* looked_up,
   return Status();
 }
 
-Status socket_connect_start(TransportState& t, ErrorText& err) {
+Status socket_start_connect(TransportState& t, ErrorText& err) {
   const Endpoint& ep = *t.ep;
   char where[kMaxHostLen + 16];
   format_endpoint(ep, where, sizeof where);
@@ -228,7 +228,7 @@ Result<bool> socket_connect_step(TransportState& t, Clock& clock, ErrorText& err
   ::close(t.fd);
   t.fd = -1;
   if (t.deadline.expired(clock)) return ErrorCode::kConnectFailed;
-  EDGELOCK_TRY(socket_connect_start(t, err));
+  EDGELOCK_TRY(socket_start_connect(t, err));
   return false;
 }
 

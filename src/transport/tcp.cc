@@ -72,7 +72,7 @@ Status open_steps(TransportState& t, Clock& clock, ErrorText& err) {
 
 }  // namespace
 
-Status transport_open_start(TransportState& t, const Endpoint& ep, const ResolvedHost& addrs,
+Status transport_start_open(TransportState& t, const Endpoint& ep, const ResolvedHost& addrs,
                             const TlsOptions& tls, Deadline deadline, ErrorText& err) {
   transport_close(t);
   t.ep = &ep;
@@ -81,7 +81,7 @@ Status transport_open_start(TransportState& t, const Endpoint& ep, const Resolve
   t.deadline = deadline;
   t.next_addr = 0;
   t.phase = OpenPhase::kConnecting;
-  const Status s = socket_connect_start(t, err);
+  const Status s = socket_start_connect(t, err);
   if (!s.ok()) transport_close(t);
   return s;
 }
@@ -99,7 +99,7 @@ Status transport_open_step(TransportState& t, Clock& clock, ErrorText& err) {
 
 Status transport_open(TransportState& t, const Endpoint& ep, const ResolvedHost& addrs,
                       const TlsOptions& tls, Deadline deadline, Clock& clock, ErrorText& err) {
-  EDGELOCK_TRY(transport_open_start(t, ep, addrs, tls, deadline, err));
+  EDGELOCK_TRY(transport_start_open(t, ep, addrs, tls, deadline, err));
   for (int round = 0; round < kMaxOpenRounds; ++round) {
     EDGELOCK_TRY(transport_open_step(t, clock, err));
     if (t.phase == OpenPhase::kOpen) return Status();
@@ -128,11 +128,11 @@ Status SocketTransport::open(const Endpoint& ep, const ResolvedHost& addrs, cons
   return transport_open(state_, ep, addrs, tls, deadline, clock, err);
 }
 
-Status SocketTransport::open_start(const Endpoint& ep, const ResolvedHost& addrs,
+Status SocketTransport::start_open(const Endpoint& ep, const ResolvedHost& addrs,
                                    const TlsOptions& tls, Deadline deadline, Clock& clock,
                                    ErrorText& err) {
   (void)clock;
-  return transport_open_start(state_, ep, addrs, tls, deadline, err);
+  return transport_start_open(state_, ep, addrs, tls, deadline, err);
 }
 
 Status SocketTransport::open_step(Clock& clock, ErrorText& err) {

@@ -46,7 +46,7 @@ Status transport_resolve(const Endpoint& ep, ResolvedHost* out, bool* looked_up,
 /// bounds all of it. Allocates (hiredis's context, freed before it
 /// returns; later the TLS session): this is set-up.
 /// Errors: kConnectFailed (every address refused at once, no address).
-Status transport_open_start(TransportState& t, const Endpoint& ep, const ResolvedHost& addrs,
+Status transport_start_open(TransportState& t, const Endpoint& ep, const ResolvedHost& addrs,
                             const TlsOptions& tls, Deadline deadline, ErrorText& err);
 /// Moves the open as far as it goes without waiting: the connect's result
 /// (a failed address: the next one), then the TLS handshake. Ok while the
@@ -57,7 +57,7 @@ Status transport_open_start(TransportState& t, const Endpoint& ep, const Resolve
 /// Errors: kConnectFailed, kTimeout, kTls, kTlsUntrusted, kTlsCertTime,
 /// kTlsHostMismatch, kTlsUnavailable, kInvalidArgument, kIo.
 Status transport_open_step(TransportState& t, Clock& clock, ErrorText& err);
-/// transport_open_start(), then steps and poll() until the open ends or
+/// transport_start_open(), then steps and poll() until the open ends or
 /// `deadline` passes (the blocking open; tests and tools).
 /// Errors: as transport_open_step().
 Status transport_open(TransportState& t, const Endpoint& ep, const ResolvedHost& addrs,
@@ -67,7 +67,7 @@ Status transport_open(TransportState& t, const Endpoint& ep, const ResolvedHost&
 /// t.next_addr on (or t.ep->path), skipping addresses that fail at once;
 /// t.fd is close-on-exec, TCP_NODELAY and keepalive on for TCP.
 /// Errors: kConnectFailed (none left; the last reason in err).
-Status socket_connect_start(TransportState& t, ErrorText& err);
+Status socket_start_connect(TransportState& t, ErrorText& err);
 /// Looks (poll() with no wait) whether the connect is done: true when
 /// connected, false while pending; a failed address moves on to the next
 /// one. Errors: kTimeout (t.deadline passed), kConnectFailed (no address

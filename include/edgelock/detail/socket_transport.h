@@ -18,7 +18,7 @@ class SocketTransport final : public Transport {
 
   Status open(const Endpoint& ep, const ResolvedHost& addrs, const TlsOptions& tls,
               Deadline deadline, Clock& clock, ErrorText& err) override;
-  Status open_start(const Endpoint& ep, const ResolvedHost& addrs, const TlsOptions& tls,
+  Status start_open(const Endpoint& ep, const ResolvedHost& addrs, const TlsOptions& tls,
                     Deadline deadline, Clock& clock, ErrorText& err) override;
   Status open_step(Clock& clock, ErrorText& err) override;
   bool opening() const override {

@@ -6,13 +6,13 @@
 /// both ways without blocking, and waits for readiness against a deadline.
 ///
 /// The built-in transport (TCP, unix socket, TLS; src/transport/) lives
-/// inside every Connection; its open runs in steps (open_start(),
+/// inside every Connection; its open runs in steps (start_open(),
 /// open_step()), so a connect never blocks the caller's loop. Another one
 /// is plugged in per connection with ConnectionOptions::transport, e.g. a
 /// scripted fake for unit tests or a simulated network: no heap, no
 /// exceptions, and the rest of the library (locks, quorum fan-out) runs
 /// over it unchanged. A transport whose open() may wait should override
-/// the open steps too; the default open_start() runs open() at once.
+/// the open steps too; the default start_open() runs open() at once.
 
 #include <cstddef>
 #include <cstdint>
@@ -62,7 +62,7 @@ class Transport {
   /// open_step(). `ep`, `addrs` and `tls` must stay valid until the open
   /// ends. The default runs open() (a transport whose open never waits).
   /// Errors: as open().
-  virtual Status open_start(const Endpoint& ep, const ResolvedHost& addrs, const TlsOptions& tls,
+  virtual Status start_open(const Endpoint& ep, const ResolvedHost& addrs, const TlsOptions& tls,
                             Deadline deadline, Clock& clock, ErrorText& err) {
     return open(ep, addrs, tls, deadline, clock, err);
   }
@@ -74,7 +74,7 @@ class Transport {
     (void)err;
     return Status();
   }
-  /// True while an open started by open_start() goes on.
+  /// True while an open started by start_open() goes on.
   virtual bool opening() const { return false; }
   /// When the open under way gives up (never() when none).
   virtual Deadline open_deadline() const { return Deadline::never(); }
