@@ -135,7 +135,7 @@ class Backend {
   Backend() = default;
   // A copy has no handles of its own yet.
   Backend(const Backend&) {}
-  Backend& operator=(const Backend&) { return *this; }
+  Backend& operator=(const Backend&) { return *this; }  // NOLINT(cert-oop54-cpp): copies nothing
   // Not deleted through this interface: the owner holds the concrete type.
   ~Backend() = default;
 

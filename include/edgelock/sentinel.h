@@ -146,7 +146,7 @@ class Sentinel final : public Backend {
                                      Deadline deadline) override;
   Result<const Reply*> end_confirm(Connection& node, const Result<const Reply*>& wait) override;
 
- private:
+  // Its own state and steps.
   enum class Lookup : uint8_t { kIdle, kNext, kAsking, kChecking, kPausing };
   // An eval, or with no script the plain command in call.args.
   Result<const Reply*> run(const ScriptCall& call, Deadline deadline);

@@ -96,8 +96,9 @@ Status Sentinel::init(const char* url, const ConnectionOptions& options,
   }
   SentinelList list{sentinels_, 0, &sentinel_options};
   detail::HostList hosts;
-  if (s.ok())
+  if (s.ok()) {
     s = detail::parse_host_list(url, "redis-sentinel://", add_sentinel, &list, &hosts, &why);
+  }
   creds_ = hosts.creds;
   if (s.ok()) s = parse_name(hosts.path, name_, &creds_.db, &why);
   // Validates the timeouts once, the way every later init() will see them.

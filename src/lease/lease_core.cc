@@ -90,7 +90,7 @@ Deadline LeaseCore::renewal_deadline(TimePoint valid_until, TimePoint start) con
   return valid_until > start ? d.min(Deadline::at(valid_until)) : d;
 }
 
-Status LeaseCore::noted(EventKind kind, TimePoint start, Status s) {
+Status LeaseCore::noted(EventKind kind, TimePoint start, Status s) const {
   const Nanos latency = clock().now() - start;
   detail::io(connection()).note_event(kind, s, key(), latency);
   return s;

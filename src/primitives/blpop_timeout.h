@@ -32,8 +32,8 @@ inline bool blpop_timeout(Nanos cap, DecimalText* out) {
 /// The same text held by value; len 0 if under 1 ms.
 struct BlpopTimeout {
   DecimalText text;
-  size_t len = 0;
-  explicit BlpopTimeout(Nanos cap) { len = blpop_timeout(cap, &text) ? text.len : 0; }
+  size_t len;
+  explicit BlpopTimeout(Nanos cap) : len(blpop_timeout(cap, &text) ? text.len : 0) {}
   Bytes bytes() const { return len ? text.bytes() : Bytes(); }
 };
 

@@ -114,13 +114,11 @@ Status TokenLease::extend_request(Millis ttl, ExtendMode mode) {
 }
 
 Status TokenLease::on_extend(const Result<const Reply*>& r) {
-  Status s = r.ok() ? Status() : r.status();
   const Reply* rep = r.ok() ? r.value() : nullptr;
-  if (rep && (rep->type != ReplyType::kInteger || rep->integer < 0 ||
-              Millis(rep->integer) > 2 * kMaxTtl)) {
-    s = core_.reject("extend wants a TTL or 0");
-  }
-  if (!s.ok()) {
+  const bool answer = rep && rep->type == ReplyType::kInteger && rep->integer >= 0 &&
+                      Millis(rep->integer) <= 2 * kMaxTtl;
+  if (!answer) {
+    const Status s = r.ok() ? core_.reject("extend wants a TTL or 0") : r.status();
     // The new TTL may have been applied (timeout, lost reply, WAIT short
     // of its replicas), or not: the lease lasts until the earlier end.
     if (granted_) valid_until_ = core_.least_end(valid_until_, req_start_, ext_ttl_);

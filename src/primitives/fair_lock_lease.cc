@@ -47,8 +47,9 @@ Status FairLock::on_release(const Result<const Reply*>& r) {
   // Only the script's 1, 0 or -seq is an answer; anything else keeps the
   // token so the caller can try again.
   const Reply* rep = r.value();
-  if (rep->type != ReplyType::kInteger || rep->integer > 1)
+  if (rep->type != ReplyType::kInteger || rep->integer > 1) {
     return core_.reject("release wants 1, 0 or -seq");
+  }
   forget();
   if (rep->integer == 0) return ErrorCode::kNotOwner;
   // Deleted, but the head is another waiter than the one named: wake it.

@@ -112,8 +112,9 @@ Status Lock::on_attempt(const Result<const Reply*>& r) {
   }
   const Reply* rep = r.value();
   // Fail closed: only an integer fence (> 0) is a grant.
-  if (rep->type != ReplyType::kInteger)
+  if (rep->type != ReplyType::kInteger) {
     return attempt_done(core_.reject("acquire wants an integer"));
+  }
   if (rep->integer <= 0) {
     core_.set_busy_ttl(Millis(-rep->integer));
     return attempt_done(ErrorCode::kBusy);

@@ -103,7 +103,7 @@ Status ReentrantLock::start_attempt(Deadline deadline) {
   // and must find no grant under it; a level it never deleted lapses by
   // its TTL) and for every grant from depth 0.
   if (retired_ && depth_ == 0) {
-    const Status minted = core_.mint(handle_, sizeof handle_);
+    const Status minted = detail::LeaseCore::mint(handle_, sizeof handle_);
     if (!minted.ok()) return core_.end_op(minted);
     most_ = 0;
     retired_ = false;

@@ -43,15 +43,15 @@ enum class Behind : uint8_t {
 struct ScriptEntry {
   const char* name;  ///< The constant as spelt in src/*_scripts.h.
   const Script* script;
-  size_t keys;  ///< The highest KEYS[n] the body reads.
-  size_t args;  ///< The highest ARGV[n] the body reads.
-  Reload reload;
+  size_t keys;      ///< The highest KEYS[n] the body reads.
+  size_t args;      ///< The highest ARGV[n] the body reads.
   size_t wake_key;  ///< KEYS[n] that is a FairLock waiter's wake list; 0: none.
+  Reload reload;
   Behind behind;
 };
 
 #define EDGELOCK_SCRIPT(s, keys, args, reload, wake_key, behind) \
-  ScriptEntry { #s, &s, keys, args, Reload::reload, wake_key, Behind::behind }
+  ScriptEntry { #s, &(s), (keys), (args), (wake_key), Reload::reload, Behind::behind }
 
 // clang-format off
 constexpr ScriptEntry kScriptRegistry[] = {

@@ -147,7 +147,7 @@ Status Semaphore::first_attempt(Permit* permit) {
   *permit = Permit();
   permit->sem_ = this;
   permit_ = permit;
-  const Status minted = core_.mint(permit->id_, kPermitIdLen);
+  const Status minted = detail::LeaseCore::mint(permit->id_, kPermitIdLen);
   if (!minted.ok()) return core_.end_op(minted);
   permit->id_len_ = kPermitIdLen;
   return start_attempt(core_.io_deadline());
@@ -159,7 +159,7 @@ Status Semaphore::start_attempt(Deadline deadline) {
   // must find no grant under its id. The old permit lapses by its TTL.
   if (permit_->retired_) {
     permit_->clear();
-    const Status minted = core_.mint(permit_->id_, kPermitIdLen);
+    const Status minted = detail::LeaseCore::mint(permit_->id_, kPermitIdLen);
     if (!minted.ok()) return core_.end_op(minted);
     permit_->id_len_ = kPermitIdLen;
   }
@@ -252,7 +252,7 @@ Status Semaphore::on_release(const Result<const Reply*>& r) {
 
 Status Semaphore::finish_release(Status s) {
   s = core_.noted(EventKind::kRelease, op_t0_, s);
-  if (core_.op() == kOpRelease) {
+  if (core_.op() == kOpRelease && permit_) {
     // Released, or not ours any more: either way this permit is done.
     if (s.ok() || s.code() == ErrorCode::kNotOwner) {
       permit_->clear();

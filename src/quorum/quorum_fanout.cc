@@ -299,7 +299,7 @@ FanoutResult run_fanout(Connection* const* conns, FanoutSlot* slots, size_t n,
                         Clock& clock) {
   FanoutRound round{req, goal, deadline};
   start_fanout(conns, slots, n, round, clock);
-  short ready[kMaxQuorumServers];
+  short ready[kMaxQuorumServers] = {};
   for (int turn = 0; turn < kMaxTurns && !fanout_over(slots, n, round, clock); ++turn) {
     if (!fanout_await(conns, slots, n, round, clock, ready)) break;
     fanout_step(conns, slots, n, round, ready);

@@ -22,7 +22,7 @@ constexpr size_t kTokenRandomBytes = 16;  // 128 bits -> 32 hex chars
 constexpr Bytes kFenceCompanion[1] = {detail::kFenceSuffix};
 // The fence proposed to every server is one above the highest counter seen
 // for this key, capped so its text stays an exact Lua number.
-constexpr uint64_t kMaxProposal = uint64_t(1) << 53;
+constexpr uint64_t kMaxProposal = static_cast<uint64_t>(1) << 53;
 
 // Outcomes of a round worth another round within the wait: those the error
 // table calls retryable (a round returns only kBusy and kExpired of them:

@@ -75,7 +75,7 @@ Status QuorumLock::round_done(const detail::FanoutResult& fr) {
 // those that are ready, as one poll() per turn.
 Status QuorumLock::run(Status s) {
   if (s.code() == ErrorCode::kInProgress) s = drive();
-  short ready[kMaxQuorumServers];
+  short ready[kMaxQuorumServers] = {};
   for (int turn = 0; turn < kMaxTurns && s.code() == ErrorCode::kInProgress; ++turn) {
     if (stage_ == Stage::kPause) {
       clock().sleep_for(resume_at_ - clock().now());

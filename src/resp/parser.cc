@@ -159,8 +159,9 @@ Parse read_value(Cursor& c, Reply* slot, Reply** children) {
   if (type == '$') return read_bulk(c, slot, text, text_len);
   if (type == '*') return read_array(c, slot, text, text_len, children);
   if (type == ':') {
-    if (!parse_int(text, text_len, &slot->integer))
+    if (!parse_int(text, text_len, &slot->integer)) {
       return fail(c, Parse::kInvalid, "invalid integer");
+    }
     slot->type = ReplyType::kInteger;
     return Parse::kComplete;
   }

@@ -81,6 +81,8 @@ class CoreLease : public Lease {
   virtual Status extend_request(Millis ttl, ExtendMode mode) = 0;
   virtual Status on_extend(const Result<const Reply*>& r) = 0;
 
+  // The machine's state, shared with the lease that runs it.
+  // NOLINTBEGIN(cppcoreguidelines-non-private-member-variables-in-classes)
   LeaseCore core_;
   Millis ext_ttl_{0};
   TimePoint valid_until_{};
@@ -92,6 +94,7 @@ class CoreLease : public Lease {
   bool retired_ = false;   // a release of this token was sent: never granted under it again
   uint8_t token_len_ = 0;  // up to kMaxTokenLen
   Status last_;            // the attempt before a pause, or what a hand-back ends with
+                           // NOLINTEND(cppcoreguidelines-non-private-member-variables-in-classes)
 
  private:
   Status begin_release(bool nonblocking);
@@ -167,11 +170,13 @@ class TokenLease : public CoreLease {
   Status extend_request(Millis ttl, ExtendMode mode) final;
   Status on_extend(const Result<const Reply*>& r) final;
 
+  // NOLINTBEGIN(cppcoreguidelines-non-private-member-variables-in-classes)
   bool has_token_ = false;  // release/extend may act (held or maybe held)
   bool granted_ = false;    // the server confirmed the grant
   // The request in flight's words (its companion keys are named as it is
   // encoded: ScriptCall::companions).
   RequestWords<3, 1> words_;
+  // NOLINTEND(cppcoreguidelines-non-private-member-variables-in-classes)
 };
 
 }  // namespace detail

@@ -160,7 +160,7 @@ class LeaseCore {
 
   /// Counts one operation that started at `start` in the serving
   /// connection's metrics (which calls its event hook). Returns `s`.
-  Status noted(EventKind kind, TimePoint start, Status s);
+  Status noted(EventKind kind, TimePoint start, Status s) const;
   /// A step that may have sent a request: `s` while that is kInProgress,
   /// else the operation ends with `s`, counted as `kind` from `start`.
   Status finish(EventKind kind, TimePoint start, Status s);
