@@ -112,9 +112,10 @@ class ReentrantLock final : public detail::CoreLease {
   Status extend(Millis ttl) { return drive(begin_extend(ttl, ExtendMode::kReplace, false)); }
   // renew() (Lease): extend(options().ttl). Errors: as extend().
 
-  // --- Non-blocking face (docs/nonblocking.md; as Lock's): plain
-  // Connection back end only (else kInvalidArgument), one operation at a
-  // time (a second start or blocking call returns kInvalidArgument).
+  // --- Non-blocking face (docs/nonblocking.md; as Lock's): where
+  // nonblocking() is true (a plain Connection, or a Sentinel or Cluster
+  // after init(); else kInvalidArgument), one operation at a time (a second
+  // start or blocking call returns kInvalidArgument).
   /// try_acquire(). Errors: as try_acquire().
   Status start_try_acquire();
   /// acquire(wait). Errors: as acquire().

@@ -1,4 +1,4 @@
-// LeaseCore: key, timing, validity, tokens, counters and the retry loop
+// LeaseCore: key, timing, validity, tokens, counters and the backoff
 // every primitive shares.
 #include "edgelock/detail/lease_core.h"
 

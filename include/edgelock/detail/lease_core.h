@@ -3,8 +3,8 @@
 // and the rate gate under RateLimiter) holds by composition
 // (src/lease/lease_core.cc): the back end, the key checked once with its
 // companion keys, the timing checked once, one validity rule, token
-// minting, counting into the serving connection, the one bounded retry
-// loop of every wait, and the operation in flight of the non-blocking face
+// minting, counting into the serving connection, the bounded wait of
+// every acquire (its retries and backoff), and the operation in flight of the non-blocking face
 // (one request or pause at a time, the wait around it, and the blocking
 // driver that makes the blocking calls loops over it). Fixed size, no heap.
 
