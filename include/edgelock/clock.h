@@ -40,11 +40,15 @@ class Clock {
   using period = Nanos::period;
   using time_point = TimePoint;
 
-  virtual ~Clock() = default;
   /// The current monotonic time.
   virtual TimePoint now() = 0;
   /// Sleeps for `d` (no-op if d <= 0). A fake clock just advances.
   virtual void sleep_for(Nanos d) = 0;
+
+ protected:
+  // Never deleted through a Clock: a trivial destructor lets the default
+  // clock be constant-initialized, with no guard or exit-time destructor.
+  ~Clock() = default;
 };
 
 /// CLOCK_BOOTTIME (the default: a lease keeps running while the device is

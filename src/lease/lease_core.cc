@@ -116,20 +116,6 @@ Status LeaseCore::reject(const char* what) const {
 
 Deadline LeaseCore::io_deadline() const { return Deadline::after(clock(), command_timeout()); }
 
-Result<bool> LeaseCore::check_owned(const Script& owned, Bytes token) {
-  const Bytes keys[1] = {key()};
-  const Bytes args[1] = {token};
-  const Result<const Reply*> r = backend_->eval({&owned, keys, args}, io_deadline());
-  if (!r.ok()) return r.status();
-  const Reply* rep = r.value();
-  if (rep->type != ReplyType::kInteger || (rep->integer < -1 && rep->integer != -3)) {
-    return reject("owned wants a PTTL or -3");
-  }
-  if (rep->integer != -3) return true;
-  noted(EventKind::kCheck, clock().now(), ErrorCode::kNotOwner).ignore();
-  return false;
-}
-
 Result<KeyStatus> LeaseCore::key_status() {
   const Bytes args[2] = {Bytes::from_cstr("PTTL"), key()};
   const Result<const Reply*> r = backend_->command(key(), args, io_deadline());

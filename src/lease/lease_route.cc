@@ -27,7 +27,7 @@ Status LeaseCore::start_route() {
 
 // The routed request (turn_call_) to `node`, after ASKING with `asking`.
 Status LeaseCore::start_routed(Connection* node, bool asking) {
-  static const Bytes kAsking[1] = {Bytes::from_cstr("ASKING")};
+  const Bytes asking_word[1] = {Bytes::from_cstr("ASKING")};
   if (!node) return started(ErrorCode::kInvalidArgument);
   conn_ = node;
   asked_ = asking;
@@ -36,9 +36,10 @@ Status LeaseCore::start_routed(Connection* node, bool asking) {
   pipelined_ = asking;
   // ASKING covers the next command only: a NOSCRIPT fallback would lose it.
   if (asking && cio.script_loaded(turn_call_.script)) {
-    return started(cio.start_command_then_eval(kAsking, turn_call_, deadline_));
+    return started(cio.start_command_then_eval(asking_word, turn_call_, deadline_));
   }
-  if (asking) return started(cio.start_command_then_eval_by_body(kAsking, turn_call_, deadline_));
+  if (asking)
+    return started(cio.start_command_then_eval_by_body(asking_word, turn_call_, deadline_));
   return started(cio.start_eval(turn_call_, deadline_));
 }
 

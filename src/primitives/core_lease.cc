@@ -18,15 +18,28 @@ static_assert(kMaxTokenLen <= UINT8_MAX, "a lease keeps its token's length in a 
 
 Status CoreLease::step() { return core_.step(&again_of, &reply_of, this); }
 
+Millis CoreLease::lease_ttl() const { return Millis(0); }
+Status CoreLease::attempt_again(Deadline) { return ErrorCode::kInvalidArgument; }
+Status CoreLease::on_reply(const Result<const Reply*>&) { return ErrorCode::kInvalidArgument; }
+Status CoreLease::attempt_done(Status) { return ErrorCode::kInvalidArgument; }
+Status CoreLease::release_request(bool) { return ErrorCode::kInvalidArgument; }
+Status CoreLease::extend_request(Millis, ExtendMode) { return ErrorCode::kInvalidArgument; }
+Status CoreLease::on_extend(const Result<const Reply*>&) { return ErrorCode::kInvalidArgument; }
+Status CoreLease::on_check(const Result<const Reply*>&) { return ErrorCode::kInvalidArgument; }
+
 Status CoreLease::again_of(void* self, Deadline deadline) {
   return static_cast<CoreLease*>(self)->attempt_again(deadline);
 }
 
-// An extend's reply is the core's; every other the lease's.
+// An extend's and a check's reply end the operation here; every other is
+// the lease's to handle.
 Status CoreLease::reply_of(void* self, const Result<const Reply*>& r) {
   CoreLease& l = *static_cast<CoreLease*>(self);
-  if (l.core_.op() != kOpExtend) return l.on_reply(r);
-  return l.core_.finish(EventKind::kExtend, l.op_t0_, l.on_extend(r));
+  switch (l.core_.op()) {
+    case kOpExtend: return l.core_.finish(EventKind::kExtend, l.op_t0_, l.on_extend(r));
+    case kOpCheck: return l.core_.finish(EventKind::kCheck, l.op_t0_, l.on_check(r));
+    default: return l.on_reply(r);
+  }
 }
 
 Status CoreLease::begin_release(bool nonblocking) {
@@ -136,11 +149,34 @@ Status TokenLease::on_extend(const Result<const Reply*>& r) {
 }
 
 Result<bool> TokenLease::owned() {
+  const Status s = drive(begin_check(false));
+  if (s.code() == ErrorCode::kNotOwner) return false;
+  if (!s.ok()) return s;
+  return true;
+}
+
+Status TokenLease::begin_check(bool nonblocking) {
   if (!has_token_) return ErrorCode::kNotHeld;
-  if (core_.op() != 0) return ErrorCode::kInvalidArgument;
-  const Result<bool> r = core_.check_owned(kOwnedScript, token());
-  if (r.ok() && !r.value()) forget();
-  return r;
+  EDGELOCK_TRY(core_.begin_op(kOpCheck, nonblocking));
+  op_t0_ = clock().now();
+  auto& w = words_;
+  w.key = key();
+  w.args[0] = token();
+  const Status s = core_.send({&kOwnedScript, {&w.key, 1}, {w.args, 1}}, core_.io_deadline());
+  return core_.finish(EventKind::kCheck, op_t0_, s);
+}
+
+// kOwnedScript answers the key's PTTL (>= -1) while it holds our token,
+// -3 when it does not.
+Status TokenLease::on_check(const Result<const Reply*>& r) {
+  if (!r.ok()) return r.status();
+  const Reply* rep = r.value();
+  if (rep->type != ReplyType::kInteger || (rep->integer < -1 && rep->integer != -3)) {
+    return core_.reject("owned wants a PTTL or -3");
+  }
+  if (rep->integer != -3) return Status();
+  forget();
+  return ErrorCode::kNotOwner;
 }
 
 Status TokenLease::adopt(Bytes token) {

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <new>
 
 #include "base/error_text.h"
@@ -68,12 +69,16 @@ void session_free(TlsSession* s) {
   mbedtls_x509_crt_free(&s->cert);
   mbedtls_pk_free(&s->key);
   mbedtls_ctr_drbg_free(&s->drbg);
-  delete s;
+  s->~TlsSession();
+  std::free(s);
 }
 
 TlsSession* session_new() {
-  TlsSession* s = new (std::nothrow) TlsSession;
-  if (!s) return nullptr;
+  // malloc, not new(std::nothrow): that operator links the C++ runtime's
+  // throw and terminate path (and its demangler) into a static program.
+  void* mem = std::malloc(sizeof(TlsSession));
+  if (!mem) return nullptr;
+  TlsSession* s = new (mem) TlsSession;
   mbedtls_ctr_drbg_init(&s->drbg);
   mbedtls_ssl_config_init(&s->conf);
   mbedtls_ssl_init(&s->ssl);

@@ -1,6 +1,7 @@
 // Several handles on one Connection, driven from one poll() loop against
 // a real redis-server: a keeper keeps its lease while a neighbour waits, a
-// release during a neighbour's wait frees the key at once, handles take
+// release or an ownership check during a neighbour's wait is answered at
+// once (and a check's steps never wait on the server), handles take
 // their turns in order, and a full queue or a turn that never comes is
 // refused with kConnectionBusy and a text that says why.
 #include <gtest/gtest.h>
@@ -110,6 +111,77 @@ TEST_F(SharedConnection, ReleaseDuringANeighboursWaitFreesTheKeyAtOnce) {
   EXPECT_EQ(run(admin_, {"EXISTS", "sc:a"}), "0");
   EXPECT_LT(ms, scaled(Millis(300)).count() / 1e6);
   b.cancel();
+}
+
+// Drives `l` from the loop until its operation ends; the longest step
+// goes to *longest.
+Status steps_to_end(Connection& conn, Lock& l, Status s, std::initializer_list<const Lease*> also,
+                    Nanos* longest) {
+  for (int i = 0; i < 10000 && s.code() == ErrorCode::kInProgress; ++i) {
+    wait_turn(conn.clock(), also, nullptr, Millis(20));
+    const Steady::time_point t0 = Steady::now();
+    s = l.step();
+    *longest = std::max<Nanos>(*longest, Steady::now() - t0);
+  }
+  return s;
+}
+
+// An ownership check started while the other handle's acquire waits on the
+// shared connection takes its turn and answers within a round trip or two;
+// once the key is gone, the next check ends in kNotOwner and drops the
+// lease (counted as lost).
+TEST_F(SharedConnection, AnOwnershipCheckDuringANeighboursWaitAnswersAtOnce) {
+  ASSERT_EQ(run(b_, {"SET", "sc:b", "other", "PX", "60000"}), "OK");
+  Lock a(a_), b(a_);
+  ASSERT_TRUE(a.init(Bytes::from_cstr("sc:a"), LockOptions{Millis(30000)}).ok());
+  ASSERT_TRUE(b.init(Bytes::from_cstr("sc:b"), LockOptions{Millis(30000)}).ok());
+  ASSERT_TRUE(a.try_acquire().ok());
+  ASSERT_EQ(b.start_acquire(scaled(Millis(3000))).code(), ErrorCode::kInProgress);
+  const Steady::time_point settle = Steady::now() + Millis(200);
+  for (int i = 0; i < 10000 && Steady::now() < settle; ++i) {
+    wait_turn(a_.clock(), {&b}, nullptr, Millis(20));
+    ASSERT_EQ(b.step().code(), ErrorCode::kInProgress);
+  }
+  Nanos longest{0};
+  const Steady::time_point t0 = Steady::now();
+  Status a_end = a.start_owned();
+  for (int i = 0; i < 10000 && a_end.code() == ErrorCode::kInProgress; ++i) {
+    wait_turn(a_.clock(), {&a, &b}, nullptr, Millis(20));
+    a_end = a.step();
+    ASSERT_EQ(b.step().code(), ErrorCode::kInProgress);
+  }
+  const double ms = std::chrono::duration<double, std::milli>(Steady::now() - t0).count();
+  std::printf("check took %.2f ms\n", ms);
+  EXPECT_TRUE(a_end.ok()) << a_end.to_string() << ": " << a.last_error();
+  EXPECT_TRUE(a.held());
+  EXPECT_LT(ms, scaled(Millis(300)).count() / 1e6);
+
+  const uint32_t lost = a_.metrics().lost_leases;
+  ASSERT_EQ(run(admin_, {"DEL", "sc:a"}), "1");
+  a_end = steps_to_end(a_, a, a.start_owned(), {&a}, &longest);
+  EXPECT_EQ(a_end.code(), ErrorCode::kNotOwner) << a_end.to_string();
+  EXPECT_FALSE(a.held());
+  EXPECT_EQ(a_.metrics().lost_leases, lost + 1);
+  EXPECT_EQ(a.start_owned().code(), ErrorCode::kNotHeld);
+  b.cancel();
+}
+
+// A check's steps never wait on the server: while it holds every client
+// (CLIENT PAUSE), each step returns at once, and the check answers after.
+TEST_F(SharedConnection, AnOwnershipCheckNeverBlocksTheLoop) {
+  Lock a(a_);
+  ASSERT_TRUE(a.init(Bytes::from_cstr("sc:a"), LockOptions{Millis(30000)}).ok());
+  ASSERT_TRUE(a.try_acquire().ok());
+  ASSERT_EQ(run(admin_, {"CLIENT", "PAUSE", "300", "ALL"}), "OK");
+  Nanos longest{0};
+  const Steady::time_point t0 = Steady::now();
+  const Status s = steps_to_end(a_, a, a.start_owned(), {&a}, &longest);
+  const double ms = std::chrono::duration<double, std::milli>(Steady::now() - t0).count();
+  std::printf("check took %.2f ms, longest step %.3f ms\n", ms, longest.count() / 1e6);
+  EXPECT_TRUE(s.ok()) << s.to_string() << ": " << a.last_error();
+  EXPECT_GE(ms, 250.0);  // it did wait out the pause, in the loop
+  EXPECT_LT(longest, scaled(Millis(20)));
+  EXPECT_TRUE(a.release().ok()) << a.last_error();
 }
 
 // While the server holds the connection's request (CLIENT PAUSE), the

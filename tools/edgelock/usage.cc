@@ -119,7 +119,7 @@ const char kUsage[] =
 void print_usage() { std::fputs(kUsage, stdout); }
 
 void print_version() {
-  const edgelock::BuildInfo& b = edgelock::build_info();
+  const edgelock::BuildInfo b = edgelock::build_info();
   std::printf("edgelock %s\n", EDGELOCK_TOOL_VERSION);
   if (b.tls) {
     std::printf("library %s, hiredis %s, mbedTLS %s (linked %s), TLS on (up to %s)\n", b.version,

@@ -8,16 +8,16 @@
 namespace edgelock {
 
 struct BuildInfo {
-  const char* version = "";         ///< The library's version ("0.1.0").
-  const char* hiredis = "";         ///< hiredis's, from its headers ("1.2.0").
-  const char* mbedtls = "";         ///< mbedTLS's headers ("3.6.2"); "" without TLS.
-  const char* mbedtls_linked = "";  ///< The linked mbedTLS library's; "" without TLS.
-  const char* tls_max = "";         ///< Highest TLS version offered ("TLSv1.3"); "" without TLS.
-  bool tls = false;                 ///< rediss:// is available.
+  const char* version = "";      ///< The library's version ("0.1.0").
+  char hiredis[16] = {};         ///< hiredis's, from its headers ("1.2.0").
+  const char* mbedtls = "";      ///< mbedTLS's headers ("3.6.2"); "" without TLS.
+  char mbedtls_linked[18] = {};  ///< The linked mbedTLS library's; "" without TLS.
+  const char* tls_max = "";      ///< Highest TLS version offered ("TLSv1.3"); "" without TLS.
+  bool tls = false;              ///< rediss:// is available.
 };
 
-/// The build's facts (static storage, filled on the first call; strings
-/// never null). No I/O, no heap.
-const BuildInfo& build_info();
+/// The build's facts (strings never null), filled on each call: no static
+/// state to guard. No I/O, no heap.
+BuildInfo build_info();
 
 }  // namespace edgelock

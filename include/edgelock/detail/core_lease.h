@@ -27,7 +27,7 @@ namespace edgelock {
 namespace detail {
 
 /// The operations of a single-key lease (LeaseCore::op()).
-enum LeaseOp : uint8_t { kOpTry = 1, kOpAcquire, kOpRelease, kOpExtend, kOpLeave };
+enum LeaseOp : uint8_t { kOpTry = 1, kOpAcquire, kOpRelease, kOpExtend, kOpLeave, kOpCheck };
 
 /// The base of the single-key leases: the Lease calls they all answer
 /// from their core and the machine's shared states, written once.
@@ -54,6 +54,7 @@ class CoreLease : public Lease {
   /// The holder's TTL the last busy attempt saw; 0 also for a holder
   /// without TTL.
   Millis busy_ttl() const { return core_.busy_ttl(); }
+  Nanos remaining() const override { return Nanos::zero(); }
 
  protected:
   explicit CoreLease(Backend& backend) : core_(backend) {}
@@ -66,20 +67,26 @@ class CoreLease : public Lease {
   Status hand_back(Status then);
 
   // What a lease supplies: its requests and the handlers of their replies.
+  // Every lease overrides each. They are not pure: a vtable that names
+  // __cxa_pure_virtual links the C++ runtime's terminate path, demangler
+  // included (about 30 KB), into every static program. The defaults fail
+  // closed (kInvalidArgument, no lease time).
   /// The lease length its options ask for (renew(), each attempt).
-  virtual Millis lease_ttl() const = 0;
+  virtual Millis lease_ttl() const;
   /// A wait's next attempt, once its pause is over, within `deadline`.
-  virtual Status attempt_again(Deadline deadline) = 0;
+  virtual Status attempt_again(Deadline deadline);
   /// The outcome of the request in flight of an operation other than an
   /// extend (never pending): continues the operation or ends it.
-  virtual Status on_reply(const Result<const Reply*>& r) = 0;
+  virtual Status on_reply(const Result<const Reply*>& r);
   /// After an attempt that ended with `s`: waits on, or ends.
-  virtual Status attempt_done(Status s) = 0;
+  virtual Status attempt_done(Status s);
   /// Sends the release (`hand_back`: of a grant the attempt cannot use),
   /// or returns the error that stopped it (kNotHeld).
-  virtual Status release_request(bool hand_back) = 0;
-  virtual Status extend_request(Millis ttl, ExtendMode mode) = 0;
-  virtual Status on_extend(const Result<const Reply*>& r) = 0;
+  virtual Status release_request(bool hand_back);
+  virtual Status extend_request(Millis ttl, ExtendMode mode);
+  virtual Status on_extend(const Result<const Reply*>& r);
+  /// The reply to an ownership check: ok (ours) or kNotOwner.
+  virtual Status on_check(const Result<const Reply*>& r);
 
   // The machine's state, shared with the lease that runs it.
   // NOLINTBEGIN(cppcoreguidelines-non-private-member-variables-in-classes)
@@ -137,9 +144,14 @@ class TokenLease : public CoreLease {
     return begin_extend(ttl, mode, true);
   }
   /// Asks the server whether the key still holds our token (blocking).
+  /// false: not ours, token dropped (held() false). On a shared connection
+  /// it waits its turn as any operation does.
   /// Errors: kNotHeld (no token), kInvalidArgument (an operation in
   /// flight), kProtocol, Connection::command()'s.
   Result<bool> owned();
+  /// owned() as steps: step() ends with ok (ours) or kNotOwner (not ours:
+  /// token dropped). Errors: as owned().
+  Status start_owned() { return begin_check(true); }
   /// What the server says about the key, whoever holds it (blocking).
   /// Errors: Connection::command()'s, kProtocol.
   Result<KeyStatus> status() { return core_.key_status(); }
@@ -169,7 +181,12 @@ class TokenLease : public CoreLease {
   Status begin_attempt();
   Status extend_request(Millis ttl, ExtendMode mode) final;
   Status on_extend(const Result<const Reply*>& r) final;
+  Status on_check(const Result<const Reply*>& r) final;
 
+ private:
+  Status begin_check(bool nonblocking);
+
+ protected:
   // NOLINTBEGIN(cppcoreguidelines-non-private-member-variables-in-classes)
   bool has_token_ = false;  // release/extend may act (held or maybe held)
   bool granted_ = false;    // the server confirmed the grant

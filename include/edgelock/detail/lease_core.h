@@ -134,11 +134,6 @@ class LeaseCore {
   /// One command timeout from now.
   Deadline io_deadline() const;
 
-  /// Blocking: runs `owned` (KEYS[1] the key, ARGV[1] `token`; replies the
-  /// key's PTTL, -1 without one, or -3 when the token does not hold it).
-  /// False, noted as a kCheck refused kNotOwner, when it does not. Errors:
-  /// the back end's, kProtocol (another reply).
-  Result<bool> check_owned(const Script& owned, Bytes token);
   /// Blocking: the key's PTTL as a KeyStatus, whoever holds it. Errors:
   /// the back end's, kProtocol.
   Result<KeyStatus> key_status();
