@@ -165,8 +165,10 @@ class QuorumLock final : public Lease {
   /// extend(options().ttl, kReplace): at least the original TTL on every
   /// server. Errors: as extend().
   Status renew() override;
-  /// Asks every server; true if a majority still holds our token.
-  /// Errors: kNotHeld, kNoQuorum, kIndeterminate.
+  /// Asks every server; true if a majority still holds our token, false
+  /// (held() false) if too many say it does not. Decides at its majority.
+  /// Errors: kNotHeld, kInvalidArgument (an operation in flight),
+  /// kNoQuorum, kIndeterminate.
   Result<bool> owned();
 
   // --- Non-blocking face (docs/nonblocking.md). Each start_*() call
@@ -189,6 +191,9 @@ class QuorumLock final : public Lease {
   Status start_extend(Millis ttl, ExtendMode mode = ExtendMode::kAdd);
   /// renew(). Errors: as extend().
   Status start_renew() override;
+  /// owned(): step() ends with ok (ours) or kNotOwner (not ours: held()
+  /// false). Errors: as owned().
+  Status start_owned();
   /// Moves the operation in flight (every server in flight; a recv() that
   /// finds nothing is cheap): kInProgress until done, then its result.
   /// Errors: the operation's; kInvalidArgument when none is in flight.
@@ -243,8 +248,17 @@ class QuorumLock final : public Lease {
   Nanos renew_budget() const override { return server_timeout(); }
 
   // The operation in flight, and where it is.
-  enum class Op : uint8_t { kNone, kTry, kAcquire, kRelease, kExtend };
-  enum class Stage : uint8_t { kNone, kAcquire, kFence, kCleanup, kPause, kRelease, kExtend };
+  enum class Op : uint8_t { kNone, kTry, kAcquire, kRelease, kExtend, kCheck };
+  enum class Stage : uint8_t {
+    kNone,
+    kAcquire,
+    kFence,
+    kCleanup,
+    kPause,
+    kRelease,
+    kExtend,
+    kCheck
+  };
 
   // quorum_lock_step.cc: the machine.
   Status begin_round(Stage stage, const detail::FanoutRequest& req, const detail::FanoutGoal& goal,
@@ -275,6 +289,8 @@ class QuorumLock final : public Lease {
   Status begin_extend(Millis ttl, ExtendMode mode);
   Status extend_request(Millis ttl, ExtendMode mode);
   Status after_extend(const detail::FanoutResult& fr);
+  Status begin_check();
+  Status after_check(const detail::FanoutResult& fr);
   Deadline round_deadline(Deadline limit) const;
   Deadline limit() const;
   Deadline round_limit() const;

@@ -9,10 +9,6 @@ namespace detail {
 
 namespace {
 
-// Each loop turn either moves bytes or waits on the deadline; the count
-// only guards against a misbehaving peer.
-constexpr int kMaxTurns = 1 << 20;
-
 struct Round {
   Connection* const* conns;
   FanoutSlot* slots;
@@ -292,19 +288,6 @@ bool fanout_await(Connection* const* conns, const FanoutSlot* slots, size_t n,
   }
   for (size_t j = 0; j < k; ++j) ready[index[j]] = buffered ? kWantRead : items[j].ready;
   return true;
-}
-
-FanoutResult run_fanout(Connection* const* conns, FanoutSlot* slots, size_t n,
-                        const FanoutRequest& req, const FanoutGoal& goal, Deadline deadline,
-                        Clock& clock) {
-  FanoutRound round{req, goal, deadline};
-  start_fanout(conns, slots, n, round, clock);
-  short ready[kMaxQuorumServers] = {};
-  for (int turn = 0; turn < kMaxTurns && !fanout_over(slots, n, round, clock); ++turn) {
-    if (!fanout_await(conns, slots, n, round, clock, ready)) break;
-    fanout_step(conns, slots, n, round, ready);
-  }
-  return fanout_end(conns, slots, n, round, clock);
 }
 
 Tally tally_of(const FanoutSlot* slots, size_t n, const FanoutGoal& goal) {

@@ -69,12 +69,6 @@ Deadline fanout_step_deadline(Connection* const* conns, const FanoutSlot* slots,
 bool fanout_await(Connection* const* conns, const FanoutSlot* slots, size_t n,
                   const FanoutRound& round, Clock& clock, short* ready);
 
-/// A whole round, blocking: start_fanout(), then fanout_await() and
-/// fanout_step() until fanout_over(), then fanout_end().
-FanoutResult run_fanout(Connection* const* conns, FanoutSlot* slots, size_t n,
-                        const FanoutRequest& req, const FanoutGoal& goal, Deadline deadline,
-                        Clock& clock);
-
 /// Counts the outcomes of the wanted slots. `no` counts replies below
 /// goal.yes_min.
 Tally tally_of(const FanoutSlot* slots, size_t n, const FanoutGoal& goal);

@@ -234,23 +234,36 @@ Status QuorumLock::after_extend(const detail::FanoutResult& fr) {
 }
 
 Result<bool> QuorumLock::owned() {
+  const Status s = run(begin_check());
+  if (s.code() == ErrorCode::kNotOwner) return false;
+  if (!s.ok()) return s;
+  return true;
+}
+
+Status QuorumLock::start_owned() {
+  const Status s = begin_check();
+  return s.code() == ErrorCode::kInProgress ? drive() : s;
+}
+
+Status QuorumLock::begin_check() {
   if (!has_token_) return ErrorCode::kNotHeld;
   if (op_ != Op::kNone) return ErrorCode::kInvalidArgument;
-  Clock& c = clock();
-  want_holders(true, c.now());
+  op_ = Op::kCheck;
+  op_t0_ = clock().now();
+  want_holders(true, op_t0_);
   // kOwnedScript: the key's PTTL (>= -1) if ours, -3 if not.
   const detail::FanoutRequest req{{&detail::kOwnedScript, keys_, {acquire_args_, 1}}};
-  const detail::FanoutGoal goal{quorum(), -2};
-  const detail::FanoutResult fr =
-      detail::run_fanout(conns_, slots_, n_, req, goal, round_deadline(Deadline::never()), c);
+  return begin_round(Stage::kCheck, req, {quorum(), -2}, round_deadline(Deadline::never()));
+}
+
+Status QuorumLock::after_check(const detail::FanoutResult& fr) {
   note_servers(fr.decided_at, fr.timed_out);
-  const detail::Tally t = detail::tally_of(slots_, n_, goal);
+  const detail::Tally t = detail::tally_of(slots_, n_, round_.goal);
   const size_t possible = note_owners(-2);
-  if (t.yes >= quorum()) return true;
+  if (t.yes >= quorum()) return end_op(Status());
   const ErrorCode e = detail::keep_failure(t, possible);
-  if (e != ErrorCode::kNotOwner) return e;
-  granted_ = false;
-  return false;
+  if (e == ErrorCode::kNotOwner) granted_ = false;
+  return end_op(e);
 }
 
 }  // namespace edgelock

@@ -67,6 +67,7 @@ Status QuorumLock::round_done(const detail::FanoutResult& fr) {
     case Stage::kCleanup: return after_cleanup(&fr);
     case Stage::kRelease: return after_release(&fr);
     case Stage::kExtend: return after_extend(fr);
+    case Stage::kCheck: return after_check(fr);
     default: return end_op(ErrorCode::kInvalidArgument);
   }
 }

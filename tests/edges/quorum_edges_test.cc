@@ -3,7 +3,9 @@
 // test::DelayProxy where a reply must arrive late or be lost) and asserts
 // the lease invariant at the moment that edge could break it.
 #include <gtest/gtest.h>
+#include <poll.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -297,6 +299,50 @@ TEST(QuorumEdges, ReleaseReturnsAtItsMajority) {
   EXPECT_TRUE(soon([&] { return t.holders(lock.token()) == kServers; }))
       << "the next acquire lost a server to the late reply";
   ASSERT_TRUE(lock.release().ok());
+}
+
+// An ownership check is decided at its majority too, as steps that never
+// wait: with one server stopped, start_owned()/step() answers "ours" long
+// before that server's timeout. Once the key is gone from a majority, the
+// next check says not ours and drops the lease.
+TEST(QuorumEdges, OwnershipCheckAnswersAtItsMajorityAndSeesALoss) {
+  Trio t;
+  ASSERT_TRUE(t.start());
+  QuorumLock lock;
+  QuorumOptions o = opts();
+  o.server_timeout = slow(Millis(2000));
+  ASSERT_TRUE(lock.init(t.others(), kServers, Bytes::from_cstr(kKey), o).ok());
+  warm_up(lock);
+  ASSERT_TRUE(lock.try_acquire().ok()) << lock.last_error();
+  t.server(2).pause();
+  const TimePoint t0 = now();
+  Nanos longest{0};
+  Status s = lock.start_owned();
+  for (int i = 0; i < 100000 && s.code() == ErrorCode::kInProgress; ++i) {
+    pollfd fds[kServers] = {};
+    const size_t n = lock.wait_fds(fds, kServers);
+    const Nanos left = lock.next_deadline().remaining(lock.clock());
+    (void)::poll(fds, n, static_cast<int>(std::min<int64_t>(test::ms(left) + 1, 50)));
+    const TimePoint s0 = now();
+    s = lock.step();
+    longest = std::max(longest, now() - s0);
+  }
+  const Nanos took = now() - t0;
+  t.server(2).resume();
+  EXPECT_TRUE(s.ok()) << s.to_string() << ": " << lock.last_error();
+  EXPECT_TRUE(lock.held());
+  EXPECT_LT(took, o.server_timeout / 4) << test::ms(took) << " ms: waited for the stalled server";
+  EXPECT_LT(longest, slow(Millis(20))) << test::ms(longest) << " ms in one step";
+
+  ASSERT_EQ(t.cmd(0, {"DEL", kKey}), "1");
+  ASSERT_EQ(t.cmd(1, {"DEL", kKey}), "1");
+  const Result<bool> own = lock.owned();
+  ASSERT_TRUE(own.ok()) << own.status().to_string();
+  EXPECT_FALSE(own.value());
+  EXPECT_FALSE(lock.held());
+  // The token is kept for clean-up: a release takes the last copy back.
+  lock.release().ignore();
+  EXPECT_TRUE(soon([&] { return t.keyed() == 0; })) << "the straggler's copy stayed";
 }
 
 // The waiter's bound is when a majority frees, not the longest

@@ -367,6 +367,48 @@ TEST_F(SentinelStepTest, FairLockLoadsItsScriptWhileThePrimaryIsRechecked) {
   EXPECT_EQ(loop.drive(lock, lock.start_release()).code(), ErrorCode::kOk);
 }
 
+// Two FairLocks on one Sentinel share the primary's connection. After the
+// server lost the fair scripts, both lose their first request to NOSCRIPT
+// while the other waits for the connection: each SCRIPT LOAD goes out as
+// its NOSCRIPT reply frees the node (never kConnectionBusy), and both get
+// their locks.
+TEST_F(SentinelStepTest, FairLocksSharingANodeLoadTheirScriptsInTurn) {
+  Sentinel sentinel;
+  ASSERT_TRUE(start(sentinel).ok());
+  const int port = setup_.primary().port();
+  for (int round = 0; round < 5; ++round) {
+    FairLock a(sentinel), b(sentinel);
+    ASSERT_TRUE(a.init(Bytes::from_cstr("step-turn-a")).ok());
+    ASSERT_TRUE(b.init(Bytes::from_cstr("step-turn-b")).ok());
+    ASSERT_EQ(test::raw_command(port, {"SCRIPT", "FLUSH"}), "+OK\r\n");
+    Status sa = a.start_try_acquire();
+    Status sb = b.start_try_acquire();
+    for (int i = 0; i < 4000; ++i) {
+      const bool a_on = sa.code() == ErrorCode::kInProgress;
+      const bool b_on = sb.code() == ErrorCode::kInProgress;
+      if (!a_on && !b_on) break;
+      pollfd fds[2 * kMaxWaitFds];
+      size_t n = a_on ? a.wait_fds(fds, kMaxWaitFds) : 0;
+      n += b_on ? b.wait_fds(fds + n, kMaxWaitFds) : 0;
+      poll(fds, n, 2);
+      // b steps first: it reads whatever reached the shared connection.
+      if (b_on) sb = b.step();
+      if (a_on) sa = a.step();
+    }
+    EXPECT_EQ(sa.code(), ErrorCode::kOk)
+        << "round " << round << ": " << sa.to_string() << ": " << a.last_error();
+    EXPECT_EQ(sb.code(), ErrorCode::kOk)
+        << "round " << round << ": " << sb.to_string() << ": " << b.last_error();
+    Loop loop;
+    if (sa.ok()) {
+      EXPECT_EQ(loop.drive(a, a.start_release()).code(), ErrorCode::kOk);
+    }
+    if (sb.ok()) {
+      EXPECT_EQ(loop.drive(b, b.start_release()).code(), ErrorCode::kOk);
+    }
+  }
+}
+
 TEST_F(SentinelStepTest, KeeperKeepsItsLeaseBesideAFairWaiter) {
   Sentinel shared, other;
   ASSERT_TRUE(start(shared).ok() && start(other).ok());

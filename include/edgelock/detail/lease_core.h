@@ -227,8 +227,11 @@ class LeaseCore {
   /// the node route_for() names, or while the back end looks that up again,
   /// to the node of the request before (a SCRIPT LOAD must reach the node
   /// that lost the script); it ends with the error a redirect brings (the
-  /// back end learns the slot's owner from it), or with kNotConnected when
-  /// there is no node yet.
+  /// back end learns the slot's owner from it), with kNotConnected when
+  /// there is no node yet, or with kConnectionBusy when another handle's
+  /// request is on that node. A SCRIPT LOAD never finds one: it goes out in
+  /// the step that read the NOSCRIPT reply, which freed the node (one
+  /// request in flight per connection).
   Status send_command(Span<const Bytes> args, Deadline deadline);
   /// `first` and then `call` in one write (pipelines() only): the outcome
   /// is the call's; first_status() the command's. Routed, both go to the
