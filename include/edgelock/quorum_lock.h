@@ -266,6 +266,7 @@ class QuorumLock final : public Lease {
   Status drive();
   Status round_done(const detail::FanoutResult& fr);
   Status run(Status s);
+  void await();
   Status end_op(Status s);
   // quorum_lock.cc: acquire.
   Status begin_try();

@@ -308,14 +308,30 @@ void LeaseCore::await() {
   if (!s.ok() && s.code() != ErrorCode::kTimeout) complete(s);
 }
 
-Status LeaseCore::run(Status s, OpStep step, void* self) {
+Status run_machine(Status s, const Machine& m) {
   for (int turn = 0; turn < kMaxTurns && s.code() == ErrorCode::kInProgress; ++turn) {
-    await();
-    s = step(self);
+    m.await(m.self);
+    s = m.step(m.self);
   }
   if (s.code() != ErrorCode::kInProgress) return s;
-  cancel(step, self);
+  m.cancel(m.self);
   return ErrorCode::kTimeout;
+}
+
+Status LeaseCore::run(Status s, OpStep step, void* self) {
+  struct Driven {
+    LeaseCore* core;
+    OpStep step;
+    void* self;
+  } d{this, step, self};
+  const Machine m{
+      &d, [](void* p) { return static_cast<Driven*>(p)->step(static_cast<Driven*>(p)->self); },
+      [](void* p) { static_cast<Driven*>(p)->core->await(); },
+      [](void* p) {
+        Driven& x = *static_cast<Driven*>(p);
+        x.core->cancel(x.step, x.self);
+      }};
+  return run_machine(s, m);
 }
 
 void LeaseCore::cancel(OpStep step, void* self) {

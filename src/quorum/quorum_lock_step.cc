@@ -2,8 +2,10 @@
 // (acquire round, fence round, clean-up round, pause; a release round; an
 // extend round); each round is a fan-out kept in round_ and moved by
 // step() without blocking. The blocking calls drive the same machine with
-// run(), which waits on the sockets in flight (or sleeps out a pause).
+// the library's driver (run()), waiting on the sockets in flight (or
+// sleeping out a pause).
 #include "base/validity.h"
+#include "edgelock/detail/lease_core.h"
 #include "edgelock/quorum_lock.h"
 #include "quorum/quorum_fanout.h"
 
@@ -11,9 +13,6 @@ namespace edgelock {
 
 namespace {
 
-// Each driver turn waits once and moves what is ready; the count only
-// guards against a misbehaving peer.
-constexpr int kMaxTurns = 1 << 20;
 // Stages one drive() call may pass: an attempt has at most three rounds
 // and a pause.
 constexpr int kMaxStages = 8;
@@ -72,24 +71,28 @@ Status QuorumLock::round_done(const detail::FanoutResult& fr) {
   }
 }
 
-// The blocking driver: waits only on the servers in flight and moves only
-// those that are ready, as one poll() per turn.
+// A blocking call: the library's driver (detail::run_machine) over this
+// machine. Each turn waits only on the servers in flight and moves only
+// those that are ready, as one poll(), or sleeps out a pause.
 Status QuorumLock::run(Status s) {
   if (s.code() == ErrorCode::kInProgress) s = drive();
-  short ready[kMaxQuorumServers] = {};
-  for (int turn = 0; turn < kMaxTurns && s.code() == ErrorCode::kInProgress; ++turn) {
-    if (stage_ == Stage::kPause) {
-      clock().sleep_for(resume_at_ - clock().now());
-    } else if (detail::fanout_await(conns_, slots_, n_, round_, clock(), ready)) {
-      detail::fanout_step(conns_, slots_, n_, round_, ready);
-    } else {
-      round_.deadline = kNow;  // the wait itself failed: the round ends here
-    }
-    s = drive();
+  const detail::Machine m{this, [](void* q) { return static_cast<QuorumLock*>(q)->drive(); },
+                          [](void* q) { static_cast<QuorumLock*>(q)->await(); },
+                          [](void* q) { static_cast<QuorumLock*>(q)->cancel(); }};
+  return detail::run_machine(s, m);
+}
+
+void QuorumLock::await() {
+  if (stage_ == Stage::kPause) {
+    clock().sleep_for(resume_at_ - clock().now());
+    return;
   }
-  if (s.code() != ErrorCode::kInProgress) return s;
-  cancel();
-  return ErrorCode::kTimeout;
+  short ready[kMaxQuorumServers] = {};
+  if (detail::fanout_await(conns_, slots_, n_, round_, clock(), ready)) {
+    detail::fanout_step(conns_, slots_, n_, round_, ready);
+  } else {
+    round_.deadline = kNow;  // the wait itself failed: the round ends here
+  }
 }
 
 size_t QuorumLock::wait_fds(pollfd* out, size_t cap) const {

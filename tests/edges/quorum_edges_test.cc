@@ -107,6 +107,23 @@ void warm_up(QuorumLock& lock) {
   ASSERT_TRUE(lock.release().ok()) << lock.last_error();
 }
 
+// A server timeout long enough that waiting for a stalled server shows.
+QuorumOptions stalled_opts() {
+  QuorumOptions o = opts();
+  o.server_timeout = slow(Millis(2000));
+  return o;
+}
+
+// `lock` holds the key on every server, then server 2 stops (SIGSTOP).
+// Straight to the servers: the proxies' forwarding would add stragglers.
+void hold_with_one_stalled(Trio& t, QuorumLock& lock, const QuorumOptions& o) {
+  ASSERT_TRUE(t.start());
+  ASSERT_TRUE(lock.init(t.others(), kServers, Bytes::from_cstr(kKey), o).ok());
+  warm_up(lock);
+  ASSERT_TRUE(lock.try_acquire().ok()) << lock.last_error();
+  t.server(2).pause();
+}
+
 // Two of three servers frozen while the acquire is in flight. The
 // release must reach them too (queued behind the acquire), so when they
 // resume the key is gone long before its TTL.
@@ -279,15 +296,9 @@ TEST(QuorumEdges, ReleaseOnAMajorityIsARelease) {
 // acquire reads that late reply before sending its own request.
 TEST(QuorumEdges, ReleaseReturnsAtItsMajority) {
   Trio t;
-  ASSERT_TRUE(t.start());
   QuorumLock lock;
-  QuorumOptions o = opts();
-  o.server_timeout = slow(Millis(2000));
-  // Straight to the servers: the proxies' forwarding would add stragglers.
-  ASSERT_TRUE(lock.init(t.others(), kServers, Bytes::from_cstr(kKey), o).ok());
-  warm_up(lock);
-  ASSERT_TRUE(lock.try_acquire().ok()) << lock.last_error();
-  t.server(2).pause();
+  const QuorumOptions o = stalled_opts();
+  ASSERT_NO_FATAL_FAILURE(hold_with_one_stalled(t, lock, o));
   const TimePoint t0 = now();
   const Status s = lock.release();
   const Nanos took = now() - t0;
@@ -307,14 +318,9 @@ TEST(QuorumEdges, ReleaseReturnsAtItsMajority) {
 // next check says not ours and drops the lease.
 TEST(QuorumEdges, OwnershipCheckAnswersAtItsMajorityAndSeesALoss) {
   Trio t;
-  ASSERT_TRUE(t.start());
   QuorumLock lock;
-  QuorumOptions o = opts();
-  o.server_timeout = slow(Millis(2000));
-  ASSERT_TRUE(lock.init(t.others(), kServers, Bytes::from_cstr(kKey), o).ok());
-  warm_up(lock);
-  ASSERT_TRUE(lock.try_acquire().ok()) << lock.last_error();
-  t.server(2).pause();
+  const QuorumOptions o = stalled_opts();
+  ASSERT_NO_FATAL_FAILURE(hold_with_one_stalled(t, lock, o));
   const TimePoint t0 = now();
   Nanos longest{0};
   Status s = lock.start_owned();

@@ -45,7 +45,32 @@ void wait_turn(Clock& clock, std::initializer_list<const Lease*> leases, const L
   (void)::poll(fds, static_cast<nfds_t>(n), static_cast<int>(ms));
 }
 
-class SharedConnection : public test::SharedServerTest {};
+class SharedConnection : public test::SharedServerTest {
+ protected:
+  // `a` holds "sc:a" while `b`, on the same connection, has waited 200 ms
+  // for "sc:b" (held by another client).
+  void hold_beside_a_waiter(Lock& a, Lock& b) {
+    ASSERT_EQ(run(b_, {"SET", "sc:b", "other", "PX", "60000"}), "OK");
+    ASSERT_TRUE(a.init(Bytes::from_cstr("sc:a"), LockOptions{Millis(30000)}).ok());
+    ASSERT_TRUE(b.init(Bytes::from_cstr("sc:b"), LockOptions{Millis(30000)}).ok());
+    ASSERT_TRUE(a.try_acquire().ok());
+    ASSERT_EQ(b.start_acquire(scaled(Millis(3000))).code(), ErrorCode::kInProgress);
+    const Steady::time_point settle = Steady::now() + Millis(200);
+    for (int i = 0; i < 10000 && Steady::now() < settle; ++i) {
+      wait_turn(a_.clock(), {&b}, nullptr, Millis(20));
+      ASSERT_EQ(b.step().code(), ErrorCode::kInProgress);
+    }
+  }
+  // Steps a's operation `s` to its end while b goes on waiting.
+  Status step_beside_a_waiter(Lock& a, Lock& b, Status s) {
+    for (int i = 0; i < 10000 && s.code() == ErrorCode::kInProgress; ++i) {
+      wait_turn(a_.clock(), {&a, &b}, nullptr, Millis(20));
+      s = a.step();
+      EXPECT_EQ(b.step().code(), ErrorCode::kInProgress);
+    }
+    return s;
+  }
+};
 
 // A keeper on A and a waiting acquire of B on the same connection: B's
 // wait must never hold the connection for longer than one request, so
@@ -86,24 +111,10 @@ TEST_F(SharedConnection, KeeperKeepsItsLeaseWhileANeighbourWaits) {
 // A release started while the other handle's acquire waits on the shared
 // connection deletes the key within a round trip or two, not at its TTL.
 TEST_F(SharedConnection, ReleaseDuringANeighboursWaitFreesTheKeyAtOnce) {
-  ASSERT_EQ(run(b_, {"SET", "sc:b", "other", "PX", "60000"}), "OK");
   Lock a(a_), b(a_);
-  ASSERT_TRUE(a.init(Bytes::from_cstr("sc:a"), LockOptions{Millis(30000)}).ok());
-  ASSERT_TRUE(b.init(Bytes::from_cstr("sc:b"), LockOptions{Millis(30000)}).ok());
-  ASSERT_TRUE(a.try_acquire().ok());
-  ASSERT_EQ(b.start_acquire(scaled(Millis(3000))).code(), ErrorCode::kInProgress);
-  const Steady::time_point settle = Steady::now() + Millis(200);
-  for (int i = 0; i < 10000 && Steady::now() < settle; ++i) {
-    wait_turn(a_.clock(), {&b}, nullptr, Millis(20));
-    ASSERT_EQ(b.step().code(), ErrorCode::kInProgress);
-  }
+  ASSERT_NO_FATAL_FAILURE(hold_beside_a_waiter(a, b));
   const Steady::time_point t0 = Steady::now();
-  Status a_end = a.start_release();
-  for (int i = 0; i < 10000 && a_end.code() == ErrorCode::kInProgress; ++i) {
-    wait_turn(a_.clock(), {&a, &b}, nullptr, Millis(20));
-    a_end = a.step();
-    ASSERT_EQ(b.step().code(), ErrorCode::kInProgress);
-  }
+  Status a_end = step_beside_a_waiter(a, b, a.start_release());
   const double ms = std::chrono::duration<double, std::milli>(Steady::now() - t0).count();
   std::printf("release took %.2f ms\n", ms);
   EXPECT_TRUE(a_end.ok()) << a_end.to_string() << ": " << a.last_error();
@@ -131,25 +142,10 @@ Status steps_to_end(Connection& conn, Lock& l, Status s, std::initializer_list<c
 // once the key is gone, the next check ends in kNotOwner and drops the
 // lease (counted as lost).
 TEST_F(SharedConnection, AnOwnershipCheckDuringANeighboursWaitAnswersAtOnce) {
-  ASSERT_EQ(run(b_, {"SET", "sc:b", "other", "PX", "60000"}), "OK");
   Lock a(a_), b(a_);
-  ASSERT_TRUE(a.init(Bytes::from_cstr("sc:a"), LockOptions{Millis(30000)}).ok());
-  ASSERT_TRUE(b.init(Bytes::from_cstr("sc:b"), LockOptions{Millis(30000)}).ok());
-  ASSERT_TRUE(a.try_acquire().ok());
-  ASSERT_EQ(b.start_acquire(scaled(Millis(3000))).code(), ErrorCode::kInProgress);
-  const Steady::time_point settle = Steady::now() + Millis(200);
-  for (int i = 0; i < 10000 && Steady::now() < settle; ++i) {
-    wait_turn(a_.clock(), {&b}, nullptr, Millis(20));
-    ASSERT_EQ(b.step().code(), ErrorCode::kInProgress);
-  }
-  Nanos longest{0};
+  ASSERT_NO_FATAL_FAILURE(hold_beside_a_waiter(a, b));
   const Steady::time_point t0 = Steady::now();
-  Status a_end = a.start_owned();
-  for (int i = 0; i < 10000 && a_end.code() == ErrorCode::kInProgress; ++i) {
-    wait_turn(a_.clock(), {&a, &b}, nullptr, Millis(20));
-    a_end = a.step();
-    ASSERT_EQ(b.step().code(), ErrorCode::kInProgress);
-  }
+  Status a_end = step_beside_a_waiter(a, b, a.start_owned());
   const double ms = std::chrono::duration<double, std::milli>(Steady::now() - t0).count();
   std::printf("check took %.2f ms\n", ms);
   EXPECT_TRUE(a_end.ok()) << a_end.to_string() << ": " << a.last_error();
@@ -158,7 +154,7 @@ TEST_F(SharedConnection, AnOwnershipCheckDuringANeighboursWaitAnswersAtOnce) {
 
   const uint32_t lost = a_.metrics().lost_leases;
   ASSERT_EQ(run(admin_, {"DEL", "sc:a"}), "1");
-  a_end = steps_to_end(a_, a, a.start_owned(), {&a}, &longest);
+  a_end = step_beside_a_waiter(a, b, a.start_owned());
   EXPECT_EQ(a_end.code(), ErrorCode::kNotOwner) << a_end.to_string();
   EXPECT_FALSE(a.held());
   EXPECT_EQ(a_.metrics().lost_leases, lost + 1);

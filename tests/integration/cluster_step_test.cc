@@ -191,6 +191,38 @@ TEST_F(ClusterStepTest, MovedFollowedInsideTheLoop) {
               client_.stats().moved);
 }
 
+// An ownership check is a routed step like the others: after the slot of
+// a held key moved to another primary (keys and all), start_owned() gets
+// MOVED, follows it, and finds the lease still ours there.
+TEST_F(ClusterStepTest, OwnershipCheckFollowsMovedInsideTheLoop) {
+  const int a = client_.owner_of(0);
+  const std::string key = key_on(a, "owned-moved");
+  const std::string s = std::to_string(key_slot(key.c_str()));
+  const int sa = server_of(a), sb = (sa + 1) % 3;
+  const std::string ida = cluster_->node_id(sa), idb = cluster_->node_id(sb);
+  ASSERT_EQ(idb.size(), 40u);
+  Connection admin[3];
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(test::open(admin[i], cluster_->node(i).admin_url()));
+  Lock lock(client_);
+  ASSERT_TRUE(lock.init(Bytes(key.data(), key.size())).ok());
+  Loop loop;
+  ASSERT_EQ(loop.drive(lock, lock.start_try_acquire()).code(), ErrorCode::kOk);
+  ASSERT_EQ(run(admin[sb], {"CLUSTER", "SETSLOT", s, "IMPORTING", ida}), "OK");
+  ASSERT_EQ(run(admin[sa], {"CLUSTER", "SETSLOT", s, "MIGRATING", idb}), "OK");
+  ASSERT_EQ(run(admin[sa], {"MIGRATE", "127.0.0.1", std::to_string(cluster_->node(sb).port()), "",
+                            "0", "5000", "KEYS", key, "{" + key + "}:fence"}),
+            "OK");
+  for (Connection& c : admin) ASSERT_EQ(run(c, {"CLUSTER", "SETSLOT", s, "NODE", idb}), "OK");
+  const uint32_t moved = client_.stats().moved;
+  const Status own = loop.drive(lock, lock.start_owned());
+  EXPECT_EQ(own.code(), ErrorCode::kOk) << own.to_string() << " " << client_.last_error();
+  EXPECT_TRUE(lock.held());
+  EXPECT_GT(client_.stats().moved, moved) << "the check followed a MOVED";
+  EXPECT_EQ(test::serving_port(client_, lock.key()), cluster_->node(sb).port());
+  EXPECT_EQ(loop.drive(lock, lock.start_release()).code(), ErrorCode::kOk);
+  EXPECT_LT(loop.longest, step_bound());
+}
+
 // A FairLock waiter queued behind a holder (another client) while its
 // key's slot, queue and all, moves to another primary: its wake-list BLPOP
 // or its next attempt gets MOVED, the wait goes on at the new owner with

@@ -94,6 +94,22 @@ struct RequestWords {
 
 class ConnectionIo;
 
+/// What a blocking call drives: `step` moves the operation (kInProgress
+/// while it goes on), `await` blocks until it may move (a reply, a
+/// deadline, a pause) and takes in what is ready, `cancel` gives it up.
+struct Machine {
+  void* self;
+  Status (*step)(void* self);
+  void (*await)(void* self);
+  void (*cancel)(void* self);
+};
+
+/// The library's one blocking driver, under every lease's blocking calls
+/// (LeaseCore::run(), QuorumLock): the operation started with `s`, awaited
+/// and stepped until it ends. A machine still going after 2^20 turns (a
+/// misbehaving peer) is cancelled and ends with kTimeout.
+Status run_machine(Status s, const Machine& m);
+
 class LeaseCore {
  public:
   /// Attaches to the back end's connection (a plain one) for the core's
@@ -256,8 +272,8 @@ class LeaseCore {
   /// What the operation waits on (Lease::wait_fds(), next_deadline()).
   size_t wait_fds(pollfd* out, size_t cap) const;
   Deadline next_deadline() const;
-  /// The blocking driver: while `s` is kInProgress, waits for what the
-  /// operation waits on and calls step(self). Returns the final status.
+  /// A blocking call: run_machine() over this core's wait and `step`.
+  /// Returns the final status.
   Status run(Status s, OpStep step, void* self);
   /// Lease::cancel(): the request in flight ends as kTimeout (the
   /// connection closed), a pause ends, and step(self) is run to the end
