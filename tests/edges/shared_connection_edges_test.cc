@@ -41,7 +41,8 @@ void wait_turn(Clock& clock, std::initializer_list<const Lease*> leases, const L
     n += keeper->wait_fds(fds + n, 4 - n);
     d = d.min(keeper->next_deadline());
   }
-  const auto ms = std::chrono::duration_cast<Millis>(d.remaining(clock)).count();
+  // Rounded up: a poll that wakes before the deadline would only spin.
+  const auto ms = std::chrono::ceil<Millis>(d.remaining(clock)).count();
   (void)::poll(fds, static_cast<nfds_t>(n), static_cast<int>(ms));
 }
 
