@@ -66,6 +66,52 @@ class ClusterStepTest : public ::testing::Test {
     return -1;
   }
 
+  // The slot of a key moving from its primary's server to the next one:
+  // begin() leaves it migrating with `keys` already moved (ASK from then
+  // on), end() hands it over on every node (MOVED from then on).
+  struct SlotMove {
+    std::string slot, from_id, to_id;
+    int from = 0, to = 0, to_port = 0;
+    Connection admin[3];
+  };
+  bool plan_move(SlotMove& m, int primary, const std::string& key) {
+    m.slot = std::to_string(key_slot(key.c_str()));
+    m.from = server_of(primary);
+    m.to = (m.from + 1) % 3;
+    m.from_id = cluster_->node_id(m.from);
+    m.to_id = cluster_->node_id(m.to);
+    m.to_port = cluster_->node(m.to).port();
+    for (int i = 0; i < 3; ++i) {
+      if (!test::open(m.admin[i], cluster_->node(i).admin_url())) return false;
+    }
+    return m.to_id.size() == 40;
+  }
+  static bool begin_move(SlotMove& m, std::initializer_list<std::string> keys) {
+    std::vector<std::string> migrate = {"MIGRATE", "127.0.0.1", std::to_string(m.to_port), "", "0",
+                                        "5000",    "KEYS"};
+    migrate.insert(migrate.end(), keys);
+    return run(m.admin[m.to], {"CLUSTER", "SETSLOT", m.slot, "IMPORTING", m.from_id}) == "OK" &&
+           run(m.admin[m.from], {"CLUSTER", "SETSLOT", m.slot, "MIGRATING", m.to_id}) == "OK" &&
+           run(m.admin[m.from], migrate) == "OK";
+  }
+  // `lock` (on client_) holds a key of the primary serving `slot`, and
+  // that key's slot has begun moving to the next server, keys and all.
+  void hold_and_begin_move(Lock& lock, SlotMove& move, int slot, const char* prefix) {
+    const int a = client_.owner_of(slot);
+    const std::string key = key_on(a, prefix);
+    ASSERT_TRUE(plan_move(move, a, key));
+    ASSERT_TRUE(lock.init(Bytes(key.data(), key.size())).ok());
+    Loop loop;
+    ASSERT_EQ(loop.drive(lock, lock.start_try_acquire()).code(), ErrorCode::kOk);
+    ASSERT_TRUE(begin_move(move, {key, "{" + key + "}:fence"}));
+  }
+  static bool end_move(SlotMove& m) {
+    bool ok = true;
+    for (Connection& c : m.admin)
+      ok = run(c, {"CLUSTER", "SETSLOT", m.slot, "NODE", m.to_id}) == "OK" && ok;
+    return ok;
+  }
+
   static test::RedisClusterSetup* cluster_;
   Cluster client_;
 };
@@ -151,12 +197,8 @@ TEST_F(ClusterStepTest, WaitReplicasConfirmedAsSteps) {
 TEST_F(ClusterStepTest, MovedFollowedInsideTheLoop) {
   const int a = client_.owner_of(0);
   const std::string key = key_on(a, "moved");
-  const std::string s = std::to_string(key_slot(key.c_str()));
-  const int sa = server_of(a), sb = (sa + 1) % 3;
-  const std::string ida = cluster_->node_id(sa), idb = cluster_->node_id(sb);
-  ASSERT_EQ(idb.size(), 40u);
-  Connection admin[3];
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(test::open(admin[i], cluster_->node(i).admin_url()));
+  SlotMove move;
+  ASSERT_TRUE(plan_move(move, a, key));
   Cluster other;
   ASSERT_TRUE(other.init(cluster_->url().c_str(), options()).ok());
   Lock holder(other);
@@ -171,18 +213,14 @@ TEST_F(ClusterStepTest, MovedFollowedInsideTheLoop) {
   Status released = ErrorCode::kInvalidArgument;
   const Status got = loop.drive(waiter, waiter.start_acquire(Millis(5000)), 2000, 10, [&] {
     // The waiter has tried (busy) a few times; the slot moves, keys and all.
-    EXPECT_EQ(run(admin[sb], {"CLUSTER", "SETSLOT", s, "IMPORTING", ida}), "OK");
-    EXPECT_EQ(run(admin[sa], {"CLUSTER", "SETSLOT", s, "MIGRATING", idb}), "OK");
-    EXPECT_EQ(run(admin[sa], {"MIGRATE", "127.0.0.1", std::to_string(cluster_->node(sb).port()), "",
-                              "0", "5000", "KEYS", key, "{" + key + "}:fence"}),
-              "OK");
-    for (Connection& c : admin) EXPECT_EQ(run(c, {"CLUSTER", "SETSLOT", s, "NODE", idb}), "OK");
+    EXPECT_TRUE(begin_move(move, {key, "{" + key + "}:fence"}));
+    EXPECT_TRUE(end_move(move));
     released = holder.release();
   });
   ASSERT_TRUE(released.ok()) << released.to_string();
   ASSERT_EQ(got.code(), ErrorCode::kOk) << got.to_string() << " " << client_.last_error();
   EXPECT_GE(client_.stats().moved, 1u) << "the loop followed a MOVED";
-  EXPECT_EQ(test::serving_port(client_, waiter.key()), cluster_->node(sb).port());
+  EXPECT_EQ(test::serving_port(client_, waiter.key()), move.to_port);
   ASSERT_EQ(loop.drive(waiter, waiter.start_release()).code(), ErrorCode::kOk);
   EXPECT_LT(loop.longest, step_bound());
   EXPECT_LT(loop.steps, 1000) << "bounded: busy retries every <= 20 ms, then one redirect";
@@ -195,30 +233,17 @@ TEST_F(ClusterStepTest, MovedFollowedInsideTheLoop) {
 // a held key moved to another primary (keys and all), start_owned() gets
 // MOVED, follows it, and finds the lease still ours there.
 TEST_F(ClusterStepTest, OwnershipCheckFollowsMovedInsideTheLoop) {
-  const int a = client_.owner_of(0);
-  const std::string key = key_on(a, "owned-moved");
-  const std::string s = std::to_string(key_slot(key.c_str()));
-  const int sa = server_of(a), sb = (sa + 1) % 3;
-  const std::string ida = cluster_->node_id(sa), idb = cluster_->node_id(sb);
-  ASSERT_EQ(idb.size(), 40u);
-  Connection admin[3];
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(test::open(admin[i], cluster_->node(i).admin_url()));
   Lock lock(client_);
-  ASSERT_TRUE(lock.init(Bytes(key.data(), key.size())).ok());
+  SlotMove move;
+  ASSERT_NO_FATAL_FAILURE(hold_and_begin_move(lock, move, 0, "owned-moved"));
   Loop loop;
-  ASSERT_EQ(loop.drive(lock, lock.start_try_acquire()).code(), ErrorCode::kOk);
-  ASSERT_EQ(run(admin[sb], {"CLUSTER", "SETSLOT", s, "IMPORTING", ida}), "OK");
-  ASSERT_EQ(run(admin[sa], {"CLUSTER", "SETSLOT", s, "MIGRATING", idb}), "OK");
-  ASSERT_EQ(run(admin[sa], {"MIGRATE", "127.0.0.1", std::to_string(cluster_->node(sb).port()), "",
-                            "0", "5000", "KEYS", key, "{" + key + "}:fence"}),
-            "OK");
-  for (Connection& c : admin) ASSERT_EQ(run(c, {"CLUSTER", "SETSLOT", s, "NODE", idb}), "OK");
+  ASSERT_TRUE(end_move(move));
   const uint32_t moved = client_.stats().moved;
   const Status own = loop.drive(lock, lock.start_owned());
   EXPECT_EQ(own.code(), ErrorCode::kOk) << own.to_string() << " " << client_.last_error();
   EXPECT_TRUE(lock.held());
   EXPECT_GT(client_.stats().moved, moved) << "the check followed a MOVED";
-  EXPECT_EQ(test::serving_port(client_, lock.key()), cluster_->node(sb).port());
+  EXPECT_EQ(test::serving_port(client_, lock.key()), move.to_port);
   EXPECT_EQ(loop.drive(lock, lock.start_release()).code(), ErrorCode::kOk);
   EXPECT_LT(loop.longest, step_bound());
 }
@@ -230,11 +255,8 @@ TEST_F(ClusterStepTest, OwnershipCheckFollowsMovedInsideTheLoop) {
 TEST_F(ClusterStepTest, FairLockFollowsMovedInsideTheLoop) {
   const int a = client_.owner_of(8192);
   const std::string key = key_on(a, "fair-moved");
-  const std::string s = std::to_string(key_slot(key.c_str()));
-  const int sa = server_of(a), sb = (sa + 1) % 3;
-  const std::string ida = cluster_->node_id(sa), idb = cluster_->node_id(sb);
-  Connection admin[3];
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(test::open(admin[i], cluster_->node(i).admin_url()));
+  SlotMove move;
+  ASSERT_TRUE(plan_move(move, a, key));
   Cluster other;
   ASSERT_TRUE(other.init(cluster_->url().c_str(), options()).ok());
   const Bytes k(key.data(), key.size());
@@ -250,21 +272,17 @@ TEST_F(ClusterStepTest, FairLockFollowsMovedInsideTheLoop) {
   const Status got = loop.drive(waiter, waiter.start_acquire(Millis(8000)), 3000, 1, [&] {
     // Queued after its first attempt, its BLPOP out: the slot moves.
     EXPECT_EQ(waiter.queue_position(), 1u);
-    EXPECT_EQ(run(admin[sb], {"CLUSTER", "SETSLOT", s, "IMPORTING", ida}), "OK");
-    EXPECT_EQ(run(admin[sa], {"CLUSTER", "SETSLOT", s, "MIGRATING", idb}), "OK");
-    EXPECT_EQ(
-        run(admin[sa], {"MIGRATE", "127.0.0.1", std::to_string(cluster_->node(sb).port()), "", "0",
-                        "5000", "KEYS", key, "{" + key + "}:fence", "{" + key + "}:queue"}),
-        "OK");
-    EXPECT_EQ(run(admin[sa], {"CLUSTER", "COUNTKEYSINSLOT", s}), "0") << "every key moved";
-    for (Connection& c : admin) EXPECT_EQ(run(c, {"CLUSTER", "SETSLOT", s, "NODE", idb}), "OK");
+    EXPECT_TRUE(begin_move(move, {key, "{" + key + "}:fence", "{" + key + "}:queue"}));
+    EXPECT_EQ(run(move.admin[move.from], {"CLUSTER", "COUNTKEYSINSLOT", move.slot}), "0")
+        << "every key moved";
+    EXPECT_TRUE(end_move(move));
     released = holder.release();
   });
   ASSERT_TRUE(released.ok()) << released.to_string() << " " << other.last_error();
   ASSERT_EQ(got.code(), ErrorCode::kOk) << got.to_string() << " " << client_.last_error();
   EXPECT_GT(client_.stats().moved, moved) << "the loop followed a MOVED";
-  EXPECT_EQ(test::serving_port(client_, waiter.key()), cluster_->node(sb).port());
-  EXPECT_EQ(run(admin[sb], {"GET", key}),
+  EXPECT_EQ(test::serving_port(client_, waiter.key()), move.to_port);
+  EXPECT_EQ(run(move.admin[move.to], {"GET", key}),
             std::string(reinterpret_cast<const char*>(waiter.token().data), waiter.token().size));
   ASSERT_EQ(loop.drive(waiter, waiter.start_release()).code(), ErrorCode::kOk);
   EXPECT_LT(loop.longest, step_bound());
@@ -422,31 +440,18 @@ TEST_F(ClusterStepTest, MapReadAsStepsWaitsOutAStoppedNode) {
 // the release waits out TRYAGAIN there until the slot is handed over, and
 // the next acquire follows MOVED.
 TEST_F(ClusterStepTest, AskThenMovedFollowedInsideTheLoop) {
-  const int a = client_.owner_of(16383);
-  const std::string key = key_on(a, "ask");
-  const std::string s = std::to_string(key_slot(key.c_str()));
-  const int sa = server_of(a), sb = (sa + 1) % 3;
-  const std::string ida = cluster_->node_id(sa), idb = cluster_->node_id(sb);
-  Connection admin[3];
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(test::open(admin[i], cluster_->node(i).admin_url()));
   Lock lock(client_);
-  ASSERT_TRUE(lock.init(Bytes(key.data(), key.size())).ok());
+  SlotMove move;
+  ASSERT_NO_FATAL_FAILURE(hold_and_begin_move(lock, move, 16383, "ask"));
   Loop loop;
-  ASSERT_EQ(loop.drive(lock, lock.start_try_acquire()).code(), ErrorCode::kOk);
-  ASSERT_EQ(run(admin[sb], {"CLUSTER", "SETSLOT", s, "IMPORTING", ida}), "OK");
-  ASSERT_EQ(run(admin[sa], {"CLUSTER", "SETSLOT", s, "MIGRATING", idb}), "OK");
-  ASSERT_EQ(run(admin[sa], {"MIGRATE", "127.0.0.1", std::to_string(cluster_->node(sb).port()), "",
-                            "0", "5000", "KEYS", key, "{" + key + "}:fence"}),
-            "OK");
   ASSERT_EQ(loop.drive(lock, lock.start_extend(Millis(5000))).code(), ErrorCode::kOk)
       << client_.last_error();
   EXPECT_GE(client_.stats().ask, 1u);
   // The release is a multi-key script (it also signals the wake list):
   // while the slot is half moved it gets TRYAGAIN and waits in the loop
   // until the slot is handed over.
-  const Status released = loop.drive(lock, lock.start_release(), 1000, 5, [&] {
-    for (Connection& c : admin) EXPECT_EQ(run(c, {"CLUSTER", "SETSLOT", s, "NODE", idb}), "OK");
-  });
+  const Status released =
+      loop.drive(lock, lock.start_release(), 1000, 5, [&] { EXPECT_TRUE(end_move(move)); });
   ASSERT_EQ(released.code(), ErrorCode::kOk) << client_.last_error();
   EXPECT_GE(client_.stats().tryagain, 1u);
   ASSERT_EQ(loop.drive(lock, lock.start_try_acquire()).code(), ErrorCode::kOk);

@@ -23,6 +23,10 @@ std::string to_text(const Reply& r) {
 }  // namespace
 
 std::string run(Connection& c, std::initializer_list<std::string> args) {
+  return run(c, std::vector<std::string>(args));
+}
+
+std::string run(Connection& c, const std::vector<std::string>& args) {
   std::vector<Bytes> argv;
   for (const auto& a : args) argv.push_back(Bytes(a.data(), a.size()));
   const Result<const Reply*> r =

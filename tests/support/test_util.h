@@ -16,6 +16,7 @@ namespace test {
 /// integers in decimal, nil as "(nil)", errors as "ERR:<text>", arrays as
 /// space-joined elements.
 std::string run(Connection& c, std::initializer_list<std::string> args);
+std::string run(Connection& c, const std::vector<std::string>& args);
 
 /// `d` in whole ms, rounded down (for printing and ms arithmetic).
 inline int64_t ms(Nanos d) { return std::chrono::floor<Millis>(d).count(); }
