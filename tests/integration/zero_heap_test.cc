@@ -115,12 +115,16 @@ TEST(ZeroHeap, ContendedWaitPath) {
   constexpr int kRounds = 200;
   // The thread's own bookkeeping is freed when it ends, so it stays alive
   // (idle) until counting has stopped.
-  std::atomic<int> go{0}, wrong{0}, finished{0}, may_exit{0};
+  // Rounds go in turn: the holder takes the key (held = its round + 1)
+  // and keeps it 2 ms, so the waiter, starting only then, finds it busy
+  // and waits for the release, whatever the scheduling (qemu included).
+  std::atomic<int> go{0}, wrong{0}, finished{0}, may_exit{0}, held{0};
   std::thread holder([&] {
     while (go.load() == 0) SystemClock().sleep_for(Millis(1));
     for (int i = 0; i < kRounds; ++i) {
       wrong += !la.acquire(Millis(5000)).ok();
-      SystemClock().sleep_for(Millis(1));  // the waiter blocks meanwhile
+      held = i + 1;
+      SystemClock().sleep_for(Millis(2));  // the waiter blocks meanwhile
       wrong += !la.release().ok();
     }
     finished = 1;
@@ -130,6 +134,7 @@ TEST(ZeroHeap, ContendedWaitPath) {
   test::start_counting();
   go = 1;
   for (int i = 0; i < kRounds; ++i) {
+    for (int k = 0; k < 100000 && held.load() <= i; ++k) SystemClock().sleep_for(Nanos(100000));
     wrong += !lb.acquire(Millis(5000)).ok();
     wrong += !lb.release().ok();
   }

@@ -54,6 +54,8 @@ class CoreLease : public Lease {
   /// The holder's TTL the last busy attempt saw; 0 also for a holder
   /// without TTL.
   Millis busy_ttl() const { return core_.busy_ttl(); }
+  /// Each lease overrides it; the default (no time left) keeps pure
+  /// virtuals out of the vtable (see the hooks below).
   Nanos remaining() const override { return Nanos::zero(); }
 
  protected:
