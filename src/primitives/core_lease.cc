@@ -148,12 +148,7 @@ Status TokenLease::on_extend(const Result<const Reply*>& r) {
   return Status();
 }
 
-Result<bool> TokenLease::owned() {
-  const Status s = drive(begin_check(false));
-  if (s.code() == ErrorCode::kNotOwner) return false;
-  if (!s.ok()) return s;
-  return true;
-}
+Result<bool> TokenLease::owned() { return owned_of(drive(begin_check(false))); }
 
 Status TokenLease::begin_check(bool nonblocking) {
   if (!has_token_) return ErrorCode::kNotHeld;

@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "base/duration.h"
+#include "edgelock/detail/lease_core.h"
 #include "edgelock/quorum_lock.h"
 #include "primitives/lock_scripts.h"
 #include "quorum/quorum_fanout.h"
@@ -233,12 +234,7 @@ Status QuorumLock::after_extend(const detail::FanoutResult& fr) {
   return end_op(s);
 }
 
-Result<bool> QuorumLock::owned() {
-  const Status s = run(begin_check());
-  if (s.code() == ErrorCode::kNotOwner) return false;
-  if (!s.ok()) return s;
-  return true;
-}
+Result<bool> QuorumLock::owned() { return detail::owned_of(run(begin_check())); }
 
 Status QuorumLock::start_owned() {
   const Status s = begin_check();

@@ -110,6 +110,14 @@ struct Machine {
 /// misbehaving peer) is cancelled and ends with kTimeout.
 Status run_machine(Status s, const Machine& m);
 
+/// An ownership check's outcome as owned() answers it: ok is true,
+/// kNotOwner false, any other status an error.
+inline Result<bool> owned_of(Status s) {
+  if (s.code() == ErrorCode::kNotOwner) return false;
+  if (!s.ok()) return s;
+  return true;
+}
+
 class LeaseCore {
  public:
   /// Attaches to the back end's connection (a plain one) for the core's
