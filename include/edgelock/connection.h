@@ -167,9 +167,10 @@ class Connection final : public Backend {
   /// server has no replicas to confirm). The library's own scripts always
   /// fit the command buffer as EVAL (checked at build time); a caller's
   /// script whose EVAL does not fit fails with kBufferTooSmall after the
-  /// NOSCRIPT, and the connection stays usable. Errors: as command(),
-  /// kInvalidArgument (no script, more than 13 keys (with companions) and
-  /// arguments, companions without a key).
+  /// NOSCRIPT, and the connection stays usable. Without call.script it
+  /// sends call.args as command() does. Errors: as command(),
+  /// kInvalidArgument (more than 13 keys (with companions) and arguments,
+  /// companions without a key).
   Result<const Reply*> eval(const ScriptCall& call, Deadline deadline) override;
 
   /// The last error's text (fixed buffer, NUL-terminated, never null).

@@ -106,19 +106,24 @@ class RateLimiter {
   /// retry_after = time until an attempt would be allowed, 0 = now).
   /// Errors: kInvalidArgument (not init()ed, or an operation in flight),
   /// kProtocol, Connection::command()'s.
-  Result<Admission> peek();
+  Result<Admission> peek() { return gate_.peek(); }
+  /// peek() as steps: once step() ends with ok, *out holds the answer
+  /// (*out must live until then). Errors: as peek(); kInvalidArgument also
+  /// for a null `out`.
+  Status start_peek(Admission* out) { return gate_.start_peek(out); }
   /// Deletes the limiter's key on the server (DEL): a fresh window starts
   /// for every client. Clears the local hint.
   /// Errors: kInvalidArgument (not init()ed, or an operation in flight),
   /// kProtocol, Connection::command()'s.
-  Status erase_on_server() { return gate_.erase_on_server(); }
+  Status erase_on_server() { return gate_.erase(); }
+  /// erase_on_server() as steps. Errors: as erase_on_server().
+  Status start_erase_on_server() { return gate_.start_erase(); }
 
   Bytes key() const { return gate_.key(); }
   const char* last_error() const { return gate_.last_error(); }
 
  private:
   detail::RateGate gate_;
-  int64_t limit_ = 1;
 };
 
 }  // namespace edgelock

@@ -84,6 +84,7 @@ constexpr Script make_script(const char* body) {
 // Every member has a default, so a brace list may stop early ({&script})
 // without -Wmissing-field-initializers.
 struct ScriptCall {
+  /// Null: a plain command, its words in `args` (Connection::eval()).
   const Script* script = nullptr;
   /// KEYS[1..]: every key of one call shares one server (and cluster slot).
   Span<const Bytes> keys = {};

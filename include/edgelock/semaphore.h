@@ -178,8 +178,8 @@ class Semaphore {
   /// Connection::command()'s.
   Status release_id(Bytes id);
   /// Permits in use now (expired ones dropped first).
-  /// Errors: kInvalidArgument (not init()ed), kProtocol,
-  /// Connection::command()'s.
+  /// Errors: kInvalidArgument (not init()ed, or an operation in flight),
+  /// kProtocol, Connection::command()'s.
   Result<uint32_t> in_use();
 
   // --- Non-blocking face (docs/nonblocking.md; as Lock's): plain
@@ -191,6 +191,10 @@ class Semaphore {
   Status start_try_acquire(Permit* permit);
   /// acquire(permit, wait). Errors: as start_try_acquire().
   Status start_acquire(Permit* permit, Nanos wait);
+  /// in_use(): once step() ends with ok, *out holds the count (*out must
+  /// live until then). Errors: as in_use(); kInvalidArgument also for a
+  /// null `out`.
+  Status start_in_use(uint32_t* out) { return begin_count(out, true); }
   /// Moves the operation in flight (whichever permit it is for): kInProgress
   /// until done, then its result. Errors: the operation's;
   /// kInvalidArgument when none is in flight.
@@ -209,7 +213,7 @@ class Semaphore {
  private:
   friend class Permit;  // renews for options_.ttl
   // The request in flight.
-  enum class Req : uint8_t { kAttempt, kHandBack, kRelease, kExtend };
+  enum class Req : uint8_t { kAttempt, kHandBack, kRelease, kExtend, kCount };
   static Status step_of(void* self) { return static_cast<Semaphore*>(self)->step(); }
   static Status again_of(void* self, Deadline deadline);
   static Status reply_of(void* self, const Result<const Reply*>& r);
@@ -230,13 +234,14 @@ class Semaphore {
   Status begin_extend(Permit* permit, Millis ttl, bool nonblocking);
   Status extend_request(Millis ttl);
   Status on_extend(const Result<const Reply*>& r);
-  Result<const Reply*> eval(const Script& script, Span<const Bytes> args, bool writes,
-                            Deadline deadline);
+  Status begin_count(uint32_t* out, bool nonblocking);
+  Status on_count(const Result<const Reply*>& r);
 
   detail::LeaseCore core_;
   detail::RequestWords<3, 2> words_;  // the request in flight's
   SemaphoreOptions options_;
-  Permit* permit_ = nullptr;  // the operation's permit (none for release_id())
+  Permit* permit_ = nullptr;       // the operation's permit (none for release_id())
+  uint32_t* count_out_ = nullptr;  // where an in_use() answer goes
   Req req_ = Req::kAttempt;
   bool hand_back_noted_ = false;
   Status last_;  // the attempt's result after a hand-back

@@ -148,7 +148,7 @@ Result<const Reply*> Cluster::send(const ScriptCall& call, Connection& conn, boo
     const Result<const Reply*> r = conn.command(ask, deadline);
     if (!r.ok()) return r;
   }
-  return detail::send_routed(conn, call, deadline);
+  return conn.eval(call, deadline);
 }
 
 Result<const Reply*> Cluster::route(const ScriptCall& call, uint16_t slot, Deadline deadline) {

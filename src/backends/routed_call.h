@@ -1,13 +1,9 @@
 #pragma once
-// Sends one routed call on the connection a router picked (private), shared
-// by the Sentinel and Cluster routers: an eval, or with no script a plain
-// command whose words are call.args.
+// What the Sentinel and Cluster routers share (private): a routed plain
+// command, and the errors of a router used before init().
 
 #include "base/error_text.h"
 #include "edgelock/backend.h"
-#include "edgelock/clock.h"
-#include "edgelock/connection.h"
-#include "edgelock/reply.h"
 #include "edgelock/script.h"
 #include "edgelock/status.h"
 
@@ -34,14 +30,6 @@ inline RouteNext unrouted(const char* what, char (&err)[kErrorTextSize]) {
   RouteNext next;
   next.status = not_initialized(what, err);
   return next;
-}
-
-/// Sends `call` on `conn`. Errors: Connection::command()'s, and
-/// Connection::eval()'s for an eval.
-inline Result<const Reply*> send_routed(Connection& conn, const ScriptCall& call,
-                                        Deadline deadline) {
-  if (call.script) return conn.eval(call, deadline);
-  return conn.command(call.args, deadline);
 }
 
 }  // namespace detail

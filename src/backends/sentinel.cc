@@ -279,7 +279,7 @@ Result<const Reply*> Sentinel::run(const ScriptCall& call, Deadline deadline) {
       if (!s.ok() && !detail::transient(s.code())) return s;  // e.g. a wrong sentinel password
       if (!s.ok()) continue;
     }
-    const Result<const Reply*> r = detail::send_routed(primary_, call, deadline);
+    const Result<const Reply*> r = primary_.eval(call, deadline);
     if (r.ok()) return call.writes_lease ? confirm(r.value(), deadline) : r;
     s = note(primary_, r.status());
     if (s.code() == ErrorCode::kReadOnly) ++stats_.readonly;

@@ -108,12 +108,9 @@ Status Connection::encode(Span<const Bytes> args, size_t offset, const Bytes* su
 Status Connection::encode_eval(bool by_sha, size_t offset) {
   if (by_body_next_) by_sha = false;
   by_body_next_ = false;
-  eval_by_sha_ = by_sha;
+  eval_by_sha_ = by_sha && eval_.script;
+  if (!eval_.script) return encode(eval_.args, offset);  // a plain command (ScriptCall)
   if (by_sha && offset == 0 && replies_due_ == 0) head_sha_ = eval_.script;
-  if (!eval_.script) {
-    set_error(error_, "eval without a script");
-    return ErrorCode::kInvalidArgument;
-  }
   const size_t nkeys = eval_.keys.size() + eval_.companions.size();
   if (nkeys + eval_.args.size() + 3 > kMaxEvalWords ||
       (eval_.keys.empty() && !eval_.companions.empty())) {
@@ -248,7 +245,7 @@ Result<const Reply*> Connection::on_reply(const Reply* reply) {
     return reply;
   }
   const ErrorCode code = classify_error_reply(reply->str, reply->len);
-  if (code == ErrorCode::kNoScript && state_ == State::kIdle && eval_by_sha_) {
+  if (code == ErrorCode::kNoScript && state_ == State::kIdle && eval_by_sha_ && eval_.script) {
     // The server lost its script cache: send the body once, which reloads
     // it (an EVAL answered with NOSCRIPT is an error, not a loop). Built-in
     // scripts always fit (eval_capacity.h); a caller's may not, and then

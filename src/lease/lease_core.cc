@@ -116,18 +116,16 @@ Status LeaseCore::reject(const char* what) const {
 
 Deadline LeaseCore::io_deadline() const { return Deadline::after(clock(), command_timeout()); }
 
-Result<KeyStatus> LeaseCore::key_status() {
-  const Bytes args[2] = {Bytes::from_cstr("PTTL"), key()};
-  const Result<const Reply*> r = backend_->command(key(), args, io_deadline());
+Status LeaseCore::key_status_of(const Result<const Reply*>& r, KeyStatus* out) const {
   if (!r.ok()) return r.status();
-  if (r.value()->type != ReplyType::kInteger || r.value()->integer < -2) {
+  const int64_t pttl = r.value()->integer;
+  if (r.value()->type != ReplyType::kInteger || pttl < -2) {
     return reject("PTTL wants an integer >= -2");
   }
-  KeyStatus ks;
-  ks.held = r.value()->integer != -2;
-  ks.expires = r.value()->integer >= 0;
-  ks.ttl = Millis(ks.expires ? r.value()->integer : 0);
-  return ks;
+  out->held = pttl != -2;
+  out->expires = pttl >= 0;
+  out->ttl = Millis(out->expires ? pttl : 0);
+  return Status();
 }
 
 Nanos LeaseCore::backoff_delay(Status last, Nanos left) {

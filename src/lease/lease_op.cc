@@ -102,7 +102,9 @@ Status LeaseCore::send(const ScriptCall& call, Deadline deadline) {
     return start_route();
   }
   if (!c) {
-    complete(backend_->eval(call, deadline));  // a back end that cannot route: blocking only
+    // A back end that cannot route: blocking only.
+    complete(call.script ? backend_->eval(call, deadline)
+                         : backend_->command(key(), call.args, deadline));
     return ErrorCode::kInProgress;
   }
   conn_ = c;

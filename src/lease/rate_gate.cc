@@ -12,7 +12,7 @@ namespace detail {
 namespace {
 
 // What the operation in flight is (LeaseCore::op()).
-constexpr uint8_t kOpAdmit = 1;
+enum GateOp : uint8_t { kOpAdmit = 1, kOpPeek, kOpErase };
 
 }  // namespace
 
@@ -24,6 +24,7 @@ Status RateGate::init(Bytes key, const RateRule& rule, Millis ttl, double drift_
   EDGELOCK_TRY(core_.init(key, {ttl, drift_factor, Millis(1), Millis(1)}));
   script_ = rule.script;
   nargs_ = rule.nargs;
+  limit_ = rule.args[0];
   for (size_t i = 0; i < nargs_; ++i) words_.num[i].set(rule.args[i]);
   local_hint_ = local_hint;
   hinted_ = false;
@@ -58,7 +59,14 @@ Status RateGate::again_of(void* self, Deadline deadline) {
 
 Status RateGate::reply_of(void* self, const Result<const Reply*>& r) {
   RateGate& g = *static_cast<RateGate*>(self);
-  return g.attempt_done(g.decide(r));
+  switch (g.core_.op()) {
+    case kOpPeek: return g.core_.end_op(g.on_peek(r));
+    case kOpErase: {
+      const bool ok = r.ok() && r.value()->type == ReplyType::kInteger;
+      return g.core_.end_op(r.ok() && !ok ? g.core_.reject("DEL wants an integer") : r.status());
+    }
+    default: return g.attempt_done(g.decide(r));
+  }
 }
 
 // One counted attempt: refused at once while the hint holds, else the
@@ -114,23 +122,45 @@ Status RateGate::attempt_done(Status s) {
   return core_.pause(Nanos(wait) < left ? Nanos(wait) : left);
 }
 
-Status RateGate::peek(int64_t* pttl, int64_t* used) {
-  if (!core_.ready() || core_.op() != 0) return ErrorCode::kInvalidArgument;
-  const Bytes keys[1] = {key()};
-  const Result<const Reply*> r =
-      core_.backend().eval({&kRatePeekScript, keys}, core_.io_deadline());
+Result<Admission> RateGate::peek() {
+  Admission a;
+  EDGELOCK_TRY(core_.run(begin_peek(&a, false), &RateGate::step_of, this));
+  return a;
+}
+
+Status RateGate::begin_peek(Admission* out, bool nonblocking) {
+  if (!core_.ready() || !out) return ErrorCode::kInvalidArgument;
+  EDGELOCK_TRY(core_.begin_op(kOpPeek, nonblocking));
+  out_ = out;
+  words_.key = key();
+  return core_.send({&kRatePeekScript, {&words_.key, 1}}, core_.io_deadline());
+}
+
+// kRatePeekScript answers {PTTL, count}: allowed while the count is under
+// the limit; used up, the key's PTTL is the time until the next attempt.
+Status RateGate::on_peek(const Result<const Reply*>& r) {
   if (!r.ok()) return r.status();
-  if (!int_at(r.value(), 0, pttl) || !int_at(r.value(), 1, used)) return ErrorCode::kProtocol;
+  int64_t ttl = 0, used = 0;
+  if (!int_at(r.value(), 0, &ttl) || !int_at(r.value(), 1, &used)) {
+    return core_.reject("peek wants {PTTL, count}");
+  }
+  Admission& a = *out_;
+  a = Admission();
+  a.remaining = ttl == -2 ? limit_ : limit_ - used;
+  if (a.remaining < 0) a.remaining = 0;
+  a.allowed = a.remaining > 0;
+  a.retry_after = Millis(a.allowed || ttl < 0 ? 0 : ttl);
   return Status();
 }
 
-Status RateGate::erase_on_server() {
-  if (!core_.ready() || core_.op() != 0) return ErrorCode::kInvalidArgument;
+// A plain DEL (its words in words_ until the reply is in).
+Status RateGate::begin_erase(bool nonblocking) {
+  if (!core_.ready()) return ErrorCode::kInvalidArgument;
+  EDGELOCK_TRY(core_.begin_op(kOpErase, nonblocking));
   hinted_ = false;
-  const Bytes args[2] = {Bytes::from_cstr("DEL"), key()};
-  const Result<const Reply*> r = core_.backend().command(key(), args, core_.io_deadline());
-  if (!r.ok()) return r.status();
-  return r.value()->type == ReplyType::kInteger ? Status() : Status(ErrorCode::kProtocol);
+  words_.args[0] = Bytes::from_cstr("DEL");
+  words_.args[1] = key();
+  return core_.send({nullptr, {}, {words_.args, 2}}, core_.io_deadline());
 }
 
 }  // namespace detail

@@ -25,19 +25,20 @@ Status CoreLease::attempt_done(Status) { return ErrorCode::kInvalidArgument; }
 Status CoreLease::release_request(bool) { return ErrorCode::kInvalidArgument; }
 Status CoreLease::extend_request(Millis, ExtendMode) { return ErrorCode::kInvalidArgument; }
 Status CoreLease::on_extend(const Result<const Reply*>&) { return ErrorCode::kInvalidArgument; }
-Status CoreLease::on_check(const Result<const Reply*>&) { return ErrorCode::kInvalidArgument; }
+Status CoreLease::on_query(const Result<const Reply*>&) { return ErrorCode::kInvalidArgument; }
 
 Status CoreLease::again_of(void* self, Deadline deadline) {
   return static_cast<CoreLease*>(self)->attempt_again(deadline);
 }
 
-// An extend's and a check's reply end the operation here; every other is
-// the lease's to handle.
+// An extend's and a query's reply end the operation here; every other is
+// the lease's to handle. A status query is not counted: it claims nothing.
 Status CoreLease::reply_of(void* self, const Result<const Reply*>& r) {
   CoreLease& l = *static_cast<CoreLease*>(self);
   switch (l.core_.op()) {
     case kOpExtend: return l.core_.finish(EventKind::kExtend, l.op_t0_, l.on_extend(r));
-    case kOpCheck: return l.core_.finish(EventKind::kCheck, l.op_t0_, l.on_check(r));
+    case kOpCheck: return l.core_.finish(EventKind::kCheck, l.op_t0_, l.on_query(r));
+    case kOpStatus: return l.core_.end_op(l.on_query(r));
     default: return l.on_reply(r);
   }
 }
@@ -161,9 +162,28 @@ Status TokenLease::begin_check(bool nonblocking) {
   return core_.finish(EventKind::kCheck, op_t0_, s);
 }
 
+Result<KeyStatus> TokenLease::status() {
+  KeyStatus ks;
+  EDGELOCK_TRY(drive(begin_status(&ks, false)));
+  return ks;
+}
+
+// A plain PTTL: its words live in words_ until the reply is in, so a
+// routed one follows redirects as a script call does.
+Status TokenLease::begin_status(KeyStatus* out, bool nonblocking) {
+  if (!core_.ready() || !out) return ErrorCode::kInvalidArgument;
+  EDGELOCK_TRY(core_.begin_op(kOpStatus, nonblocking));
+  status_out_ = out;
+  auto& w = words_;
+  w.args[0] = Bytes::from_cstr("PTTL");
+  w.args[1] = key();
+  return core_.send({nullptr, {}, {w.args, 2}}, core_.io_deadline());
+}
+
 // kOwnedScript answers the key's PTTL (>= -1) while it holds our token,
 // -3 when it does not.
-Status TokenLease::on_check(const Result<const Reply*>& r) {
+Status TokenLease::on_query(const Result<const Reply*>& r) {
+  if (core_.op() == kOpStatus) return core_.key_status_of(r, status_out_);
   if (!r.ok()) return r.status();
   const Reply* rep = r.value();
   if (rep->type != ReplyType::kInteger || (rep->integer < -1 && rep->integer != -3)) {

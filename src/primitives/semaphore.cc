@@ -10,7 +10,7 @@ namespace edgelock {
 namespace {
 constexpr size_t kPermitIdLen = 32;  // 128 random bits as hex
 // What the operation in flight is (LeaseCore::op()).
-enum SemOp : uint8_t { kOpTry = 1, kOpAcquire, kOpRelease, kOpReleaseId, kOpExtend };
+enum SemOp : uint8_t { kOpTry = 1, kOpAcquire, kOpRelease, kOpReleaseId, kOpExtend, kOpCount };
 }  // namespace
 
 // --- Permit: the lease a caller holds; the work is the semaphore's.
@@ -75,12 +75,6 @@ Status Semaphore::init(Bytes key, const SemaphoreOptions& options) {
   return Status();
 }
 
-Result<const Reply*> Semaphore::eval(const Script& script, Span<const Bytes> args, bool writes,
-                                     Deadline deadline) {
-  const Bytes keys[1] = {key()};
-  return core_.backend().eval({&script, keys, args, writes}, deadline);
-}
-
 // The blocking calls: the start/step machine driven to its end.
 Status Semaphore::try_acquire(Permit* permit) {
   return core_.run(begin_try(permit, false), &Semaphore::step_of, this);
@@ -123,6 +117,7 @@ Status Semaphore::on_reply(const Result<const Reply*>& r) {
     }
     case Req::kRelease: return finish_release(on_release(r));
     case Req::kExtend: return core_.finish(EventKind::kExtend, op_t0_, on_extend(r));
+    case Req::kCount: return core_.end_op(on_count(r));
   }
   return core_.end_op(ErrorCode::kInvalidArgument);
 }
@@ -315,11 +310,28 @@ Status Semaphore::on_extend(const Result<const Reply*>& r) {
 }
 
 Result<uint32_t> Semaphore::in_use() {
-  if (!core_.ready() || core_.op() != 0) return ErrorCode::kInvalidArgument;
-  const Result<const Reply*> r = eval(detail::kSemCountScript, {}, false, core_.io_deadline());
+  uint32_t n = 0;
+  EDGELOCK_TRY(core_.run(begin_count(&n, false), &Semaphore::step_of, this));
+  return n;
+}
+
+Status Semaphore::begin_count(uint32_t* out, bool nonblocking) {
+  if (!core_.ready() || !out) return ErrorCode::kInvalidArgument;
+  EDGELOCK_TRY(core_.begin_op(kOpCount, nonblocking));
+  count_out_ = out;
+  req_ = Req::kCount;
+  words_.key = key();
+  return core_.send({&detail::kSemCountScript, {&words_.key, 1}}, core_.io_deadline());
+}
+
+Status Semaphore::on_count(const Result<const Reply*>& r) {
   if (!r.ok()) return r.status();
-  if (r.value()->type != ReplyType::kInteger || r.value()->integer < 0) return ErrorCode::kProtocol;
-  return static_cast<uint32_t>(r.value()->integer);
+  const Reply* rep = r.value();
+  if (rep->type != ReplyType::kInteger || rep->integer < 0 || rep->integer > UINT32_MAX) {
+    return core_.reject("the permit count wants an integer >= 0");
+  }
+  *count_out_ = static_cast<uint32_t>(rep->integer);
+  return Status();
 }
 
 }  // namespace edgelock

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../support/shared_server_test.h"
+#include "../support/step_loop.h"
 #include "../support/test_util.h"
 #include "edgelock/edgelock.h"
 #include "edgelock/lease_keeper.h"
@@ -179,6 +180,79 @@ TEST_F(SharedConnection, AnOwnershipCheckNeverBlocksTheLoop) {
   EXPECT_GE(ms, 250.0);  // it did wait out the pause, in the loop
   EXPECT_LT(longest, scaled(Millis(20)));
   EXPECT_TRUE(a.release().ok()) << a.last_error();
+}
+
+// Adds what `op` waits on to fds[*n] and `d`, if its operation goes on.
+template <class Op>
+void add_wait(const Op& op, Status s, pollfd* fds, size_t* n, Deadline* d) {
+  if (s.code() != ErrorCode::kInProgress) return;
+  *n += op.wait_fds(fds + *n, 4 - *n);
+  *d = d->min(op.next_deadline());
+}
+
+// Steps `op` if its operation goes on; the step's time goes to *longest.
+template <class Op>
+void step_timed(Op& op, Status* s, Nanos* longest) {
+  if (s->code() != ErrorCode::kInProgress) return;
+  const Steady::time_point t0 = Steady::now();
+  *s = op.step();
+  *longest = std::max<Nanos>(*longest, Steady::now() - t0);
+}
+
+// Queries take their turns on a shared connection and never wait on the
+// server in a step: a lock's status, a semaphore's count and a limiter's
+// peek, started together while the server holds every client (CLIENT
+// PAUSE), each answer after the pause, correctly, with every step short.
+// The limiter's erase then deletes its key.
+TEST_F(SharedConnection, QueriesTakeTurnsAndNeverBlockTheLoop) {
+  Lock lock(a_);
+  Semaphore sem(a_);
+  RateLimiter limiter(a_);
+  RateLimiterOptions ro;
+  ro.limit = 5;
+  ASSERT_TRUE(lock.init(Bytes::from_cstr("sc:a"), LockOptions{Millis(30000)}).ok());
+  ASSERT_TRUE(sem.init(Bytes::from_cstr("sc:s")).ok());
+  ASSERT_TRUE(limiter.init(Bytes::from_cstr("sc:r"), ro).ok());
+  Permit permit;
+  ASSERT_TRUE(lock.try_acquire().ok() && sem.try_acquire(&permit).ok());
+  ASSERT_TRUE(limiter.try_acquire().ok());
+  ASSERT_EQ(run(admin_, {"CLIENT", "PAUSE", "300", "ALL"}), "OK");
+  KeyStatus ks;
+  uint32_t used = 9;
+  Admission left;
+  Status s[3] = {lock.start_status(&ks), sem.start_in_use(&used), limiter.start_peek(&left)};
+  Nanos longest{0};
+  const Steady::time_point t0 = Steady::now();
+  for (int i = 0; i < 10000 && Steady::now() - t0 < Millis(5000); ++i) {
+    pollfd fds[4] = {};
+    size_t n = 0;
+    Deadline d = Deadline::after(a_.clock(), Millis(20));
+    add_wait(lock, s[0], fds, &n, &d);
+    add_wait(sem, s[1], fds, &n, &d);
+    add_wait(limiter, s[2], fds, &n, &d);
+    const auto ms = std::chrono::ceil<Millis>(d.remaining(a_.clock())).count();
+    (void)::poll(fds, static_cast<nfds_t>(n), static_cast<int>(ms));
+    step_timed(lock, &s[0], &longest);
+    step_timed(sem, &s[1], &longest);
+    step_timed(limiter, &s[2], &longest);
+    if (std::none_of(s, s + 3, [](Status x) { return x.code() == ErrorCode::kInProgress; })) break;
+  }
+  const double ms = std::chrono::duration<double, std::milli>(Steady::now() - t0).count();
+  std::printf("queries took %.2f ms, longest step %.3f ms\n", ms, longest.count() / 1e6);
+  for (const Status& x : s) EXPECT_TRUE(x.ok()) << x.to_string() << ": " << a_.last_error();
+  EXPECT_TRUE(ks.held && ks.expires);
+  EXPECT_GT(ks.ttl, Millis(20000));
+  EXPECT_EQ(used, 1u);
+  EXPECT_TRUE(left.allowed);
+  EXPECT_EQ(left.remaining, 4);
+  EXPECT_GE(ms, 250.0);  // they did wait out the pause, in the loop
+  EXPECT_LT(longest, scaled(Millis(20)));
+
+  test::StepLoop loop(1000, 10);
+  const Status erased = loop.drive(limiter, limiter.start_erase_on_server(), 1000);
+  EXPECT_TRUE(erased.ok()) << erased.to_string();
+  EXPECT_EQ(run(admin_, {"EXISTS", "sc:r"}), "0");
+  EXPECT_TRUE(permit.release().ok() && lock.release().ok()) << a_.last_error();
 }
 
 // While the server holds the connection's request (CLIENT PAUSE), the

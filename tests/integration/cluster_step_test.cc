@@ -229,14 +229,22 @@ TEST_F(ClusterStepTest, MovedFollowedInsideTheLoop) {
               client_.stats().moved);
 }
 
-// An ownership check is a routed step like the others: after the slot of
-// a held key moved to another primary (keys and all), start_owned() gets
-// MOVED, follows it, and finds the lease still ours there.
-TEST_F(ClusterStepTest, OwnershipCheckFollowsMovedInsideTheLoop) {
+// Queries are routed steps like the others. While the slot of a held key
+// migrates (the key already moved), start_status() gets ASK and reads the
+// key's TTL on the importing primary; once the slot has moved,
+// start_owned() gets MOVED, follows it, and finds the lease still ours.
+TEST_F(ClusterStepTest, QueriesFollowAskAndMovedInsideTheLoop) {
   Lock lock(client_);
   SlotMove move;
   ASSERT_NO_FATAL_FAILURE(hold_and_begin_move(lock, move, 0, "owned-moved"));
   Loop loop;
+  const uint32_t asked = client_.stats().ask;
+  KeyStatus ks;
+  const Status st = loop.drive(lock, lock.start_status(&ks));
+  EXPECT_EQ(st.code(), ErrorCode::kOk) << st.to_string() << " " << client_.last_error();
+  EXPECT_TRUE(ks.held && ks.expires);
+  EXPECT_GT(ks.ttl, Millis(0));
+  EXPECT_GT(client_.stats().ask, asked) << "the status followed an ASK";
   ASSERT_TRUE(end_move(move));
   const uint32_t moved = client_.stats().moved;
   const Status own = loop.drive(lock, lock.start_owned());

@@ -111,12 +111,20 @@ TEST_F(SentinelStepTest, SemaphoreAndRateLimiterInAPollLoop) {
   ASSERT_TRUE(rival.init(Bytes::from_cstr("step-sem")).ok());  // one permit
   Permit refused;
   EXPECT_EQ(rival.try_acquire(&refused).code(), ErrorCode::kBusy) << "held in the server";
+  uint32_t used = 0;
+  ASSERT_EQ(loop.drive(rival, rival.start_in_use(&used)).code(), ErrorCode::kOk);
+  EXPECT_EQ(used, 1u);
   ASSERT_EQ(loop.drive(permit, permit.start_release()).code(), ErrorCode::kOk);
   RateLimiter cooldown(sentinel);
   ASSERT_TRUE(cooldown.init(Bytes::from_cstr("step-cooldown")).ok());
   ASSERT_EQ(loop.drive(cooldown, cooldown.start_acquire(Millis(0))).code(), ErrorCode::kOk)
       << sentinel.last_error();
-  ASSERT_TRUE(cooldown.erase_on_server().ok());
+  Admission left;
+  ASSERT_EQ(loop.drive(cooldown, cooldown.start_peek(&left)).code(), ErrorCode::kOk);
+  EXPECT_FALSE(left.allowed);
+  EXPECT_GT(left.retry_after, Millis(0)) << "used up until its window ends";
+  ASSERT_EQ(loop.drive(cooldown, cooldown.start_erase_on_server()).code(), ErrorCode::kOk);
+  EXPECT_TRUE(cooldown.peek().value().allowed) << "erased: a fresh window";
   EXPECT_LT(loop.longest, step_bound());
 }
 

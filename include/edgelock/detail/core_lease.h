@@ -27,7 +27,15 @@ namespace edgelock {
 namespace detail {
 
 /// The operations of a single-key lease (LeaseCore::op()).
-enum LeaseOp : uint8_t { kOpTry = 1, kOpAcquire, kOpRelease, kOpExtend, kOpLeave, kOpCheck };
+enum LeaseOp : uint8_t {
+  kOpTry = 1,
+  kOpAcquire,
+  kOpRelease,
+  kOpExtend,
+  kOpLeave,
+  kOpCheck,
+  kOpStatus
+};
 
 /// The base of the single-key leases: the Lease calls they all answer
 /// from their core and the machine's shared states, written once.
@@ -87,8 +95,9 @@ class CoreLease : public Lease {
   virtual Status release_request(bool hand_back);
   virtual Status extend_request(Millis ttl, ExtendMode mode);
   virtual Status on_extend(const Result<const Reply*>& r);
-  /// The reply to an ownership check: ok (ours) or kNotOwner.
-  virtual Status on_check(const Result<const Reply*>& r);
+  /// The reply to a query: an ownership check's (ok: ours, or kNotOwner)
+  /// or a status's.
+  virtual Status on_query(const Result<const Reply*>& r);
 
   // The machine's state, shared with the lease that runs it.
   // NOLINTBEGIN(cppcoreguidelines-non-private-member-variables-in-classes)
@@ -154,9 +163,15 @@ class TokenLease : public CoreLease {
   /// owned() as steps: step() ends with ok (ours) or kNotOwner (not ours:
   /// token dropped). Errors: as owned().
   Status start_owned() { return begin_check(true); }
-  /// What the server says about the key, whoever holds it (blocking).
-  /// Errors: Connection::command()'s, kProtocol.
-  Result<KeyStatus> status() { return core_.key_status(); }
+  /// What the server says about the key, whoever holds it (blocking; on a
+  /// shared connection it waits its turn). Errors: kInvalidArgument (not
+  /// init()ed, or an operation in flight), kProtocol,
+  /// Connection::command()'s.
+  Result<KeyStatus> status();
+  /// status() as steps: once step() ends with ok, *out holds the answer
+  /// (*out must live until then). Errors: as status(); kInvalidArgument
+  /// also for a null `out`.
+  Status start_status(KeyStatus* out) { return begin_status(out, true); }
   /// Takes over a lease by token (e.g. from another process) so release(),
   /// extend() and owned() act on it. Local validity is unknown (0) until a
   /// successful extend. Errors: kInvalidArgument (empty or too long, or an
@@ -183,15 +198,17 @@ class TokenLease : public CoreLease {
   Status begin_attempt();
   Status extend_request(Millis ttl, ExtendMode mode) final;
   Status on_extend(const Result<const Reply*>& r) final;
-  Status on_check(const Result<const Reply*>& r) final;
+  Status on_query(const Result<const Reply*>& r) final;
 
  private:
   Status begin_check(bool nonblocking);
+  Status begin_status(KeyStatus* out, bool nonblocking);
 
  protected:
   // NOLINTBEGIN(cppcoreguidelines-non-private-member-variables-in-classes)
-  bool has_token_ = false;  // release/extend may act (held or maybe held)
-  bool granted_ = false;    // the server confirmed the grant
+  bool has_token_ = false;           // release/extend may act (held or maybe held)
+  bool granted_ = false;             // the server confirmed the grant
+  KeyStatus* status_out_ = nullptr;  // where a status() answer goes
   // The request in flight's words (its companion keys are named as it is
   // encoded: ScriptCall::companions).
   RequestWords<3, 1> words_;

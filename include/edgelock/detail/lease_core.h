@@ -158,9 +158,10 @@ class LeaseCore {
   /// One command timeout from now.
   Deadline io_deadline() const;
 
-  /// Blocking: the key's PTTL as a KeyStatus, whoever holds it. Errors:
-  /// the back end's, kProtocol.
-  Result<KeyStatus> key_status();
+  /// A PTTL request's outcome `r` as a KeyStatus in *out, whoever holds
+  /// the key. Errors: the request's, kProtocol (not an integer >= -2: the
+  /// connection is closed).
+  Status key_status_of(const Result<const Reply*>& r, KeyStatus* out) const;
 
   /// When a lease of `ttl` asked for at `start` stops being safe to use.
   TimePoint validity_end(TimePoint start, Millis ttl) const;

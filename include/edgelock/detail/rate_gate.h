@@ -24,6 +24,7 @@ namespace detail {
 
 /// A limiter's decision: `script` on KEYS[1] = the key, with ARGV =
 /// args[0 .. nargs) as decimal text, returns {allowed, remaining, pttl}.
+/// args[0] is the limit (peek() counts what is left of it).
 struct RateRule {
   const Script* script = nullptr;
   int64_t args[2] = {};
@@ -56,11 +57,12 @@ class RateGate {
   Status wait_admit(Nanos wait, Admission* out);
 
   // --- Non-blocking face: the blocking calls are this machine driven by
-  // LeaseCore::run(). Plain Connection back end only.
+  // LeaseCore::run(). A back end LeaseCore::steps() serves.
   /// Starts wait_admit(wait, out) and returns kInProgress (then step()
   /// until it returns anything else), or the final status when it ended
   /// at once. *out (optional) must live until the operation ends.
-  /// Errors: as try_admit(); kInvalidArgument also on Sentinel or Cluster.
+  /// Errors: as try_admit(); kInvalidArgument also on a back end that
+  /// cannot route.
   Status start_admit(Nanos wait, Admission* out);
   /// Moves the operation in flight; kInProgress until it is done, then its
   /// result. Errors: the operation's; kInvalidArgument when none is in
@@ -72,14 +74,17 @@ class RateGate {
   /// connection closed), a pause ends at once. No-op when none is.
   void cancel() { core_.cancel(&RateGate::step_of, this); }
 
-  /// The key's PTTL as the server counts it (*pttl, ms; -2 no key, -1 no
-  /// expiry) and its counter (*used). Errors: kInvalidArgument (no key,
-  /// or an operation in flight), kProtocol, Connection::command()'s.
-  Status peek(int64_t* pttl, int64_t* used);
-  /// Deletes the key on the server (DEL) and clears the hint. Errors:
-  /// kInvalidArgument (no key, or an operation in flight), kProtocol,
-  /// Connection::command()'s.
-  Status erase_on_server();
+  /// What is left of the limit, from the key's counter and PTTL, in *out
+  /// (nothing counted), as a start: step() until it ends. Errors:
+  /// kInvalidArgument (no key, null `out`, or an operation in flight),
+  /// kProtocol, Connection::command()'s.
+  Status start_peek(Admission* out) { return begin_peek(out, true); }
+  Result<Admission> peek();
+  /// Deletes the key on the server (DEL) and clears the hint, as a start.
+  /// Errors: kInvalidArgument (no key, or an operation in flight),
+  /// kProtocol, Connection::command()'s.
+  Status start_erase() { return begin_erase(true); }
+  Status erase() { return core_.run(begin_erase(false), &RateGate::step_of, this); }
 
   Bytes key() const { return core_.key(); }
   const char* last_error() const { return core_.last_error(); }
@@ -90,6 +95,9 @@ class RateGate {
   static Status again_of(void* self, Deadline deadline);
   static Status reply_of(void* self, const Result<const Reply*>& r);
   Status begin_admit(Nanos wait, Admission* out, bool nonblocking);
+  Status begin_peek(Admission* out, bool nonblocking);
+  Status begin_erase(bool nonblocking);
+  Status on_peek(const Result<const Reply*>& r);
   Status attempt(Deadline deadline);
   Status decide(const Result<const Reply*>& r);
   Status attempt_done(Status s);
@@ -99,6 +107,7 @@ class RateGate {
   Admission* out_ = &own_;  // the operation's answer: the caller's or own_
   const Script* script_ = nullptr;
   size_t nargs_ = 0;
+  int64_t limit_ = 0;  // the rule's args[0]
   TimePoint refuse_until_{};
   TimePoint req_start_{};  // the attempt's request left after this
   Admission own_;
