@@ -119,7 +119,8 @@ class Cluster final : public Backend {
   // Backend, for the primitives (they call these through Backend&):
   // kInvalidArgument from check_key() for a key whose companion keys would
   // hash to another slot (a '{' without a valid tag, or a '}' that would
-  // end the tag early). eval()/command() follow redirects.
+  // end the tag early). eval()/command() are the routed steps below driven
+  // to their end (detail::call_routed()): one way to route, blocking or not.
   Status check_key(Bytes key) override;
   Result<const Reply*> eval(const ScriptCall& call, Deadline deadline) override;
   Result<const Reply*> command(Bytes key, Span<const Bytes> args, Deadline deadline) override;
@@ -135,13 +136,7 @@ class Cluster final : public Backend {
   Result<const Reply*> end_confirm(Connection& node, const Result<const Reply*>& wait) override;
 
   static constexpr uint8_t kNoOwner = 0xFF;
-  // An eval, or with no script the plain command in call.args, for `slot`.
-  Result<const Reply*> route(const ScriptCall& call, uint16_t slot, Deadline deadline);
-  Result<const Reply*> send(const ScriptCall& call, Connection& conn, bool asking,
-                            Deadline deadline);
-  Status follow(uint16_t slot, bool moved, int* target, bool* asking, Deadline deadline);
   Status redirected(uint16_t slot, bool moved, int* target);
-  Status settle(Deadline deadline);
   Status read_map(Connection& conn, Deadline deadline);
   Status apply_page(Connection& conn, const Reply& rep, int32_t* total);
   // The map read as steps (route_pending(), src/backends/cluster_map.cc).
@@ -161,12 +156,10 @@ class Cluster final : public Backend {
   Endpoint creds_;                // user/password for every node
   ConnectionOptions options_;
   ClusterOptions cluster_options_;
-  int last_node_ = 0;    // the node that answered the last command
   Reply confirmed_[4];   // a reply a WAIT confirmed, and its elements (replica_wait.h)
   Millis wait_sent_{0};  // the timeout of the last WAIT started as a step
   Clock* clock_ = &default_clock();
   bool initialized_ = false;
-  bool map_stale_ = false;  // a node was lost: re-read the map first
   // The map read as steps: wanted before the steps route (first use, a
   // lost node), and where it is (a page out on refresh_conn_).
   bool refresh_wanted_ = true;

@@ -97,12 +97,8 @@ class Sentinel final : public Backend {
 
  private:
   // Backend, for the primitives (they call these through Backend&).
-  // eval()/command() find the primary first if needed, and find it
-  // again and retry when the command surely did not run there (READONLY,
-  // connect failed); after an I/O error or timeout (outcome unknown) they
-  // return the error and the next call looks the primary up again. A lookup
-  // error that a pause cannot fix (kNoAuth, kAuthFailed, ...) ends the
-  // call at once.
+  // eval()/command() are the routed steps below driven to their end
+  // (detail::call_routed()): one way to route, blocking or not.
   Status check_key(Bytes key) override;
   Result<const Reply*> eval(const ScriptCall& call, Deadline deadline) override;
   Result<const Reply*> command(Bytes key, Span<const Bytes> args, Deadline deadline) override;
@@ -148,8 +144,6 @@ class Sentinel final : public Backend {
 
   // Its own state and steps.
   enum class Lookup : uint8_t { kIdle, kNext, kAsking, kChecking, kPausing };
-  // An eval, or with no script the plain command in call.args.
-  Result<const Reply*> run(const ScriptCall& call, Deadline deadline);
   Status aim_probe(size_t index);
   Status ask(size_t index, Deadline deadline, Endpoint* primary);
   Status parse_primary(const Reply& rep, Endpoint* primary);
@@ -162,7 +156,6 @@ class Sentinel final : public Backend {
   Status lookup_checked();
   Status lookup_failed(Status s);
   void abandon_lookup();
-  Result<const Reply*> confirm(const Reply* reply, Deadline deadline);
   Result<const Reply*> settle(const Result<const Reply*>& c);
   detail::WriteConfirm confirmer();  // the WAIT over sentinel_options_ (replica_wait.h)
   Status note(Connection& conn, Status s);

@@ -11,6 +11,7 @@
 #include "base/error_text.h"
 #include "base/lock_keys.h"
 #include "edgelock/detail/connection_io.h"
+#include "edgelock/detail/lease_core.h"
 
 namespace edgelock {
 
@@ -19,7 +20,6 @@ namespace {
 // Pause between TRYAGAIN / CLUSTERDOWN rounds: a migration or failover
 // step takes milliseconds to seconds; the deadline bounds the total.
 constexpr Nanos kSettlePause = Millis(10);
-constexpr int kMaxRounds = 1000;
 // How often a request waiting for the map read as steps polls it: the
 // read's page requests give the caller's loop no fd of their own.
 constexpr Nanos kRefreshPoll = Millis(2);
@@ -39,7 +39,6 @@ Status Cluster::init(const char* url, const ConnectionOptions& options,
   initialized_ = false;
   std::memset(owner_, kNoOwner, sizeof owner_);
   stats_ = ClusterStats();
-  map_stale_ = false;
   refresh_wanted_ = true;  // the first start/step request reads the map
   refresh_running_ = false;
   refresh_paging_ = false;
@@ -106,14 +105,15 @@ Status Cluster::note(Connection& conn, Status s) {
   return s;
 }
 
+// The routed steps every lease's request takes (Cluster::route_for() and
+// the rest), driven to the end.
 Result<const Reply*> Cluster::eval(const ScriptCall& call, Deadline deadline) {
-  if (!call.script || call.keys.empty()) {
-    set_error(error_, "eval without a script or a key to route by");
+  if (!initialized_) return detail::not_initialized("cluster", error_);
+  if (call.keys.empty()) {
+    set_error(error_, "eval without a key to route by");
     return ErrorCode::kInvalidArgument;
   }
-  const Result<const Reply*> r = route(call, key_slot(call.keys[0]), deadline);
-  if (!r.ok() || !call.writes_lease) return r;
-  return confirmer().run(nodes_[last_node_], r.value(), deadline);
+  return detail::call_routed(*this, call.keys[0], call, deadline);
 }
 
 detail::WriteConfirm Cluster::confirmer() {
@@ -130,85 +130,8 @@ Result<const Reply*> Cluster::end_confirm(Connection& node, const Result<const R
 }
 
 Result<const Reply*> Cluster::command(Bytes key, Span<const Bytes> args, Deadline deadline) {
-  return route(detail::plain_command(args), key_slot(key), deadline);
-}
-
-Result<const Reply*> Cluster::send(const ScriptCall& call, Connection& conn, bool asking,
-                                   Deadline deadline) {
-  if (asking) {
-    // ASKING covers the next command only, and a NOSCRIPT fallback would
-    // use it up: load the script on the importing node first.
-    if (call.script) {
-      const Bytes load[3] = {Bytes::from_cstr("SCRIPT"), Bytes::from_cstr("LOAD"),
-                             Bytes(call.script->body, call.script->len)};
-      const Result<const Reply*> r = conn.command(load, deadline);
-      if (!r.ok()) return r;
-    }
-    const Bytes ask[1] = {Bytes::from_cstr("ASKING")};
-    const Result<const Reply*> r = conn.command(ask, deadline);
-    if (!r.ok()) return r;
-  }
-  return conn.eval(call, deadline);
-}
-
-Result<const Reply*> Cluster::route(const ScriptCall& call, uint16_t slot, Deadline deadline) {
   if (!initialized_) return detail::not_initialized("cluster", error_);
-  if (stats_.refreshes == 0 || map_stale_) {
-    // First use: read the map (seeds connect here; this is set-up). After a
-    // lost node: re-read it, keeping the old map if that fails.
-    const Status s = refresh(deadline);
-    if (!s.ok() && stats_.refreshes == 0) return s;
-  }
-  int target = pick_node(slot);
-  bool asking = false;
-  int redirects = 0;
-  for (int round = 0; round < kMaxRounds; ++round) {
-    Connection& conn = nodes_[target];
-    const Result<const Reply*> r = send(call, conn, asking, deadline);
-    if (r.ok()) {
-      last_node_ = target;
-      return r;
-    }
-    const Status s = note(conn, r.status());
-    const ErrorCode code = s.code();
-    if (code == ErrorCode::kMoved || code == ErrorCode::kAsk) {
-      if (++redirects > kMaxRedirects) break;
-      EDGELOCK_TRY(follow(slot, code == ErrorCode::kMoved, &target, &asking, deadline));
-      continue;
-    }
-    if (code == ErrorCode::kTryAgain) {
-      EDGELOCK_TRY(settle(deadline));
-      continue;
-    }
-    if (!traits(code).connection_failed) return s;
-    // The node may be gone (a cluster failover): the map is re-read before
-    // the next command. Retry now only if nothing was sent and the slot
-    // has a new owner; after an I/O error the outcome is unknown.
-    map_stale_ = true;
-    if (!traits(code).not_sent || !refresh(deadline).ok() || pick_node(slot) == target) {
-      return note(conn, s);
-    }
-    target = pick_node(slot);
-    asking = false;
-  }
-  set_error(error_, "too many redirects for slot %u", slot);
-  return ErrorCode::kServerError;
-}
-
-// MOVED (the slot has a new owner) or ASK (being migrated: ask the target
-// once, with ASKING): the data after the class word names the node.
-Status Cluster::follow(uint16_t slot, bool moved, int* target, bool* asking, Deadline deadline) {
-  int node = *target;
-  EDGELOCK_TRY(redirected(slot, moved, &node));
-  if (moved) {
-    // Other slots probably moved too: re-read the map (best effort), then
-    // trust the redirect for this one.
-    refresh(deadline).ignore();
-    owner_[slot] = static_cast<uint8_t>(node);
-  }
-  *target = node;
-  *asking = !moved;
-  return Status();
+  return detail::call_routed(*this, key, detail::plain_command(args), deadline);
 }
 
 // The node a MOVED or ASK from node *target names (added if new); a MOVED
@@ -237,16 +160,6 @@ Status Cluster::redirected(uint16_t slot, bool moved, int* target) {
     ++stats_.ask;
   }
   *target = node.value();
-  return Status();
-}
-
-// TRYAGAIN (a multi-key script mid-migration) or CLUSTERDOWN (a failover
-// in progress): wait a little, within the deadline.
-Status Cluster::settle(Deadline deadline) {
-  ++stats_.tryagain;
-  const Nanos left = deadline.remaining(*clock_);
-  if (left <= Nanos::zero()) return ErrorCode::kTimeout;
-  clock_->sleep_for(left < kSettlePause ? left : kSettlePause);
   return Status();
 }
 
@@ -301,10 +214,8 @@ RouteNext Cluster::on_routed_error(Connection& node, Bytes key, Status s) {
   }
   if (traits(code).connection_failed) {
     // The node may be gone (a failover): the map is read again, as steps
-    // before the next start/step request routes (or by the next blocking
-    // call); should that read fail, the slot goes to the next known node,
-    // whose MOVED names the owner.
-    map_stale_ = true;
+    // before the next request routes; should that read fail, the slot goes
+    // to the next known node, whose MOVED names the owner.
     refresh_wanted_ = true;  // the next request reads the map first, as steps
     if (node_count_ > 1) owner_[slot] = static_cast<uint8_t>((from + 1) % node_count_);
   }

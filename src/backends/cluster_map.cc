@@ -106,7 +106,6 @@ Status Cluster::refresh(Deadline deadline) {
       last = read_map(nodes_[i], deadline);
       if (last.ok()) {
         ++stats_.refreshes;
-        map_stale_ = false;
         refresh_wanted_ = false;
         return last;
       }
@@ -217,10 +216,7 @@ Status Cluster::end_refresh(Status s) {
   refresh_running_ = false;
   refresh_paging_ = false;
   refresh_wanted_ = false;
-  if (s.ok()) {
-    ++stats_.refreshes;
-    map_stale_ = false;
-  }
+  if (s.ok()) ++stats_.refreshes;
   return s;
 }
 

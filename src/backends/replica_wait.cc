@@ -82,14 +82,5 @@ Result<const Reply*> WriteConfirm::end(Connection& conn, const Result<const Repl
   return &keep[0];
 }
 
-Result<const Reply*> WriteConfirm::run(Connection& conn, const Reply* reply, Deadline deadline) {
-  // Its own timeout: a WAIT started as a step elsewhere keeps `sent`.
-  Millis own{0};
-  WriteConfirm blocking{want, max_wait, keep, own, failures, err};
-  const Result<const Reply*> started = blocking.start(conn, reply, deadline);
-  if (!started.ok() || started.value()) return started;
-  return blocking.end(conn, io(conn).wait(deadline));
-}
-
 }  // namespace detail
 }  // namespace edgelock

@@ -38,10 +38,6 @@ struct WriteConfirm {
   /// Connection::command()'s, kProtocol, kNoQuorum (fewer than `want`
   /// acknowledged).
   Result<const Reply*> end(Connection& conn, const Result<const Reply*>& wait);
-
-  /// Both, blocking (the routers' blocking calls). Errors: as start() and
-  /// end().
-  Result<const Reply*> run(Connection& conn, const Reply* reply, Deadline deadline);
 };
 
 /// The WAIT of a router whose options have wait_replicas and wait_timeout

@@ -10,12 +10,11 @@
 #include "backends/sentinel_rules.h"
 #include "backends/topology_url.h"
 #include "base/error_text.h"
+#include "edgelock/detail/lease_core.h"
 
 namespace edgelock {
 
 namespace {
-
-constexpr int kMaxRounds = 1000;
 
 struct SentinelList {
   Endpoint* out;
@@ -248,50 +247,16 @@ Connection& Sentinel::connection_for(Bytes key) {
   return primary_;
 }
 
+// The routed steps every lease's request takes (Sentinel::route_for()
+// and the rest), driven to the end.
 Result<const Reply*> Sentinel::eval(const ScriptCall& call, Deadline deadline) {
-  if (!call.script) {
-    set_error(error_, "eval without a script");
-    return ErrorCode::kInvalidArgument;
-  }
-  return run(call, deadline);
+  if (!initialized_) return detail::not_initialized("sentinel", error_);
+  return detail::call_routed(*this, call.keys.empty() ? Bytes() : call.keys[0], call, deadline);
 }
 
 Result<const Reply*> Sentinel::command(Bytes key, Span<const Bytes> args, Deadline deadline) {
-  (void)key;
-  return run(detail::plain_command(args), deadline);
-}
-
-Result<const Reply*> Sentinel::run(const ScriptCall& call, Deadline deadline) {
   if (!initialized_) return detail::not_initialized("sentinel", error_);
-  Status s = ErrorCode::kNotConnected;
-  for (int round = 0; round < kMaxRounds; ++round) {
-    if (round > 0) {
-      // No primary right now (failover in progress): pause, then ask again.
-      const Nanos left = deadline.remaining(*clock_);
-      if (left <= Nanos::zero()) break;
-      const Nanos pause = sentinel_options_.retry_pause;
-      clock_->sleep_for(pause < left ? pause : left);
-    }
-    const Nanos recheck = sentinel_options_.recheck_interval;
-    if (recheck > Nanos::zero() && clock_->now() - resolved_at_ >= recheck) stale_ = true;
-    if (stale_) {
-      s = resolve(deadline);
-      if (!s.ok() && !detail::transient(s.code())) return s;  // e.g. a wrong sentinel password
-      if (!s.ok()) continue;
-    }
-    const Result<const Reply*> r = primary_.eval(call, deadline);
-    if (r.ok()) return call.writes_lease ? confirm(r.value(), deadline) : r;
-    s = note(primary_, r.status());
-    if (s.code() == ErrorCode::kReadOnly) ++stats_.readonly;
-    if (detail::retry_after_resolve(s.code())) {
-      primary_.close();  // the next lookup verifies whatever it finds
-      stale_ = true;
-      continue;
-    }
-    if (detail::outcome_unknown(s.code())) stale_ = true;
-    return s;
-  }
-  return s;
+  return detail::call_routed(*this, key, detail::plain_command(args), deadline);
 }
 
 detail::WriteConfirm Sentinel::confirmer() {
@@ -303,10 +268,6 @@ detail::WriteConfirm Sentinel::confirmer() {
 Result<const Reply*> Sentinel::settle(const Result<const Reply*>& c) {
   if (detail::outcome_unknown(c.status().code())) stale_ = true;
   return c;
-}
-
-Result<const Reply*> Sentinel::confirm(const Reply* reply, Deadline deadline) {
-  return settle(confirmer().run(primary_, reply, deadline));
 }
 
 Result<const Reply*> Sentinel::start_confirm(Connection& node, const Reply* reply,

@@ -256,6 +256,36 @@ TEST_F(ClusterStepTest, QueriesFollowAskAndMovedInsideTheLoop) {
   EXPECT_LT(loop.longest, step_bound());
 }
 
+// A caller's own script for the back end's blocking calls.
+constexpr Script kPttlScript = make_script("return redis.call('PTTL', KEYS[1])");
+
+// The back end's own blocking calls (Backend::eval(), command()) are the
+// same routed steps: after a held key's slot moved, a plain command and a
+// script the new owner has never seen (NOSCRIPT, then its body) follow
+// the MOVED there.
+TEST_F(ClusterStepTest, BackendCallsAreTheRoutedSteps) {
+  Lock lock(client_);
+  SlotMove move;
+  ASSERT_NO_FATAL_FAILURE(hold_and_begin_move(lock, move, 16383, "backend-moved"));
+  ASSERT_TRUE(end_move(move));
+  Backend& backend = client_;
+  const uint32_t moved = client_.stats().moved;
+  const Bytes get[2] = {Bytes::from_cstr("GET"), lock.key()};
+  const Deadline d = Deadline::after(client_.clock(), Millis(3000) * test::slowdown());
+  Result<const Reply*> r = backend.command(lock.key(), get, d);
+  ASSERT_TRUE(r.ok()) << r.status().to_string() << " " << client_.last_error();
+  EXPECT_EQ(std::string(r.value()->str, r.value()->len),
+            std::string(reinterpret_cast<const char*>(lock.token().data), lock.token().size));
+  EXPECT_GT(client_.stats().moved, moved) << "the command followed a MOVED";
+  EXPECT_EQ(test::serving_port(client_, lock.key()), move.to_port);
+  const Bytes key[1] = {lock.key()};
+  r = backend.eval({&kPttlScript, key}, d);
+  ASSERT_TRUE(r.ok()) << r.status().to_string() << " " << client_.last_error();
+  EXPECT_EQ(r.value()->type, ReplyType::kInteger);
+  EXPECT_GT(r.value()->integer, 0);
+  EXPECT_TRUE(lock.release().ok()) << client_.last_error();
+}
+
 // A FairLock waiter queued behind a holder (another client) while its
 // key's slot, queue and all, moves to another primary: its wake-list BLPOP
 // or its next attempt gets MOVED, the wait goes on at the new owner with

@@ -256,6 +256,15 @@ TEST_F(SentinelStepTest, FollowsManualFailoverInsideTheLoop) {
   EXPECT_GE(lazy.stats().readonly, 1u);
   EXPECT_EQ(lazy.primary().endpoint().port, setup_.replica().port());
   EXPECT_EQ(loop.drive(lazy_lock, lazy_lock.start_release()).code(), ErrorCode::kOk);
+  // The back end's own blocking call is the same routed steps: it reaches
+  // the new primary.
+  Backend& backend = sentinel;
+  const Bytes set[3] = {Bytes::from_cstr("SET"), Bytes::from_cstr("step-backend"),
+                        Bytes::from_cstr("v")};
+  const Result<const Reply*> r =
+      backend.command(set[1], set, Deadline::after(sentinel.clock(), Millis(3000)));
+  EXPECT_TRUE(r.ok()) << r.status().to_string() << " " << sentinel.last_error();
+  EXPECT_EQ(get(setup_.replica().port(), "step-backend"), "v");
   EXPECT_LT(loop.longest, step_bound());
   std::printf(
       "sentinel start/step: manual failover followed in %.0f ms, %d steps, longest %.3f ms, "

@@ -110,6 +110,17 @@ struct Machine {
 /// misbehaving peer) is cancelled and ends with kTimeout.
 Status run_machine(Status s, const Machine& m);
 
+/// A routing back end's blocking eval() and command() (Sentinel,
+/// Cluster): `call` (a plain command without call.script), routed by `key`
+/// (any, for a back end with one primary), through the routed steps every
+/// lease's request takes, driven by run_machine() to its end. The reply
+/// lives until the serving connection's next request. Errors: as
+/// Backend::eval(); kInvalidArgument also while the back end does not
+/// route (before its init()) and for a key longer than kMaxKeyLen;
+/// kRandomFailed.
+Result<const Reply*> call_routed(Backend& backend, Bytes key, const ScriptCall& call,
+                                 Deadline deadline);
+
 /// An ownership check's outcome as owned() answers it: ok is true,
 /// kNotOwner false, any other status an error.
 inline Result<bool> owned_of(Status s) {
