@@ -22,17 +22,52 @@
 #include <cstring>
 
 #include "base/error_text.h"
+#include "connection/machine.h"
 #include "edgelock/detail/connection_io.h"
 #include "resp/encoder.h"
 
 namespace edgelock {
 
 namespace {
-// Upper bound on wait rounds of one request: each round either moves bytes
-// or waits on the deadline, so this only guards against a misbehaving peer.
-constexpr int kMaxRounds = 1 << 20;
+
 // EVALSHA sha numkeys key... arg...: at most 3 + keys + args words.
 constexpr size_t kMaxEvalWords = 16;
+
+// Connection::wait() as a machine for the one driver (machine.h).
+struct Waiter {
+  detail::ConnectionIo io;
+  Clock& clock;
+  Deadline deadline;
+  Status awaited;  // the last wait's failure ends the request
+  Result<const Reply*> out{nullptr};
+};
+
+Status end_with(Waiter& w, Result<const Reply*> r) {
+  w.out = r;
+  return r.ok() ? Status() : r.status();
+}
+
+Status wait_step(void* self) {
+  Waiter& w = *static_cast<Waiter*>(self);
+  if (w.awaited.code() == ErrorCode::kTimeout) return end_with(w, w.io.abandon());
+  if (!w.awaited.ok()) return end_with(w, w.awaited);
+  const Result<const Reply*> r = w.io.advance();
+  // Not busy after a step that returned no reply: a bare connect is done.
+  if (!r.ok() || r.value() || !w.io.busy()) return end_with(w, r);
+  if (w.deadline.expired(w.clock)) return end_with(w, w.io.abandon());
+  return ErrorCode::kInProgress;
+}
+
+void wait_await(void* self) {
+  Waiter& w = *static_cast<Waiter*>(self);
+  w.awaited = w.io.await(w.deadline);
+}
+
+void wait_cancel(void* self) {
+  Waiter& w = *static_cast<Waiter*>(self);
+  end_with(w, w.io.abandon()).ignore();
+}
+
 }  // namespace
 
 Connection::~Connection() { transport_->close(); }
@@ -338,16 +373,10 @@ Status Connection::await(Deadline deadline) {
 
 Result<const Reply*> Connection::wait(Deadline deadline) {
   may_block_ = true;
-  for (int round = 0; round < kMaxRounds; ++round) {
-    const Result<const Reply*> r = advance();
-    // Not busy after a step that returned no reply: a bare connect is done.
-    if (!r.ok() || r.value() || !busy()) return r;
-    if (deadline.expired(*clock_)) return abandon();
-    const Status s = await(deadline);
-    if (s.code() == ErrorCode::kTimeout) return abandon();
-    if (!s.ok()) return s;
-  }
-  return abandon();
+  Waiter w{detail::io(*this), *clock_, deadline, Status(), nullptr};
+  const Status s = detail::run_machine(wait_step(&w), {&w, &wait_step, &wait_await, &wait_cancel});
+  if (!s.ok() && w.out.ok()) return s;  // cancelled after 2^20 turns
+  return w.out;
 }
 
 Result<const Reply*> Connection::command(Span<const Bytes> args, Deadline deadline) {

@@ -1,6 +1,7 @@
 // LeaseCore: the operation in flight of a single-server primitive (one
 // request or one pause at a time), the wait around its attempts, and the
 // blocking driver that turns the start/step machine into a blocking call.
+#include "connection/machine.h"
 #include "edgelock/connection.h"
 #include "edgelock/detail/connection_io.h"
 #include "edgelock/detail/lease_core.h"
@@ -10,9 +11,6 @@ namespace detail {
 
 namespace {
 
-// Each driver turn moves bytes, waits or ends a pause; the count only
-// guards against a misbehaving peer.
-constexpr int kMaxTurns = 1 << 20;
 // A second guard behind every wait's deadline: the shortest pause is 1 ms
 // (rate limiters) or retry_min, so this is over 16 minutes of waiting.
 constexpr uint32_t kMaxWaitAttempts = 1000000;
@@ -308,16 +306,6 @@ void LeaseCore::await() {
   const Status s = io(*conn_).await(deadline_);
   // A failed read or wait closed the connection: that is the outcome.
   if (!s.ok() && s.code() != ErrorCode::kTimeout) complete(s);
-}
-
-Status run_machine(Status s, const Machine& m) {
-  for (int turn = 0; turn < kMaxTurns && s.code() == ErrorCode::kInProgress; ++turn) {
-    m.await(m.self);
-    s = m.step(m.self);
-  }
-  if (s.code() != ErrorCode::kInProgress) return s;
-  m.cancel(m.self);
-  return ErrorCode::kTimeout;
 }
 
 Status LeaseCore::run(Status s, OpStep step, void* self) {

@@ -5,6 +5,7 @@
 // the library's driver (run()), waiting on the sockets in flight (or
 // sleeping out a pause).
 #include "base/validity.h"
+#include "connection/machine.h"
 #include "edgelock/detail/lease_core.h"
 #include "edgelock/quorum_lock.h"
 #include "quorum/quorum_fanout.h"

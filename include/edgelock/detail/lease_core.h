@@ -94,26 +94,10 @@ struct RequestWords {
 
 class ConnectionIo;
 
-/// What a blocking call drives: `step` moves the operation (kInProgress
-/// while it goes on), `await` blocks until it may move (a reply, a
-/// deadline, a pause) and takes in what is ready, `cancel` gives it up.
-struct Machine {
-  void* self;
-  Status (*step)(void* self);
-  void (*await)(void* self);
-  void (*cancel)(void* self);
-};
-
-/// The library's one blocking driver, under every lease's blocking calls
-/// (LeaseCore::run(), QuorumLock): the operation started with `s`, awaited
-/// and stepped until it ends. A machine still going after 2^20 turns (a
-/// misbehaving peer) is cancelled and ends with kTimeout.
-Status run_machine(Status s, const Machine& m);
-
 /// A routing back end's blocking eval() and command() (Sentinel,
 /// Cluster): `call` (a plain command without call.script), routed by `key`
 /// (any, for a back end with one primary), through the routed steps every
-/// lease's request takes, driven by run_machine() to its end. The reply
+/// lease's request takes, driven by the one blocking driver to its end. The reply
 /// lives until the serving connection's next request. Errors: as
 /// Backend::eval(); kInvalidArgument also while the back end does not
 /// route (before its init()) and for a key longer than kMaxKeyLen;
@@ -292,7 +276,8 @@ class LeaseCore {
   /// What the operation waits on (Lease::wait_fds(), next_deadline()).
   size_t wait_fds(pollfd* out, size_t cap) const;
   Deadline next_deadline() const;
-  /// A blocking call: run_machine() over this core's wait and `step`.
+  /// A blocking call: the one driver (src/connection/machine.h) over this
+  /// core's wait and `step`.
   /// Returns the final status.
   Status run(Status s, OpStep step, void* self);
   /// Lease::cancel(): the request in flight ends as kTimeout (the
