@@ -44,29 +44,23 @@ Status copy_part(Span s, char* dst, size_t cap, bool decode, const char** why, c
   return Status();
 }
 
-// Parses an unsigned decimal in [lo, hi]; the whole span must be digits.
-bool parse_number(Span s, long lo, long hi, long* out) {
-  if (s.n == 0 || s.n > 9) return false;
+// An unsigned decimal in [lo, hi], the whole span digits, into `*out`;
+// else `what` is why it was refused.
+template <typename T>
+Status number_field(Span s, long lo, long hi, T* out, const char** why, const char* what) {
   long v = 0;
-  for (size_t i = 0; i < s.n; ++i) {
-    if (s.p[i] < '0' || s.p[i] > '9') return false;
+  bool ok = s.n > 0 && s.n <= 9;
+  for (size_t i = 0; ok && i < s.n; ++i) {
+    ok = s.p[i] >= '0' && s.p[i] <= '9';
     v = v * 10 + (s.p[i] - '0');
   }
-  if (v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
-
-// A decimal field in [lo, hi]; else `what` is why it was refused.
-Status number_field(Span s, long lo, long hi, long* out, const char** why, const char* what) {
-  return parse_number(s, lo, hi, out) ? Status() : fail(why, what);
+  if (!ok || v < lo || v > hi) return fail(why, what);
+  *out = static_cast<T>(v);
+  return Status();
 }
 
 Status parse_db(Span s, Endpoint* ep, const char** why) {
-  long db = 0;
-  EDGELOCK_TRY(number_field(s, 0, 1000000, &db, why, "bad database number"));
-  ep->db = static_cast<int>(db);
-  return Status();
+  return number_field(s, 0, 1000000, &ep->db, why, "bad database number");
 }
 
 Status parse_userinfo(Span s, Endpoint* ep, const char** why) {
@@ -109,10 +103,7 @@ Status parse_hostport(Span s, Endpoint* ep, const char** why) {
   }
   EDGELOCK_TRY(copy_part(host, ep->host, kMaxHostLen, false, why, "host name too long"));
   if (!port.p) return Status();
-  long v = 0;
-  EDGELOCK_TRY(number_field(port, 1, 65535, &v, why, "bad port"));
-  ep->port = static_cast<uint16_t>(v);
-  return Status();
+  return number_field(port, 1, 65535, &ep->port, why, "bad port");
 }
 
 Status parse_network(Span rest, Endpoint* ep, const char** why) {

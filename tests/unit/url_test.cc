@@ -30,6 +30,7 @@ TEST(Url, ValidTable) {
       {"redis://[fe80::1]", Scheme::kTcp, "fe80::1", 6379, "", "", 0},
       {"rediss://gw.example:6380/2", Scheme::kTls, "gw.example", 6380, "", "", 2},
       {"redis://h:65535/", Scheme::kTcp, "h", 65535, "", "", 0},
+      {"redis://h/1000000", Scheme::kTcp, "h", 6379, "", "", 1000000},
   };
   for (const Good& c : cases) {
     Endpoint ep;
@@ -70,6 +71,9 @@ TEST(Url, InvalidTable) {
       {"redis://[::1]x", ErrorCode::kInvalidArgument, "junk"},
       {"redis://host/x", ErrorCode::kInvalidArgument, "database"},
       {"redis://host/-1", ErrorCode::kInvalidArgument, "database"},
+      {"redis://host/1000001", ErrorCode::kInvalidArgument, "database"},
+      {"redis://host/1234567890", ErrorCode::kInvalidArgument, "database"},
+      {"unix:///s.sock?db=", ErrorCode::kInvalidArgument, "database"},
       {"redis://nopass@host", ErrorCode::kInvalidArgument, "':'"},
       {"redis://u:%zz@host", ErrorCode::kInvalidArgument, "escape"},
       {"redis://u:%4@host", ErrorCode::kInvalidArgument, "escape"},
