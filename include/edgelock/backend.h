@@ -17,6 +17,7 @@ struct Reply;  // edgelock/reply.h: only pointers to it here
 class Connection;
 namespace detail {
 class LeaseCore;
+struct LeaseRouter;
 }  // namespace detail
 
 /// What a request routed by a caller's loop does after an error reply or a
@@ -84,8 +85,11 @@ class Backend {
   // is moved by the caller's steps too). The defaults say "not served": a
   // plain Connection is used directly (direct()).
 
-  /// True if route_for() serves start/step operations now.
-  virtual bool routes_nonblocking() const { return false; }
+  /// The routed steps (&detail::LeaseCore::kRouter) while route_for()
+  /// serves start/step operations; nullptr (the default): not served.
+  /// They are reached through it alone, so a program without a back end
+  /// that routes does not link them.
+  virtual const detail::LeaseRouter* router() const { return nullptr; }
   /// The node to send a request about `key` to now, from what is known
   /// (no I/O, never blocks); nullptr if none.
   virtual Connection* route_for(Bytes key) {

@@ -127,7 +127,7 @@ class Cluster final : public Backend {
   Connection& connection_for(Bytes key) override;
   Nanos command_timeout() const override { return options_.command_timeout; }
   // Non-blocking routing (Backend): served after init().
-  bool routes_nonblocking() const override;
+  const detail::LeaseRouter* router() const override;
   Connection* route_for(Bytes key) override;
   RouteNext route_pending(Bytes key) override;
   RouteNext on_routed_error(Connection& node, Bytes key, Status s) override;

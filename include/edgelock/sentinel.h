@@ -134,7 +134,7 @@ class Sentinel final : public Backend {
   // by host name is looked up by its connection's first connect, inside
   // a step (DNS may block): give IP literals for a loop that must never
   // block.
-  bool routes_nonblocking() const override;
+  const detail::LeaseRouter* router() const override;
   Connection* route_for(Bytes key) override;
   RouteNext route_pending(Bytes key) override;
   RouteNext on_routed_error(Connection& node, Bytes key, Status s) override;

@@ -165,17 +165,19 @@ Status Cluster::redirected(uint16_t slot, bool moved, int* target) {
 
 // --- Non-blocking routing: no I/O here, the caller's loop moves the bytes.
 
-bool Cluster::routes_nonblocking() const { return initialized_ && node_count_ > 0; }
+const detail::LeaseRouter* Cluster::router() const {
+  return initialized_ && node_count_ > 0 ? &detail::LeaseCore::kRouter : nullptr;
+}
 
 Connection* Cluster::route_for(Bytes key) {
   // While the map is to be read (first use, a lost node), requests wait
   // for route_pending()'s steps.
-  if (!routes_nonblocking() || refresh_wanted_ || refresh_running_) return nullptr;
+  if (!router() || refresh_wanted_ || refresh_running_) return nullptr;
   return &nodes_[pick_node(key_slot(key))];
 }
 
 RouteNext Cluster::route_pending(Bytes key) {
-  if (!routes_nonblocking()) return detail::unrouted("cluster", error_);
+  if (!router()) return detail::unrouted("cluster", error_);
   RouteNext next;
   if (refresh_wanted_ || refresh_running_) {
     const Status s = refresh_step();

@@ -7,6 +7,7 @@
 #include "backends/sentinel_rules.h"
 #include "base/error_text.h"
 #include "edgelock/detail/connection_io.h"
+#include "edgelock/detail/lease_core.h"
 #include "edgelock/reply.h"
 #include "edgelock/sentinel.h"
 
@@ -37,11 +38,13 @@ Result<const Reply*> exchange(Connection& conn, Deadline until) {
 
 }  // namespace
 
-bool Sentinel::routes_nonblocking() const { return initialized_ && sentinel_count_ > 0; }
+const detail::LeaseRouter* Sentinel::router() const {
+  return initialized_ && sentinel_count_ > 0 ? &detail::LeaseCore::kRouter : nullptr;
+}
 
 Connection* Sentinel::route_for(Bytes key) {
   static_cast<void>(key);  // one primary holds every key
-  if (!routes_nonblocking()) return nullptr;
+  if (!router()) return nullptr;
   const Nanos recheck = sentinel_options_.recheck_interval;
   if (recheck > Nanos::zero() && clock_->now() - resolved_at_ >= recheck) stale_ = true;
   // Closed by a timeout or an I/O error (and no request reconnecting it):
@@ -51,7 +54,7 @@ Connection* Sentinel::route_for(Bytes key) {
 }
 
 RouteNext Sentinel::route_pending(Bytes key) {
-  if (!routes_nonblocking()) return detail::unrouted("sentinel", error_);
+  if (!router()) return detail::unrouted("sentinel", error_);
   RouteNext next;
   if (!stale_ && lookup_ == Lookup::kIdle && route_for(key)) {
     next.node = &primary_;

@@ -51,7 +51,7 @@ Status LeaseCore::end_op(Status s) {
   phase_ = OpPhase::kIdle;
   done_ = false;
   waiting_ = false;
-  routed_ = false;
+  router_ = nullptr;
   plain_ = false;
   resending_ = false;
   confirming_ = false;
@@ -82,7 +82,7 @@ bool LeaseCore::begin_request(Deadline deadline) {
   pipelined_ = false;
   first_ = Status();
   deadline_ = deadline;
-  routed_ = false;
+  router_ = nullptr;
   plain_ = false;
   resending_ = false;
   confirming_ = false;
@@ -93,11 +93,12 @@ bool LeaseCore::begin_request(Deadline deadline) {
 Status LeaseCore::send(const ScriptCall& call, Deadline deadline) {
   if (!begin_request(deadline)) return ErrorCode::kInProgress;
   Connection* c = backend_->direct();
-  if (!c && backend_->routes_nonblocking()) {
+  const LeaseRouter* routes = c ? nullptr : backend_->router();
+  if (routes) {
     turn_call_ = call;
     redirects_ = 0;
-    routed_ = true;
-    return start_route();
+    router_ = routes;
+    return (this->*routes->start)();
   }
   if (!c) {
     // A back end that cannot route: blocking only.
@@ -136,29 +137,10 @@ void LeaseCore::leave_queue() {
 Status LeaseCore::send_command(Span<const Bytes> args, Deadline deadline) {
   if (!begin_request(deadline)) return ErrorCode::kInProgress;
   Connection* c = backend_->direct();
-  if (!c && backend_->routes_nonblocking()) {
-    // Its words are not kept (written whole at once): a redirect ends it,
-    // after teaching the back end the slot's owner.
-    routed_ = true;
-    plain_ = true;
-    // While the back end looks the node up again (a recheck due, a lost
-    // node), the node of the request before: a SCRIPT LOAD must reach the
-    // node that lost the script, and a BLPOP there at worst fails and
-    // backs off.
-    Connection* node = backend_->route_for(key());
-    if (node) conn_ = node;
-    if (!conn_) {
-      const RouteNext next = backend_->route_pending(key());
-      conn_ = next.node;
-      const Status why =
-          next.pause > Nanos::zero() ? Status(ErrorCode::kNotConnected) : next.status;
-      if (!conn_) return started(why.ok() ? Status(ErrorCode::kNotConnected) : why);
-    }
-    ConnectionIo cio = io(*conn_);
-    if (!cio.turn_of(this, false)) {
-      return started(cio.refuse_busy("another request is in flight on this node"));
-    }
-    return started(cio.start_command(args, deadline));
+  const LeaseRouter* routes = c ? nullptr : backend_->router();
+  if (routes) {
+    router_ = routes;
+    return (this->*routes->start_command)(args, deadline);
   }
   if (!c) {
     complete(backend_->command(key(), args, deadline));
@@ -172,15 +154,16 @@ Status LeaseCore::send_pipelined(Span<const Bytes> first, const ScriptCall& call
                                  Deadline deadline) {
   if (!begin_request(deadline)) return ErrorCode::kInProgress;
   Connection* c = backend_->direct();
-  if (!c && !backend_->routes_nonblocking()) {
+  const LeaseRouter* routes = c ? nullptr : backend_->router();
+  if (!c && !routes) {
     complete(ErrorCode::kInvalidArgument);
     return ErrorCode::kInProgress;
   }
-  if (!c) {
+  if (routes) {
     turn_call_ = call;
     redirects_ = 0;
-    routed_ = true;
-    return start_route_pipelined(first);
+    router_ = routes;
+    return (this->*routes->start_pipelined)(first);
   }
   conn_ = c;
   pipelined_ = true;
@@ -193,8 +176,8 @@ Result<const Reply*> LeaseCore::outcome() {
   // A routed request that could not start (a node refused the connect):
   // the back end hears of it too, so a lost node is replaced for the slot
   // (or the request waits for a new primary, and goes there).
-  if (routed_ && conn_ && !cancelling_ && !result_.ok()) {
-    const Result<const Reply*> next = reroute(result_.status());
+  if (router_ && conn_ && !cancelling_ && !result_.ok()) {
+    const Result<const Reply*> next = (this->*router_->reroute)(result_.status());
     if (next.ok() && !next.value()) return next;  // on its way again
     phase_ = OpPhase::kIdle;
     return next;
@@ -205,7 +188,7 @@ Result<const Reply*> LeaseCore::outcome() {
 
 Result<const Reply*> LeaseCore::reply() {
   if (done_) return outcome();
-  if (resending_) return resend_due();
+  if (resending_) return (this->*router_->resend_due)();
   ConnectionIo io = detail::io(*conn_);
   if (queued_) {
     const Status s = take_turn(io);
@@ -229,12 +212,12 @@ Result<const Reply*> LeaseCore::reply() {
     if (confirming_) {
       confirming_ = false;
       r = backend_->end_confirm(*conn_, r);
-    } else if (routed_ && !r.ok()) {
-      const Result<const Reply*> next = reroute(r.status());
+    } else if (router_ && !r.ok()) {
+      const Result<const Reply*> next = (this->*router_->reroute)(r.status());
       if (next.ok() && !next.value()) return next;  // on its way again
       phase_ = OpPhase::kIdle;
       return next;
-    } else if (routed_ && !plain_ && turn_call_.writes_lease) {
+    } else if (router_ && !plain_ && turn_call_.writes_lease) {
       // A grant counts once the back end's replicas confirm it (WAIT).
       r = backend_->start_confirm(*conn_, r.value(), deadline_);
       confirming_ = r.ok() && !r.value();

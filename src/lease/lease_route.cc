@@ -1,6 +1,8 @@
-// LeaseCore: a routed request of a start_*() operation (Sentinel, Cluster):
-// sent to the node the back end names, or paused while it looks one up,
-// and sent on after a redirect, a TRYAGAIN or a lost node.
+// LeaseCore: a routed request (Sentinel, Cluster): sent to the node the
+// back end names, or paused while it looks one up, and sent on after a
+// redirect, a TRYAGAIN or a lost node. Reached only through
+// LeaseCore::kRouter, which a back end that routes hands out: built with
+// the sentinel or cluster component, and linked only with one.
 #include "edgelock/connection.h"
 #include "edgelock/detail/connection_io.h"
 #include "edgelock/detail/lease_core.h"
@@ -23,6 +25,33 @@ Status LeaseCore::start_route() {
   resending_ = true;
   resend_at_ = Deadline::at(clock().now() + next.pause).min(deadline_);
   return ErrorCode::kInProgress;
+}
+
+const LeaseRouter LeaseCore::kRouter = {&LeaseCore::start_route, &LeaseCore::start_route_pipelined,
+                                        &LeaseCore::start_route_command, &LeaseCore::reroute,
+                                        &LeaseCore::resend_due};
+
+// A routed plain command. Its words are not kept (written whole at once):
+// a redirect ends it, after teaching the back end the slot's owner. While
+// the back end looks the node up again (a recheck due, a lost node), it
+// goes to the node of the request before: a SCRIPT LOAD must reach the
+// node that lost the script, and a BLPOP there at worst fails and backs
+// off.
+Status LeaseCore::start_route_command(Span<const Bytes> args, Deadline deadline) {
+  plain_ = true;
+  Connection* node = backend_->route_for(key());
+  if (node) conn_ = node;
+  if (!conn_) {
+    const RouteNext next = backend_->route_pending(key());
+    conn_ = next.node;
+    const Status why = next.pause > Nanos::zero() ? Status(ErrorCode::kNotConnected) : next.status;
+    if (!conn_) return started(why.ok() ? Status(ErrorCode::kNotConnected) : why);
+  }
+  ConnectionIo cio = io(*conn_);
+  if (!cio.turn_of(this, false)) {
+    return started(cio.refuse_busy("another request is in flight on this node"));
+  }
+  return started(cio.start_command(args, deadline));
 }
 
 // The routed request (turn_call_) to `node`, after ASKING with `asking`.

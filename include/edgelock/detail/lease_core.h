@@ -219,9 +219,9 @@ class LeaseCore {
   /// back end steps() refuses).
   Status begin_op(uint8_t op, bool nonblocking);
   /// True if start_*() operations are served: a plain Connection, or a
-  /// back end that routes without blocking (Backend::routes_nonblocking():
-  /// Cluster or Sentinel once set up).
-  bool steps() const { return backend_->direct() || backend_->routes_nonblocking(); }
+  /// back end that routes without blocking (Backend::router(): Cluster or
+  /// Sentinel once set up).
+  bool steps() const { return backend_->direct() || backend_->router(); }
   /// Ends the operation; returns `s`.
   Status end_op(Status s);
   /// The operation in flight (0: none).
@@ -300,6 +300,9 @@ class LeaseCore {
   /// Time left of the wait (0 once over).
   Nanos wait_left() const { return wait_until_.remaining(clock()); }
 
+  /// The routed steps (src/lease/lease_route.cc), for Backend::router().
+  static const LeaseRouter kRouter;
+
  private:
   static constexpr const char* kInitFaults[] = {
       "", "init(): the key is empty",
@@ -312,6 +315,7 @@ class LeaseCore {
   void leave_queue();
   void await();
   Status start_route();
+  Status start_route_command(Span<const Bytes> args, Deadline deadline);
   Status start_routed(Connection* node, bool asking);
   Status wait_node(Connection* node);
   Status start_route_pipelined(Span<const Bytes> first);
@@ -335,7 +339,6 @@ class LeaseCore {
   bool waiting_ = false;      // begin_wait(): failed attempts may be retried
   bool nonblocking_ = false;  // a start_*() operation: takes its turn in order on a Connection
   bool queued_ = false;       // send() waits its turn on a shared connection
-  bool routed_ = false;       // the request goes where the back end routes it
   bool confirming_ = false;   // a routed write's WAIT is out (Backend::start_confirm())
   bool plain_ = false;        // a routed plain command: never sent again
   bool asked_ = false;        // the routed request went with ASKING
@@ -350,6 +353,7 @@ class LeaseCore {
   Result<const Reply*> result_{nullptr};
   ScriptCall turn_call_;                         // what send() starts when its turn comes
   Connection* conn_ = nullptr;                   // the connection of the request in flight
+  const LeaseRouter* router_ = nullptr;          // a routed request's steps (Backend::router())
   Deadline deadline_ = Deadline::never();        // the request's, or the pause's end
   Deadline resend_at_ = Deadline::never();       // a routed request's pause end (TRYAGAIN)
   Deadline wait_until_ = Deadline::never();      // the wait's end
@@ -359,6 +363,17 @@ class LeaseCore {
   Prng rng_;
   Backoff backoff_{Millis(2), Millis(250)};
   uint8_t key_[kMaxKeyLen] = {};
+};
+
+/// A request routed by its back end (Sentinel, Cluster) takes these steps
+/// instead of a plain connection's: started, rerouted after an error, sent
+/// again after a pause.
+struct LeaseRouter {
+  Status (LeaseCore::*start)();
+  Status (LeaseCore::*start_pipelined)(Span<const Bytes> first);
+  Status (LeaseCore::*start_command)(Span<const Bytes> args, Deadline deadline);
+  Result<const Reply*> (LeaseCore::*reroute)(Status s);
+  Result<const Reply*> (LeaseCore::*resend_due)();
 };
 
 }  // namespace detail
