@@ -48,13 +48,13 @@ Status copy_part(Span s, char* dst, size_t cap, bool decode, const char** why, c
 // else `what` is why it was refused.
 template <typename T>
 Status number_field(Span s, long lo, long hi, T* out, const char** why, const char* what) {
+  if (s.n == 0 || s.n > 9) return fail(why, what);
   long v = 0;
-  bool ok = s.n > 0 && s.n <= 9;
-  for (size_t i = 0; ok && i < s.n; ++i) {
-    ok = s.p[i] >= '0' && s.p[i] <= '9';
+  for (size_t i = 0; i < s.n; ++i) {
+    if (s.p[i] < '0' || s.p[i] > '9') return fail(why, what);
     v = v * 10 + (s.p[i] - '0');
   }
-  if (!ok || v < lo || v > hi) return fail(why, what);
+  if (v < lo || v > hi) return fail(why, what);
   *out = static_cast<T>(v);
   return Status();
 }
