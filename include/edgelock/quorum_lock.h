@@ -212,10 +212,12 @@ class QuorumLock final : public Lease {
   void cancel() override;
 
   /// Conservative validity left (0 if not held): held() while we hold it
-  /// and the local validity has not run out.
+  /// and the local validity has not run out. 0 while an acquire is in
+  /// flight: a grant counts once step() ends it with ok.
   Nanos remaining() const override;
-  /// Fencing token of the current grant (0 if none, or fencing is off).
-  uint64_t fence() const override { return fence_; }
+  /// Fencing token of the current grant (0 if none, fencing is off, or an
+  /// acquire is in flight: its fence is final only after the write-back).
+  uint64_t fence() const override { return acquiring() ? 0 : fence_; }
   Bytes token() const override { return n_ > 0 ? Bytes(token_, sizeof token_) : Bytes(); }
   Bytes key() const override { return keys_[0]; }
   size_t size() const { return n_; }
@@ -296,6 +298,8 @@ class QuorumLock final : public Lease {
   Deadline limit() const;
   Deadline round_limit() const;
   TimePoint attempt_end() const;
+  bool acquiring() const { return op_ == Op::kTry || op_ == Op::kAcquire; }
+  bool valid_now() const;
   Nanos down_step(uint8_t level) const;
   size_t note_owners(int64_t yes_min);
   Status finish_extend(TimePoint start, TimePoint decided_at, Millis ttl, ExtendMode mode);

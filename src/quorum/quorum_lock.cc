@@ -119,10 +119,12 @@ void QuorumLock::forget() {
 }
 
 Nanos QuorumLock::remaining() const {
-  if (!granted_) return Nanos::zero();
+  if (!granted_ || acquiring()) return Nanos::zero();
   const Nanos left = valid_until_ - clock().now();
   return left > Nanos::zero() ? left : Nanos::zero();
 }
+
+bool QuorumLock::valid_now() const { return granted_ && clock().now() < valid_until_; }
 
 // --- The blocking calls: the start/step machine driven to its end.
 
@@ -190,7 +192,7 @@ Status QuorumLock::after_acquire(const detail::FanoutResult& fr) {
   agreed_ = static_cast<uint8_t>(agreed_on_fence());
   if (options_.fencing && agreed_ < quorum()) return start_fence();
   if (!options_.fencing) fence_ = 0;
-  return held() ? attempt_done(Status()) : cleanup(ErrorCode::kExpired);
+  return valid_now() ? attempt_done(Status()) : cleanup(ErrorCode::kExpired);
 }
 
 // Records what the acquire round left behind: who may hold our token, the
@@ -263,7 +265,7 @@ Status QuorumLock::after_fence(const detail::FanoutResult& fr) {
   } else if (agreed_ + t.yes < quorum()) {
     s = t.unknown > 0 ? ErrorCode::kIndeterminate : ErrorCode::kNoQuorum;
   }
-  if (s.ok() && held()) return attempt_done(s);
+  if (s.ok() && valid_now()) return attempt_done(s);
   return cleanup(s.ok() ? Status(ErrorCode::kExpired) : s);
 }
 

@@ -5,6 +5,7 @@
 // increase across alternating clients, a holder abandoned right after a
 // one-round grant is followed by a higher fence, and the data-loss rules.
 #include <gtest/gtest.h>
+#include <poll.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -270,6 +271,39 @@ TEST(QuorumFence, StaleGuessTakesTwoRoundsAndStaysMonotonic) {
   EXPECT_EQ(c.lock().fence(), 54u);
   EXPECT_EQ(sent, 3u);
   ASSERT_TRUE(c.lock().release().ok());
+}
+
+// The start/step face while the write-back is in flight: nothing shows a
+// grant before step() ends the acquire with ok (the fence is not final
+// yet, and a failed write-back releases what the round granted).
+TEST(QuorumFence, NothingHeldBeforeTheWriteBackEnds) {
+  Servers s;
+  ASSERT_TRUE(s.start(3));
+  Client a;
+  ASSERT_TRUE(a.init(s) && a.connect());
+  s.set_counter(0, 50);
+  s.set_counter(1, 10);
+  s.set_counter(2, 10);
+  s.block(2);
+  QuorumLock& lock = a.lock();
+  Status st = lock.start_try_acquire();
+  const uint64_t before = a.commands();
+  int in_write_back = 0;
+  for (int i = 0; i < 10000 && st.code() == ErrorCode::kInProgress; ++i) {
+    EXPECT_FALSE(lock.held()) << "step " << i;
+    EXPECT_EQ(lock.fence(), 0u) << "step " << i;
+    EXPECT_EQ(lock.remaining(), Nanos::zero());
+    in_write_back += a.commands() > before ? 1 : 0;
+    pollfd fds[kMaxWaitFds];
+    const size_t n = lock.wait_fds(fds, kMaxWaitFds);
+    poll(fds, n, 10);
+    st = lock.step();
+  }
+  ASSERT_TRUE(st.ok()) << st.to_string() << " " << lock.last_error();
+  EXPECT_GT(in_write_back, 0) << "the write-back was in flight between steps";
+  EXPECT_TRUE(lock.held());
+  EXPECT_EQ(lock.fence(), 51u);
+  ASSERT_TRUE(lock.release().ok());
 }
 
 // Three clients take turns in a random order over five servers while one
