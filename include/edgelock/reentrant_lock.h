@@ -66,7 +66,9 @@ class ReentrantLock final : public detail::CoreLease {
   /// One attempt: depth 0 -> 1, or (already held) depth + 1 with a fresh
   /// TTL (max(the key's TTL, options().ttl): never shorter). Errors: kBusy
   /// (another owner holds it), kNotOwner (we held it but it expired or the
-  /// depth changed under us: all levels are lost), kExpired (granted, but
+  /// depth changed under us: all levels are lost; when a request given up
+  /// on changed the depth, the key is still ours and release() deletes
+  /// it), kExpired (granted, but
   /// the round trip used up the validity; handed back), kServerError (the
   /// fence counter is not a count below 2^53 or not a string: nothing
   /// written; text in last_error()), kInvalidArgument (not init()ed, or
@@ -90,7 +92,9 @@ class ReentrantLock final : public detail::CoreLease {
   // release() (Lease): drops one level (the last one deletes the key; others refresh the
   // TTL, and OK means the levels left have validity). Errors: kNotHeld
   // (nothing counted or possibly left), kNotOwner (expired or taken, or a
-  // retried release that had already landed: all levels are forgotten),
+  // retried release that had already landed: all levels are forgotten; when
+  // a request given up on changed the depth, the key is still ours and the
+  // next release() deletes it),
   // kExpired (the level was dropped, but the refreshed TTL came back too
   // late: the levels left are not claimed; release() them or extend()),
   // kProtocol, Connection::command()'s. After kProtocol and the errors
@@ -157,6 +161,7 @@ class ReentrantLock final : public detail::CoreLease {
   Status extend_request(Millis ttl, ExtendMode mode) override;
   Status on_extend(const Result<const Reply*>& r) override;
   void forget();
+  void lose_levels();
   void maybe_holds(uint32_t levels);
   void unknown_outcome(uint32_t most, TimePoint start, Millis ttl);
   Status send(const Script& script, bool fenced, size_t nargs, bool writes, Deadline deadline);

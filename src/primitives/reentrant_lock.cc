@@ -44,6 +44,14 @@ void ReentrantLock::forget() {
   fence_ = 0;
 }
 
+// Ours at a depth we never set: a request given up on landed after a
+// newer one. No level is claimed, but the key stays ours until release()
+// deletes it, at whatever depth.
+void ReentrantLock::lose_levels() {
+  forget();
+  most_ = kMaxDepth;
+}
+
 void ReentrantLock::maybe_holds(uint32_t levels) {
   if (levels > most_) most_ = levels;
 }
@@ -136,12 +144,17 @@ Status ReentrantLock::on_attempt(const Result<const Reply*>& r) {
     return attempt_done(s);
   }
   if (code == 0) {
-    most_ = depth_;  // someone else holds it: no level of ours is there
+    // Someone else holds it. most_ stays: an earlier attempt given up on
+    // may still land once they let go, and release() removes it.
     core_.set_busy_ttl(Millis(value));
     return attempt_done(ErrorCode::kBusy);
   }
   if (code < 0 || code != static_cast<int64_t>(want_)) {
-    forget();  // expired or changed under us: no level is ours any more
+    if (code == -2) {
+      lose_levels();
+    } else {
+      forget();  // expired or taken: no level is ours any more
+    }
     return attempt_done(ErrorCode::kNotOwner);
   }
   depth_ = most_ = want_;
@@ -194,7 +207,11 @@ Status ReentrantLock::on_release(const Result<const Reply*>& r) {
   }
   const int64_t d = r.value()->integer;
   if (d < 0 || d != static_cast<int64_t>(want_)) {
-    forget();
+    if (d == -2) {
+      lose_levels();
+    } else {
+      forget();
+    }
     return ErrorCode::kNotOwner;
   }
   depth_ = most_ = want_;

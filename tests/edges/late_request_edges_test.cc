@@ -238,6 +238,70 @@ TEST_F(LateRequest, ReentrantPartialReleaseOfUnknownOutcome) {
   }
 }
 
+// --- A late request leaves our reentrant key at a depth the handle never
+// set: nothing is claimed, and release() still deletes the key.
+
+TEST_F(LateRequest, ReentrantDepthLoweredByALateRelease) {
+  open_proxied(slow(Millis(250)));
+  ReentrantLock lock(conn_);
+  ReentrantLockOptions o;
+  o.ttl = slow_ms(10000);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr(kKey), o).ok());
+  ASSERT_TRUE(lock.try_acquire().ok() && lock.try_acquire().ok()) << lock.last_error();
+  proxy_->hold_next(kToServer, detail::kReentrantReleaseScript.sha1, slow(Millis(1500)));
+  EXPECT_FALSE(lock.release().ok()) << "the held release must time out";
+  ASSERT_TRUE(lock.try_acquire().ok()) << lock.last_error();  // depth 2 again
+  landed();
+  ASSERT_EQ(run(admin_, {"HGET", kKey, "depth"}), "1") << "the late release ran last";
+  EXPECT_EQ(lock.try_acquire().code(), ErrorCode::kNotOwner);
+  EXPECT_FALSE(lock.held());
+  EXPECT_GE(grant_left(lock), 0) << "the key is still ours";
+  EXPECT_TRUE(lock.release().ok()) << lock.last_error();
+  EXPECT_EQ(run(admin_, {"EXISTS", kKey}), "0") << "left behind until its TTL";
+}
+
+TEST_F(LateRequest, ReentrantDepthRaisedByALateAcquire) {
+  open_proxied(slow(Millis(250)));
+  ReentrantLock lock(conn_);
+  ReentrantLockOptions o;
+  o.ttl = slow_ms(10000);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr(kKey), o).ok());
+  ASSERT_TRUE(lock.try_acquire().ok()) << lock.last_error();
+  proxy_->hold_next(kToServer, detail::kReentrantAcquireScript.sha1, slow(Millis(1500)));
+  EXPECT_FALSE(lock.try_acquire().ok()) << "the held re-entry must time out";
+  ASSERT_TRUE(lock.try_acquire().ok()) << lock.last_error();  // depth 2
+  ASSERT_TRUE(lock.release().ok()) << lock.last_error();      // depth 1
+  landed();
+  ASSERT_EQ(run(admin_, {"HGET", kKey, "depth"}), "2") << "the late re-entry ran last";
+  EXPECT_EQ(lock.release().code(), ErrorCode::kNotOwner);
+  EXPECT_FALSE(lock.held());
+  EXPECT_GE(grant_left(lock), 0) << "the key is still ours";
+  EXPECT_TRUE(lock.release().ok()) << lock.last_error();
+  EXPECT_EQ(run(admin_, {"EXISTS", kKey}), "0") << "left behind until its TTL";
+}
+
+// An attempt given up on, then a busy reply: the first attempt may still
+// land once the other owner lets go, and release() removes it.
+TEST_F(LateRequest, ReentrantAttemptLandsAfterABusyRetry) {
+  open_proxied(slow(Millis(250)));
+  ReentrantLockOptions o;
+  o.ttl = slow_ms(10000);
+  ReentrantLock other(rival_);
+  ASSERT_TRUE(other.init(Bytes::from_cstr(kKey), o).ok());
+  ASSERT_TRUE(other.try_acquire().ok()) << other.last_error();
+  ReentrantLock lock(conn_);
+  ASSERT_TRUE(lock.init(Bytes::from_cstr(kKey), o).ok());
+  proxy_->hold_next(kToServer, detail::kReentrantAcquireScript.sha1, slow(Millis(1500)));
+  EXPECT_FALSE(lock.try_acquire().ok()) << "the held attempt must time out";
+  EXPECT_EQ(lock.try_acquire().code(), ErrorCode::kBusy);
+  ASSERT_TRUE(other.release().ok()) << other.last_error();
+  landed();
+  EXPECT_FALSE(lock.held());
+  ASSERT_GE(grant_left(lock), 0) << "the first attempt landed on the free key";
+  EXPECT_TRUE(lock.release().ok()) << lock.last_error();
+  EXPECT_EQ(run(admin_, {"EXISTS", kKey}), "0") << "left behind until its TTL";
+}
+
 // --- A late grant is handed back; that release is held past its timeout
 // and lands after the retry was granted. TTL < the grant's reply delay <
 // command timeout < the release's hold, and the hold ends within the
