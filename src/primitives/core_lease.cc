@@ -129,8 +129,7 @@ Status TokenLease::extend_request(Millis ttl, ExtendMode mode) {
 
 Status TokenLease::on_extend(const Result<const Reply*>& r) {
   const Reply* rep = r.ok() ? r.value() : nullptr;
-  const bool answer = rep && rep->type == ReplyType::kInteger && rep->integer >= 0 &&
-                      Millis(rep->integer) <= 2 * kMaxTtl;
+  const bool answer = rep && rep->type == ReplyType::kInteger && rep->integer >= 0;
   if (!answer) {
     const Status s = r.ok() ? core_.reject("extend wants a TTL or 0") : r.status();
     // The new TTL may have been applied (timeout, lost reply, WAIT short
@@ -143,7 +142,9 @@ Status TokenLease::on_extend(const Result<const Reply*>& r) {
     return ErrorCode::kNotOwner;
   }
   granted_ = true;
-  valid_until_ = core_.validity_end(req_start_, Millis(rep->integer));
+  // kAdd stacks TTLs without bound on the server; claiming less is safe.
+  const Millis ttl = Millis(rep->integer) < 2 * kMaxTtl ? Millis(rep->integer) : 2 * kMaxTtl;
+  valid_until_ = core_.validity_end(req_start_, ttl);
   // ok means usable: a TTL the round trip and drift eat is not (token kept).
   if (remaining() <= Nanos::zero()) return ErrorCode::kExpired;
   return Status();

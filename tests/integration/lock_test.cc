@@ -94,6 +94,21 @@ TEST_F(LockTest, TtlAbove32BitsOfMilliseconds) {
   ASSERT_TRUE(l.release().ok());
 }
 
+// Added TTLs stack on the server past what one extend may ask: still a
+// success, claimed for no more than two kMaxTtl.
+TEST_F(LockTest, AddedTtlsBeyondTwiceTheLongestStayHeld) {
+  Lock l(a_);
+  ASSERT_TRUE(l.init(Bytes::from_cstr("years"), ttl(kMaxTtl.count())).ok());
+  ASSERT_TRUE(l.try_acquire().ok()) << a_.last_error();
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(l.extend(kMaxTtl, ExtendMode::kAdd).ok()) << i << ": " << a_.last_error();
+  }
+  EXPECT_GT(std::stoll(run(admin_, {"PTTL", "years"})), 3 * kMaxTtl.count());
+  EXPECT_GT(l.remaining(), kMaxTtl);
+  EXPECT_LE(l.remaining(), 2 * kMaxTtl);
+  ASSERT_TRUE(l.release().ok());
+}
+
 TEST_F(LockTest, ExpiredHolderCannotReleaseNewHolder) {
   // The seed scenario: A's lock expires, B acquires, A's release must fail
   // and B must keep the lock.
