@@ -133,8 +133,11 @@ Nanos LeaseCore::backoff_delay(Status last, Nanos left) {
   // A busy lease frees by expiry at the latest: no point sleeping past it.
   // A holder without TTL (reported as 0) gets the plain backoff: capping at
   // 1 ms would poll it a thousand times a second.
-  const Nanos expiry = busy_ttl_ + Millis(1);
-  if (last.code() == ErrorCode::kBusy && busy_ttl_ > Millis(0) && expiry < delay) delay = expiry;
+  // Compared in ms: a holder's TTL in ns may not fit (centuries are allowed).
+  if (last.code() == ErrorCode::kBusy && busy_ttl_ > Millis(0) &&
+      busy_ttl_ < std::chrono::floor<Millis>(delay)) {
+    delay = busy_ttl_ + Millis(1);
+  }
   return delay < left ? delay : left;
 }
 

@@ -296,8 +296,11 @@ Status QuorumLock::attempt_done(Status s) {
   Nanos delay = Backoff(options_.retry_min, options_.retry_max, attempts_ - 1).next(rng_);
   // A majority frees by expiry then at the latest; with no such bound (a
   // holder without TTL) the normal backoff stands.
-  const Nanos expiry = busy_ttl_ + Millis(1);
-  if (s.code() == ErrorCode::kBusy && busy_ttl_ > Millis(0) && expiry < delay) delay = expiry;
+  // Compared in ms: a holder's TTL in ns may not fit (centuries are allowed).
+  if (s.code() == ErrorCode::kBusy && busy_ttl_ > Millis(0) &&
+      busy_ttl_ < std::chrono::floor<Millis>(delay)) {
+    delay = busy_ttl_ + Millis(1);
+  }
   const Nanos left = wait_until_.remaining(c);
   if (left <= Nanos::zero()) return end_op(s);
   stage_ = Stage::kPause;

@@ -109,6 +109,21 @@ TEST_F(LockTest, AddedTtlsBeyondTwiceTheLongestStayHeld) {
   ASSERT_TRUE(l.release().ok());
 }
 
+// A holder whose TTL in ns would overflow (Redis takes centuries) still
+// gets the backoff between attempts, not a busy loop.
+TEST_F(LockTest, HolderWithACenturiesTtlGetsTheBackoff) {
+  ASSERT_EQ(run(admin_, {"SET", "ages", "other", "PX", "9000000000000000"}), "OK");
+  LockOptions o = ttl(1000);
+  o.retry_min = Millis(10);
+  o.retry_max = Millis(20);
+  Lock l(a_);
+  ASSERT_TRUE(l.init(Bytes::from_cstr("ages"), o).ok());
+  const uint64_t before = a_.stats().commands;
+  EXPECT_EQ(l.acquire(Millis(200)).code(), ErrorCode::kBusy);
+  EXPECT_LE(a_.stats().commands - before, 25u) << "attempts 10 ms or more apart";
+  ASSERT_EQ(run(admin_, {"DEL", "ages"}), "1");
+}
+
 TEST_F(LockTest, ExpiredHolderCannotReleaseNewHolder) {
   // The seed scenario: A's lock expires, B acquires, A's release must fail
   // and B must keep the lock.

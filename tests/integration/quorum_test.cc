@@ -209,6 +209,27 @@ TEST(QuorumLock, PartialGrantsAreCleanedUp) {
   EXPECT_EQ(c.get(3), "(nil)");
 }
 
+// Holders whose TTL in ns would overflow (Redis takes centuries) still
+// leave the backoff between attempts, not a busy loop.
+TEST(QuorumLock, HoldersWithACenturiesTtlGetTheBackoff) {
+  Cluster c(3);
+  ASSERT_TRUE(c.start());
+  for (size_t i = 0; i < 3; ++i) {
+    ASSERT_EQ(c.cmd(i, {"SET", kKey, "someone-else", "PX", "9000000000000000"}), "OK");
+  }
+  QuorumOptions o = opts();
+  o.retry_min = Millis(10);
+  o.retry_max = Millis(20);
+  QuorumLock lock;
+  ASSERT_TRUE(lock.init(c.conns(), 3, Bytes::from_cstr(kKey), o).ok());
+  uint64_t before = 0;
+  for (size_t i = 0; i < 3; ++i) before += c.conns()[i]->stats().commands;
+  EXPECT_EQ(lock.acquire(Millis(200)).code(), ErrorCode::kBusy);
+  uint64_t sent = 0;
+  for (size_t i = 0; i < 3; ++i) sent += c.conns()[i]->stats().commands;
+  EXPECT_LE(sent - before, 3u * 25u) << "attempts 10 ms or more apart";
+}
+
 TEST(QuorumLock, MinorityKilledStillWorks) {
   Cluster c(5);
   ASSERT_TRUE(c.start());
