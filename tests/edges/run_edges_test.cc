@@ -22,7 +22,7 @@ using test::RedisServer;
 using test::slowdown;
 
 // How late a poll loop may wake after a deadline on a loaded machine.
-Nanos loop_slack() { return Millis(10) * slowdown(); }
+Nanos loop_slack() { return Millis(50) * slowdown(); }
 
 // Runs the keeper's poll loop until it is no longer keeping (bounded).
 // Returns the latest instant a step() call returned.

@@ -232,7 +232,8 @@ TEST_F(CliTest, LostLeaseKillsCommandAndExitsFour) {
                            "echo $$ > " + pidfile + "; exec sleep 30"},
                           "lost");
     for (int i = 0; i < 200 && redis({"EXISTS", "dev"}) != "1"; ++i) usleep(5000);
-    usleep(100000);
+    // COMMAND runs once it wrote its pid.
+    for (int i = 0; i < 400 && slurp(pidfile).find('\n') == std::string::npos; ++i) usleep(5000);
     if (variant == 0) {
       ASSERT_EQ(redis({"DEL", "dev"}), "1");
     } else {

@@ -68,6 +68,18 @@ class Servers {
     return run(admin_[i], args);
   }
   std::string counter(size_t i) { return cmd(i, {"GET", kCounter}); }
+  /// Waits (bounded) until no server holds `token` under the key: a
+  /// release is decided at its majority, the rest run it a moment later.
+  bool released(Bytes token) {
+    const std::string t(reinterpret_cast<const char*>(token.data), token.size);
+    for (int i = 0; i < 500; ++i) {
+      size_t holders = 0;
+      for (size_t j = 0; j < n_; ++j) holders += cmd(j, {"GET", kKey}) == t ? 1 : 0;
+      if (holders == 0) return true;
+      SystemClock().sleep_for(Millis(2));
+    }
+    return false;
+  }
   uint64_t counter_value(size_t i) {
     const std::string v = counter(i);
     return v == "(nil)" ? 0 : std::strtoull(v.c_str(), nullptr, 10);
@@ -250,6 +262,7 @@ TEST(QuorumFence, StaleGuessTakesTwoRoundsAndStaysMonotonic) {
   EXPECT_EQ(s.counter(1), "51") << "raised while it held our key";
   EXPECT_EQ(s.counter(2), "10") << "a refusing server is not raised";
   ASSERT_TRUE(a.lock().release().ok());
+  ASSERT_TRUE(s.released(a.lock().token()));
   // Next majority {1, 2} shares only server 1 with {0, 1}.
   s.unblock(2);
   s.block(0);
@@ -266,6 +279,7 @@ TEST(QuorumFence, StaleGuessTakesTwoRoundsAndStaysMonotonic) {
   EXPECT_EQ(b.lock().fence(), 53u);
   EXPECT_EQ(sent, 3u) << "the proposal brought the servers back in step";
   ASSERT_TRUE(b.lock().release().ok());
+  ASSERT_TRUE(s.released(b.lock().token()));
   // A client that saw nothing (proposes 1) over servers in step: one round.
   ASSERT_TRUE(c.acquire(&sent).ok()) << c.lock().last_error();
   EXPECT_EQ(c.lock().fence(), 54u);
@@ -332,6 +346,7 @@ TEST(QuorumFence, AlternatingClientsStayStrictlyMonotonic) {
     last = c.lock().fence();
     ++(sent <= 5 ? one_round : two_rounds);
     ASSERT_TRUE(c.lock().release().ok());
+    ASSERT_TRUE(s.released(c.lock().token())) << "grant " << i;
     if (blocked < 5) s.unblock(blocked);
   }
   std::printf(
@@ -381,7 +396,9 @@ uint64_t fence_after_restart(Servers& s, bool restore) {
   s.block(2);
   Client a;
   if (!a.init(s) || !a.lock().try_acquire().ok() || a.lock().fence() != 101) return 0;
-  if (!a.lock().release().ok() || s.counter(1) != "101") return 0;
+  if (!a.lock().release().ok() || !s.released(a.lock().token()) || s.counter(1) != "101") {
+    return 0;
+  }
   if (!s.restart(1)) return 0;
   if (restore) {  // rule 2: the highest counter of the others, before it is used
     const uint64_t high = std::max(s.counter_value(0), s.counter_value(2));

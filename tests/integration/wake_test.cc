@@ -75,8 +75,9 @@ TEST_F(WakeTest, CrashedHolderLetsWaiterInAfterTtl) {
   const Nanos took = clock.now() - t0;
   EXPECT_GE(took, Millis(250));
   // Redis ends a timed-out BLPOP on its next cron tick (hz 10: up to
-  // 100 ms late); 50 ms more for the client's own attempt on a busy machine.
-  EXPECT_LT(took, Millis(300) + Millis(150) * test::slowdown());
+  // 100 ms late, and a second short BLPOP may follow); the rest is for the
+  // client's own attempt on a busy machine.
+  EXPECT_LT(took, Millis(300) + Millis(250) * test::slowdown());
   EXPECT_LE(b_.stats().commands, 6u) << "blocked until the TTL, not polled";
   ASSERT_TRUE(lb.release().ok());
 }
