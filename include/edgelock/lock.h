@@ -41,7 +41,8 @@ struct LockOptions {
   double drift_factor = 0.01;
   /// Retry delays while waiting for a busy lock (used when no wake signal
   /// can be waited for: connection errors, a holder without TTL, a server
-  /// older than Redis 6, or wake_on_release = false).
+  /// older than Redis 6, or wake_on_release = false). 0 < retry_min <=
+  /// retry_max <= kMaxTtl, here and in every lease's options.
   Nanos retry_min = Millis(2);
   Nanos retry_max = Millis(250);
   /// Waiting without polling: release() leaves a signal on a companion list

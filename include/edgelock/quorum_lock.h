@@ -85,7 +85,8 @@ struct QuorumOptions {
   /// costs at most this per round. 0 = ttl / 50, at least 5 ms. Must be
   /// below the TTL.
   Nanos server_timeout{0};
-  /// Random delays between acquire attempts (jittered, doubling).
+  /// Random delays between acquire attempts (jittered, doubling). Each
+  /// pair here: 0 < min <= max <= kMaxTtl.
   Nanos retry_min = Millis(5);
   Nanos retry_max = Millis(250);
   /// A server that did not answer is skipped by acquire/extend for a

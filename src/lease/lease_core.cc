@@ -35,7 +35,7 @@ namespace {
 
 bool valid_timing(const LeaseTiming& t) {
   return t.ttl >= Millis(1) && t.ttl <= kMaxTtl && t.drift_factor >= 0.0 && t.drift_factor <= 0.5 &&
-         t.retry_min > Nanos::zero() && t.retry_max >= t.retry_min;
+         t.retry_min > Nanos::zero() && t.retry_max >= t.retry_min && t.retry_max <= kMaxTtl;
 }
 
 }  // namespace

@@ -47,8 +47,8 @@ bool valid_connections(Connection* const* conns, size_t n) {
 bool valid_options(const QuorumOptions& o) {
   return o.ttl >= Millis(1) && o.ttl <= kMaxTtl && o.drift_factor >= 0.0 && o.drift_factor <= 0.5 &&
          o.server_timeout >= Nanos::zero() && o.server_timeout < o.ttl &&
-         o.retry_min > Nanos::zero() && o.retry_max >= o.retry_min && o.down_min > Nanos::zero() &&
-         o.down_max >= o.down_min &&
+         o.retry_min > Nanos::zero() && o.retry_max >= o.retry_min && o.retry_max <= kMaxTtl &&
+         o.down_min > Nanos::zero() && o.down_max >= o.down_min && o.down_max <= kMaxTtl &&
          o.ttl > detail::drift_of(o.ttl, o.drift_factor);  // some validity
 }
 

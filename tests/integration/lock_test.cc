@@ -215,6 +215,11 @@ TEST_F(LockTest, InvalidArguments) {
   EXPECT_EQ(l.init(Bytes::from_cstr("k"), ttl(kMaxTtl.count() + 1)).code(),
             ErrorCode::kInvalidArgument);
   EXPECT_EQ(l.try_acquire().code(), ErrorCode::kInvalidArgument) << "not initialised";
+  LockOptions o = ttl(1000);
+  o.retry_max = kMaxTtl + Nanos(1);  // a delay past it would overflow a deadline
+  EXPECT_EQ(l.init(Bytes::from_cstr("k"), o).code(), ErrorCode::kInvalidArgument);
+  o.retry_max = kMaxTtl;
+  EXPECT_TRUE(l.init(Bytes::from_cstr("k"), o).ok());
   const std::string max(kMaxKeyLen - 8, 'k');  // room for "{…}:fence"
   EXPECT_TRUE(l.init(Bytes(max.data(), max.size())).ok());
 }

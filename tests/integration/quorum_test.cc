@@ -86,7 +86,16 @@ TEST(QuorumLock, InitValidates) {
   o = QuorumOptions();
   o.server_timeout = o.ttl;
   EXPECT_EQ(q.init(two, 2, key, o).code(), ErrorCode::kInvalidArgument);
+  o = QuorumOptions();
+  o.retry_max = kMaxTtl + Nanos(1);
+  EXPECT_EQ(q.init(two, 2, key, o).code(), ErrorCode::kInvalidArgument);
+  o = QuorumOptions();
+  o.down_max = kMaxTtl + Nanos(1);
+  EXPECT_EQ(q.init(two, 2, key, o).code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(q.try_acquire().code(), ErrorCode::kInvalidArgument) << "not initialised";
+  o.down_max = kMaxTtl;
+  o.retry_max = kMaxTtl;
+  EXPECT_TRUE(q.init(two, 2, key, o).ok());
   ASSERT_TRUE(q.init(two, 2, key).ok());
   EXPECT_EQ(q.quorum(), 2u);
   EXPECT_EQ(q.server_timeout(), Millis(200)) << "default: ttl / 50";
