@@ -147,7 +147,7 @@ class Cluster final : public Backend {
   Status end_refresh(Status s);
   void abandon_refresh();
   Status note(Connection& conn, Status s);
-  detail::WriteConfirm confirmer();  // the WAIT over cluster_options_ (replica_wait.h)
+  detail::WriteConfirm confirmer(const Connection& node);  // WAIT on `node` (replica_wait.h)
   int pick_node(uint16_t slot) const;
 
   Connection nodes_[kMaxClusterNodes];
@@ -156,8 +156,10 @@ class Cluster final : public Backend {
   Endpoint creds_;                // user/password for every node
   ConnectionOptions options_;
   ClusterOptions cluster_options_;
-  Reply confirmed_[4];   // a reply a WAIT confirmed, and its elements (replica_wait.h)
-  Millis wait_sent_{0};  // the timeout of the last WAIT started as a step
+  // Per node: a reply its WAIT confirms, with its elements, and the WAIT's
+  // timeout. Handles on different nodes may be confirming at once.
+  Reply confirmed_[kMaxClusterNodes][4];
+  Millis wait_sent_[kMaxClusterNodes] = {};
   Clock* clock_ = &default_clock();
   bool initialized_ = false;
   // The map read as steps: wanted before the steps route (first use, a

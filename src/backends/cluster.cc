@@ -116,17 +116,20 @@ Result<const Reply*> Cluster::eval(const ScriptCall& call, Deadline deadline) {
   return detail::call_routed(*this, call.keys[0], call, deadline);
 }
 
-detail::WriteConfirm Cluster::confirmer() {
-  return detail::confirm_over(cluster_options_, stats_, confirmed_, wait_sent_, error_);
+// A node serves one request at a time, so its own storage suffices.
+detail::WriteConfirm Cluster::confirmer(const Connection& node) {
+  size_t i = 0;
+  while (i + 1 < node_count_ && &nodes_[i] != &node) ++i;  // routes reach only nodes_
+  return detail::confirm_over(cluster_options_, stats_, confirmed_[i], wait_sent_[i], error_);
 }
 
 Result<const Reply*> Cluster::start_confirm(Connection& node, const Reply* reply,
                                             Deadline deadline) {
-  return confirmer().start(node, reply, deadline);
+  return confirmer(node).start(node, reply, deadline);
 }
 
 Result<const Reply*> Cluster::end_confirm(Connection& node, const Result<const Reply*>& wait) {
-  return confirmer().end(node, wait);
+  return confirmer(node).end(node, wait);
 }
 
 Result<const Reply*> Cluster::command(Bytes key, Span<const Bytes> args, Deadline deadline) {

@@ -66,8 +66,11 @@ Result<const Reply*> WriteConfirm::start(Connection& conn, const Reply* reply, D
 
 Result<const Reply*> WriteConfirm::end(Connection& conn, const Result<const Reply*>& wait) {
   if (!wait.ok()) {
-    set_error(err, "%s", conn.last_error());
-    return wait.status();
+    set_error(err, "WAIT: %s", conn.last_error());
+    if (!traits(wait.status().code()).server_rejected) return wait.status();
+    // Refused (a primary just demoted, an ACL): the grant landed unconfirmed.
+    ++failures;
+    return ErrorCode::kNoQuorum;
   }
   if (wait.value()->type != ReplyType::kInteger) {
     set_error(err, "WAIT: unexpected reply type");

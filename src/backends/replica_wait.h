@@ -35,8 +35,8 @@ struct WriteConfirm {
 
   /// The WAIT's reply (or its failure) `wait`: the grant kept, or the error
   /// (text in `err`; kNoQuorum counted in `failures`). Errors:
-  /// Connection::command()'s, kProtocol, kNoQuorum (fewer than `want`
-  /// acknowledged).
+  /// Connection::command()'s but the error replies, kProtocol, kNoQuorum
+  /// (fewer than `want` acknowledged, or WAIT refused: the grant landed).
   Result<const Reply*> end(Connection& conn, const Result<const Reply*>& wait);
 };
 

@@ -191,6 +191,34 @@ TEST_F(ClusterStepTest, WaitReplicasConfirmedAsSteps) {
   EXPECT_LT(loop.longest, step_bound());
 }
 
+// A WAIT the server refuses (here an ACL without it; a primary demoted in a
+// failover answers an error too) confirms nothing, but the grant landed:
+// kNoQuorum, and the grant is handed back.
+TEST_F(ClusterStepTest, WaitRefusedIsNoQuorumAndHandedBack) {
+  std::string url = "redis-cluster://nowait:nowait-pw@";
+  for (int i = 0; i < cluster_->size(); ++i) {
+    const int port = cluster_->node(i).port();
+    ASSERT_EQ(test::raw_command(
+                  port, {"ACL", "SETUSER", "nowait", "on", ">nowait-pw", "~*", "+@all", "-wait"}),
+              "+OK\r\n");
+    url += (i ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(port);
+  }
+  Cluster waiting;
+  ClusterOptions co;
+  co.wait_replicas = 1;
+  ASSERT_TRUE(waiting.init(url.c_str(), options(), co).ok());
+  const std::string key = key_on(client_.owner_of(0), "step-refused");
+  const int port = cluster_->node(server_of(client_.owner_of(0))).port();
+  Lock lock(waiting);
+  ASSERT_TRUE(lock.init(Bytes(key.data(), key.size())).ok());
+  Loop loop;
+  EXPECT_EQ(loop.drive(lock, lock.start_try_acquire()).code(), ErrorCode::kNoQuorum)
+      << waiting.last_error();
+  EXPECT_FALSE(lock.held());
+  EXPECT_EQ(waiting.stats().wait_failures, 1u);
+  EXPECT_EQ(test::raw_command(port, {"EXISTS", key}), ":0\r\n") << "the grant was handed back";
+}
+
 // A waiter's loop while the slot of its key moves to another primary and
 // the holder (another client) releases: the loop's next attempt gets MOVED
 // and follows it.

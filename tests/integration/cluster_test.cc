@@ -2,6 +2,7 @@
 // slot migration in the middle of a run (ASK, TRYAGAIN, MOVED followed),
 // and mutual exclusion across processes.
 #include <gtest/gtest.h>
+#include <poll.h>
 
 #include <string>
 #include <thread>
@@ -233,6 +234,61 @@ int replica_of(test::RedisClusterSetup& servers, int port) {
   return -1;
 }
 
+// Steps `lease` from a poll() loop until `done()` or the operation ends
+// (bounded); returns its status.
+template <class F>
+Status step_until(Lease& lease, Status s, F done) {
+  for (int i = 0; i < 4000 && s.code() == ErrorCode::kInProgress && !done(); ++i) {
+    pollfd fds[kMaxWaitFds];
+    const size_t n = lease.wait_fds(fds, kMaxWaitFds);
+    poll(fds, n, 5);
+    s = lease.step();
+  }
+  return s;
+}
+
+// Two handles on two nodes confirm grants at once: each WAIT gives back
+// its own grant (here the fence), never the other node's.
+void check_overlapping_confirms(test::RedisClusterSetup& servers, const ClusterOptions& co) {
+  Cluster waiting;
+  ASSERT_TRUE(waiting.init(servers.url().c_str(), options(), co).ok());
+  ASSERT_TRUE(waiting.refresh(Deadline::after(waiting.clock(), Millis(5000))).ok());
+  std::string keys[2];
+  for (int i = 0; i < 100000 && keys[1].empty(); ++i) {
+    const std::string k = "mix-" + std::to_string(i);
+    if (keys[0].empty()) {
+      keys[0] = k;
+    } else if (waiting.owner_of(key_slot(k.c_str())) !=
+               waiting.owner_of(key_slot(keys[0].c_str()))) {
+      keys[1] = k;
+    }
+  }
+  Lock a(waiting), b(waiting);
+  ASSERT_TRUE(a.init(Bytes(keys[0].data(), keys[0].size())).ok());
+  ASSERT_TRUE(b.init(Bytes(keys[1].data(), keys[1].size())).ok());
+  const int port_a = test::serving_port(waiting, a.key());
+  const int port_b = test::serving_port(waiting, b.key());
+  ASSERT_NE(port_a, port_b);
+  test::raw_command(port_a, {"DEL", "{" + keys[0] + "}:fence"});
+  test::raw_command(port_b, {"SET", "{" + keys[1] + "}:fence", "1000"});
+  const int replica_a = replica_of(servers, port_a);
+  ASSERT_GE(replica_a, 0);
+  servers.node(replica_a).pause();  // a's WAIT stays out
+  Status sa = step_until(a, a.start_try_acquire(), [&] {
+    return test::raw_command(port_a, {"INFO", "clients"}).find("blocked_clients:1") !=
+           std::string::npos;
+  });
+  ASSERT_EQ(sa.code(), ErrorCode::kInProgress) << sa.to_string() << " " << waiting.last_error();
+  const Status sb = step_until(b, b.start_try_acquire(), [] { return false; });
+  servers.node(replica_a).resume();
+  ASSERT_TRUE(sb.ok()) << sb.to_string() << " " << waiting.last_error();
+  EXPECT_EQ(b.fence(), 1001u);
+  sa = step_until(a, sa, [] { return false; });
+  ASSERT_TRUE(sa.ok()) << sa.to_string() << " " << waiting.last_error();
+  EXPECT_EQ(a.fence(), 1u) << "a's WAIT handed back b's grant";
+  EXPECT_TRUE(a.release().ok() && b.release().ok());
+}
+
 TEST(ClusterFailover, WaitThenFollowPromotedReplicaAfterKill9) {
   // A short node timeout: the replica takes over about a second after the
   // primary dies.
@@ -256,6 +312,8 @@ TEST(ClusterFailover, WaitThenFollowPromotedReplicaAfterKill9) {
   servers.node(replica).resume();
   EXPECT_EQ(waiting.stats().wait_failures, 1u);
   ASSERT_TRUE(confirmed.release().ok());
+  co.wait_timeout = Millis(2000) * test::slowdown();
+  check_overlapping_confirms(servers, co);
 
   Cluster cluster;
   ASSERT_TRUE(cluster.init(servers.url().c_str(), options()).ok());
