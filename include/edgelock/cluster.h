@@ -2,7 +2,7 @@
 /// @file cluster.h
 /// Locks in a Redis Cluster. The slot map is read with CLUSTER SLOTS into a
 /// fixed table (one byte per slot) and every lock key goes to its slot's
-/// primary; MOVED (slot moved: map updated and re-read) and ASK (slot being
+/// primary; MOVED (slot moved: its owner updated) and ASK (slot being
 /// migrated: ASKING, then the command) redirects and TRYAGAIN (a multi-key
 /// script mid-migration) are followed within the operation's deadline.
 /// A failed connection to a node marks the map stale: it is read again
