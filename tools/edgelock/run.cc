@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -32,7 +33,25 @@ using edgelock::LeaseState;
 using edgelock::Nanos;
 using edgelock::TimePoint;
 
-const int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+// SIGTSTP too: Ctrl-Z stops COMMAND, never edgelock alone (a stopped
+// edgelock renews nothing and kills nothing).
+const int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP};
+
+// Ignored while supervising, so that no write to a terminal or a closed
+// pipe stops or ends edgelock; COMMAND gets the caller's dispositions.
+const int kIgnored[] = {SIGTTOU, SIGTTIN, SIGPIPE};
+struct IgnoredSignals {
+  struct sigaction old[3];
+  IgnoredSignals() {
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    for (size_t i = 0; i < 3; ++i) sigaction(kIgnored[i], &ignore, &old[i]);
+  }
+  void restore() const {
+    for (size_t i = 0; i < 3; ++i) sigaction(kIgnored[i], &old[i], nullptr);
+  }
+  ~IgnoredSignals() { restore(); }
+};
 
 // The descriptors edgelock inherited (open before main()) pass on to
 // COMMAND; every other one (Redis sockets, whatever a library opened) is
@@ -77,7 +96,8 @@ struct StartFailure {
 }
 
 [[noreturn]] void exec_child(const Options& o, edgelock::Lease& lease, const sigset_t& old_mask,
-                             pid_t parent, bool terminal, int report_fd) {
+                             const IgnoredSignals& ignored, pid_t parent, bool terminal,
+                             int report_fd) {
   setpgid(0, 0);
   // Die with edgelock; if it is already gone, never start.
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(126);
@@ -89,6 +109,7 @@ struct StartFailure {
   char fence[24];
   std::snprintf(fence, sizeof fence, "%llu", static_cast<unsigned long long>(lease.fence()));
   sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+  ignored.restore();
   if (setenv("EDGELOCK_KEY", o.key, 1) != 0 || setenv("EDGELOCK_TOKEN", token, 1) != 0 ||
       setenv("EDGELOCK_FENCE", fence, 1) != 0) {
     start_failed(report_fd, 1, 126);
@@ -166,6 +187,7 @@ void drain_signals(int sfd, Child* child) {
 void on_lost(const Options& o, const LeaseKeeper& keeper, TimePoint now, TimePoint valid_end,
              Child* child) {
   child->lost = true;
+  kill(-child->pid, SIGTERM);  // before any write: a write may block
   const Nanos grace = from_ms(effective_grace_ms(o));
   child->kill_at = valid_end - kill_margin(o);
   if (now + grace < child->kill_at) child->kill_at = now + grace;
@@ -177,27 +199,47 @@ void on_lost(const Options& o, const LeaseKeeper& keeper, TimePoint now, TimePoi
        not_owner ? "another owner or no key on the server" : "no renewal before the validity ends",
        keeper.stats().failures, o.child_argv[0], static_cast<int>(child->pid),
        to_ms(child->kill_at > now ? child->kill_at - now : Nanos::zero()));
-  kill(-child->pid, SIGTERM);
 }
 
 void kill_if_due(const Options& o, edgelock::Clock& clock, Child* child) {
   if (!child->lost || child->killed || clock.now() < child->kill_at) return;
-  notice_line("%s did not stop in time; sending SIGKILL to its process group", o.child_argv[0]);
   kill(-child->pid, SIGKILL);
   child->killed = true;
+  notice_line("%s did not stop in time; sent SIGKILL to its process group", o.child_argv[0]);
+}
+
+// poll()'s timeout stops while the device is suspended; a relative
+// CLOCK_BOOTTIME timer does not, so a deadline that passed in a suspend
+// wakes the loop at resume, not a whole timeout later. tfd < 0: none.
+void arm_boottime(int tfd, Deadline d, edgelock::Clock& clock) {
+  if (tfd < 0) return;
+  itimerspec t{};  // zero: disarmed
+  if (!d.is_never()) {
+    const Nanos left = d.remaining(clock);
+    const int64_t ns = left > Nanos::zero() ? left.count() : 1;
+    t.it_value.tv_sec = static_cast<time_t>(ns / 1000000000);
+    t.it_value.tv_nsec = static_cast<long>(ns % 1000000000);
+  }
+  timerfd_settime(tfd, 0, &t, nullptr);
 }
 
 // Keeps the lease until the child exits. Bounded: every iteration either
 // waits in poll() until a deadline or a signal, or ends the loop.
-void supervise(const Options& o, edgelock::Lease& lease, LeaseKeeper& keeper, int sfd,
+void supervise(const Options& o, edgelock::Lease& lease, LeaseKeeper& keeper, int sfd, int tfd,
                Child* child) {
   edgelock::Clock& clock = lease.clock();
   while (!child->exited) {
     Deadline d = keeper.next_deadline();
     if (child->lost && !child->killed) d = d.min(Deadline::at(child->kill_at));
-    pollfd p{sfd, POLLIN, 0};
+    arm_boottime(tfd, d, clock);
+    pollfd p[2] = {{sfd, POLLIN, 0}, {tfd, POLLIN, 0}};
     const TimePoint valid_end = clock.now() + lease.remaining();
-    if (poll(&p, 1, d.poll_timeout_ms(clock)) < 0 && errno != EINTR) {
+    const int ready = poll(p, tfd < 0 ? 1 : 2, d.poll_timeout_ms(clock));
+    uint64_t expirations = 0;
+    if (ready > 0 && (p[1].revents & POLLIN) != 0) {
+      static_cast<void>(read(tfd, &expirations, sizeof expirations));
+    }
+    if (ready < 0 && errno != EINTR) {
       error_line("poll: %s", std::strerror(errno));
       if (!child->lost) on_lost(o, keeper, clock.now(), valid_end, child);
     }
@@ -255,6 +297,7 @@ int start_keeper(const Options& o, edgelock::Lease& lease, LeaseKeeper& keeper) 
 
 int fork_and_supervise(const Options& o, edgelock::Lease& lease, LeaseKeeper& keeper, int sfd,
                        const sigset_t& old_mask) {
+  const IgnoredSignals ignored;
   std::fflush(stdout);
   std::fflush(stderr);
   const bool terminal = owns_terminal();
@@ -268,10 +311,12 @@ int fork_and_supervise(const Options& o, edgelock::Lease& lease, LeaseKeeper& ke
     return fail("internal", kExitServer, "cannot start %s: %s", o.child_argv[0],
                 std::strerror(err));
   }
-  if (child.pid == 0) exec_child(o, lease, old_mask, parent, terminal, report[1]);
+  if (child.pid == 0) exec_child(o, lease, old_mask, ignored, parent, terminal, report[1]);
   close(report[1]);
   setpgid(child.pid, child.pid);  // also here: no signal may miss the group
-  supervise(o, lease, keeper, sfd, &child);
+  const int tfd = timerfd_create(CLOCK_BOOTTIME, TFD_CLOEXEC | TFD_NONBLOCK);
+  supervise(o, lease, keeper, sfd, tfd, &child);
+  if (tfd >= 0) close(tfd);
   if (terminal) give_terminal(getpgrp());
   const int rc = finish(o, lease, child, report[0]);
   close(report[0]);
