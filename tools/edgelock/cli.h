@@ -19,7 +19,7 @@ constexpr int kExitOk = 0;
 constexpr int kExitBusy = 1;      // not acquired within --wait; cooldown not allowed
 constexpr int kExitUsage = 2;     // usage or invalid argument
 constexpr int kExitServer = 3;    // connection, auth, TLS or server error, no answer
-constexpr int kExitLost = 4;      // lease lost while COMMAND ran
+constexpr int kExitLost = 4;      // lease lost while COMMAND ran, or before it started
 constexpr int kExitNotOwner = 5;  // release/extend with a stale token
 
 constexpr int kMaxUrls = 16;
