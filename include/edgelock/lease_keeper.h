@@ -90,6 +90,8 @@ class LeaseKeeper {
   /// the keeper.
   explicit LeaseKeeper(Lease& lease, const KeeperOptions& options = {})
       : lease_(&lease), options_(options) {}
+  /// Cancels a renewal in flight, as stop(): the lease must outlive it.
+  ~LeaseKeeper() { stop(); }
   LeaseKeeper(const LeaseKeeper&) = delete;
   LeaseKeeper& operator=(const LeaseKeeper&) = delete;
 

@@ -281,6 +281,20 @@ TEST_F(KeeperRedisTest, RenewsOnTheServer) {
   EXPECT_GT(lock_.remaining(), Millis(2900));
 }
 
+// A keeper that goes away with a renewal out cancels it (as stop()): the
+// lease is free for the caller's release() at once.
+TEST_F(KeeperRedisTest, DestroyedMidRenewalLeavesTheLeaseUsable) {
+  {
+    LeaseKeeper keeper(lock_, fake_io());
+    ASSERT_TRUE(keeper.start().ok());
+    clock_.sleep_for(keeper.next_deadline().remaining(clock_));
+    EXPECT_EQ(keeper.step(), LeaseState::kKeeping);
+    ASSERT_TRUE(keeper.renewing()) << "the renewal is out, its reply unread";
+  }
+  EXPECT_TRUE(lock_.release().ok()) << lock_.last_error();
+  EXPECT_EQ(run(admin_, {"EXISTS", "modem"}), "0");
+}
+
 TEST_F(KeeperRedisTest, RenewBudgetComesFromTheLock) {
   // The fixture's 3 s lease cannot hold one renewal of the command timeout
   // the tests use under qemu (2 s x slowdown): give this lock a TTL that can.
