@@ -232,8 +232,8 @@ class QuorumLock final : public Lease {
   /// shortest TTL among the servers that refused. Not the shortest (one
   /// free server is not enough) nor the longest (a majority is free
   /// before). A round decided before every server answered gives an upper
-  /// bound (a majority is free by then at the latest). 0 if unknown: a
-  /// holder without TTL, too few answers.
+  /// bound (a majority is free by then at the latest), at most kMaxTtl.
+  /// 0 if unknown: a holder without TTL, too few answers.
   Millis busy_ttl() const { return busy_ttl_; }
   /// From the last release() (or the clean-up after a failed acquire):
   /// servers known not to hold our token (they

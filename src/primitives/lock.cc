@@ -116,7 +116,8 @@ Status Lock::on_attempt(const Result<const Reply*>& r) {
     return attempt_done(core_.reject("acquire wants an integer"));
   }
   if (rep->integer <= 0) {
-    core_.set_busy_ttl(Millis(-rep->integer));
+    // Negated only within range: -INT64_MIN does not exist.
+    core_.set_busy_ttl(rep->integer < -kMaxTtl.count() ? kMaxTtl : Millis(-rep->integer));
     return attempt_done(ErrorCode::kBusy);
   }
   has_token_ = true;

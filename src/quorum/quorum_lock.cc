@@ -219,8 +219,10 @@ void QuorumLock::note_acquire() {
     if (replied && static_cast<uint64_t>(s.value) > fence_) fence_ = static_cast<uint64_t>(s.value);
   }
   if (fence_ > seen_) seen_ = fence_;
-  busy_ttl_ =
+  // Capped: a longer TTL (Redis takes centuries) would overflow the waits.
+  const Millis free_in =
       Millis(detail::majority_free_ms(ttls, busy, granted < quorum() ? quorum() - granted : 0));
+  busy_ttl_ = free_in < kMaxTtl ? free_in : kMaxTtl;
 }
 
 // Servers whose grant returned exactly fence_ (the maximum).

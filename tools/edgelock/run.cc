@@ -235,9 +235,10 @@ void supervise(const Options& o, edgelock::Lease& lease, LeaseKeeper& keeper, in
     pollfd p[2] = {{sfd, POLLIN, 0}, {tfd, POLLIN, 0}};
     const TimePoint valid_end = clock.now() + lease.remaining();
     const int ready = poll(p, tfd < 0 ? 1 : 2, d.poll_timeout_ms(clock));
-    uint64_t expirations = 0;
     if (ready > 0 && (p[1].revents & POLLIN) != 0) {
-      static_cast<void>(read(tfd, &expirations, sizeof expirations));
+      uint64_t expirations = 0;  // read only to clear it: the loop below looks at the clock
+      const ssize_t n = read(tfd, &expirations, sizeof expirations);
+      static_cast<void>(n);
     }
     if (ready < 0 && errno != EINTR) {
       error_line("poll: %s", std::strerror(errno));

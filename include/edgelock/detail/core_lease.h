@@ -59,8 +59,8 @@ class CoreLease : public Lease {
   Clock& clock() const final { return core_.clock(); }
   uint64_t fence() const final { return fence_; }
   Bytes token() const final { return Bytes(token_, token_len_); }
-  /// The holder's TTL the last busy attempt saw; 0 also for a holder
-  /// without TTL.
+  /// The holder's TTL the last busy attempt saw, at most kMaxTtl; 0 also
+  /// for a holder without TTL.
   Millis busy_ttl() const { return core_.busy_ttl(); }
   /// Each lease overrides it; the default (no time left) keeps pure
   /// virtuals out of the vtable (see the hooks below).

@@ -191,7 +191,9 @@ class LeaseCore {
 
   /// The holder's TTL seen by the last busy attempt (0: none or no TTL).
   Millis busy_ttl() const { return busy_ttl_; }
-  void set_busy_ttl(Millis ttl) { busy_ttl_ = ttl; }
+  /// Capped at kMaxTtl: a longer TTL (Redis takes centuries) would
+  /// overflow the waits computed from it.
+  void set_busy_ttl(Millis ttl) { busy_ttl_ = ttl < kMaxTtl ? ttl : kMaxTtl; }
   Prng& rng() { return rng_; }
   /// The next jittered backoff delay, cut to the holder's TTL when `last`
   /// is kBusy and the holder has one (it frees by then at the latest), and
