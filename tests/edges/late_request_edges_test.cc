@@ -95,6 +95,20 @@ class LateRequest : public test::SuiteServerTest {
     }
     return pttl();
   }
+  // `lock` on conn_ (250 ms timeout), a 10 s TTL.
+  void init_reentrant(ReentrantLock& lock) {
+    open_proxied(slow(Millis(250)));
+    ReentrantLockOptions o;
+    o.ttl = slow_ms(10000);
+    ASSERT_TRUE(lock.init(Bytes::from_cstr(kKey), o).ok());
+  }
+  // Nothing is claimed, but the key is still ours: release() deletes it.
+  void expect_ours_until_released(ReentrantLock& lock) {
+    EXPECT_FALSE(lock.held());
+    EXPECT_GE(grant_left(lock), 0) << "the key is ours";
+    EXPECT_TRUE(lock.release().ok()) << lock.last_error();
+    EXPECT_EQ(run(admin_, {"EXISTS", kKey}), "0") << "left behind until its TTL";
+  }
 
   std::unique_ptr<DelayProxy> proxy_;
   Connection conn_, admin_, rival_;
@@ -242,11 +256,8 @@ TEST_F(LateRequest, ReentrantPartialReleaseOfUnknownOutcome) {
 // set: nothing is claimed, and release() still deletes the key.
 
 TEST_F(LateRequest, ReentrantDepthLoweredByALateRelease) {
-  open_proxied(slow(Millis(250)));
   ReentrantLock lock(conn_);
-  ReentrantLockOptions o;
-  o.ttl = slow_ms(10000);
-  ASSERT_TRUE(lock.init(Bytes::from_cstr(kKey), o).ok());
+  init_reentrant(lock);
   ASSERT_TRUE(lock.try_acquire().ok() && lock.try_acquire().ok()) << lock.last_error();
   proxy_->hold_next(kToServer, detail::kReentrantReleaseScript.sha1, slow(Millis(1500)));
   EXPECT_FALSE(lock.release().ok()) << "the held release must time out";
@@ -254,18 +265,12 @@ TEST_F(LateRequest, ReentrantDepthLoweredByALateRelease) {
   landed();
   ASSERT_EQ(run(admin_, {"HGET", kKey, "depth"}), "1") << "the late release ran last";
   EXPECT_EQ(lock.try_acquire().code(), ErrorCode::kNotOwner);
-  EXPECT_FALSE(lock.held());
-  EXPECT_GE(grant_left(lock), 0) << "the key is still ours";
-  EXPECT_TRUE(lock.release().ok()) << lock.last_error();
-  EXPECT_EQ(run(admin_, {"EXISTS", kKey}), "0") << "left behind until its TTL";
+  expect_ours_until_released(lock);
 }
 
 TEST_F(LateRequest, ReentrantDepthRaisedByALateAcquire) {
-  open_proxied(slow(Millis(250)));
   ReentrantLock lock(conn_);
-  ReentrantLockOptions o;
-  o.ttl = slow_ms(10000);
-  ASSERT_TRUE(lock.init(Bytes::from_cstr(kKey), o).ok());
+  init_reentrant(lock);
   ASSERT_TRUE(lock.try_acquire().ok()) << lock.last_error();
   proxy_->hold_next(kToServer, detail::kReentrantAcquireScript.sha1, slow(Millis(1500)));
   EXPECT_FALSE(lock.try_acquire().ok()) << "the held re-entry must time out";
@@ -274,32 +279,25 @@ TEST_F(LateRequest, ReentrantDepthRaisedByALateAcquire) {
   landed();
   ASSERT_EQ(run(admin_, {"HGET", kKey, "depth"}), "2") << "the late re-entry ran last";
   EXPECT_EQ(lock.release().code(), ErrorCode::kNotOwner);
-  EXPECT_FALSE(lock.held());
-  EXPECT_GE(grant_left(lock), 0) << "the key is still ours";
-  EXPECT_TRUE(lock.release().ok()) << lock.last_error();
-  EXPECT_EQ(run(admin_, {"EXISTS", kKey}), "0") << "left behind until its TTL";
+  expect_ours_until_released(lock);
 }
 
 // An attempt given up on, then a busy reply: the first attempt may still
 // land once the other owner lets go, and release() removes it.
 TEST_F(LateRequest, ReentrantAttemptLandsAfterABusyRetry) {
-  open_proxied(slow(Millis(250)));
+  ReentrantLock lock(conn_);
+  init_reentrant(lock);
+  ReentrantLock other(rival_);
   ReentrantLockOptions o;
   o.ttl = slow_ms(10000);
-  ReentrantLock other(rival_);
   ASSERT_TRUE(other.init(Bytes::from_cstr(kKey), o).ok());
   ASSERT_TRUE(other.try_acquire().ok()) << other.last_error();
-  ReentrantLock lock(conn_);
-  ASSERT_TRUE(lock.init(Bytes::from_cstr(kKey), o).ok());
   proxy_->hold_next(kToServer, detail::kReentrantAcquireScript.sha1, slow(Millis(1500)));
   EXPECT_FALSE(lock.try_acquire().ok()) << "the held attempt must time out";
   EXPECT_EQ(lock.try_acquire().code(), ErrorCode::kBusy);
   ASSERT_TRUE(other.release().ok()) << other.last_error();
   landed();
-  EXPECT_FALSE(lock.held());
-  ASSERT_GE(grant_left(lock), 0) << "the first attempt landed on the free key";
-  EXPECT_TRUE(lock.release().ok()) << lock.last_error();
-  EXPECT_EQ(run(admin_, {"EXISTS", kKey}), "0") << "left behind until its TTL";
+  expect_ours_until_released(lock);  // the first attempt landed on the free key
 }
 
 // --- A late grant is handed back; that release is held past its timeout

@@ -49,12 +49,16 @@ char wait_state(pid_t pid, F want) {
   return s;
 }
 
+// `run dev` with --ttl `ttl`: COMMAND writes its pid to `pidfile`, then
+// sleeps.
+std::vector<std::string> run_sleeper(const char* ttl, const std::string& pidfile) {
+  return {"-t", ttl, "run", "dev", "--", "sh", "-c", "echo $$ > " + pidfile + "; exec sleep 30"};
+}
+
 TEST_F(CliTest, CtrlZStopsCommandNotEdgelock) {
   const std::string pidfile = dir_ + "/pid";
   const int64_t t0 = now_ms();
-  const pid_t p = start(
-      {"-t", "2000", "run", "dev", "--", "sh", "-c", "echo $$ > " + pidfile + "; exec sleep 30"},
-      "tstp");
+  const pid_t p = start(run_sleeper("2000", pidfile), "tstp");
   const pid_t child = wait_pid_file(pidfile);
   ASSERT_GT(child, 0);
   ASSERT_EQ(kill(p, SIGTSTP), 0);
@@ -76,8 +80,8 @@ TEST_F(CliTest, LossWithAClosedStderrStillStopsCommand) {
   int err_pipe[2];
   ASSERT_EQ(pipe(err_pipe), 0);
   std::vector<std::string> all = wrapper_words();
-  all.insert(all.end(), {cli_, "-u", server_->url(), "-t", "600", "--grace", "200", "run", "dev",
-                         "--", "sh", "-c", "echo $$ > " + pidfile + "; exec sleep 30"});
+  all.insert(all.end(), {cli_, "-u", server_->url(), "--grace", "200"});
+  for (const std::string& w : run_sleeper("600", pidfile)) all.push_back(w);
   const pid_t p = fork();
   if (p == 0) {
     dup2(err_pipe[1], STDERR_FILENO);
@@ -105,9 +109,7 @@ TEST_F(CliTest, LossWithAClosedStderrStillStopsCommand) {
 TEST_F(CliTest, RunWaitsOnABoottimeTimer) {
   const std::string pidfile = dir_ + "/pid";
   const int64_t t0 = now_ms();
-  const pid_t p = start(
-      {"-t", "3000", "run", "dev", "--", "sh", "-c", "echo $$ > " + pidfile + "; exec sleep 30"},
-      "timer");
+  const pid_t p = start(run_sleeper("3000", pidfile), "timer");
   ASSERT_GT(wait_pid_file(pidfile), 0);
   const std::string fds = "/proc/" + std::to_string(p) + "/fd";
   std::string info;
